@@ -1,0 +1,74 @@
+"""Command line: `python -m puzzles {grade,doctor,notebooks,diagrams}`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m puzzles", description="Triton puzzles: grading and upkeep.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("grade", help="grade the kernels found in notebooks or Python files")
+    g.add_argument("paths", nargs="*", help="notebooks, .py files or folders (default: notebooks/)")
+    g.add_argument("--puzzle", type=int, action="append", help="only this puzzle number (repeatable)")
+    g.add_argument("--json", action="store_true", help="print one JSON record per puzzle")
+    g.add_argument("--viz", type=Path, metavar="DIR", help="write access pictures (PNG) under DIR")
+    g.add_argument("--timeout", type=float, default=20.0, help="seconds per size before a kernel is stopped")
+
+    sub.add_parser("doctor", help="check the installation against the pins and run a tiny kernel")
+
+    n = sub.add_parser("notebooks", help="rebuild notebooks/ from the catalog (or --check for drift)")
+    n.add_argument("--check", action="store_true", help="exit 1 if a committed notebook differs from the catalog")
+
+    sub.add_parser("diagrams", help="redraw assets/ from the puzzles' shapes")
+
+    args = parser.parse_args(argv)
+    if args.command == "grade":
+        from puzzles import grade
+
+        try:
+            paths = grade.expand(args.paths) if args.paths else grade.default_paths()
+            selected = grade.select(args.puzzle)
+        except (FileNotFoundError, KeyError) as err:
+            print(f"error: {err.args[0]}", file=sys.stderr)
+            return 2
+        grades = grade.grade(paths, selected, timeout=args.timeout, viz_dir=args.viz)
+        if args.json:
+            for g_ in grades:
+                print(json.dumps(g_.record()))
+        else:
+            print(grade.scoreboard(grades))
+        attempted = [g_ for g_ in grades if g_.status != "not attempted"]
+        return 0 if attempted and all(g_.status == "passed" for g_ in attempted) else 1
+    if args.command == "doctor":
+        from puzzles import doctor
+
+        return doctor.main()
+    if args.command == "notebooks":
+        from puzzles import notebooks
+
+        if args.check:
+            stale = notebooks.drift()
+            for name in stale:
+                print(f"out of date: notebooks/{name}")
+            if stale:
+                print("run `python -m puzzles notebooks` to rebuild them from the catalog")
+            return 1 if stale else 0
+        for path in notebooks.write():
+            print(f"wrote {path}")
+        return 0
+    if args.command == "diagrams":
+        from puzzles import diagrams
+
+        for path in diagrams.write_all():
+            print(f"wrote {path}")
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

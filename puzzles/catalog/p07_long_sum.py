@@ -1,0 +1,42 @@
+"""Puzzle 7: long sum."""
+
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.puzzle import Puzzle, cdiv
+
+
+def sum_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0"]:
+    """z_i = sum_j x[i, j]"""
+    return x.sum(1)
+
+
+PUZZLE = Puzzle(
+    number=7,
+    slug="long_sum",
+    title="Long sum",
+    kernel_name="sum_kernel",
+    spec=sum_spec,
+    statement=r"""
+Sum each row of an `N0 × T` matrix:
+
+$$z_i = \sum_{j=0}^{T-1} x_{i,j} \qquad 0 \le i < N_0$$
+
+A row is too long for one block, so each program walks its rows in chunks of `B1` columns,
+keeping a running sum (a loop inside the kernel: `for j0 in range(0, T, B1)`). The grid is
+`(cdiv(N0, B0),)`: each program handles `B0` rows. `T` need not be a multiple of `B1`: mask
+the last chunk. `N1` is passed for compatibility with the classic course and is not used.
+""",
+    sizes=(
+        {"N0": 4, "N1": 32, "T": 200, "B0": 1, "B1": 32},
+        {"N0": 5, "N1": 32, "T": 77, "B0": 1, "B1": 16},
+        {"N0": 9, "N1": 32, "T": 256, "B0": 4, "B1": 64},
+    ),
+    hints=(
+        "Keep `acc = tl.zeros([B0], dtype=tl.float32)` and add `tl.sum(block, axis=1)` for each chunk.",
+        "A chunk's offsets are `rows[:, None] * T + (j0 + tl.arange(0, B1))[None, :]`; "
+        "mask columns `< T` and rows `< N0`.",
+    ),
+    grid=lambda s: (cdiv(s["N0"], s["B0"]),),
+    unused_sizes=("N1",),
+)

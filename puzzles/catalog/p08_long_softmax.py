@@ -1,0 +1,48 @@
+"""Puzzle 8: long softmax."""
+
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.puzzle import Puzzle, cdiv
+
+
+def softmax_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0 T"]:
+    """z[i, j] = exp(x[i, j] - max_j x[i]) / sum_j exp(x[i, j] - max_j x[i])"""
+    x_max = x.max(1, keepdim=True)[0]
+    x = x - x_max
+    x_exp = x.exp()
+    return x_exp / x_exp.sum(1, keepdim=True)
+
+
+PUZZLE = Puzzle(
+    number=8,
+    slug="long_softmax",
+    title="Long softmax",
+    kernel_name="softmax_kernel",
+    spec=softmax_spec,
+    statement=r"""
+The softmax of each row of an `N0 × T` matrix:
+
+$$z_{i,j} = \frac{e^{x_{i,j} - m_i}}{\sum_{k} e^{x_{i,k} - m_i}}, \qquad m_i = \max_k x_{i,k}$$
+
+Rows are long, so walk them in chunks of `B1` as in puzzle 7. Subtracting the row maximum
+keeps `exp` from overflowing: at one of the tested sizes the inputs reach ±100, where
+`exp(x)` alone is infinite in float32. Three passes work (max, sum, write); two are enough
+if you keep a running maximum and rescale the running sum when it grows (the "online
+softmax"). `exp(x) = exp2(x * log2(e))`, and `tl.exp2` is the faster instruction on a GPU.
+The grid is `(cdiv(N0, B0),)`; `N1` is passed and not used.
+""",
+    sizes=(
+        {"N0": 4, "N1": 32, "T": 200, "B0": 1, "B1": 32},
+        {"N0": 5, "N1": 32, "T": 77, "B0": 1, "B1": 16},
+        {"N0": 9, "N1": 32, "T": 256, "B0": 4, "B1": 64},
+    ),
+    hints=(
+        "Pass 1: the row maximum. Pass 2: the sum of `exp(x - max)`. Pass 3: store `exp(x - max) / sum`.",
+        "Masked-off lanes must not win the maximum: load them with `other=-float('inf')`.",
+        "Online: when the maximum grows from `m` to `m_new`, scale the running sum by `exp(m - m_new)`.",
+    ),
+    grid=lambda s: (cdiv(s["N0"], s["B0"]),),
+    unused_sizes=("N1",),
+    input_scales=(1.0, 1.0, 100.0),
+)

@@ -1,0 +1,48 @@
+"""Puzzle 9: simple flash attention."""
+
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.puzzle import Puzzle, cdiv
+
+
+def flashatt_spec(q: Float32[Tensor, "N0"], k: Float32[Tensor, "T"], v: Float32[Tensor, "T"]) -> Float32[Tensor, "N0"]:
+    """z_i = sum_j softmax_j(q_i k_j) v_j"""
+    x = q[:, None] * k[None, :]
+    x_max = x.max(1, keepdim=True)[0]
+    x = x - x_max
+    x_exp = x.exp()
+    soft = x_exp / x_exp.sum(1, keepdim=True)
+    return (v[None, :] * soft).sum(1)
+
+
+PUZZLE = Puzzle(
+    number=9,
+    slug="simple_flash_attention",
+    title="Simple flash attention",
+    kernel_name="flashatt_kernel",
+    spec=flashatt_spec,
+    statement=r"""
+Attention with scalar queries, keys and values: for each of the `N0` queries,
+
+$$z_i = \sum_{j=0}^{T-1} \mathrm{softmax}_j(q_i k_j)\, v_j$$
+
+Each program handles `B0` queries (grid `(cdiv(N0, B0),)`) and walks the `T` keys and values
+in chunks of `B1`. Do it in one pass, as flash attention does: keep for each query a running
+maximum `m`, a running denominator `l` and a running weighted sum `acc`; when a chunk raises
+the maximum, rescale `l` and `acc` by `exp(m_old - m_new)` before adding the chunk. `N0` and
+`T` are not multiples of the blocks; `B0` and `B1` are powers of two.
+""",
+    sizes=(
+        {"N0": 200, "T": 200, "B0": 64, "B1": 32},
+        {"N0": 33, "T": 77, "B0": 16, "B1": 16},
+        {"N0": 64, "T": 130, "B0": 32, "B1": 64},
+    ),
+    hints=(
+        "Scores of a chunk: `s = q[:, None] * k[None, :]`, shape `B0 × B1`; mask key lanes past `T` with `-inf`.",
+        "`m_new = tl.maximum(m, tl.max(s, 1))`; `p = tl.exp(s - m_new[:, None])`; "
+        "`l = l * tl.exp(m - m_new) + tl.sum(p, 1)`; `acc = acc * tl.exp(m - m_new) + tl.sum(p * v[None, :], 1)`.",
+        "At the end `z = acc / l`.",
+    ),
+    grid=lambda s: (cdiv(s["N0"], s["B0"]),),
+)

@@ -1,0 +1,47 @@
+"""Puzzle 11: batched matrix multiplication."""
+
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.puzzle import Puzzle
+
+
+def dot_spec(x: Float32[Tensor, "N2 N0 MID"], y: Float32[Tensor, "N2 MID N1"]) -> Float32[Tensor, "N2 N0 N1"]:
+    """z[b] = x[b] @ y[b]"""
+    return x @ y
+
+
+PUZZLE = Puzzle(
+    number=11,
+    slug="batched_matmul",
+    title="Batched matrix multiply",
+    kernel_name="dot_kernel",
+    spec=dot_spec,
+    statement=r"""
+Multiply `N2` pairs of matrices: `x` has shape `N2 × N0 × MID`, `y` has `N2 × MID × N1`, and
+
+$$z_{b,i,j} = \sum_{k=0}^{MID-1} x_{b,i,k}\, y_{b,k,j}$$
+
+so `z` has shape `N2 × N0 × N1`. As everywhere, grid axis `k` walks the dimension named `Nk`:
+axis 0 the rows `i` of `z` in blocks of `B0`, axis 1 its columns `j` in blocks of `B1`, axis 2
+the batch in blocks of `B2`. Each program walks `MID` in chunks of `B_MID` and accumulates
+the products of tiles. From this puzzle on you may use `tl.dot(a, b)` (a `B0 × B_MID` tile
+times a `B_MID × B1` tile; on a GPU each tile side must be at least 16). The shapes are not
+square and `MID` is not a multiple of `B_MID`, so every index and every mask matters.
+""",
+    sizes=(
+        {"N0": 32, "N1": 32, "N2": 4, "MID": 64, "B0": 16, "B1": 16, "B2": 1, "B_MID": 16},
+        {"N0": 40, "N1": 24, "N2": 3, "MID": 48, "B0": 16, "B1": 16, "B2": 1, "B_MID": 32},
+        {"N0": 16, "N1": 48, "N2": 2, "MID": 40, "B0": 16, "B1": 32, "B2": 1, "B_MID": 16},
+    ),
+    hints=(
+        "Tile offsets: `x_ptr + b * N0 * MID + i[:, None] * MID + k[None, :]` "
+        "and `y_ptr + b * MID * N1 + k[:, None] * N1 + j[None, :]`.",
+        "Accumulate in float32: `acc = tl.zeros([B0, B1], dtype=tl.float32)`, then `acc += tl.dot(x_tile, y_tile)`.",
+        "Masked-off lanes of `x` and `y` must load as 0 (`other=0.0`) so they add nothing to the dot.",
+    ),
+    # On a GPU, tl.dot on float32 uses TF32 (10 mantissa bits) unless told otherwise.
+    rtol=1e-2,
+    atol=1e-2,
+    uses_dot=True,
+)

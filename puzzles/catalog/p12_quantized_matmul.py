@@ -1,0 +1,77 @@
+"""Puzzle 12: quantized matrix multiplication."""
+
+import torch
+from jaxtyping import Float32, Int32
+from torch import Tensor
+
+from puzzles.puzzle import Puzzle
+
+FPINT = 8  # 4-bit values per int32 word
+GROUP = 8  # consecutive weights of a row that share one scale and one shift
+
+
+def unpack_nibbles(words: Tensor) -> Tensor:
+    """int32 words -> their 8 nibbles, low nibble first: shape (..., n) -> (..., 8n)."""
+    shifts = torch.arange(FPINT, dtype=torch.int32) * 4
+    return ((words[..., None] >> shifts) & 0xF).flatten(-2)
+
+
+def quant_dot_spec(
+    scale: Float32[Tensor, "N0 MID//8"],
+    offset: Int32[Tensor, "N0 MID//64"],
+    weight: Int32[Tensor, "N0 MID//8"],
+    activation: Float32[Tensor, "MID N1"],
+) -> Float32[Tensor, "N0 N1"]:
+    """z = (scale * (w - shift)) @ activation, with w and shift unpacked from 4-bit nibbles"""
+    w = unpack_nibbles(weight)  # N0 x MID, values 0..15
+    shift = unpack_nibbles(offset)  # N0 x MID/GROUP, one shift per group
+    per_weight = lambda t: t.repeat_interleave(GROUP, dim=1)  # noqa: E731 - one group -> its 8 weights
+    dequantized = per_weight(scale) * (w - per_weight(shift)).to(torch.float32)
+    return dequantized @ activation
+
+
+PUZZLE = Puzzle(
+    number=12,
+    slug="quantized_matmul",
+    title="Quantized matrix multiply",
+    kernel_name="quant_dot_kernel",
+    spec=quant_dot_spec,
+    statement=r"""
+A matrix multiply whose left operand is stored as 4-bit integers. The weight matrix `W` has
+`N0` rows and `MID` columns; each of its values is a 4-bit unsigned integer `w` in `0 … 15`,
+packed 8 to an int32 word (`FPINT = 8`), low nibble first: value `k` of a row is nibble
+`k % 8` of word `k // 8`, i.e. `(word >> 4*(k % 8)) & 0xF`. So `weight` has shape
+`N0 × MID/8`.
+
+The values of a row come in groups of `GROUP = 8` consecutive weights; a group `g` shares one
+float `scale[r, g]` and one 4-bit `shift` (its zero point). The shifts are packed like the
+weights, 8 per int32 word, so `offset` has shape `N0 × MID/64`, and the shift of group `g`
+is nibble `g % 8` of word `g // 8`. Dequantized,
+
+$$W_{r,k} = \mathrm{scale}_{r,\,\lfloor k/8\rfloor}\,\big(w_{r,k} - \mathrm{shift}_{r,\,\lfloor k/8\rfloor}\big),
+\qquad z = W \cdot \mathrm{activation}$$
+
+with `activation` of shape `MID × N1` and `z` of shape `N0 × N1`. The packed words are random
+32-bit integers, so every nibble, the top one included, takes every value: an arithmetic
+shift of a negative word fills with ones, so mask with `0xF` after shifting. Grid axis 0 walks
+the rows of `z` in blocks of `B0`, axis 1 its columns in blocks of `B1`; each program walks
+`MID` in chunks of `B_MID` (a multiple of 64, so a chunk holds whole shift words). `MID` is a
+multiple of 64; `N0` and `N1` are any sizes. `tl.dot` is allowed.
+""",
+    sizes=(
+        {"N0": 32, "N1": 32, "MID": 64, "B0": 16, "B1": 16, "B_MID": 64},
+        {"N0": 24, "N1": 40, "MID": 128, "B0": 16, "B1": 16, "B_MID": 64},
+        {"N0": 40, "N1": 20, "MID": 192, "B0": 32, "B1": 16, "B_MID": 64},
+    ),
+    hints=(
+        "Unpack a `B0 × B_MID/8` tile of words into `B0 × B_MID` values: "
+        "shift by `(tl.arange(0, B_MID) % 8) * 4` after "
+        "loading the word `k // 8` for each column `k` (loading the same word 8 times is fine).",
+        "The group of column `k` is `k // 8`; its shift is nibble `(k // 8) % 8` of offset word `k // 64`.",
+        "Dequantize in float32, then `acc += tl.dot(w_tile, activation_tile)`.",
+    ),
+    rtol=1e-2,
+    atol=1e-1,
+    uses_dot=True,
+    extra={"FPINT": FPINT, "GROUP": GROUP},
+)

@@ -1,0 +1,87 @@
+"""`python -m puzzles doctor`: is this machine set up for the course, and if not, what fixes it."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import re
+import sys
+from pathlib import Path
+
+from puzzles.solution_source import ROOT
+
+REQUIREMENTS = ROOT / "requirements.txt"
+CHECKED = ("torch", "triton", "triton-viz", "numpy", "jaxtyping")
+
+
+def pins(path: Path = REQUIREMENTS) -> dict[str, str]:
+    """Package -> version pinned with == in requirements.txt."""
+    found = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            match = re.match(r"\s*([A-Za-z0-9_.\-]+)\s*==\s*([^\s;#]+)", line)
+            if match:
+                found[match.group(1).lower()] = match.group(2)
+    return found
+
+
+def _installed(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def diagnose() -> list[tuple[bool, str]]:
+    """(ok, message) for each check."""
+    checks: list[tuple[bool, str]] = []
+    pinned = pins()
+    ok_python = sys.version_info >= (3, 10)
+    need = "" if ok_python else ": the course needs 3.10 or newer"
+    checks.append((ok_python, f"Python {sys.version.split()[0]}{need}"))
+    for name in CHECKED:
+        version, want = _installed(name), pinned.get(name)
+        if version is None:
+            checks.append((False, f"{name} is not installed: run `make setup` (or pip install -r requirements.txt)"))
+        elif want and version.split("+")[0] != want.split("+")[0]:
+            checks.append((False, f"{name} {version} is installed, the course pins {want}: "
+                                  f"run `pip install {name}=={want}`"))
+        else:
+            checks.append((True, f"{name} {version}"))
+    for name in CHECKED:
+        module = name.replace("-", "_")
+        if _installed(name) is None:
+            continue
+        try:
+            importlib.import_module(module)
+        except Exception as err:  # noqa: BLE001 - report any import failure
+            checks.append((False, f"`import {module}` fails ({type(err).__name__}: {err}); reinstall the pinned set: "
+                                  "pip install -r requirements.txt"))
+    checks.append(_tiny_kernel())
+    return checks
+
+
+def _tiny_kernel() -> tuple[bool, str]:
+    try:
+        import torch
+
+        from puzzles.catalog import get
+        from puzzles.harness import on_gpu, test
+
+        p = get(2)
+        result = test(p.reference(), p.spec, quiet=True, timeout=60)
+        mode = f"compiled on {torch.cuda.get_device_name()}" if on_gpu() else "Triton's CPU interpreter"
+        if result.passed:
+            return True, f"a kernel ran and was graded ({mode}, {result.seconds:.2f} s)"
+        return False, f"the reference kernel of puzzle 2 failed ({mode}): {result.reason()}"
+    except Exception as err:  # noqa: BLE001
+        return False, f"running a kernel failed: {type(err).__name__}: {err}"
+
+
+def main() -> int:
+    checks = diagnose()
+    for ok, message in checks:
+        print(("ok   " if ok else "FAIL ") + message)
+    bad = sum(not ok for ok, _ in checks)
+    print("\nall good" if not bad else f"\n{bad} problem(s)")
+    return 0 if not bad else 1

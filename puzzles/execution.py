@@ -1,0 +1,241 @@
+"""Launch a learner's kernel safely: interpreted with every access guarded, in a child
+process with a time limit, or compiled on a GPU with guard zones checked after the run.
+
+Nothing here raises on a bad kernel: a failure comes back as a `KernelError` that names the
+learner's line, never as a traceback through the harness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import io
+import os
+import pickle
+import select
+import signal
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import triton
+from triton.runtime import interpreter as _interp
+from triton.runtime.jit import JITFunction
+
+from puzzles.recording import _LIBRARY_DIRS, Recorder, Trace
+
+
+@dataclass
+class KernelError:
+    """Why a run did not finish, in words a learner can act on."""
+
+    kind: str  # "exception", "timeout", "crash", "signature", "spec"
+    message: str
+    line: int | None = None
+    source: str = ""
+    filename: str | None = None
+
+    def describe(self) -> str:
+        where = f"\n  at line {self.line}: {self.source.strip()}" if self.line else ""
+        return f"{self.message}{where}"
+
+
+@dataclass
+class RunOutput:
+    """What one launch produced."""
+
+    output: torch.Tensor | None = None
+    trace: Trace | None = None
+    error: KernelError | None = None
+    stdout: str = ""
+    seconds: float = 0.0
+    guard_violations: list[str] = field(default_factory=list)
+
+
+def unwrap_kernel(kernel: Any) -> Callable[..., Any] | None:
+    """The plain Python function behind a @triton.jit kernel (through autotune/heuristics)."""
+    seen = 0
+    while not hasattr(kernel, "arg_names") or isinstance(kernel, (triton.runtime.Autotuner, triton.runtime.Heuristics)):
+        if not hasattr(kernel, "fn") or seen > 5:
+            return None
+        kernel, seen = kernel.fn, seen + 1
+    return getattr(kernel, "fn", None)
+
+
+def kernel_file(kernel: Any) -> str | None:
+    fn = unwrap_kernel(kernel)
+    return fn.__code__.co_filename if fn is not None else None
+
+
+def interpreted(kernel: Any) -> _interp.InterpretedFunction:
+    """The kernel as Triton's interpreter runs it, whatever mode it was decorated in."""
+    fn = unwrap_kernel(kernel)
+    if isinstance(kernel, _interp.InterpretedFunction):
+        return kernel
+    return _interp.InterpretedFunction(fn)
+
+
+@contextlib.contextmanager
+def _interpret_nested_jit() -> Iterator[None]:
+    """Let a kernel compiled for the GPU call its @triton.jit helpers under the interpreter."""
+    original = JITFunction.__call__
+
+    def call(self, *args, **kwargs):
+        return _interp.InterpretedFunction(self.fn)(*args, **kwargs)
+
+    JITFunction.__call__ = call
+    try:
+        yield
+    finally:
+        JITFunction.__call__ = original
+
+
+def error_from_exception(exc: BaseException, filename: str | None) -> KernelError:
+    """Point at the learner's line; drop the frames of Triton and of this harness."""
+    cause = exc
+    while isinstance(cause, _interp.InterpreterError) and cause.__cause__ is not None:
+        cause = cause.__cause__
+    line, source, file_seen = None, "", None
+    for frame, lineno in traceback.walk_tb(cause.__traceback__):
+        name = frame.f_code.co_filename
+        if name.startswith(_LIBRARY_DIRS):
+            continue
+        if filename is None or name == filename:
+            line, file_seen = lineno, name
+    if line is not None:
+        import linecache
+
+        source = linecache.getline(file_seen, line)
+    message = str(cause).strip() or type(cause).__name__
+    # The interpreter wraps errors as repr() strings; show the inner message plainly.
+    if message.startswith(type(cause).__name__ + "("):
+        message = message[len(type(cause).__name__) + 1 : -1].strip("'\"")
+    return KernelError("exception", f"{type(cause).__name__}: {message}", line, source, file_seen)
+
+
+def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],
+                       recorder: Recorder) -> KernelError | None:
+    """Run under the interpreter with every access checked; return the error, if any."""
+    fn = interpreted(kernel)
+    filename = kernel_file(kernel)
+    try:
+        with _interpret_nested_jit(), recorder:
+            fn[grid](*args, **kwargs)
+    except KernelTimeout:
+        return KernelError("timeout", "the kernel ran past its time limit")
+    except Exception as exc:  # a learner's kernel can raise anything
+        return error_from_exception(exc, filename)
+    return None
+
+
+# -- time limits -------------------------------------------------------------------------------
+
+
+class KernelTimeout(BaseException):
+    """Raised into the running thread when an in-process run outlives its limit."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Interrupt the current thread after `seconds` (interpreted kernels are Python code)."""
+    target = threading.get_ident()
+    done = threading.Event()
+
+    def fire() -> None:
+        if not done.wait(seconds):
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(KernelTimeout))
+
+    watcher = threading.Thread(target=fire, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+
+
+# -- the child process ---------------------------------------------------------------------------
+
+
+def can_fork() -> bool:
+    return hasattr(os, "fork") and not torch.cuda.is_initialized()
+
+
+def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tuple[str, Any]]:
+    """Run each job in one forked child, in order; yield ("ok", value) per job as it finishes,
+    or ("timeout"|"crash", message) for the job that did not, after which the child is gone.
+
+    The child shares the parent's memory copy-on-write, so a kernel defined in a notebook cell
+    runs as is; whatever it does to memory dies with the child.
+    """
+    read_fd, write_fd = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded, use of fork()"
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os.close(read_fd)
+        sys.stdout = sys.stderr = io.StringIO()  # never write to the notebook's sockets
+        torch.set_num_threads(1)
+        for job in jobs:
+            try:
+                payload = ("ok", job())
+            except BaseException as exc:  # noqa: BLE001 - report anything to the parent
+                payload = ("crash", f"{type(exc).__name__}: {exc}")
+            _send(write_fd, payload)
+        os._exit(0)
+    os.close(write_fd)
+    reader = _Reader(read_fd)
+    try:
+        for _ in jobs:
+            status, payload = reader.receive(timeout)
+            yield status, payload
+            if status != "ok":
+                return
+    finally:
+        reader.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _send(fd: int, payload: Any) -> None:
+    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    data = len(data).to_bytes(8, "little") + data
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class _Reader:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+
+    def receive(self, timeout: float) -> tuple[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            if len(self.buffer) >= 8:
+                size = int.from_bytes(self.buffer[:8], "little")
+                if len(self.buffer) >= 8 + size:
+                    data = bytes(self.buffer[8 : 8 + size])
+                    del self.buffer[: 8 + size]
+                    return pickle.loads(data)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout", f"the kernel ran past its time limit of {timeout:g} s and was stopped"
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                chunk = os.read(self.fd, 1 << 20)
+                if not chunk:
+                    return "crash", "the kernel crashed the process that ran it (the notebook is unharmed)"
+                self.buffer.extend(chunk)
+
+    def close(self) -> None:
+        os.close(self.fd)

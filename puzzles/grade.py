@@ -1,0 +1,177 @@
+"""`python -m puzzles grade`: the scoreboard over notebooks or Python files.
+
+Each file is read, never run as a whole: from every code cell only the definitions (imports,
+functions, classes, constant assignments) are taken, so grading cells, shell commands and
+long-running demos are skipped. Kernels are then found by their canonical names and graded by
+the same `test()` as the notebooks, against the catalog's own spec (a spec edited in the
+notebook does not change what is graded). The files are never modified.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import linecache
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from puzzles import catalog
+from puzzles.harness import test
+from puzzles.puzzle import Puzzle
+from puzzles.solution_source import is_starter
+
+_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+
+
+@dataclass
+class Grade:
+    puzzle: Puzzle
+    status: str  # "passed", "failed", "not attempted"
+    reason: str = ""
+    source: str = ""
+    seconds: float = 0.0
+    result: Any = None
+
+    def record(self) -> dict:
+        return {"puzzle": self.puzzle.number, "id": self.puzzle.id, "kernel": self.puzzle.kernel_name,
+                "status": self.status, "reason": self.reason, "source": self.source,
+                "seconds": round(self.seconds, 3)}
+
+
+def code_cells(path: Path) -> list[tuple[str, str]]:
+    """(label, source) of each code cell of a notebook, or the whole file for a .py file."""
+    if path.suffix == ".ipynb":
+        nb = json.loads(path.read_text())
+        cells = []
+        for index, cell in enumerate(nb.get("cells", [])):
+            if cell.get("cell_type") == "code":
+                source = cell.get("source", "")
+                cells.append((f"{path} [cell {index}]", "".join(source) if isinstance(source, list) else source))
+        return cells
+    return [(str(path), path.read_text())]
+
+
+def _strip_magics(source: str) -> str:
+    # IPython lines (%pip, !ls) are not Python: make them `pass`, keeping indentation and line numbers.
+    return "\n".join(re.sub(r"^(\s*)[%!].*$", r"\1pass", line) for line in source.splitlines())
+
+
+def _is_definition(node: ast.stmt) -> bool:
+    """Imports, functions, classes, and assignments of constants: nothing that runs the learner's
+    experiments (an assignment such as `result = test(...)` or `x = torch.rand(...)` is skipped)."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return node.value is not None and not any(
+            isinstance(sub, ast.Call) and not _is_constexpr_call(sub) for sub in ast.walk(node.value))
+    return isinstance(node, _DEFINITIONS)
+
+
+def _is_constexpr_call(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "constexpr"
+
+
+def load_definitions(path: Path) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """Execute only the definitions of a file; return the namespace, where each name was
+    defined, and the problems met (a cell that does not parse, a definition that raised)."""
+    namespace: dict[str, Any] = {"__name__": f"graded_{path.stem}"}
+    origins: dict[str, str] = {}
+    problems: list[str] = []
+    for label, source in code_cells(path):
+        text = _strip_magics(source)
+        try:
+            tree = ast.parse(text)
+        except SyntaxError as err:
+            problems.append(f"{label}: line {err.lineno}: {err.msg}")
+            continue
+        # Register the source so Triton (and error messages) can read it by file name.
+        linecache.cache[label] = (len(text), None, text.splitlines(keepends=True), label)
+        for node in tree.body:
+            if not _is_definition(node):
+                continue
+            try:
+                exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), namespace)
+            except Exception as err:  # noqa: BLE001 - a learner's cell can raise anything
+                problems.append(f"{label}: line {node.lineno}: {type(err).__name__}: {err}")
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                origins[node.name] = label
+    return namespace, origins, problems
+
+
+def _kernel_source(label: str, name: str) -> str:
+    text = "".join(linecache.cache.get(label, (0, None, [], label))[2])
+    for node in ast.parse(_strip_magics(text)).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            return "\n".join(text.splitlines()[start - 1 : node.end_lineno])
+    return ""
+
+
+def grade(paths: list[Path], puzzles: list[Puzzle], timeout: float = 20.0, viz_dir: Path | None = None) -> list[Grade]:
+    """Grade every puzzle whose kernel the files define (later files win)."""
+    found: dict[str, tuple[Any, str]] = {}
+    problems: list[str] = []
+    for path in paths:
+        namespace, origins, file_problems = load_definitions(path)
+        problems += file_problems
+        for p in puzzles:
+            if p.kernel_name in namespace:
+                found[p.kernel_name] = (namespace[p.kernel_name], origins.get(p.kernel_name, str(path)))
+    grades = []
+    for p in puzzles:
+        if p.kernel_name not in found:
+            grades.append(Grade(p, "not attempted", f"no {p.kernel_name} found"))
+            continue
+        kernel, origin = found[p.kernel_name]
+        if is_starter(_kernel_source(origin, p.kernel_name), p):
+            grades.append(Grade(p, "not attempted", "still the starter", origin))
+            continue
+        result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout)
+        if viz_dir is not None:
+            from puzzles import viz
+
+            viz.save_pngs(result, viz_dir / p.id)
+        grades.append(Grade(p, "passed" if result.passed else "failed", "" if result.passed else result.reason(),
+                            origin, result.seconds, result))
+    for problem in problems:
+        print(f"warning: {problem}")
+    return grades
+
+
+def scoreboard(grades: list[Grade]) -> str:
+    width = max(len(g.puzzle.title) for g in grades) + 4
+    lines = [f"{'':3}{'puzzle':{width}}{'status':16}details"]
+    for g in grades:
+        mark = {"passed": "✓", "failed": "✗", "not attempted": "·"}[g.status]
+        detail = g.reason.splitlines()[0] if g.reason else f"{g.seconds:.2f} s"
+        lines.append(f"{mark:3}{f'{g.puzzle.number:2d} {g.puzzle.title}':{width}}{g.status:16}{detail[:150]}")
+    passed = sum(g.status == "passed" for g in grades)
+    attempted = sum(g.status != "not attempted" for g in grades)
+    lines.append(f"\n{passed} passed, {attempted - passed} failed, {len(grades) - attempted} not attempted")
+    return "\n".join(lines)
+
+
+def default_paths() -> list[Path]:
+    from puzzles.notebooks import NOTEBOOK_DIR
+
+    return sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+
+
+def expand(paths: list[str]) -> list[Path]:
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            out += sorted(list(path.glob("*.ipynb")) + list(path.glob("*.py")))
+        elif path.exists():
+            out.append(path)
+        else:
+            raise FileNotFoundError(f"no such file or directory: {raw}")
+    return out
+
+
+def select(numbers: list[int] | None) -> list[Puzzle]:
+    if not numbers:
+        return catalog.all_puzzles()
+    return [catalog.get(n) for n in numbers]

@@ -1,0 +1,393 @@
+"""`test()`: the autograder cell of every notebook.
+
+    test(add_kernel, add_spec, nelem={"N0": 32})
+
+runs the kernel at the canonical size and at every variation its puzzle allows, on fresh
+random inputs, with the output poisoned and every memory access recorded and guarded, and
+returns a `TestResult`. On a machine without a GPU the kernel runs in Triton's interpreter
+inside a child process (a wild pointer or an endless loop cannot hurt the notebook); on a
+CUDA machine it is compiled and run on the GPU, with guard zones checked after the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import io
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from puzzles import catalog
+from puzzles.execution import (
+    KernelError,
+    RunOutput,
+    can_fork,
+    kernel_file,
+    launch_interpreted,
+    run_in_child,
+    time_limit,
+    unwrap_kernel,
+)
+from puzzles.inputs import SpecError, build_arena, poison_, random_tensor, spec_signature, unwritten_mask
+from puzzles.puzzle import Puzzle, Sizes, default_grid
+from puzzles.recording import Recorder, Trace
+from puzzles.result import MAX_SHOWN, Mismatch, SizeOutcome, TestResult
+
+DEFAULT_TIMEOUT = 20.0  # seconds per size; the puzzles' references take well under one
+
+
+def on_gpu() -> bool:
+    """True when kernels are compiled for a CUDA GPU rather than interpreted."""
+    return torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") != "1"
+
+
+@dataclass
+class _Case:
+    sizes: Sizes
+    seed: int
+    grid: tuple[int, ...]
+    arena: Any
+    input_names: list[str]
+    expected: torch.Tensor
+    zero_init: bool = False
+    rtol: float = 1e-3
+    atol: float = 1e-3
+
+
+def test(
+    kernel: Any,
+    spec: Callable[..., Any] | None = None,
+    nelem: Sizes | None = None,
+    B: Sizes | None = None,
+    *,
+    puzzle: Puzzle | int | None = None,
+    sizes: list[Sizes] | None = None,
+    seed: int | None = None,
+    viz: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    isolate: bool | None = None,
+    record: bool = True,
+    quiet: bool = False,
+) -> TestResult:
+    """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
+
+    nelem, B: the canonical sizes and blocks, as the classic notebooks pass them.
+    sizes: test exactly these size dicts instead of the puzzle's own list.
+    seed: reproduce a failure (every failure reports the seed it used).
+    viz: draw the memory accesses under the verdict.
+    isolate: run in a child process (default where the OS can fork); False runs in this
+        process, so `breakpoint()` inside the kernel works.
+    """
+    started = time.perf_counter()
+    seed = random.randrange(1, 10**6) if seed is None else seed
+    found = _resolve_puzzle(puzzle, spec, kernel)
+    spec = spec if found is None else found.spec
+    name = getattr(unwrap_kernel(kernel), "__name__", repr(kernel))
+    title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
+    result = TestResult(title, name, [], 0.0, seed, device=_device_name())
+
+    problem = _check_kernel(kernel, spec, found) if spec is not None else KernelError(
+        "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
+    size_list = [] if problem else _size_list(found, nelem, B, sizes)
+    if problem is None:
+        try:
+            cases = [_make_case(spec, found, s, seed + i, found.input_scale(i) if found else 1.0)
+                     for i, s in enumerate(size_list)]
+        except (SpecError, TypeError, ValueError) as err:
+            problem = KernelError("spec", f"cannot build inputs from the spec: {err}")
+    if problem is not None:
+        result.error = problem
+    else:
+        fn = _bind(kernel, spec)
+        result.outcomes = _run_cases(kernel, fn, cases, timeout, isolate, record)
+        if found is None:
+            result.notes.append("unknown puzzle: tested only the sizes given")
+    result.seconds = time.perf_counter() - started
+    if not quiet:
+        _show(result)
+    if viz:
+        from puzzles import viz as _viz
+
+        _viz.show(result, puzzle=found)
+    return result
+
+
+# -- which puzzle, which sizes ---------------------------------------------------------------------
+
+
+def _resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzzle | None:
+    if isinstance(puzzle, Puzzle):
+        return puzzle
+    if isinstance(puzzle, int):
+        return catalog.get(puzzle)
+    by_spec = catalog.find(spec_name=getattr(spec, "__name__", None))
+    if by_spec is not None:
+        return by_spec
+    fn = unwrap_kernel(kernel)
+    return catalog.find(kernel_name=getattr(fn, "__name__", None)) if spec is None else None
+
+
+def _size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:
+    if sizes is not None:
+        return [dict(s) for s in sizes]
+    given = {**(nelem or {}), **(B or {})}
+    if p is None:
+        if not given:
+            raise ValueError("an unknown puzzle needs its sizes: test(kernel, spec, nelem={...}, B={...})")
+        return [given]
+    canonical = {**p.canonical, **given}
+    rest = [dict(s) for s in p.sizes[1:] if s != canonical]
+    return [canonical] + rest
+
+
+def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int, scale: float) -> _Case:
+    inputs, out = spec_signature(spec)
+    shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
+    shapes[out.name] = (out.shape(sizes), out.dtype)
+    arena = build_arena(shapes)
+    gen = torch.Generator().manual_seed(seed)
+    for t in inputs:
+        arena.tensors[t.name].copy_(random_tensor(shapes[t.name][0], t.dtype, gen, scale))
+    if p is not None and p.output_init == "zeros":
+        arena.tensors[out.name].zero_()
+    else:
+        poison_(arena.tensors[out.name])
+    expected = spec(*[arena.tensors[t.name].clone() for t in inputs])
+    if not isinstance(expected, torch.Tensor):
+        raise SpecError(f"{spec.__name__} must return a tensor, returned {type(expected).__name__}")
+    if tuple(expected.shape) != shapes[out.name][0] or expected.dtype != out.dtype:
+        raise SpecError(
+            f"{spec.__name__} returned {expected.dtype} of shape {tuple(expected.shape)} but its annotation says "
+            f"{out.dtype} of shape {shapes[out.name][0]}")
+    grid = (p.grid if p else default_grid)(sizes)
+    rtol, atol = (p.rtol, p.atol) if p else (1e-3, 1e-3)
+    zero_init = p is not None and p.output_init == "zeros"
+    return _Case(sizes, seed, grid, arena, [t.name for t in inputs], expected, zero_init, rtol, atol)
+
+
+# -- the kernel's signature --------------------------------------------------------------------------
+
+
+def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> KernelError | None:
+    fn = unwrap_kernel(kernel)
+    if fn is None:
+        hint = "decorate it with @triton.jit" if callable(kernel) else "pass the kernel function itself"
+        return KernelError("signature", f"{kernel!r} is not a Triton kernel: {hint}")
+    params = list(inspect.signature(fn).parameters.values())
+    inputs = list(inspect.signature(spec).parameters)
+    expected = p.expected_signature() if p else None
+    want = f"\n  expected: {expected}" if expected else ""
+    n_ptr = len(inputs) + 1
+    if len(params) < n_ptr:
+        return KernelError("signature", f"{fn.__name__} takes {len(params)} parameters but needs a pointer for each of "
+                           f"{', '.join(inputs)} and the output z{want}", *_def_line(fn))
+    known = set(p.canonical) if p else set()
+    for s in p.sizes if p else []:
+        known |= set(s)
+    for param in params[n_ptr:]:
+        if p and param.name not in known:
+            return KernelError("signature", f"{fn.__name__} has a parameter {param.name!r} that this puzzle does not "
+                               f"provide (it provides {', '.join(sorted(known))}){want}", *_def_line(fn))
+        if param.name.startswith("B") and not _is_constexpr(param.annotation):
+            return KernelError("signature", f"block size {param.name} must be declared `{param.name}: tl.constexpr` "
+                               f"(tl.arange and block shapes need compile-time sizes){want}", *_def_line(fn))
+    return None
+
+
+def _is_constexpr(annotation: Any) -> bool:
+    import triton.language as tl
+
+    name = getattr(annotation, "__name__", "")
+    return annotation is tl.constexpr or name == "constexpr" or annotation in ("tl.constexpr", "constexpr")
+
+
+def _def_line(fn: Callable[..., Any]) -> tuple[int, str, str]:
+    import linecache
+
+    line = fn.__code__.co_firstlineno
+    filename = fn.__code__.co_filename
+    while linecache.getline(filename, line).lstrip().startswith("@"):
+        line += 1
+    return line, linecache.getline(filename, line), filename
+
+
+def _bind(kernel: Any, spec: Callable[..., Any]) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
+    """How to call the kernel: pointers in spec order, then the sizes it declares, by name."""
+    params = list(inspect.signature(unwrap_kernel(kernel)).parameters)
+    n_inputs = len(inspect.signature(spec).parameters)
+    size_params = params[n_inputs + 1 :]
+
+    def args_for(case: _Case) -> tuple[list[Any], dict[str, Any]]:
+        tensors = [case.arena.tensors[n] for n in case.input_names] + [case.arena.tensors["z"]]
+        return tensors, {name: case.sizes[name] for name in size_params}
+
+    return args_for
+
+
+# -- running -------------------------------------------------------------------------------------------
+
+
+def _run_cases(kernel: Any, args_for: Callable, cases: list[_Case], timeout: float,
+               isolate: bool | None, record: bool) -> list[SizeOutcome]:
+    if on_gpu():
+        runs = [_run_compiled(kernel, args_for, case) for case in cases]
+    else:
+        jobs = [(lambda c=case: _run_interpreted(kernel, args_for, c, record)) for case in cases]
+        if isolate is None:
+            isolate = can_fork()
+        runs = []
+        if isolate:
+            for status, payload in run_in_child(jobs, timeout):
+                runs.append(payload if status == "ok" else RunOutput(error=KernelError(status, payload)))
+        else:
+            for job in jobs:
+                with time_limit(timeout):
+                    runs.append(job())
+                if runs[-1].error is not None and runs[-1].error.kind == "timeout":
+                    runs[-1].error.message = f"the kernel ran past its time limit of {timeout:g} s and was stopped"
+                    break
+    outcomes = [_judge(case, run) for case, run in zip(cases, runs, strict=False)]
+    outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
+    return outcomes
+
+
+def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool) -> RunOutput:
+    args, kwargs = args_for(case)
+    arena = case.arena
+    trace = Trace({n: (tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in arena.tensors.items()},
+                  tuple(case.grid) + (1,) * (3 - len(case.grid)))
+    recorder = Recorder(arena.regions(), {n: t.element_size() for n, t in arena.tensors.items()},
+                        set(case.input_names), trace, kernel_file(kernel), record=record)
+    out = io.StringIO()
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(out):
+        error = launch_interpreted(kernel, case.grid, args, kwargs, recorder)
+    seconds = time.perf_counter() - started
+    return RunOutput(arena.tensors["z"].clone(), trace, error, out.getvalue(), seconds)
+
+
+def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
+    """Compile and run on the GPU; out-of-bounds writes show up as damaged guard zones."""
+    from puzzles.execution import error_from_exception
+
+    cpu = case.arena
+    gpu = build_arena({n: (tuple(t.shape), t.dtype) for n, t in cpu.tensors.items()}, device="cuda")
+    gpu.buffer.fill_(0xA5)
+    for n, t in cpu.tensors.items():
+        gpu.tensors[n].copy_(t)
+    guard = gpu.buffer.clone()
+    gpu_case = dataclasses.replace(case, arena=gpu)
+    args, kwargs = args_for(gpu_case)
+    started = time.perf_counter()
+    try:
+        kernel[case.grid](*args, **kwargs)
+        torch.cuda.synchronize()
+    except Exception as exc:  # compile errors and launch failures of the learner's kernel
+        return RunOutput(error=error_from_exception(exc, kernel_file(kernel)))
+    seconds = time.perf_counter() - started
+    # Every byte outside the tensors must still hold the guard pattern.
+    damaged = gpu.buffer != guard
+    for t in gpu.tensors.values():
+        start = t.data_ptr() - gpu.buffer.data_ptr()
+        damaged[start : start + t.numel() * t.element_size()] = False
+    violations = []
+    if damaged.any():
+        where = torch.nonzero(damaged).flatten().tolist()
+        regions = gpu.regions()
+        base = gpu.buffer.data_ptr()
+        for b in where[:1]:
+            owner = max((r for r in regions if r[0] <= base + b), default=regions[0], key=lambda r: r[0])
+            violations.append(f"a store wrote outside {owner[2]} ({int(damaged.sum())} bytes in guard zones)")
+    return RunOutput(gpu.tensors["z"].cpu(), None, None, "", seconds, violations)
+
+
+# -- judging ---------------------------------------------------------------------------------------------
+
+
+def _judge(case: _Case, run: RunOutput) -> SizeOutcome:
+    o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
+                    output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected)
+    if run.error is not None:
+        o.status = "timeout" if run.error.kind == "timeout" else "error"
+        o.error = run.error
+        return o
+    out, expected = run.output, case.expected
+    o.output = out
+    if run.trace is not None:
+        o.invalid_accesses = run.trace.invalid + run.trace.stores_to_inputs
+    if run.guard_violations:
+        o.error = KernelError("out of bounds", "; ".join(run.guard_violations))
+        o.status = "out of bounds"
+        return o
+    if case.zero_init:
+        # Accumulating outputs start at zero: what no store reached is what the trace never saw.
+        no_trace = torch.zeros_like(out, dtype=torch.bool)
+        unwritten = _never_stored(run.trace, out.shape) if run.trace is not None else no_trace
+    else:
+        unwritten = unwritten_mask(out)
+    if expected.dtype.is_floating_point:
+        e64, o64 = expected.double(), torch.where(unwritten, 0, out).double()
+        close = (o64 - e64).abs() <= case.atol + case.rtol * e64.abs()
+        close |= torch.isnan(e64) & torch.isnan(o64)
+    else:
+        close = out == expected
+    wrong = ~close & ~unwritten
+    o.status_map = (wrong.to(torch.int8) + 2 * unwritten.to(torch.int8)).numpy()
+    o.unwritten_count = int(unwritten.sum())
+    o.unwritten = [tuple(i) for i in torch.nonzero(unwritten)[:MAX_SHOWN].tolist()]
+    o.mismatch_count = int(wrong.sum())
+    o.mismatches = [Mismatch(tuple(i), _scalar(expected[tuple(i)]), _scalar(out[tuple(i)]))
+                    for i in torch.nonzero(wrong)[:MAX_SHOWN].tolist()]
+    if o.invalid_accesses:
+        o.status = "out of bounds"
+    elif o.unwritten_count:
+        o.status = "unwritten"
+    elif o.mismatch_count:
+        o.status = "wrong"
+    return o
+
+
+def _never_stored(trace: Trace, shape: torch.Size) -> torch.Tensor:
+    """Output elements that no store or atomic of the run reached."""
+    written = torch.zeros(shape.numel(), dtype=torch.bool)
+    for access in trace.accesses:
+        if access.tensor == "z" and access.op != "load" and access.elements.size:
+            written[torch.from_numpy(access.elements)] = True
+    return ~written.view(shape)
+
+
+def _scalar(t: torch.Tensor) -> float:
+    v = t.item()
+    return float(v) if not isinstance(v, bool) else float(v)
+
+
+def _device_name() -> str:
+    if on_gpu():
+        return f"{torch.cuda.get_device_name()} (compiled)"
+    return "CPU (Triton interpreter)"
+
+
+def _show(result: TestResult) -> None:
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    if shell is not None and hasattr(shell, "kernel"):
+        from IPython.display import display
+
+        display(result)
+    else:
+        print(result)
+
+
+
+test.__test__ = False  # the autograder, not a pytest test (test files import it by name)

@@ -1,0 +1,189 @@
+"""Tensors drawn from a spec's jaxtyping annotations, laid out in a guarded arena.
+
+`Float32[Tensor, "N1 N0"]` says the dtype and the shape; the shape's names are looked up in
+the puzzle's sizes (a name may be an expression such as `MID//8`). Every tensor of one run
+is carved out of one byte buffer with guard zones between them, so an out-of-bounds pointer
+lands in a guard zone and is attributed to the tensor it came from, never to a neighbour.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass
+
+import torch
+
+_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+
+# A NaN with a payload no arithmetic produces: an element still holding it was never written.
+_FLOAT_POISON_BITS = {
+    torch.float32: (torch.int32, 0x7FC0DEAD),
+    torch.float64: (torch.int64, 0x7FF80000DEADBEEF),
+    torch.float16: (torch.int16, 0x7E5D),
+    torch.bfloat16: (torch.int16, 0x7FDD),
+}
+_INT_POISON = {
+    torch.int32: -0x21524111,  # 0xDEADBEEF as a signed word
+    torch.int64: -0x21524111,
+    torch.int16: -0x2153,
+    torch.int8: -0x53,
+    torch.uint8: 0xAD,
+    torch.bool: True,
+}
+
+GUARD_BYTES = 4096
+ALIGN = 128
+
+
+class SpecError(ValueError):
+    """A spec whose annotations cannot be turned into tensors."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """The dtype and the symbolic shape of one annotated argument or result."""
+
+    name: str
+    dtype: torch.dtype
+    dims: tuple[str, ...]
+
+    def shape(self, sizes: dict[str, int]) -> tuple[int, ...]:
+        return tuple(_eval_dim(d, sizes, self.name) for d in self.dims)
+
+
+def _eval_dim(dim: str, sizes: dict[str, int], name: str) -> int:
+    if dim.isdigit():
+        return int(dim)
+    try:
+        value = eval(dim, {"__builtins__": {}}, dict(sizes))  # dims like "MID//8" are expressions
+    except NameError as err:
+        known = sorted(sizes)
+        raise SpecError(f"the shape of `{name}` uses {err.name!r}, which is not among the sizes {known}") from None
+    return int(value)
+
+
+def tensor_spec(name: str, annotation: object) -> TensorSpec:
+    """Read a jaxtyping annotation through its public attributes (`dtypes`, `dim_str`)."""
+    dtypes = getattr(annotation, "dtypes", None)
+    dim_str = getattr(annotation, "dim_str", None)
+    if dtypes is None or dim_str is None:
+        raise SpecError(f"`{name}` needs a jaxtyping annotation such as Float32[Tensor, \"N0\"], got {annotation!r}")
+    if len(dtypes) != 1 or dtypes[0] not in _DTYPES:
+        raise SpecError(f"`{name}` must name exactly one concrete dtype (Float32, Int32, ...), got {dtypes}")
+    return TensorSpec(name, _DTYPES[dtypes[0]], tuple(dim_str.split()))
+
+
+def spec_signature(spec: typing.Callable) -> tuple[list[TensorSpec], TensorSpec]:
+    """The annotated inputs and the annotated result of a spec function."""
+    import jaxtyping
+
+    # Annotations may be strings (`from __future__ import annotations`): resolve them with the
+    # usual names available even when the spec's module imported them somewhere else.
+    fallback = {name: getattr(jaxtyping, name) for name in dir(jaxtyping) if name[:1].isupper()}
+    fallback["Tensor"] = torch.Tensor
+    try:
+        hints = typing.get_type_hints(spec, globalns={**fallback, **getattr(spec, "__globals__", {})})
+    except NameError as err:
+        raise SpecError(f"cannot read the annotations of {spec.__name__}: {err}") from None
+    params = list(inspect.signature(spec).parameters)
+    missing = [p for p in params + ["return"] if p not in hints]
+    if missing:
+        raise SpecError(f"{spec.__name__} must annotate every argument and its result; missing: {missing}")
+    return [tensor_spec(p, hints[p]) for p in params], tensor_spec("z", hints["return"])
+
+
+def random_tensor(
+    shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator, scale: float = 1.0
+) -> torch.Tensor:
+    """Floats uniform in [-scale, scale) (centred on zero, so relu and signs matter);
+    ints uniform over the whole range of their type (so every bit, top nibbles included, varies)."""
+    if dtype.is_floating_point:
+        values = (torch.rand(shape, generator=generator, dtype=torch.float32) * 2 - 1) * scale
+        return values.to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).bool()
+    info = torch.iinfo(dtype)
+    if dtype == torch.int64:
+        high = torch.randint(-(2**31), 2**31, shape, generator=generator, dtype=torch.int64)
+        low = torch.randint(0, 2**32, shape, generator=generator, dtype=torch.int64)
+        return (high << 32) | low
+    return torch.randint(info.min, info.max + 1, shape, generator=generator, dtype=torch.int64).to(dtype)
+
+
+def poison_(t: torch.Tensor) -> torch.Tensor:
+    """Fill with the never-written marker of its dtype."""
+    if t.dtype in _FLOAT_POISON_BITS:
+        int_dtype, bits = _FLOAT_POISON_BITS[t.dtype]
+        t.view(int_dtype).fill_(bits)
+    else:
+        t.fill_(_INT_POISON[t.dtype])
+    return t
+
+
+def unwritten_mask(t: torch.Tensor) -> torch.Tensor:
+    """True where an element still holds the poison written before the run."""
+    if t.dtype in _FLOAT_POISON_BITS:
+        int_dtype, bits = _FLOAT_POISON_BITS[t.dtype]
+        return t.view(int_dtype) == bits
+    return t == _INT_POISON[t.dtype]
+
+
+@dataclass
+class Arena:
+    """One byte buffer holding every tensor of a run, each between guard zones."""
+
+    buffer: torch.Tensor
+    tensors: dict[str, torch.Tensor]
+    offsets: dict[str, int]  # byte offset of each tensor in the buffer
+
+    def regions(self) -> list[tuple[int, int, str]]:
+        """(first byte address, one past last byte address, name), by address."""
+        out = []
+        for name, t in self.tensors.items():
+            start = t.data_ptr()
+            out.append((start, start + t.numel() * t.element_size(), name))
+        return sorted(out)
+
+
+def build_arena(shapes: dict[str, tuple[tuple[int, ...], torch.dtype]], device: str = "cpu") -> Arena:
+    """Allocate the named tensors in one buffer, with a guard zone before, between and after."""
+    offsets: dict[str, int] = {}
+    cursor = GUARD_BYTES
+    for name, (shape, dtype) in shapes.items():
+        nbytes = max(1, _numel(shape)) * torch.empty((), dtype=dtype).element_size()
+        offsets[name] = cursor
+        # The guard after a tensor is as large as the tensor itself (at least GUARD_BYTES), so a
+        # pointer that overshoots by up to a whole tensor stays attributable to it.
+        cursor = _round_up(cursor + nbytes + max(GUARD_BYTES, nbytes), ALIGN)
+    buffer = torch.empty(cursor + GUARD_BYTES, dtype=torch.uint8, device=device)
+    base = buffer.data_ptr()
+    shift = (-base) % ALIGN
+    tensors = {}
+    for name, (shape, dtype) in shapes.items():
+        start = offsets[name] + shift
+        nbytes = _numel(shape) * torch.empty((), dtype=dtype).element_size()
+        tensors[name] = buffer[start : start + nbytes].view(dtype).view(shape)
+    return Arena(buffer, tensors, {n: o + shift for n, o in offsets.items()})
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple

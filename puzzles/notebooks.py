@@ -1,0 +1,169 @@
+"""Build the numbered notebooks from the catalog, and check the committed ones have not drifted.
+
+    python -m puzzles notebooks          # rewrite notebooks/*.ipynb from the catalog
+    python -m puzzles notebooks --check  # exit 1 if a committed notebook differs
+
+A puzzle notebook is: an "Open in Colab" link, a set-up cell, the statement and its diagram,
+the spec, the starter kernel (tagged `starter`), hints hidden in <details>, and the grading
+cell (tagged `grade`). Notebooks are written without outputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+from pathlib import Path
+
+from puzzles import catalog
+from puzzles.puzzle import Puzzle
+from puzzles.solution_source import ROOT, kernel_signature, starter_source
+
+NOTEBOOK_DIR = ROOT / "notebooks"
+# Where the course is published; the Colab links and the Colab set-up cell point here.
+GITHUB_REPO = "triton-puzzles/triton-puzzles-course"
+COLAB_URL = "https://colab.research.google.com/github/{repo}/blob/main/notebooks/{name}"
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+
+SETUP_SOURCE = f"""\
+# Set-up. In Colab this installs the course; elsewhere (`make lab`) it is installed already.
+import sys
+
+if "google.colab" in sys.modules:
+    %pip install -q "git+https://github.com/{GITHUB_REPO}"
+"""
+
+IMPORTS_SOURCE = """\
+import torch
+import triton
+import triton.language as tl
+
+from puzzles import Float32, Int32, Tensor, test  # `import puzzles` picks the interpreter when there is no GPU
+"""
+
+
+def notebook_name(p: Puzzle) -> str:
+    return f"{p.id}.ipynb"
+
+
+def _cell(kind: str, source: str, cell_id: str, tags: tuple[str, ...] = ()) -> dict:
+    cell: dict = {"cell_type": kind, "id": cell_id, "metadata": {"tags": list(tags)} if tags else {},
+                  "source": _lines(source.strip("\n") + "\n" if kind == "code" else source.strip("\n"))}
+    if kind == "code":
+        cell["execution_count"] = None
+        cell["outputs"] = []
+    return cell
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    if lines and lines[-1].endswith("\n") and text.endswith("\n"):
+        lines[-1] = lines[-1].rstrip("\n")
+    return lines
+
+
+def _notebook(cells: list[dict]) -> dict:
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+            "colab": {"provenance": []},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def spec_source(p: Puzzle) -> str:
+    """The spec code of a catalog module: everything but its docstring, the Puzzle record and
+    the course's own imports, so the notebook shows exactly the code the grader runs."""
+    module = Path(__import__(p.spec.__module__, fromlist=["_"]).__file__)
+    text = module.read_text()
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    keep: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
+            continue  # module docstring
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("puzzles"):
+            continue
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PUZZLE" for t in node.targets):
+            continue
+        start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
+        keep.append("\n".join(lines[start - 1 : node.end_lineno]))
+    imports = [k for k in keep if k.startswith(("import ", "from "))]
+    body = [k for k in keep if not k.startswith(("import ", "from "))]
+    return "\n".join(imports) + ("\n\n\n" if imports else "") + "\n\n\n".join(body) + "\n"
+
+
+def grading_call(p: Puzzle) -> str:
+    sizes = {k: v for k, v in p.canonical.items() if not k.startswith("B")}
+    blocks = {k: v for k, v in p.canonical.items() if k.startswith("B")}
+    return f"test({p.kernel_name}, {p.spec_name}, nelem={sizes}, B={blocks})\n"
+
+
+def puzzle_notebook(p: Puzzle) -> dict:
+    name = notebook_name(p)
+    colab = COLAB_URL.format(repo=GITHUB_REPO, name=name)
+    hints = "\n\n".join(
+        f"<details><summary>Hint {i}</summary>\n\n{textwrap.dedent(h).strip()}\n\n</details>"
+        for i, h in enumerate(p.hints, 1))
+    unused = f" `{'`, `'.join(p.unused_sizes)}` is passed but not used." if p.unused_sizes else ""
+    sizes_text = "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) for s in p.sizes)
+    cells = [
+        _cell("markdown", f"[![Open In Colab]({COLAB_BADGE})]({colab})\n\n"
+              f"# Puzzle {p.number}: {p.title}", f"p{p.number}-title"),
+        _cell("code", SETUP_SOURCE, f"p{p.number}-setup"),
+        _cell("code", IMPORTS_SOURCE, f"p{p.number}-imports"),
+        _cell("markdown", textwrap.dedent(p.statement).strip()
+              + f"\n\n![diagram of puzzle {p.number}](../assets/{p.id}.svg)",
+              f"p{p.number}-statement"),
+        _cell("markdown", "## The spec\n\nWhat the kernel must compute, in plain PyTorch. The annotations give each "
+              "tensor's dtype and shape; the grader draws random inputs from them.", f"p{p.number}-spec-title"),
+        _cell("code", spec_source(p), f"p{p.number}-spec"),
+        _cell("markdown", f"## Your kernel\n\nSignature: `{kernel_signature(p)}`.{unused}\n\n"
+              f"The grader runs it at these sizes (the first is the one below): {sizes_text}. "
+              "Replace the `Finish me` line and `pass` with your code.", f"p{p.number}-kernel-title"),
+        _cell("code", starter_source(p), f"p{p.number}-kernel", ("starter",)),
+        _cell("markdown", "### Hints\n\nOpen one at a time.\n\n" + hints, f"p{p.number}-hints"),
+        _cell("markdown", "## Check\n\nThe verdict says, for each size, whether the output is right, which elements "
+              "are wrong or never written, and any access outside a tensor (with the program id and your line). "
+              "Add `viz=True` to see which elements each program loads and stores.", f"p{p.number}-check-title"),
+        _cell("code", grading_call(p), f"p{p.number}-grade", ("grade",)),
+    ]
+    return _notebook(cells)
+
+
+def all_notebooks() -> dict[str, dict]:
+    from puzzles.primer import primer_notebook
+
+    books = {"00_primer.ipynb": primer_notebook()}
+    for p in catalog.all_puzzles():
+        books[notebook_name(p)] = puzzle_notebook(p)
+    return books
+
+
+def dumps(nb: dict) -> str:
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def write(directory: Path = NOTEBOOK_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, nb in all_notebooks().items():
+        path = directory / name
+        text = dumps(nb)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            written.append(path)
+    return written
+
+
+def drift(directory: Path = NOTEBOOK_DIR) -> list[str]:
+    """Names of notebooks that are missing, differ from the catalog, or should not be there."""
+    books = all_notebooks()
+    problems = [name for name, nb in books.items()
+                if not (directory / name).exists() or (directory / name).read_text() != dumps(nb)]
+    problems += [p.name for p in sorted(directory.glob("*.ipynb")) if p.name not in books]
+    return problems

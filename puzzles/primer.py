@@ -1,0 +1,132 @@
+"""Notebook 00: the Triton programming model in four small runnable demos."""
+
+from __future__ import annotations
+
+from puzzles.notebooks import COLAB_BADGE, COLAB_URL, GITHUB_REPO, IMPORTS_SOURCE, SETUP_SOURCE, _cell, _notebook
+
+_CELLS: list[tuple[str, str]] = [
+    ("markdown", f"""[![Open In Colab]({COLAB_BADGE})]({COLAB_URL.format(repo=GITHUB_REPO, name="00_primer.ipynb")})
+
+# Puzzle 0: a primer on Triton
+
+A Triton kernel is a Python function decorated with `@triton.jit` that runs once per
+**program**. Each program works on a **block** of elements at once: `tl.arange(0, B)` is a
+block of `B` offsets (a power of two), `tl.load(ptr + offsets, mask=...)` reads a block from
+memory, `tl.store` writes one, and `tl.program_id(axis)` says which program this is. You launch
+a kernel over a **grid** of programs: `kernel[grid](arguments...)`.
+
+Without a GPU, `import puzzles` turns on Triton's interpreter (`TRITON_INTERPRET=1`): the same
+kernels run on the CPU as ordinary Python, so you can print inside them and use a debugger.
+On a CUDA GPU they are compiled and run for real."""),
+    ("code", SETUP_SOURCE),
+    ("code", IMPORTS_SOURCE),
+    ("markdown", """## Demo 1: load a block with a mask
+
+A block has a power-of-two size, but the data rarely does. The mask says which lanes are real:
+masked-off lanes are not read, and `other=` gives the value they take."""),
+    ("code", """@triton.jit
+def demo_load(x_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0, other=0.0)
+    print("offsets", offsets)
+    print("x      ", x)
+
+
+x = torch.arange(5, dtype=torch.float32)
+demo_load[(1,)](x, 5, B0=8)  # one program; lanes 5, 6, 7 are masked off and read as 0"""),
+    ("markdown", """## Demo 2: a 2-D block
+
+Blocks can have two dimensions. Broadcasting builds a grid of offsets: `rows[:, None] * N0 +
+cols[None, :]` is the address of element `[row, col]` of a row-major matrix with `N0` columns."""),
+    ("code", """@triton.jit
+def demo_load_2d(x_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    cols = tl.arange(0, B0)
+    rows = tl.arange(0, B1)
+    mask = (rows[:, None] < N1) & (cols[None, :] < N0)
+    x = tl.load(x_ptr + rows[:, None] * N0 + cols[None, :], mask=mask, other=-1.0)
+    print(x)
+
+
+x = torch.arange(12, dtype=torch.float32).view(3, 4)  # 3 rows of 4
+demo_load_2d[(1,)](x, 4, 3, B0=8, B1=4)"""),
+    ("markdown", """## Demo 3: a masked store
+
+`tl.store(ptr + offsets, values, mask=...)` writes only where the mask is true. Without the mask,
+lanes past the end would write outside the tensor: the grader reports that as an out-of-bounds
+access, with the program id and the line."""),
+    ("code", """@triton.jit
+def demo_store(z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    tl.store(z_ptr + offsets, offsets * 10, mask=offsets < N0)
+
+
+z = torch.zeros(5, dtype=torch.int32)
+demo_store[(1,)](z, 5, B0=8)
+z"""),
+    ("markdown", """## Demo 4: several programs
+
+A grid of `cdiv(N0, B0)` programs covers a long vector: program `pid` takes the block that starts
+at `pid * B0`. Programs run independently (on a GPU, in parallel; here, one after another)."""),
+    ("code", """@triton.jit
+def demo_programs(z_ptr, N0, B0: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + offsets, pid, mask=offsets < N0)
+
+
+N0, B0 = 10, 4
+z = torch.full((N0,), -1, dtype=torch.int32)
+demo_programs[(triton.cdiv(N0, B0),)](z, N0, B0=B0)
+z  # which program wrote each element"""),
+    ("markdown", """## Printing and stopping in one program
+
+In the interpreter, `print` works inside a kernel, once per program. To keep the output short,
+`print_if(..., pid_0=[...])` prints only in the programs you name, and `breakpoint_if(pid_0=[...])`
+stops there in the debugger (run the grader with `test(..., isolate=False)` so the debugger can
+reach you; type `p offsets` to see a block, `c` to continue). On a GPU use `tl.device_print`.
+Before launching your own kernels on tensors you made, `check_tensors(x, z)` checks they are
+contiguous: kernels index memory by hand and a transposed view would be read wrongly."""),
+    ("code", """from puzzles import check_tensors, print_if
+
+
+@triton.jit
+def demo_print(z_ptr, N0, B0: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * B0 + tl.arange(0, B0)
+    print_if("program 1 writes", offsets, pid_0=[1])
+    tl.store(z_ptr + offsets, 1, mask=offsets < N0)
+
+
+z = torch.zeros(10, dtype=torch.int32)
+check_tensors(z)
+demo_print[(3,)](z, 10, B0=4)"""),
+    ("markdown", """## Reading the grader's verdict
+
+Each puzzle ends with a grading cell such as `test(add_kernel, add_spec, nelem={"N0": 32})`. It
+runs your kernel at the size shown and at other sizes the puzzle allows (so a hard-coded size or a
+missing mask is caught), on fresh random inputs each time, with the output filled with a marker
+first. The verdict lists, per size: **right**; **wrong** values (the first ones, expected vs got);
+elements **never written**; accesses **out of bounds** (tensor, element, program id, your line);
+or an **error** in your kernel (its message and your line). A kernel that runs too long is
+stopped; your notebook survives. Every verdict carries the random `seed`: pass `seed=...` to get
+the same inputs again. The result is also an object: `result.passed`, `result.outcomes`.
+
+Here is the verdict on a kernel that forgot its mask:"""),
+    ("code", """from puzzles.catalog.p02_constant_add_block import add2_spec
+
+
+@triton.jit
+def forgot_the_mask_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets)  # no mask: the last block reads past the end
+    tl.store(z_ptr + offsets, x + 10.0)
+
+
+result = test(forgot_the_mask_kernel, add2_spec, nelem={"N0": 200}, B={"B0": 32})"""),
+    ("code", "result.passed, result.first_failure.status"),
+    ("markdown", "On to [puzzle 1](01_constant_add.ipynb)."),
+]
+
+
+def primer_notebook() -> dict:
+    return _notebook([_cell(kind, source, f"p0-{i}") for i, (kind, source) in enumerate(_CELLS)])

@@ -1,0 +1,109 @@
+"""The `Puzzle` record: everything the course says about one puzzle, written once.
+
+A puzzle's statement, spec, sizes, hints and kernel name live in its module under
+`puzzles/catalog/`; its reference kernel lives in `solutions/`, and the starter kernel is
+cut out of that reference (the region between `# BEGIN SOLUTION` and `# END SOLUTION`).
+The notebooks, the tests, the grading command and the diagrams are all built from these
+records, so nothing is written twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Sizes = dict[str, int]
+Grid = Callable[[Sizes], tuple[int, ...]]
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division, as `triton.cdiv`."""
+    return -(-a // b)
+
+
+def default_grid(sizes: Sizes) -> tuple[int, ...]:
+    """The course's grid: axis k covers N<k> in blocks of B<k>; missing axes are 1."""
+    grid = []
+    for axis in range(3):
+        n, b = sizes.get(f"N{axis}"), sizes.get(f"B{axis}")
+        if n is None or b is None:
+            break
+        grid.append(cdiv(n, b))
+    return tuple(grid) or (1,)
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    """One puzzle of the course.
+
+    `sizes[0]` is the canonical size (the one in the notebook's grading cell); the others are
+    variations the statement allows, so that a hard-coded size or a missing mask fails.
+    """
+
+    number: int
+    slug: str
+    title: str
+    kernel_name: str
+    spec: Callable[..., Any]
+    statement: str
+    sizes: tuple[Sizes, ...]
+    hints: tuple[str, ...]
+    solution_lines: int = 0  # filled from the reference: "Finish me (about N lines)"
+    grid: Grid = default_grid
+    rtol: float = 1e-3
+    atol: float = 1e-3
+    # Per size, a factor on the drawn float inputs (softmax uses large values at one size to
+    # catch kernels that are not numerically stable); sizes past the tuple's end use 1.
+    input_scales: tuple[float, ...] = ()
+    # Names of sizes the kernel receives but does not need (stated in the text).
+    unused_sizes: tuple[str, ...] = ()
+    uses_dot: bool = False
+    # "poison": the output starts as a never-written marker; "zeros": it starts at zero (for
+    # kernels that accumulate into it with atomics), and unwritten elements are found from
+    # the recorded stores instead.
+    output_init: str = "poison"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.number:02d}_{self.slug}"
+
+    @property
+    def canonical(self) -> Sizes:
+        return self.sizes[0]
+
+    @property
+    def spec_name(self) -> str:
+        return self.spec.__name__
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(inspect.signature(self.spec).parameters)
+
+    @property
+    def solution_module(self) -> str:
+        return f"solutions.p{self.id}"
+
+    def reference(self) -> Callable[..., Any]:
+        """The reference kernel from `solutions/` (imported on demand)."""
+        module = importlib.import_module(self.solution_module)
+        return getattr(module, self.kernel_name)
+
+    def expected_signature(self) -> str:
+        """The kernel's signature as the statement gives it."""
+        from puzzles.solution_source import kernel_signature
+
+        return kernel_signature(self)
+
+    def input_scale(self, size_index: int) -> float:
+        return self.input_scales[size_index] if size_index < len(self.input_scales) else 1.0
+
+    def grid_for(self, sizes: Sizes) -> tuple[int, ...]:
+        return self.grid(sizes)
+
+    def programs(self, sizes: Sizes) -> int:
+        return math.prod(self.grid_for(sizes))

@@ -1,0 +1,188 @@
+"""Record, check and guard every memory access of a kernel run by Triton's interpreter.
+
+Triton's CPU interpreter sends every load, store and atomic through four methods of its
+builder. While a `Recorder` is active those methods are wrapped: each active lane's address
+is looked up among the run's tensors; a lane outside every tensor is recorded as an invalid
+access (op, tensor, element, program id, kernel line) and masked off, so the access never
+happens and cannot corrupt memory. Masked-off lanes are counted but never checked.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import triton
+from triton.runtime import interpreter as _interp
+
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(m.__file__) + os.sep for m in (triton, np, sys.modules[__name__.split(".")[0]])
+)
+
+
+@dataclass
+class Access:
+    """One load, store or atomic op executed by one program."""
+
+    op: str  # "load", "store" or "atomic"
+    program: tuple[int, int, int]
+    tensor: str
+    elements: np.ndarray  # flat element indices of the in-bounds active lanes
+    lanes: int  # lanes of the op
+    masked: int  # lanes masked off by the kernel
+    line: int | None
+    shape: tuple[int, ...] = ()  # the op's block shape
+
+
+@dataclass
+class InvalidAccess:
+    """An active lane whose address lies outside its tensor."""
+
+    op: str
+    tensor: str
+    element: int  # flat index relative to the tensor's first element (may be negative)
+    program: tuple[int, int, int]
+    line: int | None
+    source: str = ""
+    count: int = 1  # lanes of the same op that went out of bounds
+    elements: np.ndarray | None = None  # every offending flat index of this op, for drawing
+
+    kind: str = "out of bounds"  # or "store to an input"
+
+    def describe(self) -> str:
+        where = f"line {self.line}: {self.source.strip()}" if self.line else "kernel"
+        more = f" (and {self.count - 1} more lanes)" if self.count > 1 else ""
+        what = "out of bounds" if self.kind == "out of bounds" else "writes into an input tensor"
+        return f"{self.op} of {self.tensor}[{self.element}] {what} in program {self.program}{more}, at {where}"
+
+
+
+@dataclass
+class Trace:
+    """Everything one run touched."""
+
+    tensors: dict[str, tuple[tuple[int, ...], str]]  # name -> (shape, dtype)
+    grid: tuple[int, int, int]
+    accesses: list[Access] = field(default_factory=list)
+    invalid: list[InvalidAccess] = field(default_factory=list)
+    stores_to_inputs: list[InvalidAccess] = field(default_factory=list)
+
+
+class Recorder:
+    """Context manager that wraps the interpreter's memory ops for one run."""
+
+    def __init__(self, regions: list[tuple[int, int, str]], element_sizes: dict[str, int],
+                 inputs: set[str], trace: Trace, kernel_file: str | None, record: bool = True) -> None:
+        self.starts = np.array([r[0] for r in regions], dtype=np.uint64)
+        self.ends = np.array([r[1] for r in regions], dtype=np.uint64)
+        self.names = [r[2] for r in regions]
+        self.element_sizes = element_sizes
+        self.inputs = inputs
+        self.trace = trace
+        self.kernel_file = kernel_file
+        self.record = record
+        self._saved: dict[str, object] = {}
+
+    # -- the wrapped builder methods --------------------------------------------------------
+    def __enter__(self) -> Recorder:
+        b = _interp.interpreter_builder
+        for name in ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas"):
+            self._saved[name] = getattr(b, name)
+        orig_load, orig_store = self._saved["create_masked_load"], self._saved["create_masked_store"]
+        orig_rmw, orig_cas = self._saved["create_atomic_rmw"], self._saved["create_atomic_cas"]
+
+        def masked_load(ptrs, mask, other, *rest):
+            safe = self._check("load", ptrs, mask)
+            return orig_load(ptrs, safe, other, *rest)
+
+        def masked_store(ptrs, value, mask, *rest):
+            safe = self._check("store", ptrs, mask)
+            return orig_store(ptrs, value, safe, *rest)
+
+        def atomic_rmw(op, ptr, val, mask, *rest):
+            safe = self._check("atomic", ptr, mask)
+            return orig_rmw(op, ptr, val, safe, *rest)
+
+        def atomic_cas(ptr, cmp, val, *rest):
+            all_lanes = _interp.TensorHandle(np.ones_like(ptr.data, dtype=bool), triton.language.int1)
+            safe = self._check("atomic", ptr, all_lanes)
+            if not safe.data.all():
+                raise MemoryError("atomic_cas out of bounds (it has no mask: check its pointers)")
+            return orig_cas(ptr, cmp, val, *rest)
+
+        b.create_masked_load, b.create_masked_store = masked_load, masked_store
+        b.create_atomic_rmw, b.create_atomic_cas = atomic_rmw, atomic_cas
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        b = _interp.interpreter_builder
+        for name, fn in self._saved.items():
+            setattr(b, name, fn)
+
+    # -- the check ---------------------------------------------------------------------------
+    def _check(self, op: str, ptrs, mask):
+        addresses = np.asarray(ptrs.data, dtype=np.uint64)
+        active = np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)
+        program = tuple(int(i) for i in _interp.interpreter_builder.grid_idx)
+        flat_addr = addresses[active]
+        # Each address belongs to the nearest tensor that starts at or below it; guard zones
+        # between tensors make that its own tensor for any plausible overshoot.
+        slot = np.searchsorted(self.starts, flat_addr, side="right").astype(np.int64) - 1
+        below_all = slot < 0
+        slot = np.clip(slot, 0, len(self.names) - 1)
+        inside = ~below_all & (flat_addr < self.ends[slot])
+        line = None
+        if self.record or not inside.all():
+            line = self._kernel_line()
+        if not inside.all():
+            self._report(op, flat_addr[~inside], slot[~inside], program, line)
+        safe_active = active.copy()
+        safe_active[active] = inside
+        if self.record and inside.any():
+            for s in np.unique(slot[inside]):
+                name = self.names[s]
+                sel = inside & (slot == s)
+                elements = ((flat_addr[sel] - self.starts[s]) // np.uint64(self.element_sizes[name])).astype(np.int64)
+                self.trace.accesses.append(Access(
+                    op, program, name, elements, int(addresses.size),
+                    int(addresses.size - active.sum()), line, tuple(addresses.shape)))
+                if op != "load" and name in self.inputs:
+                    self.trace.stores_to_inputs.append(InvalidAccess(
+                        op, name, int(elements[0]), program, line, _source_line(self.kernel_file, line),
+                        int(sel.sum()), elements, kind="store to an input"))
+        elif self.record and not active.any():
+            self.trace.accesses.append(Access(op, program, "", np.empty(0, np.int64), int(addresses.size),
+                                              int(addresses.size), line, tuple(addresses.shape)))
+        return _interp.TensorHandle(safe_active, triton.language.int1)
+
+    def _report(self, op: str, addr: np.ndarray, slot: np.ndarray, program, line) -> None:
+        for s in np.unique(slot):
+            name = self.names[s]
+            sel = addr[slot == s]
+            size = self.element_sizes[name]
+            element = (sel.astype(np.int64) - np.int64(self.starts[s])) // size
+            # Report the first offending lane (the one nearest the tensor), with how many more.
+            first = int(element[np.argmin(np.abs(element))])
+            self.trace.invalid.append(InvalidAccess(
+                op, name, first, program, line, _source_line(self.kernel_file, line), int(sel.size), element))
+
+    def _kernel_line(self) -> int | None:
+        """The innermost line being executed in the learner's code (not Triton's, not ours)."""
+        frame = sys._getframe(3)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not filename.startswith(_LIBRARY_DIRS) and "importlib" not in filename:
+                if self.kernel_file is None or filename == self.kernel_file:
+                    return frame.f_lineno
+            frame = frame.f_back
+        return None
+
+
+def _source_line(filename: str | None, line: int | None) -> str:
+    if filename is None or line is None:
+        return ""
+    import linecache
+
+    return linecache.getline(filename, line)

@@ -1,0 +1,257 @@
+"""What `test()` returns: a verdict per size, with the evidence, in text and in HTML."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from puzzles.execution import KernelError
+from puzzles.recording import InvalidAccess, Trace
+
+MAX_SHOWN = 8
+
+
+@dataclass
+class Mismatch:
+    index: tuple[int, ...]
+    expected: float
+    got: float
+
+
+@dataclass
+class SizeOutcome:
+    """The run at one size."""
+
+    sizes: dict[str, int]
+    seed: int
+    status: str  # "passed", "wrong", "unwritten", "out of bounds", "error", "timeout", "not run"
+    mismatch_count: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    unwritten_count: int = 0
+    unwritten: list[tuple[int, ...]] = field(default_factory=list)
+    invalid_accesses: list[InvalidAccess] = field(default_factory=list)
+    error: KernelError | None = None
+    seconds: float = 0.0
+    stdout: str = ""
+    output_shape: tuple[int, ...] = ()
+    # Per element: 0 right, 1 wrong, 2 never written (for the diff picture).
+    status_map: Any = None
+    trace: Trace | None = None
+    expected: torch.Tensor | None = None
+    output: torch.Tensor | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def size_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.sizes.items())
+
+    def reason(self) -> str:
+        """One line saying what went wrong at this size."""
+        if self.status == "passed":
+            return "passed"
+        if self.status == "not run":
+            return "not run (an earlier size timed out)"
+        if self.error is not None:
+            return self.error.describe().replace("\n  ", " ")
+        parts = []
+        if self.invalid_accesses:
+            first = self.invalid_accesses[0].describe()
+            parts.append(f"{len(self.invalid_accesses)} out-of-bounds access(es): {first}")
+        total = max(1, _numel(self.output_shape))
+        if self.unwritten_count:
+            first = _fmt_index(self.unwritten[0]) if self.unwritten else ""
+            parts.append(f"{self.unwritten_count} of {total} output elements never written (first z{first})")
+        if self.mismatch_count:
+            m = self.mismatches[0]
+            parts.append(
+                f"{self.mismatch_count} of {total} elements wrong (first z{_fmt_index(m.index)}: "
+                f"expected {m.expected:.6g}, got {m.got:.6g})"
+            )
+        return "; ".join(parts) or self.status
+
+
+@dataclass
+class TestResult:
+    """The autograder's verdict on one kernel."""
+
+    puzzle: str
+    kernel: str
+    outcomes: list[SizeOutcome]
+    seconds: float
+    seed: int
+    error: KernelError | None = None  # a failure before any size ran (signature, spec)
+    device: str = "cpu (Triton interpreter)"
+    notes: list[str] = field(default_factory=list)
+    _shown_in: Any = None
+
+    __test__ = False  # not a pytest test class
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and bool(self.outcomes) and all(o.passed for o in self.outcomes)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def first_failure(self) -> SizeOutcome | None:
+        return next((o for o in self.outcomes if not o.passed), None)
+
+    def reason(self) -> str:
+        if self.error is not None:
+            return self.error.describe()
+        failure = self.first_failure
+        if failure is None:
+            return "passed"
+        return f"at {failure.size_text()} (seed {failure.seed}): {failure.reason()}"
+
+    @property
+    def invalid_accesses(self) -> list[InvalidAccess]:
+        return [a for o in self.outcomes for a in o.invalid_accesses]
+
+    # -- text ---------------------------------------------------------------------------------
+    def summary(self) -> str:
+        head = f"{self.puzzle} · {self.kernel}"
+        if self.passed:
+            sizes = ", ".join(o.size_text() for o in self.outcomes)
+            return f"PASSED {head}: {len(self.outcomes)} sizes ({sizes}) in {self.seconds:.2f} s"
+        return f"NOT YET {head}: {self.reason()}"
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        if self.error is None:
+            for o in self.outcomes:
+                mark = "ok " if o.passed else "FAIL"
+                why = "" if o.passed else o.reason()
+                lines.append(f"  [{mark}] {o.size_text()}  seed={o.seed}  {o.seconds * 1000:.0f} ms  {why}")
+        failure = self.first_failure
+        if failure is not None and failure.error is None:
+            lines += _detail_lines(failure)
+        if failure is not None and failure.stdout.strip():
+            lines.append("  kernel printed:")
+            lines += ["    " + s for s in failure.stdout.strip().splitlines()[:20]]
+        if not self.passed:
+            lines.append(f"  reproduce with seed={self.seed}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<TestResult {self.summary()}>"
+
+    # -- Jupyter ------------------------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        return render_html(self)
+
+    def _ipython_display_(self) -> None:
+        # test() shows the verdict itself; skip the second copy that the same cell's return
+        # value would print, but show it again when the result is evaluated in a later cell.
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+
+        shell = get_ipython()
+        count = getattr(shell, "execution_count", None)
+        if self._shown_in is not None and self._shown_in == count:
+            self._shown_in = None
+            return
+        self._shown_in = count
+        display(HTML(render_html(self)))
+
+
+def _detail_lines(o: SizeOutcome) -> list[str]:
+    lines = []
+    for a in o.invalid_accesses[:MAX_SHOWN]:
+        lines.append(f"  out of bounds: {a.describe()}")
+    if o.mismatches:
+        lines.append("  first wrong elements (index: expected vs got):")
+        lines += [f"    z{_fmt_index(m.index)}: {m.expected:.6g} vs {m.got:.6g}" for m in o.mismatches[:MAX_SHOWN]]
+    if o.unwritten:
+        shown = ", ".join("z" + _fmt_index(i) for i in o.unwritten[:MAX_SHOWN])
+        lines.append(f"  never written: {shown}{' ...' if o.unwritten_count > MAX_SHOWN else ''}")
+    return lines
+
+
+def _fmt_index(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(i) for i in index) + "]"
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+_COLORS = {0: "#4caf50", 1: "#e53935", 2: "#9e9e9e"}
+
+
+def diff_svg(status_map: Any, max_cells: int = 64, cell: int = 7) -> str:
+    """A small picture of the output: green right, red wrong, grey never written."""
+    if status_map is None:
+        return ""
+    grid = status_map
+    if grid.ndim == 1:
+        grid = grid.reshape(1, -1)
+    elif grid.ndim > 2:
+        grid = grid.reshape(-1, grid.shape[-1])
+    rows, cols = grid.shape
+    # Downsample large outputs, keeping the worst status of each block of cells.
+    step_r, step_c = max(1, -(-rows // max_cells)), max(1, -(-cols // max_cells))
+    if step_r > 1 or step_c > 1:
+        import torch.nn.functional as F
+
+        t = torch.as_tensor(grid, dtype=torch.float32)[None, None]
+        worst = torch.where(t == 1, 3.0, t)  # wrong outranks unwritten outranks right
+        pooled = F.max_pool2d(worst, (step_r, step_c), ceil_mode=True)[0, 0]
+        grid = torch.where(pooled == 3, 1.0, pooled).to(torch.int64).numpy()
+        rows, cols = grid.shape
+    rects = []
+    for r in range(rows):
+        for c in range(cols):
+            color = _COLORS[int(grid[r][c])]
+            rects.append(f'<rect x="{c * cell}" y="{r * cell}" width="{cell - 1}" height="{cell - 1}" fill="{color}"/>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{cols * cell}" height="{rows * cell}">'
+            + "".join(rects) + "</svg>")
+
+
+def render_html(result: TestResult) -> str:
+    ok = result.passed
+    color = "#2e7d32" if ok else "#c62828"
+    title = "Passed" if ok else "Not yet"
+    e = html.escape
+    parts = [f'<div style="border-left:6px solid {color};padding:6px 12px;font-family:sans-serif">',
+             f'<div style="font-size:1.1em;color:{color}"><b>{title}</b> · {e(result.puzzle)} · '
+             f"<code>{e(result.kernel)}</code> · {result.seconds:.2f} s · {e(result.device)}</div>"]
+    if result.error is not None:
+        parts.append(f"<pre>{e(result.error.describe())}</pre>")
+    else:
+        rows = []
+        for o in result.outcomes:
+            mark = "✅" if o.passed else ("⏭" if o.status == "not run" else "❌")
+            rows.append(f"<tr><td>{mark}</td><td><code>{e(o.size_text())}</code></td><td>{o.seed}</td>"
+                        f"<td>{o.seconds * 1000:.0f} ms</td><td>{'' if o.passed else e(o.reason())}</td></tr>")
+        parts.append('<table style="border-collapse:collapse"><tr><th></th><th>sizes</th><th>seed</th>'
+                     "<th>time</th><th>what went wrong</th></tr>" + "".join(rows) + "</table>")
+        failure = result.first_failure
+        if failure is not None:
+            details = _detail_lines(failure) if failure.error is None else []
+            if details:
+                parts.append("<pre>" + e("\n".join(s.strip() for s in details)) + "</pre>")
+            if failure.status_map is not None:
+                legend = " ".join(f"<span style='color:{_COLORS[k]}'>■ {label}</span>"
+                                  for k, label in ((0, "right"), (1, "wrong"), (2, "never written")))
+                parts.append(f"<div>output at the failing size: {legend}</div>")
+                parts.append(diff_svg(failure.status_map))
+            if failure.stdout.strip():
+                parts.append("<div>the kernel printed:</div><pre>" + e(failure.stdout.strip()[:4000]) + "</pre>")
+            parts.append(f"<div>reproduce with <code>seed={result.seed}</code></div>")
+    for n in result.notes:
+        parts.append(f"<div><i>note: {e(n)}</i></div>")
+    parts.append("</div>")
+    return "".join(parts)

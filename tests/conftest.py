@@ -1,0 +1,30 @@
+"""Shared fixtures. `import puzzles` first: it turns on Triton's interpreter when there is no GPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+import puzzles  # noqa: F401  - must precede any triton import
+
+TESTS = Path(__file__).parent
+sys.path.insert(0, str(TESTS))
+
+
+def load_kernel_source(source: str, name: str, tmp_path: Path):
+    """Import a kernel from source text (Triton reads a kernel's source from its file)."""
+    path = tmp_path / f"kernel_{uuid.uuid4().hex}.py"
+    path.write_text("import torch\nimport triton\nimport triton.language as tl\n\n" + source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+@pytest.fixture
+def load_kernel(tmp_path):
+    return lambda source, name: load_kernel_source(source, name, tmp_path)

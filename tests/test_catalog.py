@@ -1,0 +1,75 @@
+"""One source of truth: every puzzle's record, reference, starter and notebook agree."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from puzzles import catalog
+from puzzles.inputs import spec_signature
+from puzzles.solution_source import kernel_signature, reference_source, solution_line_count, starter_source
+
+ALL = catalog.all_puzzles()
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_signature_follows_the_course_convention(p):
+    inputs, _ = spec_signature(p.spec)
+    params = [q.strip().split(":")[0] for q in kernel_signature(p).split("(", 1)[1].rstrip(")").split(",")]
+    pointers = params[: len(inputs) + 1]
+    assert all(name.endswith("_ptr") for name in pointers), pointers
+    assert [name[: -len("_ptr")] for name in pointers[:-1]] == [t.name for t in inputs]
+    sizes = params[len(inputs) + 1 :]
+    for s in p.sizes:
+        assert set(sizes) <= set(s), f"{p.id}: the kernel takes {sizes}, a size gives {sorted(s)}"
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_reference_starter_and_markers(p):
+    starter, reference = starter_source(p), reference_source(p)
+    assert "Finish me (about" in starter and "BEGIN SOLUTION" not in reference
+    assert starter != reference and solution_line_count(p) >= 1
+    assert starter.splitlines()[:2] == reference.splitlines()[:2]  # same decorator and signature
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_statement_sizes_and_hints(p):
+    assert p.statement.strip() and len(p.hints) >= 2 and p.title
+    assert p.spec.__doc__, "the spec's docstring states the formula"
+    assert len({tuple(sorted(s.items())) for s in p.sizes}) == len(p.sizes) >= 3
+    for name in p.unused_sizes:
+        assert name in p.statement and "not used" in p.statement
+
+
+def test_puzzle_numbers_are_contiguous():
+    assert sorted(catalog.PUZZLES) == list(range(1, len(catalog.PUZZLES) + 1))
+
+
+@pytest.mark.parametrize("number", [2, 4, 5, 6, 7, 8, 9, 10, 11])
+def test_a_size_that_is_not_a_multiple_of_its_block_is_tested(number):
+    p = catalog.get(number)
+    assert any(s[f"N{0}"] % s["B0"] or s.get("T", 0) % s.get("B1", 1) or s.get("MID", 0) % s.get("B_MID", 1)
+               for s in p.sizes)
+
+
+def test_known_defects_of_earlier_courses_are_fixed():
+    # 9: B1 exists and every block is a power of two.
+    assert "B1" in kernel_signature(catalog.get(9))
+    for p in ALL:
+        for s in p.sizes:
+            for name, value in s.items():
+                if name.startswith("B") or name in ("KH", "KW"):
+                    assert value & (value - 1) == 0, f"{p.id}: {name}={value} is not a power of two"
+    # 11: rectangular shapes with MID different from N0 and N1.
+    assert any(s["MID"] not in (s["N0"], s["N1"]) and s["N0"] != s["N1"] for s in catalog.get(11).sizes)
+    # 6: x and dz are N1 x N0.
+    inputs, _ = spec_signature(catalog.get(6).spec)
+    assert [t.dims for t in inputs] == [("N1", "N0"), ("N1",), ("N1", "N0")]
+    # 12: group size stated, and MID varies (more than one shift word per row).
+    assert "GROUP = 8" in catalog.get(12).statement and any(s["MID"] > 64 for s in catalog.get(12).sizes)
+
+
+def test_specs_are_plain_functions_of_their_inputs():
+    for p in ALL:
+        assert list(inspect.signature(p.spec).parameters) == p.input_names

@@ -1,0 +1,247 @@
+"""The autograder: references pass, starters fail, and each known mistake fails for its own reason."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+import wrong_kernels as wrong
+
+from puzzles import catalog, test
+from puzzles.inputs import build_arena, poison_, random_tensor, unwritten_mask
+from puzzles.solution_source import starter_source
+
+ALL = catalog.all_puzzles()
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_reference_passes_at_every_size(p):
+    result = test(p.reference(), p.spec, quiet=True)
+    assert result.passed, str(result)
+    assert [o.sizes for o in result.outcomes] == [dict(s) for s in p.sizes]
+    assert len(p.sizes) >= 3
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_starter_fails(p, load_kernel):
+    starter = load_kernel(starter_source(p), p.kernel_name)
+    result = test(starter, p.spec, quiet=True)
+    assert not result.passed
+    assert result.first_failure.status in {"unwritten", "wrong"}, str(result)
+
+
+def _grade(kernel, number, **kwargs):
+    return test(kernel, catalog.get(number).spec, quiet=True, **kwargs)
+
+
+def test_missing_mask_is_out_of_bounds_with_program_element_and_line():
+    result = _grade(wrong.add_mask2_kernel_no_mask, 2)
+    failure = result.first_failure
+    assert failure.status == "out of bounds"
+    first = failure.invalid_accesses[0]
+    assert (first.op, first.tensor, first.element, first.program) == ("load", "x", 200, (6, 0, 0))
+    assert first.count == 24 and "tl.load(x_ptr + offsets)" in first.source
+    assert any(a.op == "store" and a.tensor == "z" for a in failure.invalid_accesses)
+    # The size that is a multiple of the block passes: the verdict is per size.
+    assert [o.passed for o in result.outcomes] == [False, False, False, True]
+
+
+def test_hard_coded_size_fails_at_other_sizes():
+    result = _grade(wrong.add_mask2_kernel_hard_coded, 2)
+    assert result.outcomes[0].passed  # right at the canonical size only
+    assert {o.status for o in result.outcomes[1:]} <= {"out of bounds", "unwritten"}
+    assert not result.passed
+
+
+def test_unwritten_tail_is_reported_as_never_written():
+    failure = _grade(wrong.add_mask2_kernel_unwritten_tail, 2).first_failure
+    assert failure.status == "unwritten"
+    assert failure.unwritten_count == 8 and failure.unwritten[0] == (192,)
+    assert failure.mismatch_count == 0
+
+
+def test_off_by_one_block_offset_leaves_the_first_block_unwritten():
+    failure = _grade(wrong.add_mask2_kernel_off_by_one, 2).first_failure
+    assert failure.status == "unwritten" and failure.unwritten[0] == (0,)
+
+
+def test_swapped_strides_give_wrong_values_with_coordinates():
+    failure = _grade(wrong.add_vec_block_kernel_swapped, 4).first_failure
+    assert failure.status == "wrong"
+    m = failure.mismatches[0]
+    assert len(m.index) == 2 and m.expected != pytest.approx(m.got)
+
+
+def test_missing_relu_fails_because_inputs_are_centred_on_zero():
+    failure = _grade(wrong.mul_relu_block_kernel_no_relu, 5).first_failure
+    assert failure.status == "wrong" and failure.mismatches[0].expected == 0
+
+
+def test_unstable_softmax_fails_on_large_inputs():
+    result = _grade(wrong.softmax_kernel_unstable, 8)
+    assert result.outcomes[0].passed and result.outcomes[-1].status == "wrong"
+
+
+def test_exception_inside_the_kernel_points_at_the_learners_line():
+    failure = _grade(wrong.add_mask2_kernel_raises, 2).first_failure
+    assert failure.status == "error"
+    assert "power of 2" in failure.error.message
+    assert "tl.arange(0, B0 + 1)" in failure.error.source
+    assert "harness" not in str(failure.error.describe())
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["child", "in-process"])
+def test_endless_loop_is_stopped_and_the_process_survives(isolate):
+    started = time.perf_counter()
+    result = _grade(wrong.add_mask2_kernel_forever, 2, timeout=1.5, isolate=isolate)
+    assert time.perf_counter() - started < 10
+    assert result.outcomes[0].status == "timeout"
+    assert "time limit" in result.outcomes[0].reason()
+    assert all(o.status == "not run" for o in result.outcomes[1:])
+    assert _grade(catalog.get(2).reference(), 2).passed  # still usable afterwards
+
+
+def test_out_of_bounds_writes_in_process_are_blocked_not_performed():
+    # Without the child process the guard alone must keep memory intact.
+    before = torch.arange(10)
+    result = _grade(wrong.add_mask2_kernel_no_mask, 2, isolate=False)
+    assert result.first_failure.status == "out of bounds"
+    assert torch.equal(before, torch.arange(10))
+
+
+def test_wrong_signature_names_the_parameter_and_the_expected_signature():
+    result = _grade(wrong.add_mask2_kernel_wrong_signature, 2)
+    assert result.error.kind == "signature"
+    assert "'N'" in result.error.message
+    assert "add_mask2_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr)" in result.error.message
+
+
+def test_block_size_must_be_constexpr(load_kernel):
+    kernel = load_kernel("@triton.jit\ndef add_kernel(x_ptr, z_ptr, N0, B0):\n    pass\n", "add_kernel")
+    result = _grade(kernel, 1)
+    assert result.error.kind == "signature" and "B0: tl.constexpr" in result.error.message
+
+
+def test_a_plain_function_is_not_a_kernel():
+    result = _grade(wrong.add_kernel_not_jitted, 1)
+    assert result.error.kind == "signature" and "@triton.jit" in result.error.message
+
+
+def test_lite_signature_variant_without_unused_sizes_passes(load_kernel):
+    # Pass only the sizes a kernel declares: a kernel without N1 still runs for puzzle 7.
+    source = """
+@triton.jit
+def sum_kernel(x_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr):
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        cols = j0 + tl.arange(0, B1)
+        m = (rows[:, None] < N0) & (cols[None, :] < T)
+        acc += tl.sum(tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=m, other=0.0), axis=1)
+    tl.store(z_ptr + rows, acc, mask=rows < N0)
+"""
+    assert _grade(load_kernel(source, "sum_kernel"), 7).passed
+
+
+def test_kernel_output_is_captured_per_size(load_kernel):
+    source = """
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    print("hello from the kernel")
+"""
+    result = _grade(load_kernel(source, "add_kernel"), 1)
+    assert "hello from the kernel" in result.outcomes[0].stdout
+    assert "kernel printed" in str(result)
+
+
+def test_store_into_an_input_is_reported(load_kernel):
+    source = """
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets)
+    tl.store(x_ptr + offsets, x + 10.0)
+    tl.store(z_ptr + offsets, x + 10.0)
+"""
+    failure = _grade(load_kernel(source, "add_kernel"), 1).first_failure
+    assert failure.status == "out of bounds"
+    assert "writes into an input" in failure.invalid_accesses[0].describe()
+
+
+def test_same_seed_same_inputs_and_failures():
+    a = _grade(wrong.add_vec_block_kernel_swapped, 4, seed=1234)
+    b = _grade(wrong.add_vec_block_kernel_swapped, 4, seed=1234)
+    assert a.seed == b.seed == 1234
+    assert a.first_failure.mismatches == b.first_failure.mismatches
+    assert "seed=1234" in str(a)
+
+
+def test_nelem_and_block_override_the_canonical_size():
+    p = catalog.get(2)
+    result = test(p.reference(), p.spec, nelem={"N0": 77}, B={"B0": 8}, quiet=True)
+    assert result.outcomes[0].sizes == {"N0": 77, "B0": 8} and result.passed
+
+
+def test_unknown_spec_is_tested_at_the_given_size(load_kernel):
+    from jaxtyping import Float32
+    from torch import Tensor
+
+    def double_spec(x: Float32[Tensor, N0]) -> Float32[Tensor, N0]:
+        return x * 2
+
+    source = """
+@triton.jit
+def double_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    o = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + o, tl.load(x_ptr + o, mask=o < N0) * 2, mask=o < N0)
+"""
+    result = test(load_kernel(source, "double_kernel"), double_spec, nelem={"N0": 50}, B={"B0": 16}, quiet=True)
+    assert result.passed and len(result.outcomes) == 1
+
+
+def test_a_spec_that_breaks_its_own_annotation_is_reported(load_kernel):
+    from jaxtyping import Float32
+    from torch import Tensor
+
+    def bad_spec(x: Float32[Tensor, N0]) -> Float32[Tensor, N0]:
+        return x.double()
+
+    kernel = load_kernel("@triton.jit\ndef k(x_ptr, z_ptr, N0, B0: tl.constexpr):\n    pass\n", "k")
+    result = test(kernel, bad_spec, nelem={"N0": 8}, B={"B0": 8}, quiet=True)
+    assert result.error.kind == "spec" and "float64" in result.error.message
+
+
+def test_result_renders_as_text_and_html():
+    result = _grade(wrong.add_mask2_kernel_no_mask, 2)
+    text, page = str(result), result._repr_html_()
+    assert "NOT YET" in text and "program (6, 0, 0)" in text
+    assert "Not yet" in page and "<svg" in page and "x[200]" in page
+    good = _grade(catalog.get(2).reference(), 2)
+    assert "PASSED" in str(good) and "Passed" in good._repr_html_() and bool(good)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int8, torch.uint8])
+def test_inputs_and_poison_for_every_dtype(dtype):
+    gen = torch.Generator().manual_seed(0)
+    t = random_tensor((4096,), dtype, gen)
+    assert t.dtype == dtype
+    if dtype.is_floating_point:
+        assert t.min() < 0 < t.max() and t.abs().max() <= 1
+    else:
+        info = torch.iinfo(dtype)
+        assert t.min() <= info.min + (info.max - info.min) // 16 and t.max() >= info.max - (info.max - info.min) // 16
+    arena = build_arena({"z": ((3, 5), dtype)})
+    assert unwritten_mask(poison_(arena.tensors["z"])).all()
+
+
+def test_int32_words_fill_the_top_nibble():
+    words = random_tensor((4096,), torch.int32, torch.Generator().manual_seed(1))
+    top = (words >> 28) & 0xF
+    assert set(top.tolist()) == set(range(16))
+
+
+def test_arena_keeps_guard_zones_between_tensors():
+    arena = build_arena({"x": ((100,), torch.float32), "z": ((100,), torch.float32)})
+    (x0, x1, _), (z0, _, _) = arena.regions()
+    assert z0 - x1 >= 400  # an overshoot by a whole tensor stays in x's guard zone
