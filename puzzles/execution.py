@@ -96,6 +96,31 @@ def _interpret_nested_jit() -> Iterator[None]:
         JITFunction.__call__ = original
 
 
+@contextlib.contextmanager
+def _patch_language_once() -> Iterator[None]:
+    """Within one launch, patch Triton's language for each module only once.
+
+    The interpreter re-patches every `triton.language` module each time a nested @jit function
+    runs (every `tl.sum` is one), and never undoes those nested patches; doing it once per module
+    gives the same state at a fraction of the cost. The launch's own patch scope, which is
+    restored at the end, is untouched.
+    """
+    original = _interp._patch_lang
+    done: dict[int, Any] = {}
+
+    def patch_once(fn):
+        key = id(getattr(fn, "__globals__", fn))
+        if key not in done:
+            done[key] = original(fn)
+        return done[key]
+
+    _interp._patch_lang = patch_once
+    try:
+        yield
+    finally:
+        _interp._patch_lang = original
+
+
 def error_from_exception(exc: BaseException, filename: str | None) -> KernelError:
     """Point at the learner's line; drop the frames of Triton and of this harness."""
     cause = exc
@@ -125,7 +150,7 @@ def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwar
     fn = interpreted(kernel)
     filename = kernel_file(kernel)
     try:
-        with _interpret_nested_jit(), recorder:
+        with _interpret_nested_jit(), _patch_language_once(), recorder:
             fn[grid](*args, **kwargs)
     except KernelTimeout:
         return KernelError("timeout", "the kernel ran past its time limit")

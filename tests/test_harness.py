@@ -187,7 +187,7 @@ def test_unknown_spec_is_tested_at_the_given_size(load_kernel):
     from jaxtyping import Float32
     from torch import Tensor
 
-    def double_spec(x: Float32[Tensor, N0]) -> Float32[Tensor, N0]:
+    def double_spec(x: Float32[Tensor, "N0"]) -> Float32[Tensor, "N0"]:
         return x * 2
 
     source = """
@@ -204,7 +204,7 @@ def test_a_spec_that_breaks_its_own_annotation_is_reported(load_kernel):
     from jaxtyping import Float32
     from torch import Tensor
 
-    def bad_spec(x: Float32[Tensor, N0]) -> Float32[Tensor, N0]:
+    def bad_spec(x: Float32[Tensor, "N0"]) -> Float32[Tensor, "N0"]:
         return x.double()
 
     kernel = load_kernel("@triton.jit\ndef k(x_ptr, z_ptr, N0, B0: tl.constexpr):\n    pass\n", "k")
