@@ -20,6 +20,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -75,6 +76,7 @@ def test(
     isolate: bool | None = None,
     record: bool = True,
     quiet: bool = False,
+    perf: bool = False,
 ) -> TestResult:
     """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
 
@@ -84,6 +86,8 @@ def test(
     viz: draw the memory accesses under the verdict.
     isolate: run in a child process (default where the OS can fork); False runs in this
         process, so `breakpoint()` inside the kernel works.
+    perf: on a GPU, once the kernel is right, time it at the puzzle's performance size and
+        compare with this device's measured limits and with torch.
     """
     started = time.perf_counter()
     seed = random.randrange(1, 10**6) if seed is None else seed
@@ -109,6 +113,8 @@ def test(
         result.outcomes = _run_cases(kernel, fn, cases, timeout, isolate, record)
         if found is None:
             result.notes.append("unknown puzzle: tested only the sizes given")
+        if perf and result.passed:
+            _measure_speed(kernel, fn, spec, found, seed, result)
     result.seconds = time.perf_counter() - started
     if not quiet:
         _show(result)
@@ -366,6 +372,34 @@ def _never_stored(trace: Trace, shape: torch.Size) -> torch.Tensor:
 def _scalar(t: torch.Tensor) -> float:
     v = t.item()
     return float(v) if not isinstance(v, bool) else float(v)
+
+
+def _measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: Puzzle | None, seed: int,
+                   result: TestResult) -> None:
+    if not on_gpu():
+        result.notes.append("speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter")
+        return
+    from puzzles import perf as _perf
+    from puzzles.inputs import draw_inputs
+
+    sizes = (p.perf_size if p and p.perf_size else None) or result.outcomes[0].sizes
+    inputs, out = draw_inputs(spec, sizes, seed, device="cuda")
+    arena = SimpleNamespace(tensors={**dict(zip(_spec_names(spec), inputs, strict=True)), "z": out})
+    case = _Case(sizes, seed, (p.grid if p else default_grid)(sizes), arena, _spec_names(spec), out)
+    args, kwargs = args_for(case)
+    flops = p.flops(sizes) if p and p.flops else 0
+    zero = p is not None and p.output_init == "zeros"
+
+    def launch() -> None:
+        if zero:
+            out.zero_()
+        kernel[case.grid](*args, **kwargs)
+
+    result.perf = _perf.measure(launch, [*inputs, out], sizes, flops, lambda: spec(*inputs))
+
+
+def _spec_names(spec: Callable[..., Any]) -> list[str]:
+    return list(inspect.signature(spec).parameters)
 
 
 def _device_name() -> str:

@@ -122,6 +122,15 @@ def random_tensor(
     return torch.randint(info.min, info.max + 1, shape, generator=generator, dtype=torch.int64).to(dtype)
 
 
+def draw_inputs(spec: typing.Callable, sizes: dict[str, int], seed: int, device: str = "cpu",
+                scale: float = 1.0) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """Random inputs for `spec` at `sizes` on `device`, and an empty output (for timing)."""
+    inputs, out = spec_signature(spec)
+    gen = torch.Generator().manual_seed(seed)
+    tensors = [random_tensor(t.shape(sizes), t.dtype, gen, scale).to(device) for t in inputs]
+    return tensors, torch.empty(out.shape(sizes), dtype=out.dtype, device=device)
+
+
 def poison_(t: torch.Tensor) -> torch.Tensor:
     """Fill with the never-written marker of its dtype."""
     if t.dtype in _FLOAT_POISON_BITS:

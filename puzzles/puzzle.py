@@ -66,6 +66,10 @@ class Puzzle:
     # kernels that accumulate into it with atomics), and unwritten elements are found from
     # the recorded stores instead.
     output_init: str = "poison"
+    # Speed (GPU only): the size of the performance challenge, and the FLOPs the problem needs
+    # there (0 for a memory-bound puzzle); the fewest bytes come from the spec's shapes.
+    perf_size: Sizes | None = None
+    flops: Callable[[Sizes], int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -87,6 +87,7 @@ class TestResult:
     error: KernelError | None = None  # a failure before any size ran (signature, spec)
     device: str = "cpu (Triton interpreter)"
     notes: list[str] = field(default_factory=list)
+    perf: Any = None  # a puzzles.perf.PerfReport when speed was measured (GPU)
     _shown_in: Any = None
 
     __test__ = False  # not a pytest test class
@@ -135,7 +136,9 @@ class TestResult:
         if failure is not None and failure.stdout.strip():
             lines.append("  kernel printed:")
             lines += ["    " + s for s in failure.stdout.strip().splitlines()[:20]]
-        if not self.passed:
+        if self.perf is not None:
+            lines.append("  " + self.perf.text())
+        if not self.passed and self.error is None:
             lines.append(f"  reproduce with seed={self.seed}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -251,6 +254,8 @@ def render_html(result: TestResult) -> str:
             if failure.stdout.strip():
                 parts.append("<div>the kernel printed:</div><pre>" + e(failure.stdout.strip()[:4000]) + "</pre>")
             parts.append(f"<div>reproduce with <code>seed={result.seed}</code></div>")
+    if result.perf is not None:
+        parts.append(f"<div>⏱ {e(result.perf.text())}</div>")
     for n in result.notes:
         parts.append(f"<div><i>note: {e(n)}</i></div>")
     parts.append("</div>")

@@ -36,4 +36,5 @@ where `offsets = tl.arange(0, B0)`.
         "`tl.arange(0, B0)` is the block of offsets 0, 1, …, B0-1.",
         "`x = tl.load(x_ptr + offsets)` reads the block; `tl.store(z_ptr + offsets, x + 10.0)` writes it.",
     ),
+    perf_size={"N0": 4096, "B0": 4096},
 )

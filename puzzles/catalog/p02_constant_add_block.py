@@ -37,4 +37,5 @@ of two), so the last block runs past the end: guard every load and store with a 
         "`pid = tl.program_id(0)`; the block's offsets are `pid * B0 + tl.arange(0, B0)`.",
         "`mask = offsets < N0`, then `tl.load(x_ptr + offsets, mask=mask)` and `tl.store(..., mask=mask)`.",
     ),
+    perf_size={"N0": 1 << 26, "B0": 1024},
 )

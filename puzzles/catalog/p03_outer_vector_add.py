@@ -38,4 +38,5 @@ Broadcasting builds the 2-D block: `x[None, :] + y[:, None]` has shape `B1 × B0
         "Load `x` with offsets `tl.arange(0, B0)` and `y` with `tl.arange(0, B1)`.",
         "The output offsets are `j[:, None] * N0 + i[None, :]` for the 2-D block.",
     ),
+    perf_size={"N0": 64, "N1": 64, "B0": 64, "B1": 64},
 )

@@ -37,4 +37,5 @@ of `z` (a lane is valid when its row and its column are both in range).
         "rows: `j = tl.program_id(1) * B1 + tl.arange(0, B1)`.",
         "The 2-D mask is `(j[:, None] < N1) & (i[None, :] < N0)`.",
     ),
+    perf_size={"N0": 8192, "N1": 8192, "B0": 64, "B1": 64},
 )

@@ -40,4 +40,5 @@ puzzle 4: axis 0 walks the `N0` columns, axis 1 the `N1` rows.
         "`x` and `dz` are 2-D: both use the offsets `j[:, None] * N0 + i[None, :]`; `y` is loaded per row.",
         "`tl.where(x * y[:, None] > 0, y[:, None] * dz, 0.0)` is the whole formula.",
     ),
+    perf_size={"N0": 8192, "N1": 8192, "B0": 64, "B1": 64},
 )

@@ -39,4 +39,5 @@ the last chunk. `N1` is passed for compatibility with the classic course and is 
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     unused_sizes=("N1",),
+    perf_size={"N0": 4096, "N1": 32, "T": 8192, "B0": 1, "B1": 1024},
 )

@@ -45,4 +45,5 @@ The grid is `(cdiv(N0, B0),)`; `N1` is passed and not used.
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     unused_sizes=("N1",),
     input_scales=(1.0, 1.0, 100.0),
+    perf_size={"N0": 4096, "N1": 32, "T": 8192, "B0": 1, "B1": 1024},
 )

@@ -45,4 +45,5 @@ the maximum, rescale `l` and `acc` by `exp(m_old - m_new)` before adding the chu
         "At the end `z = acc / l`.",
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
+    perf_size={"N0": 16384, "T": 16384, "B0": 64, "B1": 64},
 )

@@ -48,4 +48,5 @@ where `x` counts as zero outside the image (so the output has the image's size).
         "With `B0` images per program the window becomes 3-D: `n[:, None, None] * H * W + ...`.",
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
+    perf_size={"N0": 1024, "H": 64, "W": 64, "KH": 4, "KW": 4, "B0": 8},
 )

@@ -1,0 +1,46 @@
+"""On a CUDA GPU: kernels compile and are graded for real; speed is reported. Skipped without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import wrong_kernels as wrong
+
+from puzzles import catalog, on_gpu, test
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")]
+
+
+@pytest.mark.parametrize("p", catalog.all_puzzles(), ids=lambda p: p.id)
+def test_reference_compiles_and_passes(p):
+    result = test(p.reference(), p.spec, quiet=True)
+    assert result.passed, str(result)
+    assert "compiled" in result.device
+
+
+def test_missing_mask_is_caught_by_the_guard_zones():
+    result = test(wrong.add_mask2_kernel_no_mask, catalog.get(2).spec, quiet=True)
+    failure = result.first_failure
+    assert failure.status == "out of bounds" and "outside z" in failure.reason()
+
+
+def test_compile_error_points_at_the_line(load_kernel):
+    kernel = load_kernel("""
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0 + 1)
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets))
+""", "add_kernel")
+    failure = test(kernel, catalog.get(1).spec, quiet=True).first_failure
+    assert failure.status == "error" and "power of 2" in failure.error.message.lower() + failure.error.describe()
+
+
+@pytest.mark.parametrize("number", [2, 8, 11])
+def test_speed_is_reported_against_the_device_limits(number):
+    p = catalog.get(number)
+    result = test(p.reference(), p.spec, quiet=True, perf=True)
+    report = result.perf
+    assert report is not None and report.ms > 0 and report.torch_ms > 0
+    assert 0 < report.roofline_fraction <= 1.2, report.text()
+    assert "roofline" in str(result)
+    torch.cuda.synchronize()
