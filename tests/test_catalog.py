@@ -73,3 +73,14 @@ def test_known_defects_of_earlier_courses_are_fixed():
 def test_specs_are_plain_functions_of_their_inputs():
     for p in ALL:
         assert list(inspect.signature(p.spec).parameters) == p.input_names
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_spec_runs_on_any_device(p):
+    # The GPU benchmark runs each spec on CUDA tensors; a spec that makes a CPU tensor fails
+    # there. Meta tensors catch that here: mixing them with CPU tensors raises.
+    from puzzles.inputs import draw_inputs
+
+    inputs, out = draw_inputs(p.spec, p.canonical, seed=0, device="meta")
+    result = p.spec(*inputs)
+    assert result.device.type == "meta" and result.shape == out.shape and result.dtype == out.dtype

@@ -11,7 +11,7 @@ def conv2d_spec(x: Float32[Tensor, "N0 H W"], k: Float32[Tensor, "KH KW"]) -> Fl
     """z[n, h, w] = sum_{a<KH, b<KW} k[a, b] * x[n, h + a, w + b], x zero outside the image"""
     n0, h, w = x.shape
     kh, kw = k.shape
-    padded = torch.zeros(n0, h + kh, w + kw, dtype=x.dtype)
+    padded = x.new_zeros(n0, h + kh, w + kw)
     padded[:, :h, :w] = x
     z = torch.zeros_like(x)
     for a in range(kh):

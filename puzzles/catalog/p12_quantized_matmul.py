@@ -12,7 +12,7 @@ GROUP = 8  # consecutive weights of a row that share one scale and one shift
 
 def unpack_nibbles(words: Tensor) -> Tensor:
     """int32 words -> their 8 nibbles, low nibble first: shape (..., n) -> (..., 8n)."""
-    shifts = torch.arange(FPINT, dtype=torch.int32) * 4
+    shifts = torch.arange(FPINT, dtype=torch.int32, device=words.device) * 4
     return ((words[..., None] >> shifts) & 0xF).flatten(-2)
 
 
@@ -64,9 +64,9 @@ multiple of 64; `N0` and `N1` are any sizes. `tl.dot` is allowed.
         {"N0": 40, "N1": 20, "MID": 192, "B0": 32, "B1": 16, "B_MID": 64},
     ),
     hints=(
-        "Unpack a `B0 × B_MID/8` tile of words into `B0 × B_MID` values: "
-        "shift by `(tl.arange(0, B_MID) % 8) * 4` after "
-        "loading the word `k // 8` for each column `k` (loading the same word 8 times is fine).",
+        "Load a `B0 × B_MID/8` tile of words once and unpack it with a broadcast shift: "
+        "`(words[:, :, None] >> (tl.arange(0, 8) * 4)[None, None, :]) & 0xF` is `B0 × B_MID/8 × 8`, "
+        "and `tl.reshape(..., (B0, B_MID))` puts value `k` at column `k`.",
         "The group of column `k` is `k // 8`; its shift is nibble `(k // 8) % 8` of offset word `k // 64`.",
         "Dequantize in float32, then `acc += tl.dot(w_tile, activation_tile)`.",
     ),
