@@ -243,7 +243,7 @@ def _bind(kernel: Any, spec: Callable[..., Any]) -> Callable[[_Case], tuple[list
 def _run_cases(kernel: Any, args_for: Callable, cases: list[_Case], timeout: float,
                isolate: bool | None, record: bool) -> list[SizeOutcome]:
     if on_gpu():
-        runs = [_run_compiled(kernel, args_for, case) for case in cases]
+        runs = [_run_compiled_and_checked(kernel, args_for, case, timeout, record) for case in cases]
     else:
         jobs = [(lambda c=case: _run_interpreted(kernel, args_for, c, record)) for case in cases]
         if isolate is None:
@@ -277,6 +277,23 @@ def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool)
         error = launch_interpreted(kernel, case.grid, args, kwargs, recorder)
     seconds = time.perf_counter() - started
     return RunOutput(arena.tensors["z"].clone(), trace, error, out.getvalue(), seconds)
+
+
+def _run_compiled_and_checked(kernel: Any, args_for: Callable, case: _Case, timeout: float, record: bool) -> RunOutput:
+    """The GPU's answer, with the interpreter's account of every access.
+
+    A compiled kernel's out-of-bounds loads leave no trace and its stores only damage guard
+    zones, so the same kernel also runs once under the guarded interpreter on CPU copies (in
+    this process: CUDA forbids forking) to name each invalid access, its program and its line.
+    """
+    compiled = _run_compiled(kernel, args_for, case)
+    if compiled.error is not None or not record:
+        return compiled
+    with time_limit(timeout):
+        checked = _run_interpreted(kernel, args_for, case, record=True)
+    if checked.error is None:
+        compiled.trace = checked.trace
+    return compiled
 
 
 def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
@@ -328,7 +345,7 @@ def _judge(case: _Case, run: RunOutput) -> SizeOutcome:
     o.output = out
     if run.trace is not None:
         o.invalid_accesses = run.trace.invalid + run.trace.stores_to_inputs
-    if run.guard_violations:
+    if run.guard_violations and not o.invalid_accesses:  # the interpreter's account is more precise
         o.error = KernelError("out of bounds", "; ".join(run.guard_violations))
         o.status = "out of bounds"
         return o

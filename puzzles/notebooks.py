@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import textwrap
 from pathlib import Path
+
+import torch
 
 from puzzles import catalog
 from puzzles.puzzle import Puzzle
@@ -132,7 +135,25 @@ def puzzle_notebook(p: Puzzle) -> dict:
               "Add `viz=True` to see which elements each program loads and stores.", f"p{p.number}-check-title"),
         _cell("code", grading_call(p), f"p{p.number}-grade", ("grade",)),
     ]
+    if p.perf_size is not None:
+        cells.append(_cell("markdown", speed_text(p), f"p{p.number}-speed"))
     return _notebook(cells)
+
+
+def speed_text(p: Puzzle) -> str:
+    """The performance challenge: its size and the least work it needs, from the spec's shapes."""
+    from puzzles.inputs import spec_signature
+
+    inputs, out = spec_signature(p.spec)
+    size = p.perf_size or {}
+    nbytes = sum(math.prod(t.shape(size)) * torch.empty((), dtype=t.dtype).element_size() for t in [*inputs, out])
+    flops = p.flops(size) if p.flops else 0
+    work = f"{nbytes / 1e6:,.0f} MB to move" + (f" and {flops / 1e9:,.0f} GFLOP to do" if flops else "")
+    sizes = ", ".join(f"{k}={v}" for k, v in size.items())
+    return (f"## Speed (on a GPU)\n\nOn a CUDA GPU, `test({p.kernel_name}, {p.spec_name}, perf=True)` also times your "
+            f"kernel at {sizes}: at least {work} (each input read once, the output written once). It reports "
+            "the median time, the bandwidth and FLOP rate reached, the fraction of this GPU's roofline (its copy "
+            "bandwidth and matmul rate, measured once and cached), and the time of the PyTorch spec beside it.")
 
 
 def all_notebooks() -> dict[str, dict]:

@@ -18,8 +18,16 @@ def test_reference_compiles_and_passes(p):
     assert "compiled" in result.device
 
 
-def test_missing_mask_is_caught_by_the_guard_zones():
+def test_missing_mask_is_reported_with_program_and_line():
     result = test(wrong.add_mask2_kernel_no_mask, catalog.get(2).spec, quiet=True)
+    failure = result.first_failure
+    assert failure.status == "out of bounds"
+    first = failure.invalid_accesses[0]
+    assert (first.op, first.tensor, first.element, first.program) == ("load", "x", 200, (6, 0, 0))
+
+
+def test_guard_zones_alone_catch_a_wild_store():
+    result = test(wrong.add_mask2_kernel_no_mask, catalog.get(2).spec, quiet=True, record=False)
     failure = result.first_failure
     assert failure.status == "out of bounds" and "outside z" in failure.reason()
 

@@ -85,3 +85,16 @@ def test_shipped_notebooks_are_all_not_attempted():
 def test_missing_path_is_a_clear_error():
     proc = run_grade("no/such/file.ipynb")
     assert proc.returncode == 2 and "no such file" in proc.stderr
+
+
+def test_notebooks_with_every_reference_all_pass(tmp_path):
+    for p in catalog.all_puzzles():
+        nb = nbformat.read(ROOT / "notebooks" / f"{p.id}.ipynb", as_version=4)
+        for cell in nb.cells:
+            if "starter" in cell.metadata.get("tags", []):
+                cell.source = reference_source(p)
+        nbformat.write(nb, tmp_path / f"{p.id}.ipynb")
+    proc = run_grade(str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {r["status"] for r in records(proc).values()} == {"passed"}
+    assert len(records(proc)) == len(catalog.PUZZLES)
