@@ -175,7 +175,8 @@ def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: i
     grid = (p.grid if p else default_grid)(sizes)
     rtol, atol = (p.rtol, p.atol) if p else (1e-3, 1e-3)
     zero_init = p is not None and p.output_init == "zeros"
-    return _Case(sizes, seed, grid, arena, [t.name for t in inputs], expected, zero_init, rtol, atol)
+    names = [t.name for t in inputs]
+    return _Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol)
 
 
 # -- the kernel's signature --------------------------------------------------------------------------
@@ -259,7 +260,7 @@ def _run_cases(kernel: Any, args_for: Callable, cases: list[_Case], timeout: flo
                 if runs[-1].error is not None and runs[-1].error.kind == "timeout":
                     runs[-1].error.message = f"the kernel ran past its time limit of {timeout:g} s and was stopped"
                     break
-    outcomes = [_judge(case, run) for case, run in zip(cases, runs, strict=False)]
+    outcomes = [_judge(case, run, kernel_file(kernel)) for case, run in zip(cases, runs, strict=False)]
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
     return outcomes
 
@@ -268,7 +269,7 @@ def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool)
     args, kwargs = args_for(case)
     arena = case.arena
     trace = Trace({n: (tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in arena.tensors.items()},
-                  tuple(case.grid) + (1,) * (3 - len(case.grid)))
+                  tuple(case.grid) + (1,) * (3 - len(case.grid)), recorded=record)
     recorder = Recorder(arena.regions(), {n: t.element_size() for n, t in arena.tensors.items()},
                         set(case.input_names), trace, kernel_file(kernel), record=record)
     out = io.StringIO()
@@ -334,7 +335,7 @@ def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
 # -- judging ---------------------------------------------------------------------------------------------
 
 
-def _judge(case: _Case, run: RunOutput) -> SizeOutcome:
+def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
                     output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected)
     if run.error is not None:
@@ -349,12 +350,18 @@ def _judge(case: _Case, run: RunOutput) -> SizeOutcome:
         o.error = KernelError("out of bounds", "; ".join(run.guard_violations))
         o.status = "out of bounds"
         return o
+    recorded = run.trace is not None and run.trace.recorded
     if case.zero_init:
-        # Accumulating outputs start at zero: what no store reached is what the trace never saw.
-        no_trace = torch.zeros_like(out, dtype=torch.bool)
-        unwritten = _never_stored(run.trace, out.shape) if run.trace is not None else no_trace
+        # Accumulating outputs start at zero: only the recorded stores tell what was written.
+        unwritten = _never_stored(run.trace, out.shape) if recorded else torch.zeros_like(out, dtype=torch.bool)
+        race = _race(run.trace, filename) if recorded else None
+        if race is not None:
+            o.status, o.error = "race", race
+            return o
     else:
         unwritten = unwritten_mask(out)
+        if recorded:  # a kernel may legitimately write the poison value (an int8 output can)
+            unwritten &= _never_stored(run.trace, out.shape)
     if expected.dtype.is_floating_point:
         e64, o64 = expected.double(), torch.where(unwritten, 0, out).double()
         close = (o64 - e64).abs() <= case.atol + case.rtol * e64.abs()
@@ -375,6 +382,35 @@ def _judge(case: _Case, run: RunOutput) -> SizeOutcome:
     elif o.mismatch_count:
         o.status = "wrong"
     return o
+
+
+def _race(trace: Trace, filename: str | None) -> KernelError | None:
+    """Two programs writing one output element where one of them uses a plain store.
+
+    Programs run one after another in the interpreter, so a load-add-store into a shared output
+    gives the right sum here and a wrong one on a GPU, where they run at once: name it.
+    """
+    import linecache
+
+    import numpy as np
+
+    gx, gy, _ = trace.grid
+    writers: dict[int, tuple[int, bool, Any]] = {}  # element -> (program, plain store?, access)
+    for access in trace.accesses:
+        if access.tensor != "z" or access.op == "load" or not access.elements.size:
+            continue
+        program = access.program[0] + gx * (access.program[1] + gy * access.program[2])
+        for element in np.unique(access.elements).tolist():
+            first = writers.setdefault(element, (program, access.op == "store", access))
+            if first[0] != program and (first[1] or access.op == "store"):
+                plain = first[2] if first[1] else access
+                return KernelError(
+                    "race",
+                    f"programs {first[2].program} and {access.program} both write z element {element} and "
+                    f"program {plain.program} uses a plain tl.store: on a GPU they run at the same time and one "
+                    "overwrites the other (use tl.atomic_add to accumulate into a shared output)",
+                    plain.line, linecache.getline(filename or "", plain.line or 0), filename)
+    return None
 
 
 def _never_stored(trace: Trace, shape: torch.Size) -> torch.Tensor:

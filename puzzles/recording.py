@@ -68,6 +68,7 @@ class Trace:
     accesses: list[Access] = field(default_factory=list)
     invalid: list[InvalidAccess] = field(default_factory=list)
     stores_to_inputs: list[InvalidAccess] = field(default_factory=list)
+    recorded: bool = True  # False: accesses were checked but not kept (test(record=False))
 
 
 class Recorder:
