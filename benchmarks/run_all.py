@@ -37,7 +37,7 @@ def main() -> int:
     import triton
 
     from puzzles import catalog, perf
-    from puzzles.inputs import draw_inputs
+    from puzzles.inputs import call_spec, draw_inputs
 
     limits = perf.device_limits(refresh=True)
     rows = []
@@ -53,7 +53,7 @@ def main() -> int:
         if p.output_init == "zeros":
             out.zero_()
         kernel[grid](*inputs, out, **kwargs)
-        expected = p.spec(*inputs)
+        expected = call_spec(p.spec, inputs, sizes)
         error = ((out.double() - expected.double()).norm() / expected.double().norm().clamp_min(1e-30)).item()
         def launch(out=out, kernel=kernel, grid=grid, kwargs=kwargs, inputs=inputs, zero=p.output_init == "zeros"):
             if zero:  # accumulating kernels start from zero on every launch
@@ -61,7 +61,7 @@ def main() -> int:
             kernel[grid](*inputs, out, **kwargs)
 
         report = perf.measure(launch, [*inputs, out], sizes, p.flops(sizes) if p.flops else 0,
-                              lambda spec=p.spec, inputs=inputs: spec(*inputs))
+                              lambda spec=p.spec, inputs=inputs, sizes=sizes: call_spec(spec, inputs, sizes))
         rows.append((p, report, error))
         print(f"{p.number:2d} {p.title:32s} {report.text()}  rel.err {error:.1e}", flush=True)
 

@@ -36,7 +36,16 @@ from puzzles.execution import (
     time_limit,
     unwrap_kernel,
 )
-from puzzles.inputs import SpecError, build_arena, poison_, random_tensor, spec_signature, unwritten_mask
+from puzzles.inputs import (
+    SpecError,
+    build_arena,
+    call_spec,
+    poison_,
+    random_tensor,
+    spec_input_names,
+    spec_signature,
+    unwritten_mask,
+)
 from puzzles.puzzle import Puzzle, Sizes, default_grid
 from puzzles.recording import Recorder, Trace
 from puzzles.result import MAX_SHOWN, Mismatch, SizeOutcome, TestResult
@@ -165,7 +174,7 @@ def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: i
         arena.tensors[out.name].zero_()
     else:
         poison_(arena.tensors[out.name])
-    expected = spec(*[arena.tensors[t.name].clone() for t in inputs])
+    expected = call_spec(spec, [arena.tensors[t.name].clone() for t in inputs], sizes)
     if not isinstance(expected, torch.Tensor):
         raise SpecError(f"{spec.__name__} must return a tensor, returned {type(expected).__name__}")
     if tuple(expected.shape) != shapes[out.name][0] or expected.dtype != out.dtype:
@@ -188,7 +197,7 @@ def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> Ke
         hint = "decorate it with @triton.jit" if callable(kernel) else "pass the kernel function itself"
         return KernelError("signature", f"{kernel!r} is not a Triton kernel: {hint}")
     params = list(inspect.signature(fn).parameters.values())
-    inputs = list(inspect.signature(spec).parameters)
+    inputs = list(spec_input_names(spec))
     expected = p.expected_signature() if p else None
     want = f"\n  expected: {expected}" if expected else ""
     n_ptr = len(inputs) + 1
@@ -228,7 +237,7 @@ def _def_line(fn: Callable[..., Any]) -> tuple[int, str, str]:
 def _bind(kernel: Any, spec: Callable[..., Any]) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
     """How to call the kernel: pointers in spec order, then the sizes it declares, by name."""
     params = list(inspect.signature(unwrap_kernel(kernel)).parameters)
-    n_inputs = len(inspect.signature(spec).parameters)
+    n_inputs = len(spec_input_names(spec))
     size_params = params[n_inputs + 1 :]
 
     def args_for(case: _Case) -> tuple[list[Any], dict[str, Any]]:
@@ -437,8 +446,8 @@ def _measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p:
 
     sizes = (p.perf_size if p and p.perf_size else None) or result.outcomes[0].sizes
     inputs, out = draw_inputs(spec, sizes, seed, device="cuda")
-    arena = SimpleNamespace(tensors={**dict(zip(_spec_names(spec), inputs, strict=True)), "z": out})
-    case = _Case(sizes, seed, (p.grid if p else default_grid)(sizes), arena, _spec_names(spec), out)
+    arena = SimpleNamespace(tensors={**dict(zip(spec_input_names(spec), inputs, strict=True)), "z": out})
+    case = _Case(sizes, seed, (p.grid if p else default_grid)(sizes), arena, spec_input_names(spec), out)
     args, kwargs = args_for(case)
     flops = p.flops(sizes) if p and p.flops else 0
     zero = p is not None and p.output_init == "zeros"
@@ -448,11 +457,7 @@ def _measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p:
             out.zero_()
         kernel[case.grid](*args, **kwargs)
 
-    result.perf = _perf.measure(launch, [*inputs, out], sizes, flops, lambda: spec(*inputs))
-
-
-def _spec_names(spec: Callable[..., Any]) -> list[str]:
-    return list(inspect.signature(spec).parameters)
+    result.perf = _perf.measure(launch, [*inputs, out], sizes, flops, lambda: call_spec(spec, inputs, sizes))
 
 
 def _device_name() -> str:

@@ -85,6 +85,19 @@ def tensor_spec(name: str, annotation: object) -> TensorSpec:
     return TensorSpec(name, _DTYPES[dtypes[0]], tuple(dim_str.split()))
 
 
+def spec_input_names(spec: typing.Callable) -> list[str]:
+    """The spec's tensor arguments; keyword-only arguments are sizes, not tensors."""
+    return [name for name, param in inspect.signature(spec).parameters.items()
+            if param.kind is not inspect.Parameter.KEYWORD_ONLY]
+
+
+def call_spec(spec: typing.Callable, inputs: list[torch.Tensor], sizes: dict[str, int]) -> torch.Tensor:
+    """Run a spec: its tensors by position, and any size it asks for (`*, M, BM`) by name."""
+    wanted = [name for name, param in inspect.signature(spec).parameters.items()
+              if param.kind is inspect.Parameter.KEYWORD_ONLY]
+    return spec(*inputs, **{name: sizes[name] for name in wanted})
+
+
 def spec_signature(spec: typing.Callable) -> tuple[list[TensorSpec], TensorSpec]:
     """The annotated inputs and the annotated result of a spec function."""
     import jaxtyping
@@ -97,7 +110,7 @@ def spec_signature(spec: typing.Callable) -> tuple[list[TensorSpec], TensorSpec]
         hints = typing.get_type_hints(spec, globalns={**fallback, **getattr(spec, "__globals__", {})})
     except NameError as err:
         raise SpecError(f"cannot read the annotations of {spec.__name__}: {err}") from None
-    params = list(inspect.signature(spec).parameters)
+    params = spec_input_names(spec)
     missing = [p for p in params + ["return"] if p not in hints]
     if missing:
         raise SpecError(f"{spec.__name__} must annotate every argument and its result; missing: {missing}")

@@ -10,7 +10,6 @@ records, so nothing is written twice.
 from __future__ import annotations
 
 import importlib
-import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -86,7 +85,9 @@ class Puzzle:
 
     @property
     def input_names(self) -> list[str]:
-        return list(inspect.signature(self.spec).parameters)
+        from puzzles.inputs import spec_input_names
+
+        return spec_input_names(self.spec)
 
     @property
     def solution_module(self) -> str:

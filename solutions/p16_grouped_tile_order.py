@@ -5,7 +5,7 @@ import triton.language as tl
 
 
 @triton.jit
-def grouped_order_kernel(launch_ptr, z_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
+def grouped_order_kernel(z_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
     # BEGIN SOLUTION
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BM)

@@ -1,18 +1,18 @@
 """Puzzle 16: grouped ("swizzled") program order for a tiled matmul."""
 
 import torch
-from jaxtyping import Int8, Int32
+from jaxtyping import Int32
 from torch import Tensor
 
 from puzzles.puzzle import Puzzle, cdiv
 
 
 def grouped_order_spec(
-    launch: Int8[Tensor, "(M+BM-1)//BM (N+BN-1)//BN GROUP_M"],
+    *, M: int, N: int, BM: int, BN: int, GROUP_M: int
 ) -> Int32[Tensor, "((M+BM-1)//BM)*((N+BN-1)//BN) 2"]:
     """z[pid] = (tile_m, tile_n): GROUP_M tile rows at a time, walked column by column"""
-    tiles_m, tiles_n, group_m = launch.shape  # only the shape: it carries the launch's geometry
-    pid = torch.arange(tiles_m * tiles_n, device=launch.device)
+    tiles_m, tiles_n, group_m = -(-M // BM), -(-N // BN), GROUP_M
+    pid = torch.arange(tiles_m * tiles_n)
     per_band = group_m * tiles_n  # programs in one band of GROUP_M tile rows
     first_m = (pid // per_band) * group_m  # the band's first tile row
     rows = torch.clamp(tiles_m - first_m, max=group_m)  # the last band may be shorter
@@ -52,10 +52,9 @@ $$t_m = m_0 + (i \bmod g), \qquad t_n = \lfloor i / g \rfloor$$
 
 **The kernel.** Program `pid` (grid `(TM · TN,)`) writes its tile: `z[pid, 0] = tm`,
 `z[pid, 1] = tn`, into the int32 `TM·TN × 2` output. It gets `M`, `N`, `BM`, `BN` and
-`GROUP_M`. The input `launch` is never read: the grader hands the spec tensors only, and the
-shape of this placeholder (`TM × TN × GROUP_M`) is how the spec learns the geometry. `TM` need
-not be a multiple of `GROUP_M`. Write the remap yourself with integer arithmetic (`//`, `%`,
-`tl.minimum`, `tl.cdiv`), or use `tl.swizzle2d`, Triton's own version of the same remap.
+`GROUP_M`, and no input tensor (the spec likewise takes only the sizes). `TM` need not be a
+multiple of `GROUP_M`. Write the remap yourself with integer arithmetic (`//`, `%`, `tl.minimum`,
+`tl.cdiv`), or use `tl.swizzle2d`, Triton's own version of the same remap.
 """,
     sizes=(
         {"M": 100, "N": 72, "BM": 16, "BN": 16, "GROUP_M": 3},
