@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 import triton
 from triton.runtime import interpreter as _interp
@@ -96,22 +97,43 @@ def _interpret_nested_jit() -> Iterator[None]:
         JITFunction.__call__ = original
 
 
+class _LaunchPatches:
+    """The launch's own language patches plus those of the nested @jit calls it made, undone
+    together, nested ones first (each recorded the values the one before it had set)."""
+
+    def __init__(self, outer: Any) -> None:
+        self.outer = outer
+        self.nested: list[Any] = []
+
+    def restore(self) -> None:
+        while self.nested:
+            self.nested.pop().restore()
+        self.outer.restore()
+
+
 @contextlib.contextmanager
 def _patch_language_once() -> Iterator[None]:
-    """Within one launch, patch Triton's language for each module only once.
+    """Within one launch, patch Triton's language for each module once, and undo all of it.
 
-    The interpreter re-patches every `triton.language` module each time a nested @jit function
-    runs (every `tl.sum` is one), and never undoes those nested patches; doing it once per module
-    gives the same state at a fraction of the cost. The launch's own patch scope, which is
-    restored at the end, is untouched.
+    The interpreter patches `triton.language` again each time a nested @jit function runs (every
+    `tl.sum` is one) and never undoes those nested patches, which leave `triton.language.core`
+    pointing at the interpreter: harmless when everything is interpreted, but the next kernel
+    compiled for a GPU in this process then fails. Patching once per module is also much faster.
     """
     original = _interp._patch_lang
     done: dict[int, Any] = {}
+    launch: list[_LaunchPatches] = []
 
     def patch_once(fn):
         key = id(getattr(fn, "__globals__", fn))
         if key not in done:
-            done[key] = original(fn)
+            scope = original(fn)
+            if not launch:  # the launch's own scope: the grid executor restores it at the end
+                launch.append(_LaunchPatches(scope))
+                scope = launch[0]
+            else:
+                launch[0].nested.append(scope)
+            done[key] = scope
         return done[key]
 
     _interp._patch_lang = patch_once
@@ -119,6 +141,8 @@ def _patch_language_once() -> Iterator[None]:
         yield
     finally:
         _interp._patch_lang = original
+        if launch:
+            launch[0].restore()  # again, in case the launch stopped before its own restore
 
 
 def error_from_exception(exc: BaseException, filename: str | None) -> KernelError:
@@ -150,7 +174,8 @@ def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwar
     fn = interpreted(kernel)
     filename = kernel_file(kernel)
     try:
-        with _interpret_nested_jit(), _patch_language_once(), recorder:
+        # Masked-off lanes legitimately compute things like -inf - -inf: no numpy warnings.
+        with _interpret_nested_jit(), _patch_language_once(), recorder, np.errstate(all="ignore"):
             fn[grid](*args, **kwargs)
     except KernelTimeout:
         return KernelError("timeout", "the kernel ran past its time limit")

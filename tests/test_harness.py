@@ -245,3 +245,19 @@ def test_arena_keeps_guard_zones_between_tensors():
     arena = build_arena({"x": ((100,), torch.float32), "z": ((100,), torch.float32)})
     (x0, x1, _), (z0, _, _) = arena.regions()
     assert z0 - x1 >= 400  # an overshoot by a whole tensor stays in x's guard zone
+
+
+def test_an_interpreted_run_leaves_tritons_language_as_it_found_it():
+    # On a GPU the guarded interpreter pass runs in the same process as compiled kernels: any
+    # patch it left behind would break the next compilation.
+    import triton.language as tl
+
+    def snapshot():
+        # Effective attributes (inherited ones included): what compiled code will look up.
+        return {(id(obj), name): getattr(obj, name) for obj in (tl, tl.core, tl.math, tl.core.tensor)
+                for name in dir(obj) if name != "__annotations__"}
+
+    before = snapshot()
+    for number in (7, 8, 9):  # kernels that call nested @jit functions (tl.sum, tl.max)
+        assert _grade(catalog.get(number).reference(), number, isolate=False).passed
+    assert snapshot() == before

@@ -78,4 +78,5 @@ any size and `N1` need not be a multiple of `B1`. Anything in `triton.language` 
         "`tl.sum(..., axis=2)`; store the `B0 × B1 // 8` words at `z_ptr + r * (N1 // 8) + w`.",
     ),
     extra={"FPINT": FPINT},
+    perf_size={"N0": 8192, "N1": 8192, "B0": 16, "B1": 256},
 )

@@ -58,4 +58,5 @@ of `BK`, nor `N` of `BN`.
     ),
     grid=lambda s: (cdiv(s["K"], s["BK"]), cdiv(s["N"], s["BN"])),
     extra={"FPINT": FPINT},
+    perf_size={"K": 8192, "N": 8192, "BK": 64, "BN": 128},
 )

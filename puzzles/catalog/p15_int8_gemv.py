@@ -62,4 +62,6 @@ sums. `K` need not be a multiple of `BK`, nor `N` of `BN`.
     # The sums reach a few hundred; fp16 keeps about 3 significant digits.
     rtol=1e-2,
     atol=1e-2,
+    perf_size={"N": 8192, "K": 8192, "BN": 64, "BK": 128},
+    flops=lambda s: 2 * s["N"] * s["K"],
 )

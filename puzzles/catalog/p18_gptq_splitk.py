@@ -98,4 +98,6 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
     uses_dot=True,
     output_init="zeros",
     extra={"FPINT": FPINT},
+    perf_size={"M": 16, "N": 4096, "K": 4096, "G": 128, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
+    flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
 )
