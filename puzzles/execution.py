@@ -145,8 +145,25 @@ def _patch_language_once() -> Iterator[None]:
             launch[0].restore()  # again, in case the launch stopped before its own restore
 
 
-def error_from_exception(exc: BaseException, filename: str | None) -> KernelError:
+def _compilation_line(cause: BaseException, fn: Callable[..., Any] | None) -> int | None:
+    """The file line of a Triton compilation error: its position counts from the kernel's `def`."""
+    lineno = getattr(getattr(cause, "node", None), "lineno", None)
+    if lineno is None or not getattr(cause, "src", None) or fn is None:
+        return None
+    import linecache
+
+    code = fn.__code__
+    first = code.co_firstlineno  # the first decorator's line
+    while first < code.co_firstlineno + 50 and not linecache.getline(code.co_filename, first).lstrip().startswith(
+            "def "):
+        first += 1
+    return first + lineno - 1
+
+
+def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     """Point at the learner's line; drop the frames of Triton and of this harness."""
+    fn = unwrap_kernel(kernel) if kernel is not None else None
+    filename = kernel_file(kernel) if kernel is not None else None
     cause = exc
     while isinstance(cause, _interp.InterpreterError) and cause.__cause__ is not None:
         cause = cause.__cause__
@@ -157,11 +174,15 @@ def error_from_exception(exc: BaseException, filename: str | None) -> KernelErro
             continue
         if filename is None or name == filename:
             line, file_seen = lineno, name
+    compiled_at = _compilation_line(cause, fn)
+    if compiled_at is not None and filename is not None:
+        line, file_seen = compiled_at, filename
     if line is not None:
         import linecache
 
         source = linecache.getline(file_seen, line)
-    message = str(cause).strip() or type(cause).__name__
+    # A compilation error's text repeats the source with a caret; its own message is enough here.
+    message = getattr(cause, "error_message", None) or str(cause).strip() or type(cause).__name__
     # The interpreter wraps errors as repr() strings; show the inner message plainly.
     if message.startswith(type(cause).__name__ + "("):
         message = message[len(type(cause).__name__) + 1 : -1].strip("'\"")
@@ -172,7 +193,6 @@ def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwar
                        recorder: Recorder) -> KernelError | None:
     """Run under the interpreter with every access checked; return the error, if any."""
     fn = interpreted(kernel)
-    filename = kernel_file(kernel)
     try:
         # Masked-off lanes legitimately compute things like -inf - -inf: no numpy warnings.
         with _interpret_nested_jit(), _patch_language_once(), recorder, np.errstate(all="ignore"):
@@ -180,7 +200,7 @@ def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwar
     except KernelTimeout:
         return KernelError("timeout", "the kernel ran past its time limit")
     except Exception as exc:  # a learner's kernel can raise anything
-        return error_from_exception(exc, filename)
+        return error_from_exception(exc, kernel)
     return None
 
 

@@ -301,8 +301,12 @@ def _run_compiled_and_checked(kernel: Any, args_for: Callable, case: _Case, time
         return compiled
     with time_limit(timeout):
         checked = _run_interpreted(kernel, args_for, case, record=True)
+    compiled.stdout = checked.stdout  # what the kernel printed, as the interpreter ran it
     if checked.error is None:
         compiled.trace = checked.trace
+    else:
+        compiled.stdout += (f"(the access check under Triton's interpreter could not run: "
+                            f"{checked.error.describe()})\n")
     return compiled
 
 
@@ -323,7 +327,7 @@ def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
         kernel[case.grid](*args, **kwargs)
         torch.cuda.synchronize()
     except Exception as exc:  # compile errors and launch failures of the learner's kernel
-        return RunOutput(error=error_from_exception(exc, kernel_file(kernel)))
+        return RunOutput(error=error_from_exception(exc, kernel))
     seconds = time.perf_counter() - started
     # Every byte outside the tensors must still hold the guard pattern.
     damaged = gpu.buffer != guard
