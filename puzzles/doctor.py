@@ -14,8 +14,9 @@ REQUIREMENTS = ROOT / "requirements.txt"
 CHECKED = ("torch", "triton", "triton-viz", "numpy", "jaxtyping")
 
 
-def pins(path: Path = REQUIREMENTS) -> dict[str, str]:
+def pins(path: Path | None = None) -> dict[str, str]:
     """Package -> version pinned with == in requirements.txt."""
+    path = path or REQUIREMENTS
     found = {}
     if path.exists():
         for line in path.read_text().splitlines():
@@ -32,10 +33,10 @@ def _installed(name: str) -> str | None:
         return None
 
 
-def diagnose() -> list[tuple[bool, str]]:
+def diagnose(requirements: Path | None = None, run_kernel: bool = True) -> list[tuple[bool, str]]:
     """(ok, message) for each check."""
     checks: list[tuple[bool, str]] = []
-    pinned = pins()
+    pinned = pins(requirements)
     ok_python = sys.version_info >= (3, 10)
     need = "" if ok_python else ": the course needs 3.10 or newer"
     checks.append((ok_python, f"Python {sys.version.split()[0]}{need}"))
@@ -57,7 +58,8 @@ def diagnose() -> list[tuple[bool, str]]:
         except Exception as err:  # noqa: BLE001 - report any import failure
             checks.append((False, f"`import {module}` fails ({type(err).__name__}: {err}); reinstall the pinned set: "
                                   "pip install -r requirements.txt"))
-    checks.append(_tiny_kernel())
+    if run_kernel:
+        checks.append(_tiny_kernel())
     return checks
 
 

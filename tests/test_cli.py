@@ -1,0 +1,42 @@
+"""`python -m puzzles doctor` and `python -m puzzles notebooks --check`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from puzzles import doctor
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "puzzles", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+
+
+def test_doctor_passes_on_the_pinned_set():
+    proc = run("doctor")
+    assert proc.returncode == 0, proc.stdout
+    assert "triton 3.7.1" in proc.stdout and "a kernel ran and was graded" in proc.stdout
+
+
+def test_doctor_names_the_fix_for_a_wrong_version(tmp_path):
+    pins = tmp_path / "requirements.txt"
+    pins.write_text("triton==9.9.9\nnumpy==1.0.0  # comment\n")
+    problems = [message for ok, message in doctor.diagnose(pins, run_kernel=False) if not ok]
+    assert any("pip install triton==9.9.9" in m for m in problems)
+    assert any("pip install numpy==1.0.0" in m for m in problems)
+    assert len(problems) == 2
+
+
+def test_notebooks_check_passes_on_the_committed_notebooks():
+    proc = run("notebooks", "--check")
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_help_lists_every_command():
+    proc = run("--help")
+    for command in ("grade", "doctor", "notebooks", "diagrams"):
+        assert command in proc.stdout
