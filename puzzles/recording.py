@@ -153,9 +153,12 @@ class Recorder:
                     self.trace.stores_to_inputs.append(InvalidAccess(
                         op, name, int(elements[0]), program, line, _source_line(self.kernel_file, line),
                         int(sel.sum()), elements, kind="store to an input"))
-        elif self.record and not active.any():
-            self.trace.accesses.append(Access(op, program, "", np.empty(0, np.int64), int(addresses.size),
-                                              int(addresses.size), line, tuple(addresses.shape)))
+        elif self.record:
+            # Every lane masked off, or every active lane out of bounds: the op still happened here,
+            # in this order (the out-of-bounds report above says which tensor it went past).
+            tensor = self.trace.invalid[-1].tensor if active.any() else ""
+            self.trace.accesses.append(Access(op, program, tensor, np.empty(0, np.int64), int(addresses.size),
+                                              int(addresses.size - active.sum()), line, tuple(addresses.shape)))
         return _interp.TensorHandle(safe_active, triton.language.int1)
 
     def _report(self, op: str, addr: np.ndarray, slot: np.ndarray, program, line) -> None:

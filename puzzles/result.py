@@ -236,7 +236,8 @@ def render_html(result: TestResult) -> str:
     else:
         rows = []
         for o in result.outcomes:
-            mark = "✅" if o.passed else ("⏭" if o.status == "not run" else "❌")
+            mark = ("<span style='color:#2e7d32'>✓</span>" if o.passed else
+                    "–" if o.status == "not run" else "<span style='color:#c62828'>✗</span>")
             rows.append(f"<tr><td>{mark}</td><td><code>{e(o.size_text())}</code></td><td>{o.seed}</td>"
                         f"<td>{o.seconds * 1000:.0f} ms</td><td>{'' if o.passed else e(o.reason())}</td></tr>")
         parts.append('<table style="border-collapse:collapse"><tr><th></th><th>sizes</th><th>seed</th>'
@@ -255,7 +256,7 @@ def render_html(result: TestResult) -> str:
                 parts.append("<div>the kernel printed:</div><pre>" + e(failure.stdout.strip()[:4000]) + "</pre>")
             parts.append(f"<div>reproduce with <code>seed={result.seed}</code></div>")
     if result.perf is not None:
-        parts.append(f"<div>⏱ {e(result.perf.text())}</div>")
+        parts.append(f"<div>speed: {e(result.perf.text())}</div>")
     for n in result.notes:
         parts.append(f"<div><i>note: {e(n)}</i></div>")
     parts.append("</div>")
