@@ -29,11 +29,15 @@ COLAB_URL = "https://colab.research.google.com/github/{repo}/blob/main/notebooks
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 SETUP_SOURCE = f"""\
-# Set-up. In Colab this installs the course; elsewhere (`make lab`) it is installed already.
+# Set-up. In Colab this installs the course; after `make lab` it is installed already; a checkout
+# opened in another environment (VS Code, plain Jupyter) finds the course one folder up.
 import sys
+from pathlib import Path
 
 if "google.colab" in sys.modules:
     %pip install -q "git+https://github.com/{GITHUB_REPO}"
+elif (Path.cwd().parent / "puzzles").is_dir():
+    sys.path.insert(0, str(Path.cwd().parent))
 """
 
 IMPORTS_SOURCE = """\
