@@ -30,6 +30,7 @@ from puzzles.execution import (
     KernelError,
     RunOutput,
     can_fork,
+    error_from_exception,
     kernel_file,
     launch_interpreted,
     run_in_child,
@@ -312,8 +313,6 @@ def _run_compiled_and_checked(kernel: Any, args_for: Callable, case: _Case, time
 
 def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
     """Compile and run on the GPU; out-of-bounds writes show up as damaged guard zones."""
-    from puzzles.execution import error_from_exception
-
     cpu = case.arena
     gpu = build_arena({n: (tuple(t.shape), t.dtype) for n, t in cpu.tensors.items()}, device="cuda")
     gpu.buffer.fill_(0xA5)
@@ -336,12 +335,11 @@ def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
         damaged[start : start + t.numel() * t.element_size()] = False
     violations = []
     if damaged.any():
-        where = torch.nonzero(damaged).flatten().tolist()
+        # The guard zone after a tensor belongs to it (the arena spaces tensors that way).
+        first = gpu.buffer.data_ptr() + int(torch.nonzero(damaged)[0])
         regions = gpu.regions()
-        base = gpu.buffer.data_ptr()
-        for b in where[:1]:
-            owner = max((r for r in regions if r[0] <= base + b), default=regions[0], key=lambda r: r[0])
-            violations.append(f"a store wrote outside {owner[2]} ({int(damaged.sum())} bytes in guard zones)")
+        owner = max((r for r in regions if r[0] <= first), default=regions[0], key=lambda r: r[0])
+        violations.append(f"a store wrote outside {owner[2]} ({int(damaged.sum())} bytes in guard zones)")
     return RunOutput(gpu.tensors["z"].cpu(), None, None, "", seconds, violations)
 
 
