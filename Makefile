@@ -33,8 +33,9 @@ notebooks: setup  ## rebuild notebooks/ from the catalog
 diagrams: setup  ## redraw assets/ from the puzzles' shapes
 	$(PY) -m puzzles diagrams
 
-bench: setup  ## GPU benchmarks (prints a message and exits without a GPU)
+bench: setup  ## GPU benchmarks (each prints a message and exits without a GPU)
 	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/gptq/bench.py --out benchmarks/gptq/results/latest
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,104 @@
+"""Shared pieces of the GPTQ benchmark and tuner: shapes, random layers, byte counts, environment."""
+
+from __future__ import annotations
+
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from solutions.gptq import GPTQWeight, load_gptq_layer  # noqa: E402
+
+M_VALUES = (1, 2, 4, 8, 16, 32, 64, 128)
+SHAPES = ((4096, 4096), (4096, 11008), (11008, 4096), (8192, 28672), (28672, 8192))  # (K, N)
+GROUP = 128
+L2_BYTES = 50 * 2**20  # H100 SXM
+
+
+def random_layer(k: int, n: int, group: int = GROUP, device: str = "cuda", seed: int = 0) -> GPTQWeight:
+    """A valid random GPTQ layer (every nibble uniform in [0, 15], scales in [1e-3, 1e-2])."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    tensors = {
+        "qweight": torch.randint(-(2**31), 2**31 - 1, (k // 8, n), generator=gen, device=device, dtype=torch.int32),
+        "qzeros": torch.randint(-(2**31), 2**31 - 1, (k // group, n // 8), generator=gen, device=device,
+                                dtype=torch.int32),
+        "scales": (torch.rand((k // group, n), generator=gen, device=device) * 9e-3 + 1e-3).half(),
+    }
+    return load_gptq_layer(tensors, {"bits": 4, "group_size": group, "desc_act": False})
+
+
+def gptq_bytes(m: int, k: int, n: int, group: int = GROUP) -> int:
+    """The fewest bytes a GPTQ matmul must move: int4 weights, scales, zeros, A and C once each."""
+    return k * n // 2 + (k // group) * n * 2 + (k // group) * (n // 8) * 4 + m * k * 2 + m * n * 2
+
+
+def copies_to_beat_l2(nbytes: int) -> int:
+    """How many weight copies to rotate so that one pass over them is at least twice the L2."""
+    return max(1, min(16, -(-2 * L2_BYTES // nbytes)))
+
+
+def copy_bandwidth(nbytes: int = 2**30) -> float:
+    """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""
+    import triton.testing
+
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=50, rep=300, return_mode="median")
+    return 2 * nbytes / (ms * 1e-3)
+
+
+def environment() -> dict[str, str]:
+    import triton
+
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "device": torch.cuda.get_device_name(0),
+        "sms": str(props.multi_processor_count),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": str(torch.version.cuda),
+        "python": platform.python_version(),
+        "command": "python3 " + " ".join(shlex.quote(a) for a in sys.argv),
+    }
+
+
+def gpu_time_us(calls, min_calls: int = 16, warmup: int = 25, rep: int = 100) -> float:
+    """Median GPU time of one call, in us, from replays of a CUDA graph that cycles through ``calls``.
+
+    A graph takes the Python launch cost (tens of us per call, more than a small GEMV takes on the
+    GPU) out of the measurement, as CUDA graphs do in a decoding loop. ``calls`` are typically one
+    closure per weight copy, so that consecutive calls read different weights; ``do_bench`` also
+    flushes L2 before every replay. Each call must have run once before (compilation).
+    """
+    import triton.testing
+
+    seq = list(calls) * max(1, -(-min_calls // len(calls)))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up on the capture stream (allocator, cuBLAS workspaces)
+        for call in calls:
+            call()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for call in seq:
+            call()
+    ms = triton.testing.do_bench(graph.replay, warmup=warmup, rep=rep, return_mode="median")
+    del graph
+    return ms * 1e3 / len(seq)
+
+
+def buckets_for(m: int, k: int, n: int, tuned_keys) -> tuple[int, ...]:
+    """Which M buckets a config tuned at M = m serves: M = 1 stands for 1..8 and M = 16 for 16
+    (or for 1..16 when M = 1 was not tuned for this shape); other M only for themselves."""
+    if m == 1:
+        return (1, 2, 4, 8)
+    if m == 16:
+        return (16,) if f"1,{k},{n}" in tuned_keys else (1, 2, 4, 8, 16)
+    return (m,)

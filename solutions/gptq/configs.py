@@ -1,0 +1,119 @@
+"""Launch configs for :func:`solutions.gptq.kernel.gptq_matmul`, chosen offline so a run needs no tuning.
+
+``TUNED`` maps (M bucket, K, N) to the config that measured fastest on an NVIDIA H100 (see
+``benchmarks/gptq/tune.py`` and ``benchmarks/gptq/results/``). Shapes outside the table get a
+heuristic from the same measurements: the M bucket picks the tile, split-K fills the SMs.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+from solutions.gptq.kernel import GPTQConfig
+
+M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int, num_stages: int,
+         swap_ab: bool = True, maxnreg: int | None = None) -> GPTQConfig:
+    return GPTQConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8, split_k=split_k,
+                      num_warps=num_warps, num_stages=num_stages, swap_ab=swap_ab, maxnreg=maxnreg)
+
+
+# (M bucket, K, N) -> config: the winners of benchmarks/gptq/tune.py (two rounds) on an NVIDIA H100
+# 80GB HBM3, triton 3.6.0, G = 128; copied from results/h100_round2_tune/best.json. The comment is
+# the tuner's median time per call (CUDA-graph replays) at the M it was tuned at: M = 1 stands for
+# the buckets 1..8, M = 16 for 16 (BLOCK_M = 16 serves them all). _cfg(block_m, block_n, block_k,
+# split_k, num_warps, num_stages, ...).
+TUNED: dict[tuple[int, int, int], GPTQConfig] = {
+    (1, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
+    (2, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
+    (4, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
+    (8, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
+    (16, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3),  # 9.6 us (M=16)
+    (32, 4096, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 11.1 us (M=32)
+    (64, 4096, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 14.9 us (M=64)
+    (128, 4096, 4096): _cfg(128, 128, 128, 4, 8, 3, swap_ab=False),  # 21.7 us (M=128)
+    (1, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
+    (2, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
+    (4, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
+    (8, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
+    (16, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 18.0 us (M=16)
+    (32, 4096, 11008): _cfg(32, 128, 128, 8, 4, 3),  # 24.9 us (M=32)
+    (64, 4096, 11008): _cfg(64, 128, 64, 4, 4, 3, swap_ab=False),  # 32.8 us (M=64)
+    (128, 4096, 11008): _cfg(128, 128, 64, 4, 4, 3, swap_ab=False),  # 51.6 us (M=128)
+    (1, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
+    (2, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
+    (4, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
+    (8, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
+    (16, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 64.2 us (M=16)
+    (32, 8192, 28672): _cfg(32, 128, 128, 8, 4, 3),  # 90.5 us (M=32)
+    (64, 8192, 28672): _cfg(64, 128, 128, 1, 4, 3),  # 124.1 us (M=64)
+    (128, 8192, 28672): _cfg(128, 128, 64, 1, 4, 3, swap_ab=False),  # 198.9 us (M=128)
+    (1, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
+    (2, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
+    (4, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
+    (8, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
+    (16, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3),  # 17.0 us (M=16)
+    (32, 11008, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 21.1 us (M=32)
+    (64, 11008, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 32.2 us (M=64)
+    (128, 11008, 4096): _cfg(128, 128, 128, 4, 8, 4, swap_ab=False),  # 48.0 us (M=128)
+    (1, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
+    (2, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
+    (4, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
+    (8, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
+    (16, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 61.9 us (M=16)
+    (32, 28672, 8192): _cfg(32, 128, 128, 4, 4, 3),  # 83.3 us (M=32)
+    (64, 28672, 8192): _cfg(64, 128, 128, 4, 4, 3),  # 110.1 us (M=64)
+    (128, 28672, 8192): _cfg(128, 128, 64, 4, 4, 3, swap_ab=False),  # 186.8 us (M=128)
+}
+
+
+def m_bucket(m: int) -> int:
+    """The smallest bucket >= m (128 for anything larger)."""
+    for b in M_BUCKETS:
+        if m <= b:
+            return b
+    return M_BUCKETS[-1]
+
+
+def _sm_count() -> int:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    return 132  # H100 SXM; only shapes the grid in the interpreter
+
+
+def _block_k_for(k: int, group_size: int) -> int:
+    """The largest BLOCK_K in (128, 64, 32) whose steps each lie in one group (G = K: any)."""
+    for block_k in (128, 64, 32):
+        if group_size % block_k == 0 or group_size >= k:
+            return block_k
+    return 32  # G = 8, 16, 24...: one group per word, still correct
+
+
+def heuristic_config(m: int, k: int, n: int, group_size: int = 128) -> GPTQConfig:
+    """A config for any shape: a tile by M bucket, then split-K until about 4 programs per SM."""
+    bucket = m_bucket(m)
+    block_k = _block_k_for(k, group_size)
+    if bucket <= 64:
+        # Swapped kernel: weights in wgmma's register operand, scale applied to the MMA result.
+        cfg = GPTQConfig(block_m=max(16, bucket), block_n=128, block_k=block_k, num_warps=4, num_stages=3)
+    else:
+        # Dequantized W staged in shared memory and reused by 128 rows of A.
+        cfg = GPTQConfig(block_m=128, block_n=128, block_k=block_k, num_warps=8, num_stages=3, swap_ab=False)
+    tiles = triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n)
+    target = 4 * _sm_count()
+    split = 1
+    while tiles * split * 2 <= target and k // (split * 2) >= 4 * cfg.block_k:
+        split *= 2
+    return GPTQConfig(**{**cfg.__dict__, "split_k": split})
+
+
+def select_config(m: int, k: int, n: int, group_size: int = 128) -> GPTQConfig:
+    """The tuned config for (M bucket, K, N) when there is one and its K steps fit the groups
+    (the table was tuned at G = 128), else :func:`heuristic_config`."""
+    tuned = TUNED.get((m_bucket(m), k, n))
+    if tuned is not None and (group_size % tuned.block_k == 0 or group_size >= k):
+        return tuned
+    return heuristic_config(m, k, n, group_size)

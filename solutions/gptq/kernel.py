@@ -1,0 +1,603 @@
+"""GPTQ int4 dequantize-and-multiply, split-K: ``C = A @ W`` with W stored as 4-bit GPTQ.
+
+One program owns a BLOCK_M x BLOCK_N tile of C and a contiguous share of K. It streams the packed
+int32 words of W for that share, unpacks the 8 rows of each word in registers, dequantizes them
+with their group's scale and zero point and accumulates in fp32 with ``tl.dot``. With split-K the
+shares are added into C: by fp16 atomics (fast, order not fixed) or, with ``deterministic=True``,
+by storing fp32 partial tiles into a (SPLIT_K, M, N) buffer that a second kernel sums in a fixed
+order.
+
+Two kernels share the unpacking and dequantization helpers (design notes and measurements in
+benchmarks/gptq/NOTES.md):
+
+* ``_gptq_small_m_kernel`` (decode; ``swap_ab=True``) computes the transposed tile ``C^T = W^T @ A^T``: the
+  dequantized weights are the *first* MMA operand, which Hopper's wgmma reads straight from
+  registers, so W never goes through shared memory; only the small A tile does. The 8 nibbles of
+  a word are placed at the K positions that the wgmma register fragment gives the thread that
+  unpacked them (``_slots_to_mma_order``), and A's rows are put in the same order
+  (``_rows_to_mma_order``): a dot product does not care about the order of K as long as both
+  operands agree, and no layout conversion sits between the dequantization and the MMA.
+* ``_gptq_large_m_kernel`` (``swap_ab=False``; the tuned table picks it at M = 128 and for one
+  M = 64 shape) computes ``C = A @ W`` in natural K order; the dequantized W tile goes to shared
+  memory as wgmma's B operand and is reused by BLOCK_M rows of A.
+
+Dequantization on GPU is inline PTX on pairs: ``(w >> 4j) & 0x000F000F | 0x64006400`` turns
+nibbles j and j+4 into the fp16 pair (1024 + q_j, 1024 + q_j+4) and one ``sub.f16x2`` of
+(1024 + zero) leaves the exact integers (q - zero). Plain Triton's int -> fp16 conversion compiles
+to I2F (a quarter-rate pipe) plus sign extensions and byte permutes, about twice the instructions
+per weight in the SASS, and small M is bound by instruction issue as much as by memory. Where a
+K step lies in one group and 2 BLOCK_M <= BLOCK_K, the scale multiplies the step's fp32 MMA result
+(BLOCK_N x BLOCK_M products) instead of every weight (BLOCK_N x BLOCK_K / 2 ``mul.f16x2``).
+The interpreter and the general g_idx path run the same arithmetic in plain Triton.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+
+from solutions.gptq.loader import GPTQWeight
+
+
+@dataclass(frozen=True)
+class GPTQConfig:
+    """Launch parameters of :func:`gptq_matmul`. ``split_k`` is an upper bound (see :func:`plan_split_k`).
+
+    ``ptx_dequant`` selects the inline-PTX dequantization on GPU; it is ignored (plain Triton) under
+    the interpreter and when the weight has a general g_idx. ``swap_ab`` picks the kernel: True
+    computes C^T = W^T A^T with the weights as wgmma's register operand (small M); False computes
+    C = A W with the dequantized weights staged in shared memory (large M, where a weight tile is
+    reused by many rows of A). A general g_idx always uses the swapped kernel.
+    """
+
+    block_m: int = 16
+    block_n: int = 128
+    block_k: int = 128
+    group_m: int = 8
+    split_k: int = 4
+    num_warps: int = 4
+    num_stages: int = 3
+    ptx_dequant: bool = True
+    swap_ab: bool = True
+    maxnreg: int | None = None  # cap on registers per thread (more resident programs per SM)
+
+
+@triton.jit
+def _dequant_word_ptx(words, zero2, scale2, APPLY_SCALE: tl.constexpr):
+    """8 fp16 values per int32 word: ((1024 + q) - (1024 + zero)) [* scale], two lanes at a time.
+
+    ``zero2`` holds fp16(1024 + zero) in both halves, ``scale2`` the fp16 scale in both halves
+    (unused without APPLY_SCALE: the caller scales the MMA result instead). Output j is nibble j
+    (row 8i + j of the word's 8 rows).
+    """
+    if APPLY_SCALE:
+        return tl.inline_asm_elementwise(
+            asm="""
+            {
+            .reg .b32 t0, t1, t2, t3, w1, w2, w3;
+            shr.u32 w1, $8, 4;
+            shr.u32 w2, $8, 8;
+            shr.u32 w3, $8, 12;
+            lop3.b32 t0, $8, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t1, w1, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t2, w2, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t3, w3, 0x000F000F, 0x64006400, 0xEA;
+            sub.f16x2 t0, t0, $9;
+            sub.f16x2 t1, t1, $9;
+            sub.f16x2 t2, t2, $9;
+            sub.f16x2 t3, t3, $9;
+            mul.f16x2 t0, t0, $10;
+            mul.f16x2 t1, t1, $10;
+            mul.f16x2 t2, t2, $10;
+            mul.f16x2 t3, t3, $10;
+            mov.b32 {$0, $4}, t0;
+            mov.b32 {$1, $5}, t1;
+            mov.b32 {$2, $6}, t2;
+            mov.b32 {$3, $7}, t3;
+            }
+            """,
+            constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r,r",
+            args=[words, zero2, scale2],
+            dtype=(tl.float16,) * 8,
+            is_pure=True,
+            pack=1,
+        )
+    else:
+        return tl.inline_asm_elementwise(
+            asm="""
+            {
+            .reg .b32 t0, t1, t2, t3, w1, w2, w3;
+            shr.u32 w1, $8, 4;
+            shr.u32 w2, $8, 8;
+            shr.u32 w3, $8, 12;
+            lop3.b32 t0, $8, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t1, w1, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t2, w2, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t3, w3, 0x000F000F, 0x64006400, 0xEA;
+            sub.f16x2 t0, t0, $9;
+            sub.f16x2 t1, t1, $9;
+            sub.f16x2 t2, t2, $9;
+            sub.f16x2 t3, t3, $9;
+            mov.b32 {$0, $4}, t0;
+            mov.b32 {$1, $5}, t1;
+            mov.b32 {$2, $6}, t2;
+            mov.b32 {$3, $7}, t3;
+            }
+            """,
+            constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r",
+            args=[words, zero2],
+            dtype=(tl.float16,) * 8,
+            is_pure=True,
+            pack=1,
+        )
+
+
+@triton.jit
+def _dequant_slot(words, SLOT: tl.constexpr, zero, scale, APPLY_SCALE: tl.constexpr):
+    """Nibble SLOT of each word, dequantized: (q - zero) [* scale]; ``zero`` already includes the offset."""
+    # (q - zero) is an integer in [-16, 15], exact in fp16: one rounding, in the product.
+    x = (((words >> (4 * SLOT)) & 0xF) - zero).to(tl.float16)
+    if APPLY_SCALE:
+        x = x * scale
+    return x
+
+
+@triton.jit
+def _slots_to_mma_order(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Interleave 8 (BLOCK_N, BLOCK_K / 8) slot tensors into W^T (BLOCK_N, BLOCK_K) in MMA K order.
+
+    Word column i = 4c + l (l = i % 4) holds rows 32c + 8l + s, s = 4h + 2b2 + b1. It goes to K
+    position 32c + 16b2 + 8b1 + 2l + h: the 8 positions that the wgmma operand fragment gives the
+    thread with quad lane l across two k16 steps, with nibbles j and j+4 (the two fp16 halves the
+    dequantization produces together) in adjacent positions.
+    """
+    # join appends a trailing axis: (h), then (h, b1), then (h, b1, b2); all stay in registers.
+    w = tl.join(tl.join(tl.join(x0, x4), tl.join(x1, x5)), tl.join(tl.join(x2, x6), tl.join(x3, x7)))
+    w = tl.reshape(w, (BLOCK_N, BLOCK_K // 32, 4, 2, 2, 2))  # (n, c, l, h, b1, b2)
+    w = tl.permute(w, (0, 1, 5, 4, 2, 3))  # (n, c, b2, b1, l, h)
+    return tl.reshape(w, (BLOCK_N, BLOCK_K))
+
+
+@triton.jit
+def _rows_to_mma_order(a_t, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Put A^T's rows (natural K order) into the K order of ``_slots_to_mma_order``."""
+    a_t = tl.reshape(a_t, (BLOCK_K // 32, 4, 2, 2, 2, BLOCK_M))  # row = 32c + 8l + 4h + 2b2 + b1
+    a_t = tl.permute(a_t, (0, 3, 4, 1, 2, 5))  # (c, b2, b1, l, h, m)
+    return tl.reshape(a_t, (BLOCK_K, BLOCK_M))
+
+
+@triton.jit
+def _tile_ids(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) in grouped ("swizzled") order: GROUP_M consecutive M tiles sweep N together, so
+    the W columns they share are read from L2 rather than HBM while the group is in flight."""
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pids_per_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // pids_per_group) * GROUP_M
+    group_rows = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (pid % pids_per_group) % group_rows
+    pid_n = (pid % pids_per_group) // group_rows
+    return pid_m, pid_n
+
+
+@triton.jit
+def _dequant_words(words, zero, scale_bits, PTX_DEQUANT: tl.constexpr, APPLY_SCALE: tl.constexpr):
+    """The 8 nibbles of each word as fp16 (q - zero) [* scale]; output j holds row 8i + j.
+
+    ``zero`` includes the format's offset; ``scale_bits`` holds the fp16 scale's bits in an int32.
+    """
+    if PTX_DEQUANT:
+        # fp16(1024 + zero) is 0x6400 + zero (the spacing of fp16 at 1024 is 1).
+        x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_word_ptx(words, (0x6400 + zero) * 0x10001, scale_bits * 0x10001,
+                                                           APPLY_SCALE)
+    else:
+        scale = scale_bits.to(tl.int16).to(tl.float16, bitcast=True)
+        x0 = _dequant_slot(words, 0, zero, scale, APPLY_SCALE)
+        x1 = _dequant_slot(words, 1, zero, scale, APPLY_SCALE)
+        x2 = _dequant_slot(words, 2, zero, scale, APPLY_SCALE)
+        x3 = _dequant_slot(words, 3, zero, scale, APPLY_SCALE)
+        x4 = _dequant_slot(words, 4, zero, scale, APPLY_SCALE)
+        x5 = _dequant_slot(words, 5, zero, scale, APPLY_SCALE)
+        x6 = _dequant_slot(words, 6, zero, scale, APPLY_SCALE)
+        x7 = _dequant_slot(words, 7, zero, scale, APPLY_SCALE)
+    return x0, x1, x2, x3, x4, x5, x6, x7
+
+
+@triton.jit
+def _slots_to_rows(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Interleave 8 (BLOCK_K / 8, BLOCK_N) slot tensors into W (BLOCK_K, BLOCK_N) in natural row order."""
+    # Joins append trailing axes (b2, b1, b0) with slot = 4b2 + 2b1 + b0; rows 8i + slot.
+    w = tl.join(tl.join(tl.join(x0, x4), tl.join(x2, x6)), tl.join(tl.join(x1, x5), tl.join(x3, x7)))
+    w = tl.permute(w, (0, 2, 3, 4, 1))  # (i, b2, b1, b0, n)
+    return tl.reshape(w, (BLOCK_K, BLOCK_N))
+
+
+@triton.jit
+def _gptq_small_m_kernel(
+    a_ptr, qweight_ptr, scales32_ptr, scales_ptr, qzeros_ptr, g_idx_ptr, a_perm_ptr, c_ptr,
+    M, N, K, group_size, k_per_split,
+    stride_am, stride_ak,
+    stride_qk, stride_qn,
+    stride_sg, stride_sn,  # fp16 scales (g_idx path)
+    stride_s32g,  # scales viewed as int32 pairs (N / 2 per group row), unit stride along N
+    stride_zg, stride_zn,
+    stride_cs, stride_cm, stride_cn,
+    ZERO_OFFSET: tl.constexpr,  # 1: gptq format (stored zero = zero - 1); 0: gptq_v2
+    HAS_G_IDX: tl.constexpr,  # general per-row groups from g_idx
+    HAS_A_PERM: tl.constexpr,  # W's rows were sorted by group at load time: read A's columns via a_perm
+    ONE_GROUP_PER_STEP: tl.constexpr,  # every BLOCK_K step lies in one group (G % BLOCK_K == 0 or G >= K)
+    SCALE_AFTER_DOT: tl.constexpr,  # scale the step's MMA result, not each weight (needs ONE_GROUP_PER_STEP)
+    PTX_DEQUANT: tl.constexpr,  # inline-PTX half2 dequantization (GPU only)
+    ATOMIC_OUT: tl.constexpr,  # add the tile into C with atomics (split-K) instead of storing it
+    EVEN_K: tl.constexpr,  # K % BLOCK_K == 0: no K masks
+    EVEN_N: tl.constexpr,  # N % BLOCK_N == 0: no N masks
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    PACK: tl.constexpr = 8  # 4-bit values per int32 word
+    BLOCK_KW: tl.constexpr = BLOCK_K // PACK  # packed rows per K step
+    tl.static_assert(BLOCK_K % 32 == 0, "BLOCK_K must be a multiple of 32 (the MMA K order spans 32 rows)")
+
+    pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    pid_k = tl.program_id(1)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_in_bounds = offs_m < M
+    n_in_bounds = offs_n < N
+    # Zero points are packed along N: column n is nibble n % 8 of word n // 8.
+    zero_shift = (offs_n % PACK) * 4
+    # Scales are read as int32 pairs (a 4-byte cp.async can be pipelined, a 2-byte one cannot):
+    # column n is the low (even n) or high (odd n) half of pair n // 2.
+    scale_shift = (offs_n % 2) * 16
+
+    # This program's share of K: [k_start, k_end). k_per_split is a multiple of BLOCK_K, so steps
+    # never straddle two shares; k_end also masks the ragged end of K.
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+
+    # Pointers advance by one step per iteration; only the ragged last step needs K masks.
+    offs_k = k_start + tl.arange(0, BLOCK_K)
+    offs_kw = k_start // PACK + tl.arange(0, BLOCK_KW)
+    if HAS_A_PERM:
+        a_perm_ptrs = a_perm_ptr + offs_k
+    else:
+        a_ptrs = a_ptr + offs_k[:, None] * stride_ak + offs_m[None, :] * stride_am
+    w_ptrs = qweight_ptr + offs_n[:, None] * stride_qn + offs_kw[None, :] * stride_qk
+
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)  # C^T tile
+    for k0 in range(k_start, k_end, BLOCK_K):
+        # K is a multiple of 8, so a packed row is either wholly inside the share or wholly outside.
+        k_in_bounds = offs_k < k_end
+        kw_in_bounds = offs_kw < k_end // PACK
+        a_mask = m_in_bounds[None, :]
+        w_mask = n_in_bounds[:, None]
+        if not EVEN_K:
+            a_mask = a_mask & k_in_bounds[:, None]
+            w_mask = w_mask & kw_in_bounds[None, :]
+
+        # Masked A is 0, so the (finite) weights of rows past k_end add nothing.
+        if HAS_A_PERM:
+            a_rows = tl.load(a_perm_ptrs, mask=k_in_bounds, other=0)
+            a_t = tl.load(a_ptr + a_rows[:, None] * stride_ak + offs_m[None, :] * stride_am, mask=a_mask, other=0.0)
+        else:
+            a_t = tl.load(a_ptrs, mask=a_mask, other=0.0)
+        a_t = _rows_to_mma_order(a_t, BLOCK_M, BLOCK_K)
+
+        # Whole words, contiguous along N: each byte of W is read from memory once.
+        if EVEN_N and EVEN_K:
+            words = tl.load(w_ptrs)
+        else:
+            words = tl.load(w_ptrs, mask=w_mask, other=0)
+
+        if HAS_G_IDX:
+            # Arbitrary per-row groups: a scale and a zero point per (row, column), gathered.
+            x0 = _dequant_slot_g_idx(words, 0, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift, g_idx_ptr,
+                                     scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
+            x1 = _dequant_slot_g_idx(words, 1, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift, g_idx_ptr,
+                                     scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
+            x2 = _dequant_slot_g_idx(words, 2, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift, g_idx_ptr,
+                                     scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
+            x3 = _dequant_slot_g_idx(words, 3, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift, g_idx_ptr,
+                                     scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
+            x4 = _dequant_slot_g_idx(words, 4, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift, g_idx_ptr,
+                                     scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
+            x5 = _dequant_slot_g_idx(words, 5, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift, g_idx_ptr,
+                                     scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
+            x6 = _dequant_slot_g_idx(words, 6, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift, g_idx_ptr,
+                                     scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
+            x7 = _dequant_slot_g_idx(words, 7, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift, g_idx_ptr,
+                                     scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
+        else:
+            # G is a multiple of 8, so the 8 rows of a word share one group.
+            if ONE_GROUP_PER_STEP:
+                # One group for the whole step: one row of zero points and scales (L1/L2 hits).
+                g = k0 // group_size
+                zw = tl.load(qzeros_ptr + g * stride_zg + (offs_n // PACK) * stride_zn, mask=n_in_bounds, other=0)
+                sw = tl.load(scales32_ptr + g * stride_s32g + offs_n // 2, mask=n_in_bounds, other=0)
+                zero = (((zw >> zero_shift) & 0xF) + ZERO_OFFSET)[:, None]
+                scale_bits = (sw >> scale_shift) & 0xFFFF
+            else:
+                # Several groups per step (G < BLOCK_K): one group per word.
+                g = (offs_kw * PACK) // group_size
+                zs_mask = n_in_bounds[:, None] & kw_in_bounds[None, :]
+                zw = tl.load(qzeros_ptr + g[None, :] * stride_zg + (offs_n // PACK)[:, None] * stride_zn,
+                             mask=zs_mask, other=0)
+                sw = tl.load(scales32_ptr + g[None, :] * stride_s32g + (offs_n // 2)[:, None], mask=zs_mask, other=0)
+                zero = ((zw >> zero_shift[:, None]) & 0xF) + ZERO_OFFSET
+                scale_bits = (sw >> scale_shift[:, None]) & 0xFFFF
+            bits = scale_bits[:, None] if ONE_GROUP_PER_STEP else scale_bits
+            x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, bits, PTX_DEQUANT, not SCALE_AFTER_DOT)
+
+        w_t = _slots_to_mma_order(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_N, BLOCK_K)
+        if SCALE_AFTER_DOT:
+            # (q - zero) are small integers: the MMA sums them with A exactly in fp32; one scale
+            # per output column (a row of C^T) finishes the step.
+            scale = scale_bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+            acc += tl.dot(w_t, a_t) * scale[:, None]
+        else:
+            acc = tl.dot(w_t, a_t, acc)
+
+        offs_k += BLOCK_K
+        offs_kw += BLOCK_KW
+        if HAS_A_PERM:
+            a_perm_ptrs += BLOCK_K
+        else:
+            a_ptrs += BLOCK_K * stride_ak
+        w_ptrs += BLOCK_KW * stride_qk
+
+    c_ptrs = c_ptr + pid_k * stride_cs + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
+    c_mask = n_in_bounds[:, None] & m_in_bounds[None, :]
+    if ATOMIC_OUT:
+        # Relaxed: only the sum matters; these adds order no other memory.
+        tl.atomic_add(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask, sem="relaxed")
+    else:
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+@triton.jit
+def _gptq_large_m_kernel(
+    a_ptr, qweight_ptr, scales32_ptr, qzeros_ptr, a_perm_ptr, c_ptr,
+    M, N, K, group_size, k_per_split,
+    stride_am, stride_ak,
+    stride_qk, stride_qn,
+    stride_s32g,  # scales viewed as int32 pairs (N / 2 per group row), unit stride along N
+    stride_zg, stride_zn,
+    stride_cs, stride_cm, stride_cn,
+    ZERO_OFFSET: tl.constexpr,  # 1: gptq format (stored zero = zero - 1); 0: gptq_v2
+    HAS_A_PERM: tl.constexpr,  # W's rows were sorted by group at load time: read A's columns via a_perm
+    ONE_GROUP_PER_STEP: tl.constexpr,  # every BLOCK_K step lies in one group (G % BLOCK_K == 0 or G >= K)
+    SCALE_AFTER_DOT: tl.constexpr,  # scale the step's MMA result, not each weight (needs ONE_GROUP_PER_STEP)
+    PTX_DEQUANT: tl.constexpr,  # inline-PTX half2 dequantization (GPU only)
+    ATOMIC_OUT: tl.constexpr,  # add the tile into C with atomics (split-K) instead of storing it
+    EVEN_K: tl.constexpr,  # K % BLOCK_K == 0: no K masks
+    EVEN_N: tl.constexpr,  # N % BLOCK_N == 0: no N masks
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    """C = A @ W for larger M: each dequantized W tile is staged in shared memory (wgmma's B operand)
+    and reused by BLOCK_M rows of A; K stays in natural order, A streams straight into shared memory."""
+    PACK: tl.constexpr = 8
+    BLOCK_KW: tl.constexpr = BLOCK_K // PACK
+    pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    pid_k = tl.program_id(1)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_in_bounds = offs_m < M
+    n_in_bounds = offs_n < N
+    zero_shift = (offs_n % PACK) * 4
+    scale_shift = (offs_n % 2) * 16
+
+    k_start = pid_k * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    offs_k = k_start + tl.arange(0, BLOCK_K)
+    offs_kw = k_start // PACK + tl.arange(0, BLOCK_KW)
+    if HAS_A_PERM:
+        a_perm_ptrs = a_perm_ptr + offs_k
+    else:
+        a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    w_ptrs = qweight_ptr + offs_kw[:, None] * stride_qk + offs_n[None, :] * stride_qn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        k_in_bounds = offs_k < k_end
+        kw_in_bounds = offs_kw < k_end // PACK
+        a_mask = m_in_bounds[:, None]
+        w_mask = n_in_bounds[None, :]
+        if not EVEN_K:
+            a_mask = a_mask & k_in_bounds[None, :]
+            w_mask = w_mask & kw_in_bounds[:, None]
+        if HAS_A_PERM:
+            a_cols = tl.load(a_perm_ptrs, mask=k_in_bounds, other=0)
+            a = tl.load(a_ptr + offs_m[:, None] * stride_am + a_cols[None, :] * stride_ak, mask=a_mask, other=0.0)
+        else:
+            a = tl.load(a_ptrs, mask=a_mask, other=0.0)
+        if EVEN_N and EVEN_K:
+            words = tl.load(w_ptrs)
+        else:
+            words = tl.load(w_ptrs, mask=w_mask, other=0)
+
+        if ONE_GROUP_PER_STEP:
+            g = k0 // group_size
+            zw = tl.load(qzeros_ptr + g * stride_zg + (offs_n // PACK) * stride_zn, mask=n_in_bounds, other=0)
+            sw = tl.load(scales32_ptr + g * stride_s32g + offs_n // 2, mask=n_in_bounds, other=0)
+            zero = (((zw >> zero_shift) & 0xF) + ZERO_OFFSET)[None, :]
+            scale_bits = (sw >> scale_shift) & 0xFFFF
+        else:
+            g = (offs_kw * PACK) // group_size
+            zs_mask = kw_in_bounds[:, None] & n_in_bounds[None, :]
+            zw = tl.load(qzeros_ptr + g[:, None] * stride_zg + (offs_n // PACK)[None, :] * stride_zn,
+                         mask=zs_mask, other=0)
+            sw = tl.load(scales32_ptr + g[:, None] * stride_s32g + (offs_n // 2)[None, :], mask=zs_mask, other=0)
+            zero = ((zw >> zero_shift[None, :]) & 0xF) + ZERO_OFFSET
+            scale_bits = (sw >> scale_shift[None, :]) & 0xFFFF
+        if SCALE_AFTER_DOT:
+            x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, scale_bits, PTX_DEQUANT, False)
+        else:
+            bits = scale_bits if not ONE_GROUP_PER_STEP else scale_bits[None, :]
+            x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, bits, PTX_DEQUANT, True)
+        w = _slots_to_rows(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_K, BLOCK_N)
+        if SCALE_AFTER_DOT:
+            scale = scale_bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+            acc += tl.dot(a, w) * scale[None, :]
+        else:
+            acc = tl.dot(a, w, acc)
+
+        offs_k += BLOCK_K
+        offs_kw += BLOCK_KW
+        if HAS_A_PERM:
+            a_perm_ptrs += BLOCK_K
+        else:
+            a_ptrs += BLOCK_K * stride_ak
+        w_ptrs += BLOCK_KW * stride_qk
+
+    c_ptrs = c_ptr + pid_k * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_mask = m_in_bounds[:, None] & n_in_bounds[None, :]
+    if ATOMIC_OUT:
+        tl.atomic_add(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask, sem="relaxed")
+    else:
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+
+
+@triton.jit
+def _dequant_slot_g_idx(words, SLOT: tl.constexpr, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift,
+                        g_idx_ptr, scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn,
+                        ZERO_OFFSET: tl.constexpr):
+    """Nibble SLOT of each word (row 8i + SLOT) with that row's own group from g_idx."""
+    g = tl.load(g_idx_ptr + offs_kw * 8 + SLOT, mask=kw_in_bounds, other=0)
+    in_bounds = n_in_bounds[:, None] & kw_in_bounds[None, :]
+    scale = tl.load(scales_ptr + g[None, :] * stride_sg + offs_n[:, None] * stride_sn, mask=in_bounds, other=0.0)
+    zw = tl.load(qzeros_ptr + g[None, :] * stride_zg + (offs_n // 8)[:, None] * stride_zn, mask=in_bounds, other=0)
+    zero = ((zw >> zero_shift[:, None]) & 0xF) + ZERO_OFFSET
+    return _dequant_slot(words, SLOT, zero, scale, True)
+
+
+@triton.jit
+def _splitk_reduce_kernel(partial_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+    """c[i] = sum over s of partial[s, i], always in the order s = 0, 1, ...: bitwise reproducible."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    in_bounds = offs < MN
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(partial_ptr + s * MN + offs, mask=in_bounds, other=0.0)
+    tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=in_bounds)
+
+
+def plan_split_k(k: int, block_k: int, split_k: int) -> tuple[int, int]:
+    """(k_per_split, splits): shares of K in whole BLOCK_K steps, at most ``split_k`` of them, none empty."""
+    steps = triton.cdiv(k, block_k)
+    steps_per_split = triton.cdiv(steps, max(1, min(split_k, steps)))
+    k_per_split = steps_per_split * block_k
+    return k_per_split, triton.cdiv(k, k_per_split)
+
+
+def gptq_matmul(
+    a: Tensor,
+    weight: GPTQWeight,
+    *,
+    split_k: int | None = None,
+    config: GPTQConfig | None = None,
+    deterministic: bool = False,
+) -> Tensor:
+    """``a @ W`` for fp16 ``a`` of shape (..., K) and a 4-bit GPTQ weight W (K, N); fp16 (..., N).
+
+    ``config`` defaults to the tuned table in :mod:`solutions.gptq.configs`; ``split_k`` overrides
+    its split. Split-K shares are added with fp16 atomics (each share's fp32 tile is rounded once
+    before the add); ``deterministic=True`` sums fp32 shares in a fixed order instead, so repeated
+    calls give identical bits.
+    """
+    from solutions.gptq.configs import select_config  # configs imports GPTQConfig from here
+
+    k, n = weight.k, weight.n
+    if a.shape[-1] != k:
+        raise ValueError(f"a has {a.shape[-1]} columns, the weight has K={k} rows")
+    if a.dtype != torch.float16:
+        raise TypeError(f"a must be fp16, got {a.dtype}")
+    if a.device != weight.qweight.device:
+        raise ValueError(f"a is on {a.device}, the weight on {weight.qweight.device}")
+    lead = a.shape[:-1]
+    a2 = a.reshape(-1, k)
+    m = a2.shape[0]
+    cfg = config if config is not None else select_config(m, k, n, weight.group_size)
+    if split_k is not None:
+        cfg = replace(cfg, split_k=split_k)
+    if cfg.block_k % 32 or cfg.block_m < 16 or cfg.block_n < 16:
+        raise ValueError("block_k must be a multiple of 32; block_m and block_n at least 16 (tl.dot)")
+    k_per_split, splits = plan_split_k(k, cfg.block_k, cfg.split_k)
+    g = weight.group_size
+    scales = weight.scales
+    if scales.stride(1) != 1:
+        scales = scales.contiguous()
+
+    out = torch.empty((m, n), device=a.device, dtype=torch.float16)
+    if m == 0:
+        return out.reshape(*lead, n)
+    if splits == 1:
+        c, atomic = out, False
+    elif deterministic:
+        c, atomic = torch.empty((splits, m, n), device=a.device, dtype=torch.float32), False
+    else:
+        c, atomic = out.zero_(), True
+    c2 = c[0] if c.dim() == 3 else c
+    stride_cs = c.stride(0) if c.dim() == 3 else 0
+
+    # Pointers that a constexpr flag leaves unread still need a tensor.
+    unused = weight.qweight
+    scales32 = scales.view(torch.int32)  # (K / G, N / 2): two fp16 scales per word
+    one_group_per_step = g % cfg.block_k == 0 or g >= k
+    has_g_idx = weight.g_idx is not None
+    swap_ab = cfg.swap_ab or has_g_idx
+    flags = dict(
+        ZERO_OFFSET=weight.zero_offset,
+        HAS_A_PERM=weight.a_perm is not None,
+        ONE_GROUP_PER_STEP=one_group_per_step,
+        # Scaling the MMA result costs BLOCK_M x BLOCK_N multiplies a step, scaling the weights
+        # BLOCK_K x BLOCK_N / 2 (half2): pick the cheaper where the step has one group.
+        SCALE_AFTER_DOT=one_group_per_step and not has_g_idx and 2 * cfg.block_m <= cfg.block_k,
+        PTX_DEQUANT=cfg.ptx_dequant and a.is_cuda and not has_g_idx,
+        ATOMIC_OUT=atomic,
+        EVEN_K=k % cfg.block_k == 0,
+        EVEN_N=n % cfg.block_n == 0,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    if cfg.maxnreg is not None and a.is_cuda:
+        flags["maxnreg"] = cfg.maxnreg
+    grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n), splits)
+    a_perm = weight.a_perm if weight.a_perm is not None else unused
+    if swap_ab:
+        _gptq_small_m_kernel[grid](
+            a2, weight.qweight, scales32, scales, weight.qzeros,
+            weight.g_idx if has_g_idx else unused, a_perm, c,
+            m, n, k, g, k_per_split,
+            a2.stride(0), a2.stride(1),
+            weight.qweight.stride(0), weight.qweight.stride(1),
+            scales.stride(0), scales.stride(1),
+            scales32.stride(0),
+            weight.qzeros.stride(0), weight.qzeros.stride(1),
+            stride_cs, c2.stride(0), c2.stride(1),
+            HAS_G_IDX=has_g_idx, **flags,
+        )
+    else:
+        _gptq_large_m_kernel[grid](
+            a2, weight.qweight, scales32, weight.qzeros, a_perm, c,
+            m, n, k, g, k_per_split,
+            a2.stride(0), a2.stride(1),
+            weight.qweight.stride(0), weight.qweight.stride(1),
+            scales32.stride(0),
+            weight.qzeros.stride(0), weight.qzeros.stride(1),
+            stride_cs, c2.stride(0), c2.stride(1),
+            **flags,
+        )
+    if c is not out and not atomic:
+        block = 1024
+        _splitk_reduce_kernel[(triton.cdiv(m * n, block),)](c, out, m * n, SPLIT_K=splits, BLOCK=block)
+    if weight.bias is not None:
+        out += weight.bias
+    return out.reshape(*lead, n)

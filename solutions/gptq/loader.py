@@ -1,0 +1,158 @@
+"""Load one AutoGPTQ checkpoint layer into what the kernel needs, and the torch reference dequantizer.
+
+The checkpoint layout is described in :mod:`solutions.gptq.quantize`. Loading validates shapes,
+dtypes and the quantize config, resolves the zero-point convention (``gptq``: stored zero + 1;
+``gptq_v2``: stored zero) and simplifies ``g_idx``:
+
+* a ``g_idx`` equal to ``k // G`` is dropped: the kernel computes groups from ``k``;
+* an act-order ``g_idx`` (a permutation of ``k // G``, as ``desc_act`` writes) is removed by
+  reordering the rows of ``qweight`` so that groups become contiguous again; the kernel then reads
+  A's columns through ``a_perm`` (``A[:, a_perm] @ W[a_perm]`` is ``A @ W``), which costs a gather of
+  the small activation instead of a per-row gather of scales and zero points;
+* any other ``g_idx`` is kept and the kernel gathers scales and zero points per row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from solutions.gptq.quantize import (
+    BITS,
+    PACK,
+    pack_int4_along_k,
+    unpack_int4_along_k,
+    unpack_int4_along_n,
+    zero_offset,
+)
+
+_KNOWN_KEYS = {"qweight", "qzeros", "scales", "g_idx", "bias"}
+
+
+@dataclass
+class GPTQWeight:
+    """A 4-bit GPTQ weight W of shape (K, N), ready for :func:`solutions.gptq.kernel.gptq_matmul`.
+
+    Row ``r`` of ``qweight`` holds original row ``a_perm[r]`` of W when ``a_perm`` is set (act-order
+    reordered at load time), row ``r`` otherwise. Row ``r``'s group is ``g_idx[r]`` when ``g_idx``
+    is set, ``r // group_size`` otherwise.
+    """
+
+    qweight: Tensor  # int32 (K / 8, N), packed along K
+    qzeros: Tensor  # int32 (K / G, N / 8), packed along N, stored values (before zero_offset)
+    scales: Tensor  # fp16 (K / G, N)
+    group_size: int  # G; K for per-channel (-1 in the checkpoint)
+    zero_offset: int  # 1 for the gptq format, 0 for gptq_v2
+    g_idx: Tensor | None = None  # int32 (K,): general per-row groups (rare after load)
+    a_perm: Tensor | None = None  # int32 (K,): A's column for each stored row (act-order)
+    bias: Tensor | None = None  # fp16 (N,), added to the output when present
+
+    @property
+    def k(self) -> int:
+        return self.qweight.shape[0] * PACK
+
+    @property
+    def n(self) -> int:
+        return self.qweight.shape[1]
+
+    def to(self, device: torch.device | str) -> GPTQWeight:
+        """The same weight with every tensor on ``device``."""
+
+        def move(t: Tensor | None) -> Tensor | None:
+            return None if t is None else t.to(device)
+
+        return GPTQWeight(
+            qweight=move(self.qweight),
+            qzeros=move(self.qzeros),
+            scales=move(self.scales),
+            group_size=self.group_size,
+            zero_offset=self.zero_offset,
+            g_idx=move(self.g_idx),
+            a_perm=move(self.a_perm),
+            bias=move(self.bias),
+        )
+
+
+def _require(cond: bool, message: str) -> None:
+    if not cond:
+        raise ValueError(message)
+
+
+def load_gptq_layer(tensors: dict[str, Tensor], quantize_config: dict, *, reorder_act_order: bool = True) -> GPTQWeight:
+    """Validate an AutoGPTQ layer (``qweight``, ``qzeros``, ``scales``, optional ``g_idx``, ``bias``).
+
+    ``quantize_config`` is the checkpoint's ``quantize_config.json`` as a dict: ``bits`` (must be
+    4), ``group_size`` (-1 or a divisor of K), ``desc_act``, ``checkpoint_format`` ("gptq" by
+    default, or "gptq_v2"). With ``reorder_act_order=False`` an act-order ``g_idx`` is kept as is
+    (slower kernel path; useful to test that path).
+    """
+    unknown = set(tensors) - _KNOWN_KEYS
+    _require(not unknown, f"unexpected tensors {sorted(unknown)}; a GPTQ layer has {sorted(_KNOWN_KEYS)}")
+    for key in ("qweight", "qzeros", "scales"):
+        _require(key in tensors, f"missing tensor {key!r}")
+    bits = quantize_config.get("bits", BITS)
+    _require(bits == BITS, f"only 4-bit GPTQ is supported, the config says bits={bits}")
+    fmt = quantize_config.get("checkpoint_format", "gptq")
+    offset = zero_offset(fmt)
+    desc_act = bool(quantize_config.get("desc_act", False))
+
+    qweight, qzeros, scales = tensors["qweight"], tensors["qzeros"], tensors["scales"]
+    for key, t, dtype in (("qweight", qweight, torch.int32), ("qzeros", qzeros, torch.int32),
+                          ("scales", scales, torch.float16)):
+        _require(t.dtype == dtype, f"{key} must be {dtype}, got {t.dtype}")
+        _require(t.dim() == 2, f"{key} must be 2-D, got shape {tuple(t.shape)}")
+    k, n = qweight.shape[0] * PACK, qweight.shape[1]
+    _require(n % PACK == 0, f"N={n} (qweight.shape[1]) must be a multiple of {PACK}")
+
+    group_size = quantize_config.get("group_size", -1)
+    g = k if group_size == -1 else int(group_size)
+    _require(g > 0 and k % g == 0, f"group_size={group_size} must be -1 or a positive divisor of K={k}")
+    n_groups = k // g
+    _require(scales.shape == (n_groups, n), f"scales must be {(n_groups, n)} for K={k}, N={n}, G={g}; "
+             f"got {tuple(scales.shape)}")
+    _require(qzeros.shape == (n_groups, n // PACK),
+             f"qzeros must be {(n_groups, n // PACK)}; got {tuple(qzeros.shape)}")
+
+    g_idx = tensors.get("g_idx")
+    if g_idx is not None:
+        _require(g_idx.shape == (k,), f"g_idx must have shape ({k},), got {tuple(g_idx.shape)}")
+        _require(not g_idx.dtype.is_floating_point, f"g_idx must be an integer tensor, got {g_idx.dtype}")
+        g_idx = g_idx.to(torch.int32)
+        _require(int(g_idx.min()) >= 0 and int(g_idx.max()) < n_groups, f"g_idx values must lie in [0, {n_groups})")
+    _require(not desc_act or g_idx is not None, "desc_act=True needs the layer's g_idx")
+    bias = tensors.get("bias")
+    if bias is not None:
+        _require(bias.shape == (n,), f"bias must have shape ({n},), got {tuple(bias.shape)}")
+        bias = bias.to(torch.float16)
+
+    weight = GPTQWeight(qweight=qweight.contiguous(), qzeros=qzeros.contiguous(), scales=scales.contiguous(),
+                        group_size=g, zero_offset=offset, bias=bias)
+    if g_idx is None:
+        return weight
+    rows = torch.arange(k, device=g_idx.device, dtype=torch.int32)
+    if torch.equal(g_idx, rows // g):
+        return weight  # the trivial g_idx that checkpoints store even without act-order
+    perm = torch.argsort(g_idx, stable=True)
+    if reorder_act_order and torch.equal(g_idx[perm], rows // g):
+        # Contiguous groups once rows are sorted by group: repack qweight in that order.
+        weight.qweight = pack_int4_along_k(unpack_int4_along_k(qweight)[perm])
+        weight.a_perm = perm.to(torch.int32)
+    else:
+        weight.g_idx = g_idx.contiguous()
+    return weight
+
+
+def dequantize(weight: GPTQWeight, dtype: torch.dtype = torch.float64) -> Tensor:
+    """The reference: W (K, N) in original row order, ``(q - (z + offset)) * s`` computed in ``dtype``."""
+    q = unpack_int4_along_k(weight.qweight)
+    z = unpack_int4_along_n(weight.qzeros) + weight.zero_offset
+    rows = torch.arange(weight.k, device=q.device)
+    groups = weight.g_idx.long() if weight.g_idx is not None else rows // weight.group_size
+    w = (q - z[groups]).to(dtype) * weight.scales[groups].to(dtype)
+    if weight.a_perm is None:
+        return w
+    out = torch.empty_like(w)
+    out[weight.a_perm.long()] = w  # stored row r is original row a_perm[r]
+    return out
