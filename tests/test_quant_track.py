@@ -415,6 +415,11 @@ def test_splitk_without_k_mask():
 def test_splitk_plain_stores_into_a_shared_tile_are_a_race(kernel):
     result = grade(17, kernel)
     failure = result.first_failure
+    if on_gpu() and failure.status == "wrong":
+        # Compiled, the race gives wrong sums; naming it needs the interpreter pass, which an
+        # older Triton (3.6) cannot run on this kernel's loop: the verdict says so.
+        assert "access check under Triton's interpreter could not run" in failure.stdout
+        return
     assert failure.status == "race", str(result)
     assert "tl.atomic_add" in failure.reason() and "tl.store" in failure.error.source
 
