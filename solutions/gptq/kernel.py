@@ -66,6 +66,38 @@ class GPTQConfig:
     maxnreg: int | None = None  # cap on registers per thread (more resident programs per SM)
 
 
+# The PTX of _dequant_word_ptx, built once from its parts (the scaled variant only adds the mul
+# lines). lop3 with 0x64006400 puts nibble pairs into fp16 (1024 + q) halves, two lanes at a time.
+_UNPACK_PTX = """
+            .reg .b32 t0, t1, t2, t3, w1, w2, w3;
+            shr.u32 w1, $8, 4;
+            shr.u32 w2, $8, 8;
+            shr.u32 w3, $8, 12;
+            lop3.b32 t0, $8, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t1, w1, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t2, w2, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t3, w3, 0x000F000F, 0x64006400, 0xEA;
+            sub.f16x2 t0, t0, $9;
+            sub.f16x2 t1, t1, $9;
+            sub.f16x2 t2, t2, $9;
+            sub.f16x2 t3, t3, $9;
+"""
+_SCALE_PTX = """
+            mul.f16x2 t0, t0, $10;
+            mul.f16x2 t1, t1, $10;
+            mul.f16x2 t2, t2, $10;
+            mul.f16x2 t3, t3, $10;
+"""
+_WRITE_PTX = """
+            mov.b32 {$0, $4}, t0;
+            mov.b32 {$1, $5}, t1;
+            mov.b32 {$2, $6}, t2;
+            mov.b32 {$3, $7}, t3;
+"""
+DEQUANT_PTX = tl.constexpr("{" + _UNPACK_PTX + _WRITE_PTX + "}")
+DEQUANT_SCALED_PTX = tl.constexpr("{" + _UNPACK_PTX + _SCALE_PTX + _WRITE_PTX + "}")
+
+
 @triton.jit
 def _dequant_word_ptx(words, zero2, scale2, APPLY_SCALE: tl.constexpr):
     """8 fp16 values per int32 word: ((1024 + q) - (1024 + zero)) [* scale], two lanes at a time.
@@ -76,30 +108,7 @@ def _dequant_word_ptx(words, zero2, scale2, APPLY_SCALE: tl.constexpr):
     """
     if APPLY_SCALE:
         return tl.inline_asm_elementwise(
-            asm="""
-            {
-            .reg .b32 t0, t1, t2, t3, w1, w2, w3;
-            shr.u32 w1, $8, 4;
-            shr.u32 w2, $8, 8;
-            shr.u32 w3, $8, 12;
-            lop3.b32 t0, $8, 0x000F000F, 0x64006400, 0xEA;
-            lop3.b32 t1, w1, 0x000F000F, 0x64006400, 0xEA;
-            lop3.b32 t2, w2, 0x000F000F, 0x64006400, 0xEA;
-            lop3.b32 t3, w3, 0x000F000F, 0x64006400, 0xEA;
-            sub.f16x2 t0, t0, $9;
-            sub.f16x2 t1, t1, $9;
-            sub.f16x2 t2, t2, $9;
-            sub.f16x2 t3, t3, $9;
-            mul.f16x2 t0, t0, $10;
-            mul.f16x2 t1, t1, $10;
-            mul.f16x2 t2, t2, $10;
-            mul.f16x2 t3, t3, $10;
-            mov.b32 {$0, $4}, t0;
-            mov.b32 {$1, $5}, t1;
-            mov.b32 {$2, $6}, t2;
-            mov.b32 {$3, $7}, t3;
-            }
-            """,
+            asm=DEQUANT_SCALED_PTX,
             constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r,r",
             args=[words, zero2, scale2],
             dtype=(tl.float16,) * 8,
@@ -108,26 +117,7 @@ def _dequant_word_ptx(words, zero2, scale2, APPLY_SCALE: tl.constexpr):
         )
     else:
         return tl.inline_asm_elementwise(
-            asm="""
-            {
-            .reg .b32 t0, t1, t2, t3, w1, w2, w3;
-            shr.u32 w1, $8, 4;
-            shr.u32 w2, $8, 8;
-            shr.u32 w3, $8, 12;
-            lop3.b32 t0, $8, 0x000F000F, 0x64006400, 0xEA;
-            lop3.b32 t1, w1, 0x000F000F, 0x64006400, 0xEA;
-            lop3.b32 t2, w2, 0x000F000F, 0x64006400, 0xEA;
-            lop3.b32 t3, w3, 0x000F000F, 0x64006400, 0xEA;
-            sub.f16x2 t0, t0, $9;
-            sub.f16x2 t1, t1, $9;
-            sub.f16x2 t2, t2, $9;
-            sub.f16x2 t3, t3, $9;
-            mov.b32 {$0, $4}, t0;
-            mov.b32 {$1, $5}, t1;
-            mov.b32 {$2, $6}, t2;
-            mov.b32 {$3, $7}, t3;
-            }
-            """,
+            asm=DEQUANT_PTX,
             constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r",
             args=[words, zero2],
             dtype=(tl.float16,) * 8,
