@@ -63,6 +63,8 @@ class SizeOutcome:
             first = self.invalid_accesses[0].describe()
             parts.append(f"{len(self.invalid_accesses)} out-of-bounds access(es): {first}")
         total = max(1, _numel(self.output_shape))
+        if self.unwritten_count == total:
+            return f"the kernel wrote nothing: all {total} output elements never written (still the starter?)"
         if self.unwritten_count:
             first = _fmt_index(self.unwritten[0]) if self.unwritten else ""
             parts.append(f"{self.unwritten_count} of {total} output elements never written (first z{first})")
@@ -247,7 +249,7 @@ def render_html(result: TestResult) -> str:
             details = _detail_lines(failure) if failure.error is None else []
             if details:
                 parts.append("<pre>" + e("\n".join(s.strip() for s in details)) + "</pre>")
-            if failure.status_map is not None:
+            if failure.status_map is not None and failure.unwritten_count < _numel(failure.output_shape):
                 legend = " ".join(f"<span style='color:{_COLORS[k]}'>■ {label}</span>"
                                   for k, label in ((0, "right"), (1, "wrong"), (2, "never written")))
                 parts.append(f"<div>output at the failing size: {legend}</div>")
