@@ -145,7 +145,9 @@ def scoreboard(grades: list[Grade]) -> str:
     for g in grades:
         mark = {"passed": "✓", "failed": "✗", "not attempted": "·"}[g.status]
         detail = g.reason.splitlines()[0] if g.reason else f"{g.seconds:.2f} s"
-        lines.append(f"{mark:3}{f'{g.puzzle.number:2d} {g.puzzle.title}':{width}}{g.status:16}{detail[:150]}")
+        if len(detail) > 160:  # the full reason is in --json and in the notebook's verdict
+            detail = detail[:159] + "…"
+        lines.append(f"{mark:3}{f'{g.puzzle.number:2d} {g.puzzle.title}':{width}}{g.status:16}{detail}")
     passed = sum(g.status == "passed" for g in grades)
     attempted = sum(g.status != "not attempted" for g in grades)
     lines.append(f"\n{passed} passed, {attempted - passed} failed, {len(grades) - attempted} not attempted")
