@@ -90,3 +90,12 @@ def test_spec_runs_on_any_device(p):
     assert result.shape == out.shape and result.dtype == out.dtype
     if inputs:  # a spec of sizes alone (puzzle 16) has no device to follow
         assert result.device.type == "meta"
+
+
+def test_readme_lists_every_puzzle():
+    from puzzles.solution_source import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    for p in ALL:
+        row = f"| {p.number:02d} | [{p.title}](notebooks/{p.id}.ipynb) | `{p.kernel_name}` |"
+        assert row in readme, f"README.md lacks the row: {row}"
