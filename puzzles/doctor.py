@@ -33,10 +33,22 @@ def _installed(name: str) -> str | None:
         return None
 
 
-def diagnose(requirements: Path | None = None, run_kernel: bool = True) -> list[tuple[bool, str]]:
-    """(ok, message) for each check."""
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:  # noqa: BLE001 - no torch: reported below
+        return False
+
+
+def diagnose(requirements: Path | None = None, run_kernel: bool = True,
+             gpu: bool | None = None) -> list[tuple[bool, str]]:
+    """(ok, message) for each check. The pins are the tested CPU set; on a CUDA machine (Colab, a
+    GPU box) its own torch and triton are used, so a different version there is only reported."""
     checks: list[tuple[bool, str]] = []
     pinned = pins(requirements)
+    gpu = _has_cuda() if gpu is None else gpu
     ok_python = sys.version_info >= (3, 10)
     need = "" if ok_python else ": the course needs 3.10 or newer"
     checks.append((ok_python, f"Python {sys.version.split()[0]}{need}"))
@@ -44,6 +56,8 @@ def diagnose(requirements: Path | None = None, run_kernel: bool = True) -> list[
         version, want = _installed(name), pinned.get(name)
         if version is None:
             checks.append((False, f"{name} is not installed: run `make setup` (or pip install -r requirements.txt)"))
+        elif want and version.split("+")[0] != want.split("+")[0] and gpu and name in ("torch", "triton", "numpy"):
+            checks.append((True, f"{name} {version} (this GPU machine's own; the CPU set pins {want})"))
         elif want and version.split("+")[0] != want.split("+")[0]:
             checks.append((False, f"{name} {version} is installed, the course pins {want}: "
                                   f"run `pip install {name}=={want}`"))
