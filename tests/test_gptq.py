@@ -366,3 +366,35 @@ def test_gpu_general_g_idx_at_real_shape():
     _, weight, _ = make_layer(k, n, 128, act_order=True, reorder=False, device="cuda")
     a = activations(17, k)
     assert rel_err(gptq_matmul(a, weight), a.double() @ dequantize(weight)) < TOL
+
+
+# --------------------------------------------------------------------------- repacked weights (small-M kernel)
+
+
+def test_repack_for_mma_puts_thread_words_side_by_side():
+    from solutions.gptq.loader import repack_for_mma
+
+    kw, n = 32, 256
+    qweight = torch.arange(kw * n, dtype=torch.int32).reshape(kw, n)
+    packed = repack_for_mma(qweight)
+    assert packed.shape == (n // 128, kw // 16, 128, 16) and packed.is_contiguous()
+    for col in (0, 5, 127, 128, 200, 255):
+        for run in range(kw // 16):
+            for lane in range(4):
+                for c in range(4):
+                    assert packed[col // 128, run, col % 128, 4 * lane + c] == qweight[16 * run + 4 * c + lane, col]
+
+
+@pytest.mark.parametrize("m, fmt, act_order", [(3, "gptq", False), (17, "gptq_v2", True)])
+def test_kernel_repacked_and_plain_weights_agree(m, fmt, act_order):
+    # K = 1152 (9 steps of 128, split 4 -> 3 shares of 3 steps), N = 256 (two tiles of 128).
+    k, n = odd_k(128), 256
+    _, weight, tensors = make_layer(k, n, 128, fmt=fmt, act_order=act_order, device=DEVICE)
+    assert weight.qweight_mma is not None
+    plain = GPTQWeight(**{**weight.__dict__, "qweight_mma": None})
+    a = activations(m, k)
+    ref = a.double() @ dequantize(weight)
+    cfg = GPTQConfig(block_m=16, block_n=128, block_k=128, split_k=4, num_stages=2)
+    out = gptq_matmul(a, weight, config=cfg, deterministic=True)
+    assert rel_err(out, ref) < TOL
+    assert torch.equal(out, gptq_matmul(a, plain, config=cfg, deterministic=True))

@@ -16,7 +16,9 @@ benchmarks/gptq/NOTES.md):
   a word are placed at the K positions that the wgmma register fragment gives the thread that
   unpacked them (``_slots_to_mma_order``), and A's rows are put in the same order
   (``_rows_to_mma_order``): a dot product does not care about the order of K as long as both
-  operands agree, and no layout conversion sits between the dequantization and the MMA.
+  operands agree, and no layout conversion sits between the dequantization and the MMA. With
+  BLOCK_N = BLOCK_K = 128 it reads ``GPTQWeight.qweight_mma`` (``loader.repack_for_mma``): each K
+  step of a program is one contiguous 8 KB block, each thread's words one 16-byte vector.
 * ``_gptq_large_m_kernel`` (``swap_ab=False``; the tuned table picks it at M = 128 and for one
   M = 64 shape) computes ``C = A @ W`` in natural K order; the dequantized W tile goes to shared
   memory as wgmma's B operand and is reused by BLOCK_M rows of A.
@@ -228,6 +230,7 @@ def _gptq_small_m_kernel(
     EVEN_N: tl.constexpr,  # N % BLOCK_N == 0: no N masks
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    W_MMA: tl.constexpr = False,  # qweight_ptr is GPTQWeight.qweight_mma, see loader.repack_for_mma
 ):
     PACK: tl.constexpr = 8  # 4-bit values per int32 word
     BLOCK_KW: tl.constexpr = BLOCK_K // PACK  # packed rows per K step
@@ -258,7 +261,15 @@ def _gptq_small_m_kernel(
         a_perm_ptrs = a_perm_ptr + offs_k
     else:
         a_ptrs = a_ptr + offs_k[:, None] * stride_ak + offs_m[None, :] * stride_am
-    w_ptrs = qweight_ptr + offs_n[:, None] * stride_qn + offs_kw[None, :] * stride_qk
+    if W_MMA:
+        # Repacked (loader.repack_for_mma): tile pid_n's step of 128 x 16 words is one contiguous
+        # 8 KB block (stride_qn: one N tile, stride_qk: 128 words per packed row of K), each row of
+        # N 16 words (64 bytes) in the order its threads consume them.
+        tl.static_assert(BLOCK_N == 128 and BLOCK_KW == 16, "the repacked weights come in 128 x 16-word blocks")
+        w_ptrs = (qweight_ptr + pid_n * stride_qn + (k_start // PACK) * stride_qk
+                  + tl.arange(0, BLOCK_N)[:, None] * BLOCK_KW + tl.arange(0, BLOCK_KW)[None, :])
+    else:
+        w_ptrs = qweight_ptr + offs_n[:, None] * stride_qn + offs_kw[None, :] * stride_qk
 
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)  # C^T tile
     for k0 in range(k_start, k_end, BLOCK_K):
@@ -284,6 +295,11 @@ def _gptq_small_m_kernel(
             words = tl.load(w_ptrs)
         else:
             words = tl.load(w_ptrs, mask=w_mask, other=0)
+        if W_MMA:
+            # Stored position 4l + c of each 16-word run is word 4c + l: a thread's 4 words are
+            # adjacent in memory (one 16-byte load); back to word order in registers.
+            words = tl.reshape(words, (BLOCK_N, BLOCK_KW // 16, 4, 4))
+            words = tl.reshape(tl.permute(words, (0, 1, 3, 2)), (BLOCK_N, BLOCK_KW))
 
         if HAS_G_IDX:
             # Arbitrary per-row groups: a scale and a zero point per (row, column), gathered.
@@ -562,17 +578,21 @@ def gptq_matmul(
     grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n), splits)
     a_perm = weight.a_perm if weight.a_perm is not None else unused
     if swap_ab:
+        # The repacked copy comes in blocks of 128 columns x 128 rows of K: BLOCK_N = BLOCK_K = 128.
+        w_mma = weight.qweight_mma is not None and not has_g_idx and cfg.block_k == 128 and cfg.block_n == 128
+        qw = weight.qweight_mma if w_mma else weight.qweight
+        stride_qk, stride_qn = (128, qw.stride(0)) if w_mma else (qw.stride(0), qw.stride(1))
         _gptq_small_m_kernel[grid](
-            a2, weight.qweight, scales32, scales, weight.qzeros,
+            a2, qw, scales32, scales, weight.qzeros,
             weight.g_idx if has_g_idx else unused, a_perm, c,
             m, n, k, g, k_per_split,
             a2.stride(0), a2.stride(1),
-            weight.qweight.stride(0), weight.qweight.stride(1),
+            stride_qk, stride_qn,
             scales.stride(0), scales.stride(1),
             scales32.stride(0),
             weight.qzeros.stride(0), weight.qzeros.stride(1),
             stride_cs, c2.stride(0), c2.stride(1),
-            HAS_G_IDX=has_g_idx, **flags,
+            HAS_G_IDX=has_g_idx, W_MMA=w_mma, **flags,
         )
     else:
         _gptq_large_m_kernel[grid](

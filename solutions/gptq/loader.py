@@ -48,6 +48,7 @@ class GPTQWeight:
     g_idx: Tensor | None = None  # int32 (K,): general per-row groups (rare after load)
     a_perm: Tensor | None = None  # int32 (K,): A's column for each stored row (act-order)
     bias: Tensor | None = None  # fp16 (N,), added to the output when present
+    qweight_mma: Tensor | None = None  # int32 (N / 128, K / 128, 128, 16): qweight repacked (repack_for_mma)
 
     @property
     def k(self) -> int:
@@ -72,7 +73,29 @@ class GPTQWeight:
             g_idx=move(self.g_idx),
             a_perm=move(self.a_perm),
             bias=move(self.bias),
+            qweight_mma=move(self.qweight_mma),
         )
+
+
+MMA_TILE = 128  # columns and rows of K per block of repack_for_mma
+
+
+def repack_for_mma(qweight: Tensor) -> Tensor:
+    """qweight (K / 8, N) -> (N / 128, K / 128, 128, 16): one contiguous 8 KB block per 128 columns
+    x 128 rows of K (one K step of one program of the small-M kernel at BLOCK_N = BLOCK_K = 128);
+    in it column n's 16 words in the order its wgmma fragment consumes them: position 4l + c holds
+    word 4c + l. Needs K % 128 == 0 and N % 128 == 0.
+
+    In the swapped kernel the thread with quad lane l dequantizes words l, l + 4, l + 8, l + 12 of
+    the step (``kernel._slots_to_mma_order``): stored this way they are adjacent, one 16-byte
+    cp.async and shared-memory read instead of four 4-byte ones, and a program's step is one
+    contiguous block of memory.
+    """
+    kw, n = qweight.shape
+    _require(kw % (MMA_TILE // PACK) == 0 and n % MMA_TILE == 0,
+             f"repack_for_mma needs K and N multiples of {MMA_TILE}, got K={kw * PACK}, N={n}")
+    blocks = qweight.reshape(kw // 16, 4, 4, n // MMA_TILE, MMA_TILE)  # (kb, c, l, nb, n)
+    return blocks.permute(3, 0, 4, 2, 1).contiguous().reshape(n // MMA_TILE, kw // 16, MMA_TILE, 16)
 
 
 def _require(cond: bool, message: str) -> None:
@@ -80,13 +103,16 @@ def _require(cond: bool, message: str) -> None:
         raise ValueError(message)
 
 
-def load_gptq_layer(tensors: dict[str, Tensor], quantize_config: dict, *, reorder_act_order: bool = True) -> GPTQWeight:
+def load_gptq_layer(tensors: dict[str, Tensor], quantize_config: dict, *, reorder_act_order: bool = True,
+                    repack: bool = True) -> GPTQWeight:
     """Validate an AutoGPTQ layer (``qweight``, ``qzeros``, ``scales``, optional ``g_idx``, ``bias``).
 
     ``quantize_config`` is the checkpoint's ``quantize_config.json`` as a dict: ``bits`` (must be
     4), ``group_size`` (-1 or a divisor of K), ``desc_act``, ``checkpoint_format`` ("gptq" by
     default, or "gptq_v2"). With ``reorder_act_order=False`` an act-order ``g_idx`` is kept as is
-    (slower kernel path; useful to test that path).
+    (slower kernel path; useful to test that path). With ``repack`` (default) and K, N multiples of 128, the
+    weight also gets ``qweight_mma`` (:func:`repack_for_mma`), which the small-M kernel reads with
+    fewer, wider loads; it costs a second copy of the packed weights (K * N / 2 bytes).
     """
     unknown = set(tensors) - _KNOWN_KEYS
     _require(not unknown, f"unexpected tensors {sorted(unknown)}; a GPTQ layer has {sorted(_KNOWN_KEYS)}")
@@ -129,18 +155,19 @@ def load_gptq_layer(tensors: dict[str, Tensor], quantize_config: dict, *, reorde
 
     weight = GPTQWeight(qweight=qweight.contiguous(), qzeros=qzeros.contiguous(), scales=scales.contiguous(),
                         group_size=g, zero_offset=offset, bias=bias)
-    if g_idx is None:
-        return weight
-    rows = torch.arange(k, device=g_idx.device, dtype=torch.int32)
-    if torch.equal(g_idx, rows // g):
-        return weight  # the trivial g_idx that checkpoints store even without act-order
-    perm = torch.argsort(g_idx, stable=True)
-    if reorder_act_order and torch.equal(g_idx[perm], rows // g):
-        # Contiguous groups once rows are sorted by group: repack qweight in that order.
-        weight.qweight = pack_int4_along_k(unpack_int4_along_k(qweight)[perm])
-        weight.a_perm = perm.to(torch.int32)
-    else:
-        weight.g_idx = g_idx.contiguous()
+    if g_idx is not None:
+        rows = torch.arange(k, device=g_idx.device, dtype=torch.int32)
+        perm = torch.argsort(g_idx, stable=True)
+        if torch.equal(g_idx, rows // g):
+            pass  # the trivial g_idx that checkpoints store even without act-order
+        elif reorder_act_order and torch.equal(g_idx[perm], rows // g):
+            # Contiguous groups once rows are sorted by group: repack qweight in that order.
+            weight.qweight = pack_int4_along_k(unpack_int4_along_k(qweight)[perm])
+            weight.a_perm = perm.to(torch.int32)
+        else:
+            weight.g_idx = g_idx.contiguous()
+    if repack and weight.g_idx is None and k % MMA_TILE == 0 and n % MMA_TILE == 0:
+        weight.qweight_mma = repack_for_mma(weight.qweight)
     return weight
 
 
