@@ -22,10 +22,11 @@ def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int,
 
 
 # (M bucket, K, N) -> config: the winners of benchmarks/gptq/tune.py (two rounds) on an NVIDIA H100
-# 80GB HBM3, triton 3.6.0, G = 128; copied from results/h100_round2_tune/best.json. The comment is
+# 80GB HBM3, triton 3.6.0, G = 128; copied from results/h100_round2_tune/best.json (M = 128: see below). The comment is
 # the tuner's median time per call (CUDA-graph replays) at the M it was tuned at: M = 1 stands for
 # the buckets 1..8, M = 16 for 16 (BLOCK_M = 16 serves them all). _cfg(block_m, block_n, block_k,
-# split_k, num_warps, num_stages, ...).
+# split_k, num_warps, num_stages, ...). The M = 128 entries were re-tuned after the MMA-order repack
+# (results/h100_m128_swap): the swapped kernel with BLOCK_M = 64 won on four shapes.
 TUNED: dict[tuple[int, int, int], GPTQConfig] = {
     (1, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
     (2, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
@@ -34,7 +35,7 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
     (16, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3),  # 9.6 us (M=16)
     (32, 4096, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 11.1 us (M=32)
     (64, 4096, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 14.9 us (M=64)
-    (128, 4096, 4096): _cfg(128, 128, 128, 4, 8, 3, swap_ab=False),  # 21.7 us (M=128)
+    (128, 4096, 4096): _cfg(64, 128, 128, 4, 4, 3),  # swapped, repacked: 17.3 us (M=128)
     (1, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
     (2, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
     (4, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
@@ -42,7 +43,7 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
     (16, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 18.0 us (M=16)
     (32, 4096, 11008): _cfg(32, 128, 128, 8, 4, 3),  # 24.9 us (M=32)
     (64, 4096, 11008): _cfg(64, 128, 64, 4, 4, 3, swap_ab=False),  # 32.8 us (M=64)
-    (128, 4096, 11008): _cfg(128, 128, 64, 4, 4, 3, swap_ab=False),  # 51.6 us (M=128)
+    (128, 4096, 11008): _cfg(64, 128, 128, 4, 4, 3),  # swapped, repacked: 42.4 us (M=128)
     (1, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
     (2, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
     (4, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
@@ -50,7 +51,7 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
     (16, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 64.2 us (M=16)
     (32, 8192, 28672): _cfg(32, 128, 128, 8, 4, 3),  # 90.5 us (M=32)
     (64, 8192, 28672): _cfg(64, 128, 128, 1, 4, 3),  # 124.1 us (M=64)
-    (128, 8192, 28672): _cfg(128, 128, 64, 1, 4, 3, swap_ab=False),  # 198.9 us (M=128)
+    (128, 8192, 28672): _cfg(64, 128, 128, 4, 4, 3),  # swapped, repacked: 190.0 us (M=128)
     (1, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
     (2, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
     (4, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
@@ -58,7 +59,7 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
     (16, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3),  # 17.0 us (M=16)
     (32, 11008, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 21.1 us (M=32)
     (64, 11008, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 32.2 us (M=64)
-    (128, 11008, 4096): _cfg(128, 128, 128, 4, 8, 4, swap_ab=False),  # 48.0 us (M=128)
+    (128, 11008, 4096): _cfg(64, 128, 128, 4, 4, 3),  # swapped, repacked: 37.5 us (M=128)
     (1, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
     (2, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
     (4, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
@@ -66,7 +67,7 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
     (16, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 61.9 us (M=16)
     (32, 28672, 8192): _cfg(32, 128, 128, 4, 4, 3),  # 83.3 us (M=32)
     (64, 28672, 8192): _cfg(64, 128, 128, 4, 4, 3),  # 110.1 us (M=64)
-    (128, 28672, 8192): _cfg(128, 128, 64, 4, 4, 3, swap_ab=False),  # 186.8 us (M=128)
+    (128, 28672, 8192): _cfg(128, 128, 64, 4, 4, 3, swap_ab=False),  # 186.8 us (M=128); swapped: 162-178
 }
 
 
