@@ -10,7 +10,6 @@ records, so nothing is written twice.
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +50,6 @@ class Puzzle:
     statement: str
     sizes: tuple[Sizes, ...]
     hints: tuple[str, ...]
-    solution_lines: int = 0  # filled from the reference: "Finish me (about N lines)"
     grid: Grid = default_grid
     rtol: float = 1e-3
     atol: float = 1e-3
@@ -60,7 +58,6 @@ class Puzzle:
     input_scales: tuple[float, ...] = ()
     # Names of sizes the kernel receives but does not need (stated in the text).
     unused_sizes: tuple[str, ...] = ()
-    uses_dot: bool = False
     # "poison": the output starts as a never-written marker; "zeros": it starts at zero (for
     # kernels that accumulate into it with atomics), and unwritten elements are found from
     # the recorded stores instead.
@@ -109,6 +106,3 @@ class Puzzle:
 
     def grid_for(self, sizes: Sizes) -> tuple[int, ...]:
         return self.grid(sizes)
-
-    def programs(self, sizes: Sizes) -> int:
-        return math.prod(self.grid_for(sizes))

@@ -43,7 +43,6 @@ square and `MID` is not a multiple of `B_MID`, so every index and every mask mat
     # On a GPU, tl.dot on float32 uses TF32 (10 mantissa bits) unless told otherwise.
     rtol=1e-2,
     atol=1e-2,
-    uses_dot=True,
     perf_size={"N0": 2048, "N1": 2048, "N2": 8, "MID": 2048, "B0": 64, "B1": 64, "B2": 1, "B_MID": 32},
     flops=lambda s: 2 * s["N0"] * s["N1"] * s["MID"] * s["N2"],
 )

@@ -66,7 +66,6 @@ in a second step (another kernel, or `torch.sum`).
     # On a GPU, fp16 tl.dot accumulates in float32; partial sums added in any order differ in the last bits.
     rtol=1e-3,
     atol=1e-3,
-    uses_dot=True,
     output_init="zeros",
     perf_size={"M": 16, "N": 4096, "K": 8192, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],

@@ -95,7 +95,6 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
     # fp16 weights in the dot and fp16 partial sums: a few units in the last place of values up to ~100.
     rtol=1e-2,
     atol=1e-1,
-    uses_dot=True,
     output_init="zeros",
     extra={"FPINT": FPINT},
     perf_size={"M": 16, "N": 4096, "K": 4096, "G": 128, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
