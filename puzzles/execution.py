@@ -145,19 +145,25 @@ def _patch_language_once() -> Iterator[None]:
             launch[0].restore()  # again, in case the launch stopped before its own restore
 
 
+def def_line(fn: Callable[..., Any]) -> int:
+    """The file line of a function's `def` (its code starts at the first decorator, which may
+    span several lines, as `@triton.autotune(configs=[...])` does)."""
+    import linecache
+
+    code = fn.__code__
+    line = code.co_firstlineno
+    while line < code.co_firstlineno + 200 and not linecache.getline(code.co_filename, line).lstrip().startswith(
+            ("def ", "async def ")):
+        line += 1
+    return line
+
+
 def _compilation_line(cause: BaseException, fn: Callable[..., Any] | None) -> int | None:
     """The file line of a Triton compilation error: its position counts from the kernel's `def`."""
     lineno = getattr(getattr(cause, "node", None), "lineno", None)
     if lineno is None or not getattr(cause, "src", None) or fn is None:
         return None
-    import linecache
-
-    code = fn.__code__
-    first = code.co_firstlineno  # the first decorator's line
-    while first < code.co_firstlineno + 50 and not linecache.getline(code.co_filename, first).lstrip().startswith(
-            "def "):
-        first += 1
-    return first + lineno - 1
+    return def_line(fn) + lineno - 1
 
 
 def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:

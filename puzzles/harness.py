@@ -30,6 +30,7 @@ from puzzles.execution import (
     KernelError,
     RunOutput,
     can_fork,
+    def_line,
     error_from_exception,
     kernel_file,
     launch_interpreted,
@@ -226,12 +227,10 @@ def _is_constexpr(annotation: Any) -> bool:
 
 
 def _def_line(fn: Callable[..., Any]) -> tuple[int, str, str]:
+    """(line, source, file) of the kernel's signature, for a signature error."""
     import linecache
 
-    line = fn.__code__.co_firstlineno
-    filename = fn.__code__.co_filename
-    while linecache.getline(filename, line).lstrip().startswith("@"):
-        line += 1
+    line, filename = def_line(fn), fn.__code__.co_filename
     return line, linecache.getline(filename, line), filename
 
 

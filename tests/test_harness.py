@@ -261,3 +261,17 @@ def test_an_interpreted_run_leaves_tritons_language_as_it_found_it():
     for number in (7, 8, 9):  # kernels that call nested @jit functions (tl.sum, tl.max)
         assert _grade(catalog.get(number).reference(), number, isolate=False).passed
     assert snapshot() == before
+
+
+def test_signature_errors_point_at_the_def_under_a_multi_line_decorator(load_kernel):
+    kernel = load_kernel("""
+@triton.autotune(
+    configs=[triton.Config({}, num_warps=4)],
+    key=[],
+)
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N, B0: tl.constexpr):
+    pass
+""", "add_kernel")
+    error = _grade(kernel, 1).error
+    assert error.kind == "signature" and error.source.startswith("def add_kernel(")
