@@ -7,6 +7,7 @@ at the real odd shapes (K = 11008, N = 4096 + 8) through the tuned configs and t
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import torch
@@ -371,18 +372,20 @@ def test_gpu_general_g_idx_at_real_shape():
 # --------------------------------------------------------------------------- repacked weights (small-M kernel)
 
 
-def test_repack_for_mma_puts_thread_words_side_by_side():
+def test_repack_for_mma_gives_each_thread_its_fragment_rows_side_by_side():
     from solutions.gptq.loader import repack_for_mma
 
-    kw, n = 32, 256
-    qweight = torch.arange(kw * n, dtype=torch.int32).reshape(kw, n)
-    packed = repack_for_mma(qweight)
-    assert packed.shape == (n // 128, kw // 16, 128, 16) and packed.is_contiguous()
+    k, n = 256, 256
+    q = torch.randint(0, 16, (k, n), generator=torch.Generator().manual_seed(0), dtype=torch.int32)
+    packed = repack_for_mma(pack_int4_along_k(q))
+    assert packed.shape == (n // 128, k // 128, 128, 16) and packed.is_contiguous()
     for col in (0, 5, 127, 128, 200, 255):
-        for run in range(kw // 16):
-            for lane in range(4):
-                for c in range(4):
-                    assert packed[col // 128, run, col % 128, 4 * lane + c] == qweight[16 * run + 4 * c + lane, col]
+        for block in range(k // 128):
+            # Position 4l + c: the word of quad lane l for rows 32c..32c+31; nibble 4h + 2b2 + b1.
+            nibbles = unpack_int4_along_k(packed[col // 128, block, col % 128].reshape(16, 1)).reshape(4, 4, 2, 2, 2)
+            for lane, c, h, b2, b1 in itertools.product(range(4), range(4), range(2), range(2), range(2)):
+                row = 128 * block + 32 * c + 16 * b2 + 8 * b1 + 2 * lane + h
+                assert nibbles[lane, c, h, b2, b1] == q[row, col]
 
 
 @pytest.mark.parametrize("m, fmt, act_order", [(3, "gptq", False), (17, "gptq_v2", True)])
@@ -397,4 +400,15 @@ def test_kernel_repacked_and_plain_weights_agree(m, fmt, act_order):
     cfg = GPTQConfig(block_m=16, block_n=128, block_k=128, split_k=4, num_stages=2)
     out = gptq_matmul(a, weight, config=cfg, deterministic=True)
     assert rel_err(out, ref) < TOL
-    assert torch.equal(out, gptq_matmul(a, plain, config=cfg, deterministic=True))
+    # Same products, summed in another K order (natural order against the plain path's fragment order).
+    assert rel_err(gptq_matmul(a, plain, config=cfg, deterministic=True), ref) < TOL
+
+
+@pytest.mark.parametrize("block_m, block_n, num_warps", [(128, 64, 4), (16, 256, 8)])
+def test_kernel_reads_part_or_several_of_the_repacked_blocks(block_m, block_n, num_warps):
+    # BLOCK_N = 64 reads half of a 128-column block, 256 two of them; N = 384 leaves a ragged 256 tile.
+    k, n = 384, 384
+    _, weight, _ = make_layer(k, n, 128, device=DEVICE)
+    a = activations(block_m + 3, k)
+    cfg = GPTQConfig(block_m=block_m, block_n=block_n, block_k=128, split_k=2, num_warps=num_warps, num_stages=2)
+    assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ dequantize(weight)) < TOL

@@ -1,6 +1,7 @@
 """Offline tuner for gptq_matmul: times candidate configs per (M bucket, K, N) on the GPU.
 
     python3 benchmarks/gptq/tune.py --out DIR [--budget-s 420] [--m 16 32 64 128] [--shapes 0 1 2 3 4]
+                                    [--extra] [--include BEST.json] [--candidates JSON]
 
 Every candidate is first checked against an fp32 reference (rel. error < 1e-2), then timed with
 triton.testing.do_bench (median; L2 flushed between runs, weight copies rotated). Writes
@@ -29,7 +30,8 @@ def candidates(m: int, extra: bool = False) -> list[GPTQConfig]:
 
     The swapped kernel keeps its weights in wgmma's register fragment only with 4 warps per 128
     rows of N (checked in the SASS: other shapes add a shared-memory round trip), hence the pairs.
-    ``extra`` is the second round: finer splits and register caps around the first round's winners.
+    ``extra`` is the second round: finer splits and register caps around the first round's winners
+    (M <= 16), and for M >= 32 the swapped kernel's tile shapes with and without scaling after the dot.
     """
     out = []
     if m <= 16 and not extra:
@@ -49,11 +51,22 @@ def candidates(m: int, extra: bool = False) -> list[GPTQConfig]:
                 if swap and bm > 64 or (split == 8 and m > 32) or (bm == 128 and bk == 128 and warps == 4):
                     continue
                 out.append(GPTQConfig(bm, bn, bk, 8, split, warps, 3, swap_ab=swap))
-    elif m > 64:
-        out += [GPTQConfig(128, 64, 128, 8, split, 4, 3, swap_ab=False) for split in (2, 4)]
-        out += [GPTQConfig(128, 128, 128, 8, split, 8, 4, swap_ab=False) for split in (1, 2, 4)]
-        out += [GPTQConfig(128, 128, 128, 8, split, 4, 3, swap_ab=True) for split in (1, 2, 4)]
+    else:
+        # Swapped kernel on the repacked weights (BLOCK_K = 128), scaling the weights or the MMA
+        # result: the first keeps the MMA asynchronous and needs fewer registers (more programs per SM).
+        bms = (m,) if m <= 64 else (64, 128)
+        for bm, bn, scale_after, stages, split in itertools.product(bms, (64, 128), (True, False), (2, 3),
+                                                                     (1, 2, 4, 8)):
+            if (bm == 64 and bn == 64 and m > 64) or (split == 8 and m > 64) or (split == 1 and m > 32):
+                continue
+            warps = 8 if bm == 128 and bn == 128 else 4
+            out.append(GPTQConfig(bm, bn, 128, 8, split, warps, stages, scale_after_dot=scale_after))
     return out
+
+
+def _json_list(text: str) -> list:
+    """A JSON list given inline or as the path of a file that holds it."""
+    return json.loads(text if text.lstrip().startswith("[") else Path(text).read_text())
 
 
 def main() -> int:
@@ -64,6 +77,9 @@ def main() -> int:
     parser.add_argument("--shapes", type=int, nargs="*", default=list(range(len(SHAPES))))
     parser.add_argument("--extra", action="store_true", help="second round: the extra candidates")
     parser.add_argument("--include", type=Path, help="a previous best.json whose winners compete again")
+    parser.add_argument("--candidates", type=_json_list,
+                        help="configs to time instead of the built-in lists: a JSON list or a file holding one, "
+                             'e.g. [{"block_m": 64, "split_k": 8}] (missing fields take GPTQConfig\'s defaults)')
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("tune.py needs a CUDA GPU; nothing to do.")
@@ -92,7 +108,8 @@ def main() -> int:
             again = [GPTQConfig(**previous[key]["cfg"])] if key in previous else []
             if m < 16 and f"16,{k},{n}" in previous:
                 again.append(GPTQConfig(**previous[f"16,{k},{n}"]["cfg"]))
-            for cfg in again + candidates(m, args.extra):
+            listed = [GPTQConfig(**c) for c in args.candidates] if args.candidates else candidates(m, args.extra)
+            for cfg in again + listed:
                 if time.time() - t_start > args.budget_s:
                     break
                 rec = {"m": m, "k": k, "n": n, "cfg": cfg.__dict__}

@@ -16,58 +16,60 @@ M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int, num_stages: int,
-         swap_ab: bool = True, maxnreg: int | None = None) -> GPTQConfig:
-    return GPTQConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=8, split_k=split_k,
-                      num_warps=num_warps, num_stages=num_stages, swap_ab=swap_ab, maxnreg=maxnreg)
+         swap_ab: bool = True, maxnreg: int | None = None, group_m: int = 8,
+         scale_after_dot: bool | None = None) -> GPTQConfig:
+    return GPTQConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m, split_k=split_k,
+                      num_warps=num_warps, num_stages=num_stages, swap_ab=swap_ab, maxnreg=maxnreg,
+                      scale_after_dot=scale_after_dot)
 
 
-# (M bucket, K, N) -> config: the winners of benchmarks/gptq/tune.py (two rounds) on an NVIDIA H100
-# 80GB HBM3, triton 3.6.0, G = 128; copied from results/h100_round2_tune/best.json (M = 128: see below). The comment is
-# the tuner's median time per call (CUDA-graph replays) at the M it was tuned at: M = 1 stands for
-# the buckets 1..8, M = 16 for 16 (BLOCK_M = 16 serves them all). _cfg(block_m, block_n, block_k,
-# split_k, num_warps, num_stages, ...). The M = 128 entries were re-tuned after the MMA-order repack
-# (results/h100_m128_swap): the swapped kernel with BLOCK_M = 64 won on four shapes.
+# (M bucket, K, N) -> config: the winners of benchmarks/gptq/tune.py on an NVIDIA H100 80GB HBM3,
+# triton 3.6.0, G = 128, after the repacking in natural K order (results/h100_natural_tune/best.json;
+# earlier rounds in results/). The comment is the tuner's median time per call (CUDA-graph replays) at
+# the M it was tuned at: M = 1 stands for the buckets 1..8 (BLOCK_M = 16 serves them all).
+# _cfg(block_m, block_n, block_k, split_k, num_warps, num_stages, ...). Every entry is the swapped kernel
+# on the repacked weights (BLOCK_K = 128).
 TUNED: dict[tuple[int, int, int], GPTQConfig] = {
-    (1, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
-    (2, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
-    (4, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
-    (8, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 9.3 us (M=1)
-    (16, 4096, 4096): _cfg(16, 128, 64, 16, 4, 3),  # 9.6 us (M=16)
-    (32, 4096, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 11.1 us (M=32)
-    (64, 4096, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 14.9 us (M=64)
-    (128, 4096, 4096): _cfg(64, 128, 128, 4, 4, 3),  # swapped, repacked: 17.3 us (M=128)
-    (1, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
-    (2, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
-    (4, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
-    (8, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 17.6 us (M=1)
-    (16, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 18.0 us (M=16)
-    (32, 4096, 11008): _cfg(32, 128, 128, 8, 4, 3),  # 24.9 us (M=32)
-    (64, 4096, 11008): _cfg(64, 128, 64, 4, 4, 3, swap_ab=False),  # 32.8 us (M=64)
-    (128, 4096, 11008): _cfg(64, 128, 128, 4, 4, 3),  # swapped, repacked: 42.4 us (M=128)
-    (1, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
-    (2, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
-    (4, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
-    (8, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 61.7 us (M=1)
-    (16, 8192, 28672): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 64.2 us (M=16)
-    (32, 8192, 28672): _cfg(32, 128, 128, 8, 4, 3),  # 90.5 us (M=32)
-    (64, 8192, 28672): _cfg(64, 128, 128, 1, 4, 3),  # 124.1 us (M=64)
-    (128, 8192, 28672): _cfg(64, 128, 128, 4, 4, 3),  # swapped, repacked: 190.0 us (M=128)
-    (1, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
-    (2, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
-    (4, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
-    (8, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3, maxnreg=128),  # 16.9 us (M=1)
-    (16, 11008, 4096): _cfg(16, 128, 64, 16, 4, 3),  # 17.0 us (M=16)
-    (32, 11008, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 21.1 us (M=32)
-    (64, 11008, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 32.2 us (M=64)
-    (128, 11008, 4096): _cfg(64, 128, 128, 4, 4, 3),  # swapped, repacked: 37.5 us (M=128)
-    (1, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
-    (2, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
-    (4, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
-    (8, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 59.3 us (M=1)
-    (16, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 61.9 us (M=16)
-    (32, 28672, 8192): _cfg(32, 128, 128, 4, 4, 3),  # 83.3 us (M=32)
-    (64, 28672, 8192): _cfg(64, 128, 128, 4, 4, 3),  # 110.1 us (M=64)
-    (128, 28672, 8192): _cfg(128, 128, 64, 4, 4, 3, swap_ab=False),  # 186.8 us (M=128); swapped: 162-178
+    (1, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
+    (2, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
+    (4, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
+    (8, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
+    (16, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 8.0 us (M=16)
+    (32, 4096, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 8.6 us (M=32)
+    (64, 4096, 4096): _cfg(64, 128, 128, 8, 4, 3),  # 10.0 us (M=64)
+    (128, 4096, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 13.1 us (M=128)
+    (1, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 13.2 us (M=1)
+    (2, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 13.2 us (M=1)
+    (4, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 13.2 us (M=1)
+    (8, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 13.2 us (M=1)
+    (16, 4096, 11008): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 13.3 us (M=16)
+    (32, 4096, 11008): _cfg(32, 128, 128, 4, 4, 3, scale_after_dot=False),  # 16.2 us (M=32)
+    (64, 4096, 11008): _cfg(64, 128, 128, 4, 4, 3, scale_after_dot=False),  # 19.1 us (M=64)
+    (128, 4096, 11008): _cfg(64, 128, 128, 2, 4, 3, scale_after_dot=False),  # 31.7 us (M=128)
+    (1, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 46.6 us (M=1)
+    (2, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 46.6 us (M=1)
+    (4, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 46.6 us (M=1)
+    (8, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 46.6 us (M=1)
+    (16, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 47.5 us (M=16)
+    (32, 8192, 28672): _cfg(32, 128, 128, 1, 4, 3),  # 53.9 us (M=32)
+    (64, 8192, 28672): _cfg(64, 128, 128, 2, 4, 3),  # 70.6 us (M=64)
+    (128, 8192, 28672): _cfg(64, 128, 128, 4, 4, 3),  # 132.1 us (M=128)
+    (1, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.1 us (M=1)
+    (2, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.1 us (M=1)
+    (4, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.1 us (M=1)
+    (8, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.1 us (M=1)
+    (16, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.3 us (M=16)
+    (32, 11008, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 14.4 us (M=32)
+    (64, 11008, 4096): _cfg(64, 128, 128, 8, 4, 3),  # 16.4 us (M=64)
+    (128, 11008, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 26.2 us (M=128)
+    (1, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 45.6 us (M=1)
+    (2, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 45.6 us (M=1)
+    (4, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 45.6 us (M=1)
+    (8, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 45.6 us (M=1)
+    (16, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 46.8 us (M=16)
+    (32, 28672, 8192): _cfg(32, 128, 128, 4, 4, 3),  # 51.5 us (M=32)
+    (64, 28672, 8192): _cfg(64, 128, 128, 4, 4, 3),  # 62.5 us (M=64)
+    (128, 28672, 8192): _cfg(64, 128, 128, 2, 4, 3),  # 116.5 us (M=128)
 }
 
 
@@ -97,12 +99,11 @@ def heuristic_config(m: int, k: int, n: int, group_size: int = 128) -> GPTQConfi
     """A config for any shape: a tile by M bucket, then split-K until about 4 programs per SM."""
     bucket = m_bucket(m)
     block_k = _block_k_for(k, group_size)
-    if bucket <= 64:
-        # Swapped kernel: weights in wgmma's register operand, scale applied to the MMA result.
-        cfg = GPTQConfig(block_m=max(16, bucket), block_n=128, block_k=block_k, num_warps=4, num_stages=3)
-    else:
-        # Dequantized W staged in shared memory and reused by 128 rows of A.
-        cfg = GPTQConfig(block_m=128, block_n=128, block_k=block_k, num_warps=8, num_stages=3, swap_ab=False)
+    # Swapped kernel: weights in wgmma's register operand. Up to 64 rows of A per tile (the measured
+    # winners at every M up to 128); from M = 64 on, scaling the weights keeps the MMA asynchronous.
+    block_m = min(64, max(16, bucket))
+    cfg = GPTQConfig(block_m=block_m, block_n=128, block_k=block_k, num_warps=4, num_stages=3,
+                     scale_after_dot=False if bucket >= 64 else None)
     tiles = triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n)
     target = 4 * _sm_count()
     split = 1

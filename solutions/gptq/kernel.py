@@ -10,26 +10,33 @@ order.
 Two kernels share the unpacking and dequantization helpers (design notes and measurements in
 benchmarks/gptq/NOTES.md):
 
-* ``_gptq_small_m_kernel`` (decode; ``swap_ab=True``) computes the transposed tile ``C^T = W^T @ A^T``: the
-  dequantized weights are the *first* MMA operand, which Hopper's wgmma reads straight from
-  registers, so W never goes through shared memory; only the small A tile does. The 8 nibbles of
-  a word are placed at the K positions that the wgmma register fragment gives the thread that
-  unpacked them (``_slots_to_mma_order``), and A's rows are put in the same order
-  (``_rows_to_mma_order``): a dot product does not care about the order of K as long as both
-  operands agree, and no layout conversion sits between the dequantization and the MMA. With
-  BLOCK_N = BLOCK_K = 128 it reads ``GPTQWeight.qweight_mma`` (``loader.repack_for_mma``): each K
-  step of a program is one contiguous 8 KB block, each thread's words one 16-byte vector.
-* ``_gptq_large_m_kernel`` (``swap_ab=False``; the tuned table picks it at M = 128 and for one
-  M = 64 shape) computes ``C = A @ W`` in natural K order; the dequantized W tile goes to shared
-  memory as wgmma's B operand and is reused by BLOCK_M rows of A.
+* ``_gptq_small_m_kernel`` (``swap_ab=True``; every entry of the tuned table, M = 1 to 128)
+  computes the transposed tile ``C^T = W^T @ A^T``: the dequantized weights are the *first* MMA
+  operand, which Hopper's wgmma reads straight from registers, so W never goes through shared
+  memory; only the A tile does. The 8 nibbles of a word are placed at the K positions that the
+  wgmma register fragment gives the thread that unpacked them (``_slots_to_mma_order``), so no
+  layout conversion sits between the dequantization and the MMA. On ``GPTQWeight.qweight_mma``
+  (``loader.repack_for_mma``, BLOCK_K = 128) each word already holds the rows of those positions,
+  A is used as stored, each K step of a program is one contiguous block and each thread's words
+  one 16-byte vector. On the plain ``qweight`` (word i holds rows 8i..8i+7) A's rows are permuted
+  to match (``_rows_to_mma_order``: a dot product does not care about the order of K as long as
+  both operands agree), at the cost of a shared-memory round trip of the A tile per step.
+* ``_gptq_large_m_kernel`` (``swap_ab=False``) computes ``C = A @ W`` in natural K order; the
+  dequantized W tile goes to shared memory as wgmma's B operand and is reused by BLOCK_M rows of
+  A. Since the natural-order repacking it is slower at every measured M <= 128 and no tuned
+  config picks it; it stays for ``swap_ab=False`` and larger M (prefill), where it is untuned.
 
-Dequantization on GPU is inline PTX on pairs: ``(w >> 4j) & 0x000F000F | 0x64006400`` turns
-nibbles j and j+4 into the fp16 pair (1024 + q_j, 1024 + q_j+4) and one ``sub.f16x2`` of
-(1024 + zero) leaves the exact integers (q - zero). Plain Triton's int -> fp16 conversion compiles
+Dequantization on GPU is inline PTX on pairs: ``w & 0x000F000F | 0x64006400`` turns nibbles 0 and
+4 into the fp16 pair (1024 + q_0, 1024 + q_4) and one ``sub.f16x2`` of (1024 + zero) leaves the exact
+integers (q - zero); the mask 0x00F000F0 gives (1024 + 16 q_1, 1024 + 16 q_5), which one ``fma.f16x2``
+by 1/16 minus (64 + zero) brings to the same integers, and ``w >> 8`` serves nibbles 2, 6, 3 and 7:
+one shift per word instead of three. Plain Triton's int -> fp16 conversion compiles
 to I2F (a quarter-rate pipe) plus sign extensions and byte permutes, about twice the instructions
 per weight in the SASS, and small M is bound by instruction issue as much as by memory. Where a
-K step lies in one group and 2 BLOCK_M <= BLOCK_K, the scale multiplies the step's fp32 MMA result
-(BLOCK_N x BLOCK_M products) instead of every weight (BLOCK_N x BLOCK_K / 2 ``mul.f16x2``).
+K step lies in one group the scale can multiply the step's fp32 MMA result (BLOCK_N x BLOCK_M
+products) instead of every weight (BLOCK_N x BLOCK_K / 2 ``mul.f16x2``; ``scale_after_dot``): fewer
+multiplies when 2 BLOCK_M <= BLOCK_K, but the MMA must finish first, while scaling the weights lets
+Triton issue the step's MMAs asynchronously.
 The interpreter and the general g_idx path run the same arithmetic in plain Triton.
 """
 
@@ -66,29 +73,34 @@ class GPTQConfig:
     ptx_dequant: bool = True
     swap_ab: bool = True
     maxnreg: int | None = None  # cap on registers per thread (more resident programs per SM)
+    # Scale the fp32 MMA result of a step instead of the weights (only where a step lies in one
+    # group). None: when that is fewer multiplies (2 BLOCK_M <= BLOCK_K). Scaling the result needs
+    # the MMA finished before the multiply, and a second accumulator's worth of registers.
+    scale_after_dot: bool | None = None
 
 
 # The PTX of _dequant_word_ptx, built once from its parts (the scaled variant only adds the mul
-# lines). lop3 with 0x64006400 puts nibble pairs into fp16 (1024 + q) halves, two lanes at a time.
+# lines). lop3 with 0x64006400 puts a nibble pair into fp16 halves, two lanes at a time: masked at
+# bits 0-3 (nibbles 0 and 4 of w, 2 and 6 of w >> 8) it gives 1024 + q, masked at bits 4-7 (nibbles
+# 1 and 5, 3 and 7) 1024 + 16 q, which one fma by 1/16 brings to 64 + q. Every step is exact.
 _UNPACK_PTX = """
-            .reg .b32 t0, t1, t2, t3, w1, w2, w3;
-            shr.u32 w1, $8, 4;
+            .reg .b32 t0, t1, t2, t3, w2, sixteenth;
+            mov.b32 sixteenth, 0x2C002C00;
             shr.u32 w2, $8, 8;
-            shr.u32 w3, $8, 12;
             lop3.b32 t0, $8, 0x000F000F, 0x64006400, 0xEA;
-            lop3.b32 t1, w1, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t1, $8, 0x00F000F0, 0x64006400, 0xEA;
             lop3.b32 t2, w2, 0x000F000F, 0x64006400, 0xEA;
-            lop3.b32 t3, w3, 0x000F000F, 0x64006400, 0xEA;
+            lop3.b32 t3, w2, 0x00F000F0, 0x64006400, 0xEA;
             sub.f16x2 t0, t0, $9;
-            sub.f16x2 t1, t1, $9;
+            fma.rn.f16x2 t1, t1, sixteenth, $10;
             sub.f16x2 t2, t2, $9;
-            sub.f16x2 t3, t3, $9;
+            fma.rn.f16x2 t3, t3, sixteenth, $10;
 """
 _SCALE_PTX = """
-            mul.f16x2 t0, t0, $10;
-            mul.f16x2 t1, t1, $10;
-            mul.f16x2 t2, t2, $10;
-            mul.f16x2 t3, t3, $10;
+            mul.f16x2 t0, t0, $11;
+            mul.f16x2 t1, t1, $11;
+            mul.f16x2 t2, t2, $11;
+            mul.f16x2 t3, t3, $11;
 """
 _WRITE_PTX = """
             mov.b32 {$0, $4}, t0;
@@ -101,31 +113,21 @@ DEQUANT_SCALED_PTX = tl.constexpr("{" + _UNPACK_PTX + _SCALE_PTX + _WRITE_PTX + 
 
 
 @triton.jit
-def _dequant_word_ptx(words, zero2, scale2, APPLY_SCALE: tl.constexpr):
-    """8 fp16 values per int32 word: ((1024 + q) - (1024 + zero)) [* scale], two lanes at a time.
+def _dequant_word_ptx(words, zero2, neg_zero2, scale2, APPLY_SCALE: tl.constexpr):
+    """8 fp16 values per int32 word, (q - zero) [* scale], two lanes at a time.
 
-    ``zero2`` holds fp16(1024 + zero) in both halves, ``scale2`` the fp16 scale in both halves
-    (unused without APPLY_SCALE: the caller scales the MMA result instead). Output j is nibble j
-    (row 8i + j of the word's 8 rows).
+    ``zero2`` holds fp16(1024 + zero) in both halves, ``neg_zero2`` fp16(-(64 + zero)) in both
+    halves, ``scale2`` the fp16 scale in both halves (unused without APPLY_SCALE: the caller scales
+    the MMA result instead). Output j is nibble j (row 8i + j of the word's 8 rows).
     """
-    if APPLY_SCALE:
-        return tl.inline_asm_elementwise(
-            asm=DEQUANT_SCALED_PTX,
-            constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r,r",
-            args=[words, zero2, scale2],
-            dtype=(tl.float16,) * 8,
-            is_pure=True,
-            pack=1,
-        )
-    else:
-        return tl.inline_asm_elementwise(
-            asm=DEQUANT_PTX,
-            constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r",
-            args=[words, zero2],
-            dtype=(tl.float16,) * 8,
-            is_pure=True,
-            pack=1,
-        )
+    return tl.inline_asm_elementwise(
+        asm=DEQUANT_SCALED_PTX if APPLY_SCALE else DEQUANT_PTX,
+        constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r,r,r",
+        args=[words, zero2, neg_zero2, scale2],
+        dtype=(tl.float16,) * 8,
+        is_pure=True,
+        pack=1,
+    )
 
 
 @triton.jit
@@ -184,8 +186,10 @@ def _dequant_words(words, zero, scale_bits, PTX_DEQUANT: tl.constexpr, APPLY_SCA
     ``zero`` includes the format's offset; ``scale_bits`` holds the fp16 scale's bits in an int32.
     """
     if PTX_DEQUANT:
-        # fp16(1024 + zero) is 0x6400 + zero (the spacing of fp16 at 1024 is 1).
-        x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_word_ptx(words, (0x6400 + zero) * 0x10001, scale_bits * 0x10001,
+        # fp16(1024 + zero) is 0x6400 + zero (the spacing of fp16 at 1024 is 1); fp16(-(64 + zero))
+        # is 0xD400 + 16 zero (sign bit set; the spacing at 64 is 1/16). Once per column, not per word.
+        x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_word_ptx(words, (0x6400 + zero) * 0x10001,
+                                                           (0xD400 + 16 * zero) * 0x10001, scale_bits * 0x10001,
                                                            APPLY_SCALE)
     else:
         scale = scale_bits.to(tl.int16).to(tl.float16, bitcast=True)
@@ -212,7 +216,7 @@ def _slots_to_rows(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_K: tl.constexpr, BLOCK_
 @triton.jit
 def _gptq_small_m_kernel(
     a_ptr, qweight_ptr, scales32_ptr, scales_ptr, qzeros_ptr, g_idx_ptr, a_perm_ptr, c_ptr,
-    M, N, K, group_size, k_per_split,
+    M, N, K, k_per_split,
     stride_am, stride_ak,
     stride_qk, stride_qn,
     stride_sg, stride_sn,  # fp16 scales (g_idx path)
@@ -230,6 +234,7 @@ def _gptq_small_m_kernel(
     EVEN_N: tl.constexpr,  # N % BLOCK_N == 0: no N masks
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    GROUP_SIZE: tl.constexpr,  # G: a constant, so k // G is a shift, not a division per step
     W_MMA: tl.constexpr = False,  # qweight_ptr is GPTQWeight.qweight_mma, see loader.repack_for_mma
 ):
     PACK: tl.constexpr = 8  # 4-bit values per int32 word
@@ -262,12 +267,20 @@ def _gptq_small_m_kernel(
     else:
         a_ptrs = a_ptr + offs_k[:, None] * stride_ak + offs_m[None, :] * stride_am
     if W_MMA:
-        # Repacked (loader.repack_for_mma): tile pid_n's step of 128 x 16 words is one contiguous
-        # 8 KB block (stride_qn: one N tile, stride_qk: 128 words per packed row of K), each row of
-        # N 16 words (64 bytes) in the order its threads consume them.
-        tl.static_assert(BLOCK_N == 128 and BLOCK_KW == 16, "the repacked weights come in 128 x 16-word blocks")
-        w_ptrs = (qweight_ptr + pid_n * stride_qn + (k_start // PACK) * stride_qk
-                  + tl.arange(0, BLOCK_N)[:, None] * BLOCK_KW + tl.arange(0, BLOCK_KW)[None, :])
+        # Repacked (loader.repack_for_mma): 128 columns x one K step of 128 rows are one contiguous
+        # 8 KB block (stride_qn: the next 128 columns, stride_qk: 128 words per packed row of K), each
+        # column 16 words (64 bytes) in the order its threads consume them. A tile of 64 columns reads
+        # half a block, a tile of 256 two blocks.
+        tl.static_assert(BLOCK_KW == 16 and (128 % BLOCK_N == 0 or BLOCK_N % 128 == 0),
+                         "the repacked weights come in blocks of 128 columns x 16 words")
+        n0 = pid_n * BLOCK_N
+        rows = tl.arange(0, BLOCK_N)
+        if BLOCK_N > 128:
+            row_offs = (rows // 128) * stride_qn + (rows % 128) * BLOCK_KW
+        else:
+            row_offs = rows * BLOCK_KW
+        w_ptrs = (qweight_ptr + (n0 // 128) * stride_qn + (n0 % 128) * BLOCK_KW + (k_start // PACK) * stride_qk
+                  + row_offs[:, None] + tl.arange(0, BLOCK_KW)[None, :])
     else:
         w_ptrs = qweight_ptr + offs_n[:, None] * stride_qn + offs_kw[None, :] * stride_qk
 
@@ -288,7 +301,10 @@ def _gptq_small_m_kernel(
             a_t = tl.load(a_ptr + a_rows[:, None] * stride_ak + offs_m[None, :] * stride_am, mask=a_mask, other=0.0)
         else:
             a_t = tl.load(a_ptrs, mask=a_mask, other=0.0)
-        a_t = _rows_to_mma_order(a_t, BLOCK_M, BLOCK_K)
+        if not W_MMA:
+            # Plain qweight: word i holds rows 8i..8i+7, which the fragment order scatters; A follows.
+            # (The repacked words already hold the rows that their fragment positions need.)
+            a_t = _rows_to_mma_order(a_t, BLOCK_M, BLOCK_K)
 
         # Whole words, contiguous along N: each byte of W is read from memory once.
         if EVEN_N and EVEN_K:
@@ -323,14 +339,14 @@ def _gptq_small_m_kernel(
             # G is a multiple of 8, so the 8 rows of a word share one group.
             if ONE_GROUP_PER_STEP:
                 # One group for the whole step: one row of zero points and scales (L1/L2 hits).
-                g = k0 // group_size
+                g = k0 // GROUP_SIZE
                 zw = tl.load(qzeros_ptr + g * stride_zg + (offs_n // PACK) * stride_zn, mask=n_in_bounds, other=0)
                 sw = tl.load(scales32_ptr + g * stride_s32g + offs_n // 2, mask=n_in_bounds, other=0)
                 zero = (((zw >> zero_shift) & 0xF) + ZERO_OFFSET)[:, None]
                 scale_bits = (sw >> scale_shift) & 0xFFFF
             else:
                 # Several groups per step (G < BLOCK_K): one group per word.
-                g = (offs_kw * PACK) // group_size
+                g = (offs_kw * PACK) // GROUP_SIZE
                 zs_mask = n_in_bounds[:, None] & kw_in_bounds[None, :]
                 zw = tl.load(qzeros_ptr + g[None, :] * stride_zg + (offs_n // PACK)[:, None] * stride_zn,
                              mask=zs_mask, other=0)
@@ -369,7 +385,7 @@ def _gptq_small_m_kernel(
 @triton.jit
 def _gptq_large_m_kernel(
     a_ptr, qweight_ptr, scales32_ptr, qzeros_ptr, a_perm_ptr, c_ptr,
-    M, N, K, group_size, k_per_split,
+    M, N, K, k_per_split,
     stride_am, stride_ak,
     stride_qk, stride_qn,
     stride_s32g,  # scales viewed as int32 pairs (N / 2 per group row), unit stride along N
@@ -385,6 +401,7 @@ def _gptq_large_m_kernel(
     EVEN_N: tl.constexpr,  # N % BLOCK_N == 0: no N masks
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    GROUP_SIZE: tl.constexpr,  # G: a constant, so k // G is a shift, not a division per step
 ):
     """C = A @ W for larger M: each dequantized W tile is staged in shared memory (wgmma's B operand)
     and reused by BLOCK_M rows of A; K stays in natural order, A streams straight into shared memory."""
@@ -430,13 +447,13 @@ def _gptq_large_m_kernel(
             words = tl.load(w_ptrs, mask=w_mask, other=0)
 
         if ONE_GROUP_PER_STEP:
-            g = k0 // group_size
+            g = k0 // GROUP_SIZE
             zw = tl.load(qzeros_ptr + g * stride_zg + (offs_n // PACK) * stride_zn, mask=n_in_bounds, other=0)
             sw = tl.load(scales32_ptr + g * stride_s32g + offs_n // 2, mask=n_in_bounds, other=0)
             zero = (((zw >> zero_shift) & 0xF) + ZERO_OFFSET)[None, :]
             scale_bits = (sw >> scale_shift) & 0xFFFF
         else:
-            g = (offs_kw * PACK) // group_size
+            g = (offs_kw * PACK) // GROUP_SIZE
             zs_mask = kw_in_bounds[:, None] & n_in_bounds[None, :]
             zw = tl.load(qzeros_ptr + g[:, None] * stride_zg + (offs_n // PACK)[None, :] * stride_zn,
                          mask=zs_mask, other=0)
@@ -564,13 +581,14 @@ def gptq_matmul(
         HAS_A_PERM=weight.a_perm is not None,
         ONE_GROUP_PER_STEP=one_group_per_step,
         # Scaling the MMA result costs BLOCK_M x BLOCK_N multiplies a step, scaling the weights
-        # BLOCK_K x BLOCK_N / 2 (half2): pick the cheaper where the step has one group.
-        SCALE_AFTER_DOT=one_group_per_step and not has_g_idx and 2 * cfg.block_m <= cfg.block_k,
+        # BLOCK_K x BLOCK_N / 2 (half2): by default the cheaper, where the step has one group.
+        SCALE_AFTER_DOT=one_group_per_step and not has_g_idx and (
+            cfg.scale_after_dot if cfg.scale_after_dot is not None else 2 * cfg.block_m <= cfg.block_k),
         PTX_DEQUANT=cfg.ptx_dequant and a.is_cuda and not has_g_idx,
         ATOMIC_OUT=atomic,
         EVEN_K=k % cfg.block_k == 0,
         EVEN_N=n % cfg.block_n == 0,
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m, GROUP_SIZE=g,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     if cfg.maxnreg is not None and a.is_cuda:
@@ -578,14 +596,15 @@ def gptq_matmul(
     grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n), splits)
     a_perm = weight.a_perm if weight.a_perm is not None else unused
     if swap_ab:
-        # The repacked copy comes in blocks of 128 columns x 128 rows of K: BLOCK_N = BLOCK_K = 128.
-        w_mma = weight.qweight_mma is not None and not has_g_idx and cfg.block_k == 128 and cfg.block_n == 128
+        # The repacked copy comes in blocks of 128 columns x 128 rows of K (BLOCK_K = 128).
+        w_mma = (weight.qweight_mma is not None and not has_g_idx and cfg.block_k == 128
+                 and (128 % cfg.block_n == 0 or cfg.block_n % 128 == 0))
         qw = weight.qweight_mma if w_mma else weight.qweight
         stride_qk, stride_qn = (128, qw.stride(0)) if w_mma else (qw.stride(0), qw.stride(1))
         _gptq_small_m_kernel[grid](
             a2, qw, scales32, scales, weight.qzeros,
             weight.g_idx if has_g_idx else unused, a_perm, c,
-            m, n, k, g, k_per_split,
+            m, n, k, k_per_split,
             a2.stride(0), a2.stride(1),
             stride_qk, stride_qn,
             scales.stride(0), scales.stride(1),
@@ -597,7 +616,7 @@ def gptq_matmul(
     else:
         _gptq_large_m_kernel[grid](
             a2, weight.qweight, scales32, weight.qzeros, a_perm, c,
-            m, n, k, g, k_per_split,
+            m, n, k, k_per_split,
             a2.stride(0), a2.stride(1),
             weight.qweight.stride(0), weight.qweight.stride(1),
             scales32.stride(0),

@@ -82,20 +82,25 @@ MMA_TILE = 128  # columns and rows of K per block of repack_for_mma
 
 def repack_for_mma(qweight: Tensor) -> Tensor:
     """qweight (K / 8, N) -> (N / 128, K / 128, 128, 16): one contiguous 8 KB block per 128 columns
-    x 128 rows of K (one K step of one program of the small-M kernel at BLOCK_N = BLOCK_K = 128);
-    in it column n's 16 words in the order its wgmma fragment consumes them: position 4l + c holds
-    word 4c + l. Needs K % 128 == 0 and N % 128 == 0.
+    x 128 rows of K (one K step of a program of the swapped kernel at BLOCK_K = 128), in which each
+    thread's nibbles sit where its wgmma register fragment wants them. Needs K % 128 == 0 and N % 128 == 0.
 
-    In the swapped kernel the thread with quad lane l dequantizes words l, l + 4, l + 8, l + 12 of
-    the step (``kernel._slots_to_mma_order``): stored this way they are adjacent, one 16-byte
-    cp.async and shared-memory read instead of four 4-byte ones, and a program's step is one
-    contiguous block of memory.
+    In the swapped kernel the thread with quad lane l of a warp holds, for every 32 rows of K, the
+    fp16 pairs at rows 32c + 16b2 + 8b1 + 2l + h (h, b1, b2 in {0, 1}; ``kernel._slots_to_mma_order``).
+    Here word 4c + l of a column's 16-word run is rebuilt from exactly those 8 rows: nibble
+    4h + 2b2 + b1 holds row 32c + 16b2 + 8b1 + 2l + h, so the dequantized fragment comes out in
+    natural K order and A is used as stored. The run is stored with position 4l + c holding word
+    4c + l: a thread's 4 words are one 16-byte cp.async and one shared-memory read.
     """
     kw, n = qweight.shape
-    _require(kw % (MMA_TILE // PACK) == 0 and n % MMA_TILE == 0,
-             f"repack_for_mma needs K and N multiples of {MMA_TILE}, got K={kw * PACK}, N={n}")
-    blocks = qweight.reshape(kw // 16, 4, 4, n // MMA_TILE, MMA_TILE)  # (kb, c, l, nb, n)
-    return blocks.permute(3, 0, 4, 2, 1).contiguous().reshape(n // MMA_TILE, kw // 16, MMA_TILE, 16)
+    k = kw * PACK
+    _require(k % MMA_TILE == 0 and n % MMA_TILE == 0,
+             f"repack_for_mma needs K and N multiples of {MMA_TILE}, got K={k}, N={n}")
+    q = unpack_int4_along_k(qweight).reshape(k // MMA_TILE, 4, 2, 2, 4, 2, n)  # (kb, c, b2, b1, l, h, n)
+    # New packed row of a block: 4l + c (its storage position); nibble: 4h + 2b2 + b1.
+    q = q.permute(0, 4, 1, 5, 2, 3, 6).reshape(k, n)
+    words = pack_int4_along_k(q).reshape(k // MMA_TILE, 16, n // MMA_TILE, MMA_TILE)  # (kb, 4l + c, nb, n)
+    return words.permute(2, 0, 3, 1).contiguous()
 
 
 def _require(cond: bool, message: str) -> None:
