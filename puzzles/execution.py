@@ -36,7 +36,7 @@ from puzzles.recording import _LIBRARY_DIRS, Recorder, Trace
 class KernelError:
     """Why a run did not finish, in words a learner can act on."""
 
-    kind: str  # "exception", "timeout", "crash", "signature", "spec"
+    kind: str  # "exception", "timeout", "crash", "signature", "spec", "rule"
     message: str
     line: int | None = None
     source: str = ""
@@ -195,6 +195,11 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     return KernelError("exception", f"{type(cause).__name__}: {message}", line, source, file_seen)
 
 
+def timeout_message(timeout: float) -> str:
+    """What a learner reads when a kernel is stopped (both ways of running it say the same)."""
+    return f"the kernel ran past its time limit of {timeout:g} s and was stopped"
+
+
 def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],
                        recorder: Recorder) -> KernelError | None:
     """Run under the interpreter with every access checked; return the error, if any."""
@@ -305,7 +310,7 @@ class _Reader:
                     return pickle.loads(data)
             left = deadline - time.monotonic()
             if left <= 0:
-                return "timeout", f"the kernel ran past its time limit of {timeout:g} s and was stopped"
+                return "timeout", timeout_message(timeout)
             ready, _, _ = select.select([self.fd], [], [], left)
             if ready:
                 chunk = os.read(self.fd, 1 << 20)

@@ -36,6 +36,7 @@ from puzzles.execution import (
     launch_interpreted,
     run_in_child,
     time_limit,
+    timeout_message,
     unwrap_kernel,
 )
 from puzzles.inputs import (
@@ -216,7 +217,29 @@ def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> Ke
         if param.name.startswith("B") and not _is_constexpr(param.annotation):
             return KernelError("signature", f"block size {param.name} must be declared `{param.name}: tl.constexpr` "
                                f"(tl.arange and block shapes need compile-time sizes){want}", *_def_line(fn))
-    return None
+    return _forbidden_call(fn, p) if p and p.forbidden_calls else None
+
+
+def _forbidden_call(fn: Callable[..., Any], p: Puzzle) -> KernelError | None:
+    """The first call in the kernel's own source to a function the puzzle's statement rules out."""
+    import ast
+    import linecache
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None  # no source to read: the result is still graded
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
+             in p.forbidden_calls]
+    if not calls:
+        return None
+    first = min(calls, key=lambda node: node.lineno)
+    name = first.func.attr if isinstance(first.func, ast.Attribute) else first.func.id
+    line, filename = fn.__code__.co_firstlineno + first.lineno - 1, fn.__code__.co_filename
+    return KernelError("rule", f"Puzzle {p.number} asks you not to use tl.{name} (its statement says why), and "
+                       f"{fn.__name__} calls it", line, linecache.getline(filename, line), filename)
 
 
 def _is_constexpr(annotation: Any) -> bool:
@@ -267,7 +290,7 @@ def _run_cases(kernel: Any, args_for: Callable, cases: list[_Case], timeout: flo
                 with time_limit(timeout):
                     runs.append(job())
                 if runs[-1].error is not None and runs[-1].error.kind == "timeout":
-                    runs[-1].error.message = f"the kernel ran past its time limit of {timeout:g} s and was stopped"
+                    runs[-1].error.message = timeout_message(timeout)
                     break
     outcomes = [_judge(case, run, kernel_file(kernel)) for case, run in zip(cases, runs, strict=False)]
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]

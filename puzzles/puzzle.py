@@ -62,6 +62,8 @@ class Puzzle:
     # kernels that accumulate into it with atomics), and unwritten elements are found from
     # the recorded stores instead.
     output_init: str = "poison"
+    # Triton functions the statement rules out (e.g. ("dot",)): the grader rejects a kernel that calls them.
+    forbidden_calls: tuple[str, ...] = ()
     # Speed (GPU only): the size of the performance challenge, and the FLOPs the problem needs
     # there (0 for a memory-bound puzzle); the fewest bytes come from the spec's shapes.
     perf_size: Sizes | None = None

@@ -444,3 +444,24 @@ def test_gptq_without_k_mask():
     result = grade(18, gptq_without_k_mask)
     assert result.first_failure.status == "out of bounds", str(result)
     assert _size(result)["K"] % _size(result)["BK"] != 0 and "out-of-bounds" in result.reason()
+
+
+@triton.jit
+def gemv_with_tl_dot(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    n = tl.program_id(0) * BN + tl.arange(0, BN)
+    acc = tl.zeros([16, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k = k0 + tl.arange(0, BK)
+        x = tl.load(x_ptr + k, mask=k < K, other=0.0).to(tl.float16)
+        rows = tl.zeros([16, BK], dtype=tl.float16) + x[None, :]  # the vector padded to 16 rows
+        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0)
+        acc = tl.dot(rows, w.to(tl.float16), acc)
+    tl.store(z_ptr + n, (tl.sum(acc, axis=0) / 16 * tl.load(scale_ptr)).to(tl.float16), mask=n < N)
+
+
+def test_gemv_with_tl_dot_is_rejected_where_the_statement_rules_it_out():
+    result = grade(15, gemv_with_tl_dot)
+    assert not result.passed and result.error is not None and result.error.kind == "rule", str(result)
+    assert "not to use tl.dot" in result.reason() and "tl.dot(rows" in result.error.source
+    assert result.error.line == gemv_with_tl_dot.fn.__code__.co_firstlineno + 9  # counted from the decorator
+    assert not result.outcomes  # rejected before running
