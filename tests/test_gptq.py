@@ -412,3 +412,15 @@ def test_kernel_reads_part_or_several_of_the_repacked_blocks(block_m, block_n, n
     a = activations(block_m + 3, k)
     cfg = GPTQConfig(block_m=block_m, block_n=block_n, block_k=128, split_k=2, num_warps=num_warps, num_stages=2)
     assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ dequantize(weight)) < TOL
+
+
+@pytest.mark.parametrize("group_size", [16, 32, 64])
+def test_repacked_weights_with_several_groups_per_step(group_size):
+    # BLOCK_K = 128 spans several groups: each word of the repacked copy holds rows from 32 consecutive
+    # rows of K, so it lies in one group only when G is a multiple of 32 (G = 16 must read qweight).
+    k, n = 384, 256
+    _, weight, _ = make_layer(k, n, group_size, device=DEVICE)
+    assert weight.qweight_mma is not None
+    a = activations(5, k)
+    cfg = GPTQConfig(block_m=16, block_n=128, block_k=128, split_k=1, num_stages=2)
+    assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ dequantize(weight)) < TOL

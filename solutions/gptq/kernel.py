@@ -180,6 +180,67 @@ def _tile_ids(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.co
 
 
 @triton.jit
+def _program_share(M, N, K, k_per_split, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                   GROUP_M: tl.constexpr):
+    """This program's tile and share of K: (pid_n, offs_m, offs_n, k_start, k_end, offs_k, offs_kw).
+
+    The share is [k_start, k_end); k_per_split is a multiple of BLOCK_K, so steps never straddle two
+    shares, and k_end also masks the ragged end of K. offs_k are the first step's rows, offs_kw its
+    packed rows (8 per int32 word).
+    """
+    pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k_start = tl.program_id(1) * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    offs_k = k_start + tl.arange(0, BLOCK_K)
+    offs_kw = k_start // 8 + tl.arange(0, BLOCK_K // 8)
+    return pid_n, offs_m, offs_n, k_start, k_end, offs_k, offs_kw
+
+
+@triton.jit
+def _column_shifts(offs_n):
+    """Where column n sits in its packed words: zero points are packed 8 per word along N (nibble
+    n % 8); scales are read as int32 pairs (a 4-byte cp.async can be pipelined, a 2-byte one cannot),
+    column n the low (even n) or high (odd n) half."""
+    return (offs_n % 8) * 4, (offs_n % 2) * 16
+
+
+@triton.jit
+def _step_zeros_scales(qzeros_ptr, scales32_ptr, k0, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift,
+                       scale_shift, stride_zg, stride_zn, stride_s32g, GROUP_SIZE: tl.constexpr,
+                       ZERO_OFFSET: tl.constexpr, ONE_GROUP_PER_STEP: tl.constexpr, N_FIRST: tl.constexpr):
+    """The zero points (offset included) and fp16 scale bits of one K step's groups.
+
+    Where the step lies in one group: one row of each (L1/L2 hits), zero shaped to broadcast over the
+    weight tile and scale_bits a vector over N. Else (G < BLOCK_K) one group per word, both shaped like
+    the tile: (BLOCK_N, words) with N_FIRST (the swapped kernel's W^T), (words, BLOCK_N) without.
+    """
+    if ONE_GROUP_PER_STEP:
+        g = k0 // GROUP_SIZE
+        zw = tl.load(qzeros_ptr + g * stride_zg + (offs_n // 8) * stride_zn, mask=n_in_bounds, other=0)
+        sw = tl.load(scales32_ptr + g * stride_s32g + offs_n // 2, mask=n_in_bounds, other=0)
+        zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
+        zero = zero[:, None] if N_FIRST else zero[None, :]
+        scale_bits = (sw >> scale_shift) & 0xFFFF
+    elif N_FIRST:
+        g = (offs_kw * 8) // GROUP_SIZE
+        mask = n_in_bounds[:, None] & kw_in_bounds[None, :]
+        zw = tl.load(qzeros_ptr + g[None, :] * stride_zg + (offs_n // 8)[:, None] * stride_zn, mask=mask, other=0)
+        sw = tl.load(scales32_ptr + g[None, :] * stride_s32g + (offs_n // 2)[:, None], mask=mask, other=0)
+        zero = ((zw >> zero_shift[:, None]) & 0xF) + ZERO_OFFSET
+        scale_bits = (sw >> scale_shift[:, None]) & 0xFFFF
+    else:
+        g = (offs_kw * 8) // GROUP_SIZE
+        mask = kw_in_bounds[:, None] & n_in_bounds[None, :]
+        zw = tl.load(qzeros_ptr + g[:, None] * stride_zg + (offs_n // 8)[None, :] * stride_zn, mask=mask, other=0)
+        sw = tl.load(scales32_ptr + g[:, None] * stride_s32g + (offs_n // 2)[None, :], mask=mask, other=0)
+        zero = ((zw >> zero_shift[None, :]) & 0xF) + ZERO_OFFSET
+        scale_bits = (sw >> scale_shift[None, :]) & 0xFFFF
+    return zero, scale_bits
+
+
+@triton.jit
 def _dequant_words(words, zero, scale_bits, PTX_DEQUANT: tl.constexpr, APPLY_SCALE: tl.constexpr):
     """The 8 nibbles of each word as fp16 (q - zero) [* scale]; output j holds row 8i + j.
 
@@ -241,27 +302,12 @@ def _gptq_small_m_kernel(
     BLOCK_KW: tl.constexpr = BLOCK_K // PACK  # packed rows per K step
     tl.static_assert(BLOCK_K % 32 == 0, "BLOCK_K must be a multiple of 32 (the MMA K order spans 32 rows)")
 
-    pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    pid_k = tl.program_id(1)
-
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    pid_n, offs_m, offs_n, k_start, k_end, offs_k, offs_kw = _program_share(M, N, K, k_per_split, BLOCK_M, BLOCK_N,
+                                                                            BLOCK_K, GROUP_M)
     m_in_bounds = offs_m < M
     n_in_bounds = offs_n < N
-    # Zero points are packed along N: column n is nibble n % 8 of word n // 8.
-    zero_shift = (offs_n % PACK) * 4
-    # Scales are read as int32 pairs (a 4-byte cp.async can be pipelined, a 2-byte one cannot):
-    # column n is the low (even n) or high (odd n) half of pair n // 2.
-    scale_shift = (offs_n % 2) * 16
-
-    # This program's share of K: [k_start, k_end). k_per_split is a multiple of BLOCK_K, so steps
-    # never straddle two shares; k_end also masks the ragged end of K.
-    k_start = pid_k * k_per_split
-    k_end = tl.minimum(k_start + k_per_split, K)
-
+    zero_shift, scale_shift = _column_shifts(offs_n)
     # Pointers advance by one step per iteration; only the ragged last step needs K masks.
-    offs_k = k_start + tl.arange(0, BLOCK_K)
-    offs_kw = k_start // PACK + tl.arange(0, BLOCK_KW)
     if HAS_A_PERM:
         a_perm_ptrs = a_perm_ptr + offs_k
     else:
@@ -337,22 +383,9 @@ def _gptq_small_m_kernel(
                                      scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
         else:
             # G is a multiple of 8, so the 8 rows of a word share one group.
-            if ONE_GROUP_PER_STEP:
-                # One group for the whole step: one row of zero points and scales (L1/L2 hits).
-                g = k0 // GROUP_SIZE
-                zw = tl.load(qzeros_ptr + g * stride_zg + (offs_n // PACK) * stride_zn, mask=n_in_bounds, other=0)
-                sw = tl.load(scales32_ptr + g * stride_s32g + offs_n // 2, mask=n_in_bounds, other=0)
-                zero = (((zw >> zero_shift) & 0xF) + ZERO_OFFSET)[:, None]
-                scale_bits = (sw >> scale_shift) & 0xFFFF
-            else:
-                # Several groups per step (G < BLOCK_K): one group per word.
-                g = (offs_kw * PACK) // GROUP_SIZE
-                zs_mask = n_in_bounds[:, None] & kw_in_bounds[None, :]
-                zw = tl.load(qzeros_ptr + g[None, :] * stride_zg + (offs_n // PACK)[:, None] * stride_zn,
-                             mask=zs_mask, other=0)
-                sw = tl.load(scales32_ptr + g[None, :] * stride_s32g + (offs_n // 2)[:, None], mask=zs_mask, other=0)
-                zero = ((zw >> zero_shift[:, None]) & 0xF) + ZERO_OFFSET
-                scale_bits = (sw >> scale_shift[:, None]) & 0xFFFF
+            zero, scale_bits = _step_zeros_scales(qzeros_ptr, scales32_ptr, k0, offs_kw, kw_in_bounds, offs_n,
+                                                  n_in_bounds, zero_shift, scale_shift, stride_zg, stride_zn,
+                                                  stride_s32g, GROUP_SIZE, ZERO_OFFSET, ONE_GROUP_PER_STEP, True)
             bits = scale_bits[:, None] if ONE_GROUP_PER_STEP else scale_bits
             x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, bits, PTX_DEQUANT, not SCALE_AFTER_DOT)
 
@@ -373,7 +406,7 @@ def _gptq_small_m_kernel(
             a_ptrs += BLOCK_K * stride_ak
         w_ptrs += BLOCK_KW * stride_qk
 
-    c_ptrs = c_ptr + pid_k * stride_cs + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
+    c_ptrs = c_ptr + tl.program_id(1) * stride_cs + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
     c_mask = n_in_bounds[:, None] & m_in_bounds[None, :]
     if ATOMIC_OUT:
         # Relaxed: only the sum matters; these adds order no other memory.
@@ -407,20 +440,11 @@ def _gptq_large_m_kernel(
     and reused by BLOCK_M rows of A; K stays in natural order, A streams straight into shared memory."""
     PACK: tl.constexpr = 8
     BLOCK_KW: tl.constexpr = BLOCK_K // PACK
-    pid_m, pid_n = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    pid_k = tl.program_id(1)
-
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    pid_n, offs_m, offs_n, k_start, k_end, offs_k, offs_kw = _program_share(M, N, K, k_per_split, BLOCK_M, BLOCK_N,
+                                                                            BLOCK_K, GROUP_M)
     m_in_bounds = offs_m < M
     n_in_bounds = offs_n < N
-    zero_shift = (offs_n % PACK) * 4
-    scale_shift = (offs_n % 2) * 16
-
-    k_start = pid_k * k_per_split
-    k_end = tl.minimum(k_start + k_per_split, K)
-    offs_k = k_start + tl.arange(0, BLOCK_K)
-    offs_kw = k_start // PACK + tl.arange(0, BLOCK_KW)
+    zero_shift, scale_shift = _column_shifts(offs_n)
     if HAS_A_PERM:
         a_perm_ptrs = a_perm_ptr + offs_k
     else:
@@ -446,20 +470,9 @@ def _gptq_large_m_kernel(
         else:
             words = tl.load(w_ptrs, mask=w_mask, other=0)
 
-        if ONE_GROUP_PER_STEP:
-            g = k0 // GROUP_SIZE
-            zw = tl.load(qzeros_ptr + g * stride_zg + (offs_n // PACK) * stride_zn, mask=n_in_bounds, other=0)
-            sw = tl.load(scales32_ptr + g * stride_s32g + offs_n // 2, mask=n_in_bounds, other=0)
-            zero = (((zw >> zero_shift) & 0xF) + ZERO_OFFSET)[None, :]
-            scale_bits = (sw >> scale_shift) & 0xFFFF
-        else:
-            g = (offs_kw * PACK) // GROUP_SIZE
-            zs_mask = kw_in_bounds[:, None] & n_in_bounds[None, :]
-            zw = tl.load(qzeros_ptr + g[:, None] * stride_zg + (offs_n // PACK)[None, :] * stride_zn,
-                         mask=zs_mask, other=0)
-            sw = tl.load(scales32_ptr + g[:, None] * stride_s32g + (offs_n // 2)[None, :], mask=zs_mask, other=0)
-            zero = ((zw >> zero_shift[None, :]) & 0xF) + ZERO_OFFSET
-            scale_bits = (sw >> scale_shift[None, :]) & 0xFFFF
+        zero, scale_bits = _step_zeros_scales(qzeros_ptr, scales32_ptr, k0, offs_kw, kw_in_bounds, offs_n,
+                                              n_in_bounds, zero_shift, scale_shift, stride_zg, stride_zn,
+                                              stride_s32g, GROUP_SIZE, ZERO_OFFSET, ONE_GROUP_PER_STEP, False)
         if SCALE_AFTER_DOT:
             x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, scale_bits, PTX_DEQUANT, False)
         else:
@@ -480,7 +493,7 @@ def _gptq_large_m_kernel(
             a_ptrs += BLOCK_K * stride_ak
         w_ptrs += BLOCK_KW * stride_qk
 
-    c_ptrs = c_ptr + pid_k * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_ptrs = c_ptr + tl.program_id(1) * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     c_mask = m_in_bounds[:, None] & n_in_bounds[None, :]
     if ATOMIC_OUT:
         tl.atomic_add(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask, sem="relaxed")
@@ -596,9 +609,10 @@ def gptq_matmul(
     grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n), splits)
     a_perm = weight.a_perm if weight.a_perm is not None else unused
     if swap_ab:
-        # The repacked copy comes in blocks of 128 columns x 128 rows of K (BLOCK_K = 128).
+        # The repacked copy comes in blocks of 128 columns x 128 rows of K (BLOCK_K = 128), and each
+        # of its words holds rows from 32 consecutive rows of K: one group only if 32 divides G.
         w_mma = (weight.qweight_mma is not None and not has_g_idx and cfg.block_k == 128
-                 and (128 % cfg.block_n == 0 or cfg.block_n % 128 == 0))
+                 and (128 % cfg.block_n == 0 or cfg.block_n % 128 == 0) and (g % 32 == 0 or g >= k))
         qw = weight.qweight_mma if w_mma else weight.qweight
         stride_qk, stride_qn = (128, qw.stride(0)) if w_mma else (qw.stride(0), qw.stride(1))
         _gptq_small_m_kernel[grid](
