@@ -241,6 +241,16 @@ def _step_zeros_scales(qzeros_ptr, scales32_ptr, k0, offs_kw, kw_in_bounds, offs
 
 
 @triton.jit
+def _write_tile(c_ptrs, acc, c_mask, ATOMIC_OUT: tl.constexpr):
+    """Store the fp32 tile in C's type, or add it with atomics (split-K shares)."""
+    if ATOMIC_OUT:
+        # Relaxed: only the sum matters; these adds order no other memory.
+        tl.atomic_add(c_ptrs, acc.to(c_ptrs.dtype.element_ty), mask=c_mask, sem="relaxed")
+    else:
+        tl.store(c_ptrs, acc.to(c_ptrs.dtype.element_ty), mask=c_mask)
+
+
+@triton.jit
 def _dequant_words(words, zero, scale_bits, PTX_DEQUANT: tl.constexpr, APPLY_SCALE: tl.constexpr):
     """The 8 nibbles of each word as fp16 (q - zero) [* scale]; output j holds row 8i + j.
 
@@ -407,12 +417,7 @@ def _gptq_small_m_kernel(
         w_ptrs += BLOCK_KW * stride_qk
 
     c_ptrs = c_ptr + tl.program_id(1) * stride_cs + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
-    c_mask = n_in_bounds[:, None] & m_in_bounds[None, :]
-    if ATOMIC_OUT:
-        # Relaxed: only the sum matters; these adds order no other memory.
-        tl.atomic_add(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask, sem="relaxed")
-    else:
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+    _write_tile(c_ptrs, acc, n_in_bounds[:, None] & m_in_bounds[None, :], ATOMIC_OUT)
 
 
 @triton.jit
@@ -494,11 +499,7 @@ def _gptq_large_m_kernel(
         w_ptrs += BLOCK_KW * stride_qk
 
     c_ptrs = c_ptr + tl.program_id(1) * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    c_mask = m_in_bounds[:, None] & n_in_bounds[None, :]
-    if ATOMIC_OUT:
-        tl.atomic_add(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask, sem="relaxed")
-    else:
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+    _write_tile(c_ptrs, acc, m_in_bounds[:, None] & n_in_bounds[None, :], ATOMIC_OUT)
 
 
 @triton.jit
