@@ -223,20 +223,21 @@ def _step_zeros_scales(qzeros_ptr, scales32_ptr, k0, offs_kw, kw_in_bounds, offs
         zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
         zero = zero[:, None] if N_FIRST else zero[None, :]
         scale_bits = (sw >> scale_shift) & 0xFFFF
-    elif N_FIRST:
-        g = (offs_kw * 8) // GROUP_SIZE
-        mask = n_in_bounds[:, None] & kw_in_bounds[None, :]
-        zw = tl.load(qzeros_ptr + g[None, :] * stride_zg + (offs_n // 8)[:, None] * stride_zn, mask=mask, other=0)
-        sw = tl.load(scales32_ptr + g[None, :] * stride_s32g + (offs_n // 2)[:, None], mask=mask, other=0)
-        zero = ((zw >> zero_shift[:, None]) & 0xF) + ZERO_OFFSET
-        scale_bits = (sw >> scale_shift[:, None]) & 0xFFFF
     else:
+        # The same loads for either orientation: only which axis is N and which the words differs.
         g = (offs_kw * 8) // GROUP_SIZE
-        mask = kw_in_bounds[:, None] & n_in_bounds[None, :]
-        zw = tl.load(qzeros_ptr + g[:, None] * stride_zg + (offs_n // 8)[None, :] * stride_zn, mask=mask, other=0)
-        sw = tl.load(scales32_ptr + g[:, None] * stride_s32g + (offs_n // 2)[None, :], mask=mask, other=0)
-        zero = ((zw >> zero_shift[None, :]) & 0xF) + ZERO_OFFSET
-        scale_bits = (sw >> scale_shift[None, :]) & 0xFFFF
+        if N_FIRST:
+            g, cols = g[None, :], offs_n[:, None]
+            zero_shift, scale_shift = zero_shift[:, None], scale_shift[:, None]
+            mask = n_in_bounds[:, None] & kw_in_bounds[None, :]
+        else:
+            g, cols = g[:, None], offs_n[None, :]
+            zero_shift, scale_shift = zero_shift[None, :], scale_shift[None, :]
+            mask = kw_in_bounds[:, None] & n_in_bounds[None, :]
+        zw = tl.load(qzeros_ptr + g * stride_zg + (cols // 8) * stride_zn, mask=mask, other=0)
+        sw = tl.load(scales32_ptr + g * stride_s32g + cols // 2, mask=mask, other=0)
+        zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
+        scale_bits = (sw >> scale_shift) & 0xFFFF
     return zero, scale_bits
 
 
