@@ -230,13 +230,14 @@ def _forbidden_call(fn: Callable[..., Any], p: Puzzle) -> KernelError | None:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return None  # no source to read: the result is still graded
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
-             and (node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None))
-             in p.forbidden_calls]
+    def called(node: ast.Call) -> str | None:  # `dot` for tl.dot(...) and for dot(...)
+        return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and called(node) in p.forbidden_calls]
     if not calls:
         return None
     first = min(calls, key=lambda node: node.lineno)
-    name = first.func.attr if isinstance(first.func, ast.Attribute) else first.func.id
+    name = called(first)
     line, filename = fn.__code__.co_firstlineno + first.lineno - 1, fn.__code__.co_filename
     return KernelError("rule", f"Puzzle {p.number} asks you not to use tl.{name} (its statement says why), and "
                        f"{fn.__name__} calls it", line, linecache.getline(filename, line), filename)
