@@ -91,6 +91,7 @@ def main() -> int:
     t_start = time.time()
     best: dict[str, dict] = {}
     previous = json.loads(args.include.read_text()) if args.include else {}
+    given = [GPTQConfig(**c) for c in args.candidates or []]
     layers: dict[tuple[int, int], tuple[list, torch.Tensor]] = {}
     for m in args.m:  # the most important bucket first: a spent budget cuts the tail
         for si in args.shapes:
@@ -108,8 +109,7 @@ def main() -> int:
             again = [GPTQConfig(**previous[key]["cfg"])] if key in previous else []
             if m < 16 and f"16,{k},{n}" in previous:
                 again.append(GPTQConfig(**previous[f"16,{k},{n}"]["cfg"]))
-            listed = [GPTQConfig(**c) for c in args.candidates] if args.candidates else candidates(m, args.extra)
-            for cfg in again + listed:
+            for cfg in again + (given or candidates(m, args.extra)):
                 if time.time() - t_start > args.budget_s:
                     break
                 rec = {"m": m, "k": k, "n": n, "cfg": cfg.__dict__}
