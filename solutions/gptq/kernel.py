@@ -118,7 +118,7 @@ def _dequant_word_ptx(words, zero2, neg_zero2, scale2, APPLY_SCALE: tl.constexpr
 
     ``zero2`` holds fp16(1024 + zero) in both halves, ``neg_zero2`` fp16(-(64 + zero)) in both
     halves, ``scale2`` the fp16 scale in both halves (unused without APPLY_SCALE: the caller scales
-    the MMA result instead). Output j is nibble j (row 8i + j of the word's 8 rows).
+    the MMA result instead). Output j is nibble j (row 8i + j of a plain qweight word i).
     """
     return tl.inline_asm_elementwise(
         asm=DEQUANT_SCALED_PTX if APPLY_SCALE else DEQUANT_PTX,
@@ -144,8 +144,10 @@ def _dequant_slot(words, SLOT: tl.constexpr, zero, scale, APPLY_SCALE: tl.conste
 def _slots_to_mma_order(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """Interleave 8 (BLOCK_N, BLOCK_K / 8) slot tensors into W^T (BLOCK_N, BLOCK_K) in MMA K order.
 
-    Word column i = 4c + l (l = i % 4) holds rows 32c + 8l + s, s = 4h + 2b2 + b1. It goes to K
-    position 32c + 16b2 + 8b1 + 2l + h: the 8 positions that the wgmma operand fragment gives the
+    Nibble s = 4h + 2b2 + b1 of word column i = 4c + l (l = i % 4) goes to K position
+    32c + 16b2 + 8b1 + 2l + h (in a plain qweight word that nibble is row 32c + 8l + s, so A is
+    permuted to match; a repacked word already holds row 32c + 16b2 + 8b1 + 2l + h there, so the
+    order is the natural one): the 8 positions that the wgmma operand fragment gives the
     thread with quad lane l across two k16 steps, with nibbles j and j+4 (the two fp16 halves the
     dequantization produces together) in adjacent positions.
     """
@@ -253,7 +255,7 @@ def _write_tile(c_ptrs, acc, c_mask, ATOMIC_OUT: tl.constexpr):
 
 @triton.jit
 def _dequant_words(words, zero, scale_bits, PTX_DEQUANT: tl.constexpr, APPLY_SCALE: tl.constexpr):
-    """The 8 nibbles of each word as fp16 (q - zero) [* scale]; output j holds row 8i + j.
+    """The 8 nibbles of each word as fp16 (q - zero) [* scale]; output j holds nibble j.
 
     ``zero`` includes the format's offset; ``scale_bits`` holds the fp16 scale's bits in an int32.
     """
