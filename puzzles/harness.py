@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from puzzles import catalog
+from puzzles import compile_check as _compile_check
 from puzzles.execution import (
     KernelError,
     RunOutput,
@@ -89,6 +90,7 @@ def test(
     record: bool = True,
     quiet: bool = False,
     perf: bool = False,
+    compile_check: bool | str = True,
 ) -> TestResult:
     """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
 
@@ -100,6 +102,8 @@ def test(
         process, so `breakpoint()` inside the kernel works.
     perf: on a GPU, once the kernel is right, time it at the puzzle's performance size and
         compare with this device's measured limits and with torch.
+    compile_check: without a GPU, also compile the kernel for real GPU targets (beside the
+        interpreted run) and fail it if it would not compile; "full" waits for the whole compile.
     """
     started = time.perf_counter()
     seed = random.randrange(1, 10**6) if seed is None else seed
@@ -122,7 +126,9 @@ def test(
         result.error = problem
     else:
         fn = _bind(kernel, spec)
+        check = None if on_gpu() else _compile_check.begin(kernel, fn, cases, found, compile_check)
         result.outcomes = _run_cases(kernel, fn, cases, timeout, isolate, record)
+        _compile_check.apply(check, result, started, compile_check)
         if found is None:
             result.notes.append("unknown puzzle: tested only the sizes given")
         if perf and result.passed:
