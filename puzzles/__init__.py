@@ -33,6 +33,13 @@ from puzzles.harness import on_gpu, test  # noqa: E402
 from puzzles.puzzle import Puzzle, cdiv  # noqa: E402
 from puzzles.result import TestResult  # noqa: E402
 
+if _os.environ.get("TRITON_INTERPRET") == "1":
+    # Load the GPU compiler in its worker now, while the learner reads: the first grading cell
+    # then finds it ready (see puzzles/compile_check.py; PUZZLES_COMPILE_CHECK=0 turns it off).
+    from puzzles import compile_check as _compile_check
+
+    _compile_check.warm_up()
+
 __all__ = [
     "PUZZLES",
     "Float32",

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERSION = 1  # bump when what the worker checks changes (invalidates the cache)
+VERSION = 2  # bump when what the worker checks changes (invalidates the cache)
 ALWAYS_TARGETS = (80, 90)  # A100 and H100 class
 T4 = 75  # Colab's free tier, where the puzzle allows it
 # Largest shared memory one block may use, per compute capability (bytes, opt-in limits).
@@ -231,6 +231,13 @@ class CompileReport:
     pending: list[str] = field(default_factory=list)  # what did not finish in time
 
 
+def _stable(spec: dict) -> list:
+    """The parts of a kernel's description that decide the verdict: not its file or lines, which
+    change each time a notebook cell is re-run (errors are stored relative to the `def`)."""
+    return sorted((e["name"], textwrap.dedent(e["source"]), e["globals"], e["future_annotations"])
+                  for e in spec["functions"].values())
+
+
 def _key(*parts: Any) -> str:
     import triton
 
@@ -248,11 +255,20 @@ def _cached(key: str) -> dict | None:
 class Check:
     """A compile check under way: `start()` hands it to the worker, `report()` collects it."""
 
-    def __init__(self, items: list[dict], results: dict[int, dict], job: int | None) -> None:
+    def __init__(self, spec: dict, items: list[dict], results: dict[int, dict], job: int | None) -> None:
+        self.spec = spec
         self.items = items
         self.results = results  # index -> verdict (from the cache or the worker)
         self.job = job
         self.started = time.perf_counter()
+
+    def _place(self, function: str | None, offset: int | None) -> tuple[int | None, str | None]:
+        """The file line of an error stored as (function, lines after its `def`)."""
+        entries = list(self.spec["functions"].values())
+        entry = next((e for e in entries if e["name"] == function), entries[0] if entries else None)
+        if entry is None or offset is None:
+            return None, entry["filename"] if entry else None
+        return entry["def_line"] + offset, entry["filename"]
 
     def report(self, wait_full: bool | float = False) -> CompileReport:
         """Wait for the front end always; for the full compile, as long as `wait_full` says
@@ -271,8 +287,9 @@ class Check:
                 continue
             if verdict.get("error"):
                 err = verdict["error"]
-                report.problems.append(CompileProblem(err["message"], item["target"], err.get("line"),
-                                                      err.get("filename"), item.get("size_index")))
+                line, filename = self._place(err.get("function"), err.get("offset"))
+                report.problems.append(CompileProblem(err["message"], item["target"], line, filename,
+                                                      item.get("size_index")))
             report.notes += [n for n in verdict.get("notes", []) if n not in report.notes]
         return report
 
@@ -296,7 +313,7 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
             return None
         stages = [("front", 80)] + ([("full", t) for t in targets_for(min_sm)] if index == 0 else [])
         for stage, target in stages:
-            key = _key(spec, argspec, stage, target)
+            key = _key(_stable(spec), argspec, stage, target)
             if key not in seen:
                 seen.add(key)
                 items.append({"stage": stage, "target": target, "args": argspec, "key": key, "size_index": index})
@@ -307,7 +324,7 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
             results[i] = hit
     todo = [i for i in range(len(items)) if i not in results]
     job = _worker().submit(spec, [(i, items[i]) for i in todo], str(cache_dir())) if todo else None
-    return Check(items, results, job)
+    return Check(spec, items, results, job)
 
 
 # -- into the verdict -------------------------------------------------------------------------------------
@@ -693,12 +710,10 @@ def _compilation_error(exc: Any, built: dict[str, Any]) -> dict:  # pragma: no c
     hint = _hint(message, at.node)
     if hint:
         message = f"{message} ({hint})"
-    if entry is not built["root_entry"] and len(mine) > 1:
-        outer = built["by_src"].get(mine[0].src, built["root_entry"])
-        call_line = getattr(mine[0].node, "lineno", None)
-        if call_line is not None:
-            message += f" [in {entry['name']}, called from line {outer['def_line'] + call_line - 1}]"
-    return {"message": message, "line": line, "filename": entry["filename"]}
+    if entry is not built["root_entry"]:
+        message += f" [in {entry['name']}, called from {built['root_entry']['name']}]"
+    offset = line - entry["def_line"] if line is not None else None
+    return {"message": message, "function": entry["name"], "offset": offset}
 
 
 def _hint(message: str, node: Any) -> str:
@@ -740,10 +755,11 @@ def _needs(compiled: Any, arch: int) -> list[str]:  # pragma: no cover - runs in
                 f.flush()
                 usage = subprocess.run([str(tool), "--dump-resource-usage", f.name], capture_output=True,
                                        text=True, timeout=30).stdout
-            local = re.search(r"LOCAL:(\d+)", usage)
-            if local and int(local.group(1)) > 0:
-                notes.append(f"on sm_{arch} the kernel spills registers ({local.group(1)} bytes of local memory per "
-                             "thread): it runs, but slower (smaller blocks help)")
+            # Spilled registers live on the thread's stack (Triton kernels use none otherwise).
+            stack = re.search(r"STACK:(\d+)", usage)
+            if stack and int(stack.group(1)) > 0:
+                notes.append(f"on sm_{arch} the kernel spills registers ({stack.group(1)} bytes of stack per "
+                             "thread): it runs, but slower (smaller blocks or more num_warps help)")
         except (OSError, subprocess.SubprocessError, ImportError):
             pass
     return notes

@@ -127,7 +127,7 @@ def grade(paths: list[Path], puzzles: list[Puzzle], timeout: float = 20.0, viz_d
         if is_starter(_kernel_source(origin, p.kernel_name), p):
             grades.append(Grade(p, "not attempted", "still the starter", origin))
             continue
-        result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout)
+        result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full")
         if viz_dir is not None:
             from puzzles import viz
 

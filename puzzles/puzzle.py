@@ -68,6 +68,9 @@ class Puzzle:
     # there (0 for a memory-bound puzzle); the fewest bytes come from the spec's shapes.
     perf_size: Sizes | None = None
     flops: Callable[[Sizes], int] | None = None
+    # The oldest GPU (compute capability x10) the puzzle's kernel must compile for, besides
+    # sm_80 and sm_90: 75 is Colab's free T4; raise it where the puzzle needs newer hardware.
+    min_sm: int = 75
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
