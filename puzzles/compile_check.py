@@ -346,6 +346,9 @@ def apply(check: Check | None, result: Any, started: float, flag: bool | str = T
         return
     import linecache
 
+    def where_of(target: int) -> str:
+        return "a GPU" if target in ALWAYS_TARGETS else f"sm_{target} (Colab's T4)"
+
     from puzzles.execution import KernelError
 
     wait_full: bool | float = True if flag == "full" else max(0.0, BUDGET - (time.perf_counter() - started))
@@ -356,7 +359,7 @@ def apply(check: Check | None, result: Any, started: float, flag: bool | str = T
     for problem in sorted(report.problems, key=lambda p: (p.target not in ALWAYS_TARGETS, p.size_index or 0)):
         key = (problem.message, problem.line)
         if key not in errors:
-            where = "a GPU" if problem.target in ALWAYS_TARGETS else f"sm_{problem.target} (Colab's T4)"
+            where = where_of(problem.target)
             source = linecache.getline(problem.filename, problem.line) if problem.filename and problem.line else ""
             errors[key] = KernelError("compile", f"runs in the interpreter but would not compile for {where}: "
                                       f"{problem.message}", problem.line, source, problem.filename)
@@ -364,9 +367,15 @@ def apply(check: Check | None, result: Any, started: float, flag: bool | str = T
         outcome = result.outcomes[problem.size_index or 0] if result.outcomes else None
         if outcome is None or outcome.status == "compile error":
             continue
-        # The compiler's message outranks an interpreter crash, not evidence of wrong values.
-        if outcome.status in ("passed", "error"):
+        if outcome.status == "passed":
             outcome.status, outcome.error, outcome.status_map = "compile error", error, None
+        elif outcome.status == "error" and outcome.error is not None:
+            # The interpreter failed too: keep its message where it says the same thing; otherwise
+            # the compiler's (clearer, with what to write instead) replaces it.
+            if problem.message.split(" (")[0] not in outcome.error.message:
+                outcome.status, outcome.status_map = "compile error", None
+                outcome.error = KernelError("compile", f"would not compile for {where_of(problem.target)}: "
+                                            f"{problem.message}", error.line, error.source, error.filename)
         else:
             text = error.describe().replace("\n  ", " ")
             if text not in unplaced:
