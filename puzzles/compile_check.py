@@ -417,7 +417,7 @@ class _Worker:
         with self.lock:
             self.next_job += 1
             job = self.next_job
-        data = pickle.dumps({"job": job, "spec": spec, "items": items, "cache": cache})
+        data = pickle.dumps({"job": job, "spec": spec, "items": items, "cache": cache, "path": list(sys.path)})
         try:
             self.proc.stdin.write(len(data).to_bytes(8, "little") + data)
             self.proc.stdin.flush()
@@ -535,10 +535,13 @@ def _worker_main() -> None:  # pragma: no cover - runs in the worker process
         try:
             if job not in built:
                 built.clear()
+                for entry in request.get("path", []):  # the learner's own modules, as the grader sees them
+                    if entry not in sys.path:
+                        sys.path.append(entry)
                 built[job] = _rebuild(request["spec"])
             verdict = _check(built[job], item)
-        except Exception as exc:  # noqa: BLE001 - never let the worker die on a kernel
-            verdict = {"error": {"message": f"{type(exc).__name__}: {exc}"}}
+        except Exception as exc:  # noqa: BLE001 - a kernel this check cannot rebuild is not failed for it
+            verdict = {"skipped": f"{type(exc).__name__}: {exc}", "transient": True}
         if not verdict.get("transient"):
             _store(request["cache"], item["key"], verdict)
         data = pickle.dumps({"job": job, "index": index, "verdict": verdict})
@@ -588,6 +591,7 @@ def _rebuild(spec: dict) -> dict[str, Any]:  # pragma: no cover - runs in the wo
     import triton
 
     jitted: dict[str, Any] = {}
+    files: dict[str, list[str]] = {}
 
     class Opaque:  # stands for a global the compiler must not accept
         def __init__(self, name: str) -> None:
@@ -631,11 +635,13 @@ def _rebuild(spec: dict) -> dict[str, Any]:  # pragma: no cover - runs in the wo
         for name, value in entry["globals"].items():
             scope[name] = decode(value)
         filename, first = entry["filename"], entry["first_line"]
-        text = "\n" * (first - 1) + entry["source"]
-        known = linecache.cache.get(filename)
-        if known is None or "".join(known[2]).splitlines()[first - 1 : first - 1 + entry["source"].count("\n")] \
-                != entry["source"].splitlines():
-            linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        # Triton reads a function's source through linecache: give it each function at its own
+        # lines of its file (several functions of one file or cell share the entry).
+        lines = files.setdefault(filename, [])
+        own = entry["source"].splitlines(True)
+        lines += ["\n"] * max(0, first - 1 + len(own) - len(lines))
+        lines[first - 1 : first - 1 + len(own)] = own
+        linecache.cache[filename] = (sum(map(len, lines)), None, list(lines), filename)
         tree = ast.parse(textwrap.dedent(entry["source"]))
         func = tree.body[0]
         func.decorator_list = []  # autotune, heuristics, jit: the check compiles the function itself
@@ -686,7 +692,7 @@ def _check(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover - run
     from triton.compiler.errors import CompilationError
 
     fn = built["root"]
-    signature, constexprs = _signature(fn, item["args"])
+    signature, constexprs = _signature(fn, item["args"])  # raises (skipped) when an argument is unknown
     target = GPUTarget("cuda", item["target"], 32)
     src = ASTSource(fn, signature, constexprs)
     try:

@@ -80,3 +80,15 @@ def add_mask2_kernel_good_helper(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
     x = tl.load(x_ptr + offsets, mask=offsets < N0)
     tl.store(z_ptr + offsets, _plus_offset(x), mask=offsets < N0)
+
+
+from puzzles import breakpoint_if, print_if  # noqa: E402 - the course's debugging helpers
+
+
+@triton.jit
+def add_mask2_kernel_debugging(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    print_if("offsets", offsets, pid_0=[1])
+    breakpoint_if(pid_0=[99])
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)

@@ -116,3 +116,8 @@ def test_grade_fails_an_interpreter_only_kernel(tmp_path):
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "BAD_LINE" in text)
     assert f"at line {line}:" in g.reason
     linecache.checkcache(str(path))
+
+
+def test_the_courses_debugging_helpers_compile_to_nothing():
+    result = test(ck.add_mask2_kernel_debugging, puzzle=2, quiet=True, compile_check="full")
+    assert result.passed, str(result)
