@@ -226,7 +226,7 @@ class CompileProblem:
     target: int
     line: int | None = None
     filename: str | None = None
-    size_index: int | None = None
+    sizes: list[int] = field(default_factory=list)  # indices of the tested sizes it fails
 
 
 @dataclass
@@ -239,8 +239,13 @@ class CompileReport:
 def _stable(spec: dict) -> list:
     """The parts of a kernel's description that decide the verdict: not its file or lines, which
     change each time a notebook cell is re-run (errors are stored relative to the `def`)."""
-    return sorted((e["name"], textwrap.dedent(e["source"]), e["globals"], e["future_annotations"])
-                  for e in spec["functions"].values())
+    names = {key: e["name"] for key, e in spec["functions"].items()}
+
+    def stable(value: tuple) -> tuple:
+        return ("jit", names[value[1]]) if value[0] == "jit" else value
+
+    return sorted((e["name"], textwrap.dedent(e["source"]), {n: stable(v) for n, v in e["globals"].items()},
+                   e["future_annotations"]) for e in spec["functions"].values())
 
 
 def _key(*parts: Any) -> str:
@@ -294,7 +299,7 @@ class Check:
                 err = verdict["error"]
                 line, filename = self._place(err.get("function"), err.get("offset"))
                 report.problems.append(CompileProblem(err["message"], item["target"], line, filename,
-                                                      item.get("size_index")))
+                                                      list(item["sizes"])))
             report.notes += [n for n in verdict.get("notes", []) if n not in report.notes]
         return report
 
@@ -312,18 +317,19 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
     signature = inspect.signature(fn).parameters
     params = list(signature)
     plain_ints = frozenset(n for n, p in signature.items() if p.annotation is inspect.Parameter.empty)
-    items: list[dict] = []
-    seen: set[str] = set()
+    by_key: dict[str, dict] = {}  # sizes that compile alike share one check
+    stable = _stable(spec)
     for index, (args, kwargs) in enumerate(calls):
         argspec = describe_args(args, kwargs, params, plain_ints)
         if argspec is None:
             return None
         stages = [("front", 80)] + ([("full", t) for t in targets_for(min_sm)] if index == 0 else [])
         for stage, target in stages:
-            key = _key(_stable(spec), argspec, stage, target)
-            if key not in seen:
-                seen.add(key)
-                items.append({"stage": stage, "target": target, "args": argspec, "key": key, "size_index": index})
+            key = _key(stable, argspec, stage, target)
+            item = by_key.setdefault(key, {"stage": stage, "target": target, "args": argspec, "key": key,
+                                           "sizes": []})
+            item["sizes"].append(index)
+    items = list(by_key.values())
     results = {}
     for i, item in enumerate(items):
         hit = _cached(item["key"])
@@ -363,35 +369,43 @@ def apply(check: Check | None, result: Any, started: float, flag: bool | str = T
     errors: dict[tuple[str, int | None], KernelError] = {}
     unplaced: list[str] = []
     # One wording per distinct error: the GPU targets of every course first, then the T4.
-    for problem in sorted(report.problems, key=lambda p: (p.target not in ALWAYS_TARGETS, p.size_index or 0)):
+    for problem in sorted(report.problems, key=lambda p: (p.target not in ALWAYS_TARGETS, p.sizes)):
         key = (problem.message, problem.line)
         if key not in errors:
             where = where_of(problem.target)
             source = linecache.getline(problem.filename, problem.line) if problem.filename and problem.line else ""
             errors[key] = KernelError("compile", f"runs in the interpreter but would not compile for {where}: "
                                       f"{problem.message}", problem.line, source, problem.filename)
-        error = errors[key]
-        outcome = result.outcomes[problem.size_index or 0] if result.outcomes else None
-        if outcome is None or outcome.status == "compile error":
-            continue
-        if outcome.status == "passed":
-            outcome.status, outcome.error, outcome.status_map = "compile error", error, None
-        elif outcome.status == "error" and outcome.error is not None:
-            # The interpreter failed too: keep its message where it says the same thing; otherwise
-            # the compiler's (clearer, with what to write instead) replaces it.
-            if problem.message.split(" (")[0] not in outcome.error.message:
-                outcome.status, outcome.status_map = "compile error", None
-                outcome.error = KernelError("compile", f"would not compile for {where_of(problem.target)}: "
-                                            f"{problem.message}", error.line, error.source, error.filename)
-        else:
-            text = error.describe().replace("\n  ", " ")
-            if text not in unplaced:
-                unplaced.append(text)
+        for index in problem.sizes:
+            if index < len(result.outcomes):
+                _fail(result.outcomes[index], problem, errors[key], where_of(problem.target), unplaced)
     result.notes += [n for n in unplaced if n not in result.notes]
     result.notes += [n for n in report.notes if n not in result.notes]
     if report.pending:
         result.notes.append(f"the compile for {', '.join(sorted(set(report.pending)))} was still running when the "
                             "cell's time was up; run the cell again for its verdict (`python -m puzzles grade` waits)")
+
+
+def _fail(outcome: Any, problem: CompileProblem, error: Any, where: str, unplaced: list[str]) -> None:
+    """A compile failure at one size: it fails a size the interpreter passed; where the interpreter
+    failed too, the more telling message stands; evidence of wrong values stays, with a note."""
+    from puzzles.execution import KernelError
+
+    if outcome.status == "compile error":
+        return
+    if outcome.status == "passed":
+        outcome.status, outcome.error, outcome.status_map = "compile error", error, None
+    elif outcome.status == "error" and outcome.error is not None:
+        # The interpreter failed too: keep its message where it says the same thing; otherwise
+        # the compiler's (clearer, with what to write instead) replaces it.
+        if problem.message.split(" (")[0] not in outcome.error.message:
+            outcome.status, outcome.status_map = "compile error", None
+            outcome.error = KernelError("compile", f"would not compile for {where}: "
+                                        f"{problem.message}", error.line, error.source, error.filename)
+    else:
+        text = error.describe().replace("\n  ", " ")
+        if text not in unplaced:
+            unplaced.append(text)
 
 
 # -- the worker process, seen from the grader ---------------------------------------------------------------

@@ -121,3 +121,14 @@ def test_grade_fails_an_interpreter_only_kernel(tmp_path):
 def test_the_courses_debugging_helpers_compile_to_nothing():
     result = test(ck.add_mask2_kernel_debugging, puzzle=2, quiet=True, compile_check="full")
     assert result.passed, str(result)
+
+
+def test_sizes_that_compile_alike_share_one_check_and_all_fail():
+    sizes = [{"N0": 4, "N1": 32, "T": 200, "B0": 1, "B1": 32}, {"N0": 5, "N1": 32, "T": 77, "B0": 1, "B1": 32}]
+    p = catalog.get(7)
+    kernel = ck.sum_kernel_dynamic_arange
+    args_for = _bind(kernel, p.spec)
+    check = compile_check.start(kernel, [args_for(_make_case(p.spec, p, s, 1, 1.0)) for s in sizes])
+    assert [item["sizes"] for item in check.items if item["stage"] == "front"] == [[0, 1]]
+    result = test(kernel, puzzle=7, sizes=sizes, quiet=True)
+    assert [o.status for o in result.outcomes] == ["compile error", "compile error"], str(result)
