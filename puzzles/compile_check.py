@@ -423,6 +423,20 @@ class _Worker:
         self.next_job = 0
         self.dead = False
         threading.Thread(target=self._read, daemon=True).start()
+        import atexit
+
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        """Stop the worker with this process (whatever it was compiling is not needed any more)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
 
     def alive(self) -> bool:
         return not self.dead and self.proc.poll() is None
