@@ -38,12 +38,12 @@ from puzzles import test, catalog, compile_check
 ok = all(test(p.reference(), p.spec, quiet=True).passed for p in catalog.all_puzzles() if p.number <= 12)
 wall = time.perf_counter() - t0
 peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-worker = compile_check._WORKER  # still running: not in RUSAGE_CHILDREN
-try:
-    status = open(f"/proc/{worker.proc.pid}/status").read()
-    peak = max(peak, int(status.split("VmHWM:")[1].split()[0]))
-except Exception:
-    pass
+for worker in compile_check._WORKERS.values():  # still running: not in RUSAGE_CHILDREN
+    try:
+        status = open(f"/proc/{worker.proc.pid}/status").read()
+        peak = max(peak, int(status.split("VmHWM:")[1].split()[0]))
+    except Exception:
+        pass
 print(ok, wall, peak)
 """
 

@@ -265,11 +265,11 @@ def _cached(key: str) -> dict | None:
 class Check:
     """A compile check under way: `start()` hands it to the worker, `report()` collects it."""
 
-    def __init__(self, spec: dict, items: list[dict], results: dict[int, dict], job: int | None) -> None:
+    def __init__(self, spec: dict, items: list[dict], results: dict[int, dict], jobs: dict[str, int]) -> None:
         self.spec = spec
         self.items = items
-        self.results = results  # index -> verdict (from the cache or the worker)
-        self.job = job
+        self.results = results  # index -> verdict (from the cache or the workers)
+        self.jobs = jobs  # worker kind -> its job number, for the items not in the cache
         self.started = time.perf_counter()
 
     def _place(self, function: str | None, offset: int | None) -> tuple[int | None, str | None]:
@@ -285,10 +285,11 @@ class Check:
         (True: until done; a number: that many seconds at most)."""
         front = [i for i, it in enumerate(self.items) if it["stage"] == "front"]
         full = [i for i, it in enumerate(self.items) if it["stage"] == "full"]
-        if self.job is not None:
-            _worker().wait(self.job, front, FRONT_WAIT, self.results)
+        if "front" in self.jobs:
+            _worker("front").wait(self.jobs["front"], front, FRONT_WAIT, self.results)
+        if "full" in self.jobs:
             limit = 3600.0 if wait_full is True else float(wait_full or 0.0)
-            _worker().wait(self.job, full, limit, self.results)
+            _worker("full").wait(self.jobs["full"], full, limit, self.results)
         report = CompileReport()
         for i, item in enumerate(self.items):
             verdict = self.results.get(i)
@@ -336,8 +337,12 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
         if hit is not None:
             results[i] = hit
     todo = [i for i in range(len(items)) if i not in results]
-    job = _worker().submit(spec, [(i, items[i]) for i in todo], str(cache_dir())) if todo else None
-    return Check(spec, items, results, job)
+    jobs = {}
+    for kind in ("front", "full"):
+        mine = [(i, items[i]) for i in todo if items[i]["stage"] == kind]
+        if mine:
+            jobs[kind] = _worker(kind).submit(spec, mine, str(cache_dir()))
+    return Check(spec, items, results, jobs)
 
 
 # -- into the verdict -------------------------------------------------------------------------------------
@@ -412,8 +417,12 @@ def _fail(outcome: Any, problem: CompileProblem, error: Any, where: str, unplace
 
 
 class _Worker:
-    def __init__(self) -> None:
-        env = dict(os.environ, TRITON_INTERPRET="0")
+    """One compiler process. Two run: one for the front ends, which a grading cell waits for, and
+    one, at a lower CPU priority, for the full compiles, which may take seconds (or a minute for
+    a kernel with huge blocks) and must never hold up the next cell's front end."""
+
+    def __init__(self, kind: str) -> None:
+        env = dict(os.environ, TRITON_INTERPRET="0", PUZZLES_COMPILE_WORKER=kind)
         env.pop("PYTHONSTARTUP", None)
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", f"import runpy; runpy.run_path({str(Path(__file__))!r}, run_name='__main__')"],
@@ -480,24 +489,27 @@ class _Worker:
                 self.lock.wait(left)
 
 
-_WORKER: _Worker | None = None
+_WORKERS: dict[str, _Worker] = {}
 
 
-def _worker() -> _Worker:
-    global _WORKER
-    if _WORKER is None or not _WORKER.alive():
-        _WORKER = _Worker()
-    return _WORKER
+def _worker(kind: str) -> _Worker:
+    if kind not in _WORKERS or not _WORKERS[kind].alive():
+        _WORKERS[kind] = _Worker(kind)
+    return _WORKERS[kind]
 
 
 def wait_idle(seconds: float = 600.0) -> bool:
     """Wait until the worker has loaded the compiler and finished every check it was given
     (benchmarks and tests use it; grading never needs to). False if it did not in time."""
-    worker = _worker()
-    job = worker.submit({}, [(0, {"stage": "ping"})], str(cache_dir()))
-    got: dict[int, dict] = {}
-    worker.wait(job, [0], seconds, got)
-    return 0 in got
+    deadline = time.monotonic() + seconds
+    done = True
+    for kind in ("front", "full"):
+        worker = _worker(kind)
+        job = worker.submit({}, [(0, {"stage": "ping"})], str(cache_dir()))
+        got: dict[int, dict] = {}
+        worker.wait(job, [0], max(0.0, deadline - time.monotonic()), got)
+        done = done and 0 in got
+    return done
 
 
 start_worker_and_wait = wait_idle
@@ -506,7 +518,8 @@ start_worker_and_wait = wait_idle
 def warm_up() -> None:
     """Start the worker now (it loads the compiler in the background)."""
     if enabled():
-        _worker()
+        _worker("front")
+        _worker("full")
 
 
 # -- inside the worker ---------------------------------------------------------------------------------------
@@ -517,11 +530,13 @@ def _worker_main() -> None:  # pragma: no cover - runs in the worker process
 
     import triton  # noqa: F401 - loads the compiler (with TRITON_INTERPRET=0)
 
-    # The learner waits for the interpreted run first: let it have the CPU when both want it.
-    try:
-        os.nice(10)
-    except OSError:
-        pass
+    kind = os.environ.get("PUZZLES_COMPILE_WORKER", "full")
+    if kind == "full":
+        # The learner waits for the interpreted run and the front end: let them have the CPU.
+        try:
+            os.nice(10)
+        except OSError:
+            pass
 
     inbox: queue.Queue = queue.Queue()
 
@@ -539,7 +554,7 @@ def _worker_main() -> None:  # pragma: no cover - runs in the worker process
     sys.stdout = sys.stderr  # Triton prints on failures; keep the reply stream clean
     pending: list[tuple[int, dict, dict, int, dict]] = []  # (job, request, builder, index, item)
     built: dict[int, Any] = {}
-    _warm_compiler()
+    _warm_compiler(full=kind == "full")
     while True:
         block = not pending
         while True:
@@ -577,8 +592,9 @@ def _worker_main() -> None:  # pragma: no cover - runs in the worker process
         out.flush()
 
 
-def _warm_compiler() -> None:  # pragma: no cover - runs in the worker process
-    """Compile a trivial kernel once: the first compile in a process pays for loading LLVM."""
+def _warm_compiler(full: bool) -> None:  # pragma: no cover - runs in the worker process
+    """Compile a trivial kernel once: the first compile in a process pays for loading MLIR and
+    LLVM (Triton's cache would answer a full compile without compiling: bypass it)."""
     import tempfile
 
     import triton
@@ -595,8 +611,16 @@ def _warm_compiler() -> None:  # pragma: no cover - runs in the worker process
         linecache.cache[str(path)] = (len(source), None, source.splitlines(True), str(path))
         scope: dict[str, Any] = {"triton": triton, "tl": tl, "__name__": "_warm"}
         exec(compile(source, str(path), "exec"), scope)
-        triton.compile(ASTSource(scope["_warm"], {"x": "*i32", "B": "constexpr"}, {"B": 16}),
-                       target=GPUTarget("cuda", 80, 32))
+        src = ASTSource(scope["_warm"], {"x": "*i32", "B": "constexpr"}, {"B": 16})
+        if not full:
+            _front_end(src, GPUTarget("cuda", 80, 32))
+            return
+        saved = triton.knobs.compilation.always_compile
+        triton.knobs.compilation.always_compile = True
+        try:
+            triton.compile(src, target=GPUTarget("cuda", 80, 32))
+        finally:
+            triton.knobs.compilation.always_compile = saved
     except Exception:  # noqa: BLE001 - only a warm-up
         pass
 
