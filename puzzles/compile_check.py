@@ -11,11 +11,13 @@ the kernel for sm_80 and sm_90 (and sm_75, Colab's free T4, where the puzzle all
 - the whole compile (down to a cubin, through ptxas) at the canonical size, per target, which
   also tells the shared memory and the register spills the kernel would need.
 
-The compiler runs in a separate worker process: `import puzzles` turned on the interpreter in
-this one (every `@triton.jit` here, Triton's own `tl.sum` included, is an interpreted function),
-and the interpreter patches `triton.language` while it runs. The worker is started with the
-compiler on, rebuilds the learner's functions from their source (at their own file and lines, so
-an error names the learner's line) and compiles beside the interpreted run, on the other core.
+The compiler runs in worker processes: `import puzzles` turned on the interpreter in this one
+(every `@triton.jit` here, Triton's own `tl.sum` included, is an interpreted function), and the
+interpreter patches `triton.language` while it runs. The workers start with the compiler on,
+rebuild the learner's functions from their source (at their own file and lines, so an error names
+the learner's line) and compile beside the interpreted run, on the other core: one does the front
+ends, one (at a lower CPU priority) the full compiles, so a slow full compile never holds up the
+next cell. `import puzzles` starts them, so the compiler is loaded before the first grading cell.
 
 Verdicts are cached on disk (~/.cache/triton-puzzles/compile), keyed by the functions' source,
 the globals they read, the argument types and the target: a re-run costs nothing.
@@ -162,7 +164,12 @@ def _encode(value: Any, add: Any) -> tuple:
             return ("attr", inner.__module__, inner.__qualname__)
         return ("jit", add(inner))
     if type(value).__name__ == "constexpr" and type(value).__module__.startswith("triton"):
-        return ("constexpr", _plain(value.value))
+        if _plain(value.value) is not _OPAQUE:
+            return ("constexpr", value.value)
+        try:  # a constexpr dtype, say
+            return ("pickle", pickle.dumps(value))
+        except Exception:  # noqa: BLE001
+            return ("opaque", type(value.value).__name__)
     plain = _plain(value)
     if plain is not _OPAQUE:
         return ("value", plain)
@@ -265,11 +272,12 @@ def _cached(key: str) -> dict | None:
 class Check:
     """A compile check under way: `start()` hands it to the worker, `report()` collects it."""
 
-    def __init__(self, spec: dict, items: list[dict], results: dict[int, dict], jobs: dict[str, int]) -> None:
+    def __init__(self, spec: dict, items: list[dict], results: dict[int, dict],
+                 jobs: dict[str, tuple[_Worker, int]]) -> None:
         self.spec = spec
         self.items = items
         self.results = results  # index -> verdict (from the cache or the workers)
-        self.jobs = jobs  # worker kind -> its job number, for the items not in the cache
+        self.jobs = jobs  # worker kind -> (that worker, its job number), for the items not in the cache
         self.started = time.perf_counter()
 
     def _place(self, function: str | None, offset: int | None) -> tuple[int | None, str | None]:
@@ -286,10 +294,11 @@ class Check:
         front = [i for i, it in enumerate(self.items) if it["stage"] == "front"]
         full = [i for i, it in enumerate(self.items) if it["stage"] == "full"]
         if "front" in self.jobs:
-            _worker("front").wait(self.jobs["front"], front, FRONT_WAIT, self.results)
+            worker, job = self.jobs["front"]
+            worker.wait(job, front, FRONT_WAIT, self.results)
         if "full" in self.jobs:
-            limit = 3600.0 if wait_full is True else float(wait_full or 0.0)
-            _worker("full").wait(self.jobs["full"], full, limit, self.results)
+            worker, job = self.jobs["full"]
+            worker.wait(job, full, 3600.0 if wait_full is True else float(wait_full or 0.0), self.results)
         report = CompileReport()
         for i, item in enumerate(self.items):
             verdict = self.results.get(i)
@@ -341,7 +350,8 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
     for kind in ("front", "full"):
         mine = [(i, items[i]) for i in todo if items[i]["stage"] == kind]
         if mine:
-            jobs[kind] = _worker(kind).submit(spec, mine, str(cache_dir()))
+            worker = _worker(kind)
+            jobs[kind] = (worker, worker.submit(spec, mine, str(cache_dir())))
     return Check(spec, items, results, jobs)
 
 
@@ -425,7 +435,10 @@ class _Worker:
         env = dict(os.environ, TRITON_INTERPRET="0", PUZZLES_COMPILE_WORKER=kind)
         env.pop("PYTHONSTARTUP", None)
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", f"import runpy; runpy.run_path({str(Path(__file__))!r}, run_name='__main__')"],
+            # Not -I: Triton may be a user-site install. The working directory is left off the
+            # path (a notebook folder may hold anything); the grader's own path follows later.
+            [sys.executable, "-c", "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+             f"import runpy; runpy.run_path({str(Path(__file__))!r}, run_name='__main__')"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.lock = threading.Condition()
         self.replies: dict[tuple[int, int], dict] = {}
