@@ -67,6 +67,10 @@ class Puzzle:
     # Speed (GPU only): the size of the performance challenge, and the FLOPs the problem needs
     # there (0 for a memory-bound puzzle); the fewest bytes come from the spec's shapes.
     perf_size: Sizes | None = None
+    # Inputs the grader lays out with strides of its own (not contiguous): input name -> the
+    # names of the sizes that hold its stride along each axis, in elements. The kernel gets
+    # those strides as arguments; a kernel that assumes a contiguous layout reads the gaps.
+    strided_inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     flops: Callable[[Sizes], int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
