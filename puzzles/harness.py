@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from puzzles import catalog
+from puzzles.autotune import autotune_missing, is_autotuned, test_every_config
 from puzzles.execution import (
     KernelError,
     RunOutput,
@@ -106,6 +107,12 @@ def test(
     seed = random.randrange(1, 10**6) if seed is None else seed
     found = _resolve_puzzle(puzzle, spec, kernel)
     spec = spec if found is None else found.spec
+    missing = autotune_missing(kernel, found, seed, quiet)
+    if missing is not None:
+        return missing
+    if is_autotuned(kernel):  # graded under each of its configs, in one verdict
+        return test_every_config(kernel, spec, found, sizes, nelem, seed=seed, viz=viz, timeout=timeout,
+                                 isolate=isolate, record=record, quiet=quiet, perf=perf)
     name = getattr(unwrap_kernel(kernel), "__name__", repr(kernel))
     title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
     result = TestResult(title, name, [], 0.0, seed, device=_device_name())

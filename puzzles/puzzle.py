@@ -71,6 +71,8 @@ class Puzzle:
     # names of the sizes that hold its stride along each axis, in elements. The kernel gets
     # those strides as arguments; a kernel that assumes a contiguous layout reads the gaps.
     strided_inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Cells the notebook adds after the grading cell, as (kind, source): "markdown" or "code".
+    notebook_cells: tuple[tuple[str, str], ...] = ()
     flops: Callable[[Sizes], int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -84,3 +84,49 @@ def test_grey_without_a_row_mask_reads_past_the_image():
     assert failure.status == "out of bounds", str(result)
     assert failure.sizes["N1"] % failure.sizes["B1"] != 0
     assert any(a.tensor in ("x", "z") for a in failure.invalid_accesses)
+
+
+# -- puzzle 20: autotuning -----------------------------------------------------------------------------
+
+
+@triton.autotune(configs=[triton.Config({"B0": 32}, num_warps=1), triton.Config({"B0": 128}, num_warps=2),
+                          triton.Config({"B0": 1024}, num_warps=4)], key=["N0"])
+@triton.jit
+def silu_mul_kernel_one_config(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * 128 + tl.arange(0, B0)  # right only where B0 is 128
+    mask = offsets < N0
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(z_ptr + offsets, x * tl.sigmoid(x) * y, mask=mask)
+
+
+@triton.jit
+def silu_mul_kernel_not_autotuned(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(z_ptr + offsets, x * tl.sigmoid(x) * tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+def test_autotuned_reference_is_graded_under_every_config():
+    p = catalog.get(20)
+    result = test(p.reference(), p.spec, quiet=True)
+    configs = p.reference().configs
+    assert len(result.outcomes) == len(configs) * len(p.sizes)
+    assert {o.sizes["B0"] for o in result.outcomes} == {c.kwargs["B0"] for c in configs}
+    assert sum("passed" in n for n in result.notes) == len(configs)
+
+
+def test_a_kernel_right_under_one_config_fails_naming_the_others():
+    result = grade(20, silu_mul_kernel_one_config)
+    assert not result.passed
+    by_config = {n.split(":")[0]: n for n in result.notes if n.startswith("config ")}
+    assert "passed" in by_config["config 2 of 3 (B0=128, num_warps=2)"]
+    assert "FAILED" in by_config["config 1 of 3 (B0=32, num_warps=1)"]
+    assert "FAILED" in by_config["config 3 of 3 (B0=1024, num_warps=4)"]
+    assert "B0=32 num_warps=1" in result.reason()  # the first failure names its config
+
+
+def test_a_plain_jit_kernel_is_refused_for_the_autotuning_puzzle():
+    result = grade(20, silu_mul_kernel_not_autotuned)
+    assert not result.passed and result.error.kind == "rule" and "@triton.autotune" in result.reason()
