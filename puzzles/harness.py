@@ -74,6 +74,8 @@ class _Case:
     zero_init: bool = False
     rtol: float = 1e-3
     atol: float = 1e-3
+    guarded: list[str] | None = None  # regions no store may touch, when more than the kernel's inputs
+    relink: Callable[[Any], None] | None = None  # rewrites an address table for another arena (GPU copy)
 
 
 def test(
@@ -129,7 +131,7 @@ def test(
     if problem is not None:
         result.error = problem
     else:
-        fn = _bind(kernel, spec)
+        fn = _bind(kernel, spec, found)
         result.outcomes = _run_cases(kernel, fn, cases, timeout, isolate, record)
         if found is None:
             result.notes.append("unknown puzzle: tested only the sizes given")
@@ -174,6 +176,12 @@ def _size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: li
 
 
 def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int, scale: float) -> _Case:
+    if p is not None and p.tensor_lists is not None:  # one allocation per tensor, and tables of them
+        from puzzles.tensor_lists import build
+
+        arena, pointers, guarded, expected, relink = build(spec, p.tensor_lists, sizes, seed, scale)
+        return _Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
+                     guarded=guarded, relink=relink)
     inputs, out = spec_signature(spec)
     shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
     shapes[out.name] = (out.shape(sizes), out.dtype)
@@ -214,7 +222,7 @@ def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> Ke
         hint = "decorate it with @triton.jit" if callable(kernel) else "pass the kernel function itself"
         return KernelError("signature", f"{kernel!r} is not a Triton kernel: {hint}")
     params = list(inspect.signature(fn).parameters.values())
-    inputs = list(spec_input_names(spec))
+    inputs = list(p.tensor_lists.pointers) if p and p.tensor_lists else list(spec_input_names(spec))
     expected = p.expected_signature() if p else None
     want = f"\n  expected: {expected}" if expected else ""
     n_ptr = len(inputs) + 1
@@ -272,10 +280,11 @@ def _def_line(fn: Callable[..., Any]) -> tuple[int, str, str]:
     return line, linecache.getline(filename, line), filename
 
 
-def _bind(kernel: Any, spec: Callable[..., Any]) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
+def _bind(kernel: Any, spec: Callable[..., Any],
+          p: Puzzle | None = None) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
     """How to call the kernel: pointers in spec order, then the sizes it declares, by name."""
     params = list(inspect.signature(unwrap_kernel(kernel)).parameters)
-    n_inputs = len(spec_input_names(spec))
+    n_inputs = len(p.tensor_lists.pointers) if p and p.tensor_lists else len(spec_input_names(spec))
     size_params = params[n_inputs + 1 :]
 
     def args_for(case: _Case) -> tuple[list[Any], dict[str, Any]]:
@@ -318,7 +327,7 @@ def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool)
     trace = Trace({n: (tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in arena.tensors.items()},
                   tuple(case.grid) + (1,) * (3 - len(case.grid)), recorded=record)
     recorder = Recorder(arena.regions(), {n: t.element_size() for n, t in arena.tensors.items()},
-                        set(case.input_names), trace, kernel_file(kernel), record=record)
+                        set(case.guarded or case.input_names), trace, kernel_file(kernel), record=record)
     out = io.StringIO()
     started = time.perf_counter()
     with contextlib.redirect_stdout(out):
@@ -355,6 +364,8 @@ def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
     gpu.buffer.fill_(0xA5)
     for n, t in cpu.tensors.items():
         gpu.tensors[n].copy_(t)
+    if case.relink is not None:
+        case.relink(gpu)  # the copied table still holds the CPU arena's addresses
     guard = gpu.buffer.clone()
     gpu_case = dataclasses.replace(case, arena=gpu)
     args, kwargs = args_for(gpu_case)
@@ -480,8 +491,8 @@ def _measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p:
     if not on_gpu():
         result.notes.append("speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter")
         return
-    if p is not None and p.strided_inputs:
-        result.notes.append("speed is not measured for a puzzle with strided inputs")
+    if p is not None and (p.strided_inputs or p.tensor_lists):
+        result.notes.append("speed is not measured for this puzzle by test(); its notebook times it")
         return
     from puzzles import perf as _perf
     from puzzles.inputs import draw_inputs

@@ -130,3 +130,81 @@ def test_a_kernel_right_under_one_config_fails_naming_the_others():
 def test_a_plain_jit_kernel_is_refused_for_the_autotuning_puzzle():
     result = grade(20, silu_mul_kernel_not_autotuned)
     assert not result.passed and result.error.kind == "rule" and "@triton.autotune" in result.reason()
+
+
+# -- puzzle 21: multi-tensor apply -------------------------------------------------------------------------
+
+
+@triton.jit
+def _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr,
+              OFFSET_FROM_PID: tl.constexpr, MASK: tl.constexpr):
+    """The reference with one mistake switched on by a flag."""
+    pid = tl.program_id(0)
+    t = tl.load(chunks_ptr + 2 * pid)
+    c = tl.load(chunks_ptr + 2 * pid + 1)
+    n = tl.load(numels_ptr + t)
+    p_ptr = tl.load(addresses_ptr + 0 * K + t).to(tl.pointer_type(tl.float32))
+    g_ptr = tl.load(addresses_ptr + 1 * K + t).to(tl.pointer_type(tl.float32))
+    m_ptr = tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32))
+    p_out = tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32))
+    m_out = tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32))
+    if OFFSET_FROM_PID:
+        offs = pid * B0 + tl.arange(0, B0)  # the program id runs across all tensors, not within one
+    else:
+        offs = c * B0 + tl.arange(0, B0)
+    if MASK:
+        mask = offs < n
+    else:
+        mask = offs >= 0  # every lane: the partial last chunk runs past its tensor
+    p = tl.load(p_ptr + offs, mask=mask)
+    m = momentum * tl.load(m_ptr + offs, mask=mask) + tl.load(g_ptr + offs, mask=mask) + weight_decay * p
+    tl.store(m_out + offs, m, mask=mask)
+    tl.store(p_out + offs, p - lr * m, mask=mask)
+
+
+@triton.jit
+def sgd_kernel_offset_from_pid(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                               B0: tl.constexpr):
+    _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0, True, True)
+
+
+@triton.jit
+def sgd_kernel_last_chunk_unmasked(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                                   B0: tl.constexpr):
+    _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0, False, False)
+
+
+def test_each_tensor_of_each_list_is_its_own_guarded_allocation():
+    from puzzles.tensor_lists import chunk_map
+
+    p = catalog.get(21)
+    for s in p.sizes:
+        lengths = [s[f"L{k}"] for k in range(s["K"])]
+        assert len(set(lengths)) >= 3 and s["T"] == sum(lengths)
+        assert any(n % s["B0"] for n in lengths)  # a partial last chunk somewhere
+        assert chunk_map(lengths, s["B0"]).shape == (s["C"], 2)
+    result = test(p.reference(), p.spec, quiet=True)
+    trace = result.outcomes[0].trace
+    assert {"addresses", "numels", "chunks", "params[0]", "grads[3]", "moms[2]", "z"} <= set(trace.tensors)
+
+
+@interpreted_only
+def test_sgd_with_the_chunk_offset_from_the_program_id_misses_the_later_tensors():
+    result = grade(21, sgd_kernel_offset_from_pid)
+    assert not result.passed
+    failure = result.first_failure
+    # Program ids run across the whole list: past the first tensor, every lane is masked off by
+    # that tensor's size, and its new values are never written.
+    assert failure.status == "unwritten", str(result)
+    assert failure.unwritten[0] == (0, failure.sizes["L0"])  # the first element of the second tensor
+
+
+@interpreted_only
+def test_sgd_without_masking_the_last_chunk_runs_past_its_tensor():
+    result = grade(21, sgd_kernel_last_chunk_unmasked)
+    assert not result.passed
+    failure = result.first_failure
+    assert failure.status == "out of bounds", str(result)
+    first = failure.invalid_accesses[0]
+    name, k = first.tensor.split("[")[0], int(first.tensor.split("[")[1].rstrip("]"))
+    assert name == "params" and first.element == failure.sizes[f"L{k}"]  # just past that tensor's end
