@@ -447,12 +447,20 @@ def _touch_tile_order(scene: Scene) -> None:
     scene.custom = _draw_tile_order
 
 
+def _touch_multi_tensor(scene: Scene) -> None:
+    """Puzzle 21: the spec's flat tensors hide the lesson; draw the tensors, their chunks and the map."""
+    from puzzles.diagram_lists import draw_multi_tensor
+
+    scene.custom = draw_multi_tensor
+
+
 _TOUCHES: dict[int, Callable[[Scene], None]] = {
     9: _touch_flash_attention,
     10: _touch_convolution,
     16: _touch_tile_order,
     17: _touch_splitk,
     18: _touch_splitk,
+    21: _touch_multi_tensor,
 }
 
 
