@@ -23,8 +23,9 @@ move through memory).
 **On a GPU** the numbers are real: the autotuner's pick (`silu_mul_kernel.best_config`) should be
 at or near the best row of the first table, and a memory-bound kernel like this one should reach
 a good fraction of the GPU's bandwidth at large `N0` (small sizes are dominated by launch
-overhead, about a few microseconds). The unfused PyTorch spec makes three passes over memory and
-writes two temporaries, so the fused kernel should win by about 2-3x at large sizes.
+overhead, a few microseconds). The PyTorch spec runs one kernel per operation, each reading and
+writing a whole temporary, so the fused kernel should win several times over at large sizes (on
+an H100, about 3000 against 560 GB/s at `N0 = 2**26`).
 
 **On a CPU** (Triton's interpreter) there is nothing to measure: the interpreter runs each
 program as NumPy code, one after another, so its times say nothing about a GPU, and `num_warps`
