@@ -196,3 +196,16 @@ def test_sgd_without_masking_the_last_chunk_runs_past_its_tensor():
     first = failure.invalid_accesses[0]
     name, k = first.tensor.split("[")[0], int(first.tensor.split("[")[1].rstrip("]"))
     assert name == "params" and first.element == failure.sizes[f"L{k}"]  # just past that tensor's end
+
+
+def test_tables_for_real_tensors_point_at_them():
+    import torch
+
+    from puzzles.tensor_lists import tables
+
+    params = [torch.zeros(n) for n in (5, 64, 65)]
+    moms = [torch.zeros_like(p) for p in params]
+    addresses, numels, chunks = tables([params, moms], 64)
+    assert addresses.tolist() == [[t.data_ptr() for t in params], [t.data_ptr() for t in moms]]
+    assert numels.tolist() == [5, 64, 65]
+    assert chunks.tolist() == [[0, 0], [1, 0], [2, 0], [2, 1]]
