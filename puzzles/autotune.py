@@ -45,7 +45,7 @@ def is_autotuned(kernel: Any) -> bool:
 def test_every_config(kernel: Any, spec: Any, puzzle: Puzzle | None, sizes: list[Sizes] | None,
                       nelem: Sizes | None, **options: Any) -> TestResult:
     """One verdict over every config of an autotuned kernel (the options are `test()`'s)."""
-    from puzzles.harness import _show, test
+    from puzzles.harness import present, test
 
     started = time.perf_counter()
     quiet, viz = options.pop("quiet", False), options.pop("viz", False)
@@ -74,13 +74,7 @@ def test_every_config(kernel: Any, spec: Any, puzzle: Puzzle | None, sizes: list
     merged.notes += sorted({n for _, r in results for n in r.notes})
     merged.perf = next((r.perf for _, r in results if r.perf is not None), None)
     merged.seconds = time.perf_counter() - started
-    if not quiet:
-        _show(merged)
-    if viz:
-        from puzzles import viz as _viz
-
-        _viz.show(merged, puzzle=puzzle)
-    return merged
+    return present(merged, quiet, viz, puzzle)
 
 
 def autotune_missing(kernel: Any, puzzle: Puzzle | None, seed: int, quiet: bool) -> TestResult | None:
@@ -88,12 +82,10 @@ def autotune_missing(kernel: Any, puzzle: Puzzle | None, seed: int, quiet: bool)
     if puzzle is None or not puzzle.extra.get("autotune") or isinstance(kernel, ConfigLaunch) or is_autotuned(kernel):
         return None
     from puzzles.execution import KernelError, unwrap_kernel
-    from puzzles.harness import _device_name, _show
+    from puzzles.harness import _device_name, present
 
     name = getattr(unwrap_kernel(kernel), "__name__", repr(kernel))
     result = TestResult(f"Puzzle {puzzle.number}: {puzzle.title}", name, [], 0.0, seed, device=_device_name())
     result.error = KernelError("rule", f"Puzzle {puzzle.number} grades an autotuned kernel: keep the "
                                "@triton.autotune(configs=[...], key=[...]) decorator above @triton.jit")
-    if not quiet:
-        _show(result)
-    return result
+    return present(result, quiet, False, puzzle)

@@ -138,12 +138,17 @@ def test(
         if perf and result.passed:
             _measure_speed(kernel, fn, spec, found, seed, result)
     result.seconds = time.perf_counter() - started
+    return present(result, quiet, viz, found)
+
+
+def present(result: TestResult, quiet: bool, viz: bool, puzzle: Puzzle | None) -> TestResult:
+    """Show a verdict (unless quiet) and its memory picture (if asked), and return it."""
     if not quiet:
         _show(result)
     if viz:
         from puzzles import viz as _viz
 
-        _viz.show(result, puzzle=found)
+        _viz.show(result, puzzle=puzzle)
     return result
 
 
