@@ -104,6 +104,8 @@ def test(
         process, so `breakpoint()` inside the kernel works.
     perf: on a GPU, once the kernel is right, time it at the puzzle's performance size and
         compare with this device's measured limits and with torch.
+
+    An @triton.autotune kernel is graded under each of its configs (puzzles/autotune.py).
     """
     started = time.perf_counter()
     seed = random.randrange(1, 10**6) if seed is None else seed
