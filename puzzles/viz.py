@@ -68,7 +68,8 @@ MAX_AREA_W, MAX_AREA_H = 780, 880  # the tensors' area beside the numbers; the c
 WIDE_AREA_W, WIDE_AREA_H = 1200, 640  # ... or above them
 STATS_W = 390
 MIN_AREA_W = 520  # leaves room beside the tensors' names for what the shown program did
-LINE_H = 14  # one line of the monospace stats text
+LINE_H = 15  # one line of the monospace stats text
+STATS_PT = 8.5  # the stats text beside the tensors: 8.5 pt at DPI 100 is about 12 px, shown unscaled
 MAX_OPS_LISTED = 12
 MAX_PROGRAMS_LISTED = 16
 CELL_SIZES = (24, 20, 18, 16, 14, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2)
@@ -1074,7 +1075,7 @@ def _stats_text(model: _Model, view: str, pi: int, op_index: int | None) -> list
                           red if c.out_of_bounds else "#222222"))
         if n > MAX_PROGRAMS_LISTED:
             lines.append((f"… {n - MAX_PROGRAMS_LISTED} more programs", grey))
-    return [_Text(lay.stats_x, lay.stats_y + i * LINE_H, s, color=c, mono=True, size=8.2)
+    return [_Text(lay.stats_x, lay.stats_y + i * LINE_H, s, color=c, mono=True, size=STATS_PT)
             for i, (s, c) in enumerate(lines) if s]
 
 
@@ -1315,7 +1316,8 @@ def quantization_track(puzzle: Puzzle | None) -> bool:
 def widget(result: TestResult, puzzle: Puzzle | None = None, program: Program | int | None = None) -> Any:
     """The interactive view: size, program, step through its ops, overview and launch order.
 
-    The picture is the same PNG `render_png` makes, in an ipywidgets.Image (the last child).
+    The picture is the same PNG `render_png` makes, in an ipywidgets.Image (in the last child, a
+    frame that scrolls sideways rather than shrink it).
     """
     import ipywidgets as w
 
@@ -1345,7 +1347,11 @@ def widget(result: TestResult, puzzle: Puzzle | None = None, program: Program | 
     step_label = w.Label()
     note = w.HTML()
     # flex-start: a column flexbox would stretch the picture to the cell width and blur it
-    image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto", align_self="flex-start"))
+    # Shown at its own pixel size, never shrunk to the cell's width (which made the stats text
+    # tiny): a picture wider than the cell scrolls sideways in its frame.
+    image = w.Image(format="png", layout=w.Layout(max_width="none", width="auto", height="auto",
+                                                  align_self="flex-start", flex="0 0 auto"))
+    frame = w.Box([image], layout=w.Layout(overflow="auto", width="100%"))
     hint = ("<i>Quantization track: the launch order shows which programs a GPU runs together, "
             "and so which packed weight and activation tiles they can share in cache.</i>")
     busy = {"on": False}  # setting one control from another must not redraw twice
@@ -1390,7 +1396,7 @@ def widget(result: TestResult, puzzle: Puzzle | None = None, program: Program | 
     for control in (view, prog, step):
         control.observe(refresh, names="value")
     refresh()
-    rows = [w.HBox([view, size]), w.HBox([prog, prog_label]), w.HBox([step, play, step_label]), note, image]
+    rows = [w.HBox([view, size]), w.HBox([prog, prog_label]), w.HBox([step, play, step_label]), note, frame]
     box = w.VBox(rows, layout=w.Layout(width="100%"))
     box.add_class("puzzles-viz")
     return box
@@ -1424,7 +1430,7 @@ def show(result: TestResult, puzzle: Puzzle | None = None) -> None:
         except Exception:  # noqa: BLE001 - no ipywidgets (or a broken install): the picture alone
             display(Image(render_png(model)))
             return
-        display(_WithFallback(view, view.children[-1].value, stats_table(model)))
+        display(_WithFallback(view, view.children[-1].children[0].value, stats_table(model)))
     except Exception as err:  # noqa: BLE001 - a drawing problem must not hide the verdict
         print(f"(could not draw the memory accesses: {type(err).__name__}: {err})")
 

@@ -350,7 +350,10 @@ def test_widget_steps_and_switches_views():
     box = viz.widget(no_mask)
     (view, size), (prog, label), (step, _, step_label), _, image = (
         box.children[0].children, box.children[1].children, box.children[2].children, box.children[3],
-        box.children[4])
+        box.children[4].children[0])
+    # Never shrunk to the cell: the stats text beside the tensors stays at its ~12 px.
+    assert image.layout.max_width == "none" and box.children[4].layout.overflow == "auto"
+    assert viz.STATS_PT * viz.DPI / 72 >= 11
     assert prog.value == 6 and label.value.startswith("(6, 0, 0)") and step.max == 2
     first = image.value
     assert first == viz.render_png(no_mask)
