@@ -70,6 +70,13 @@ class Trace:
     stores_to_inputs: list[InvalidAccess] = field(default_factory=list)
     recorded: bool = True  # False: accesses were checked but not kept (test(record=False))
 
+    def __repr__(self) -> str:
+        # One line, not thousands of accesses with their element arrays.
+        names = ", ".join(f"{n}{list(shape)}" for n, (shape, _) in self.tensors.items())
+        text = (f"<Trace grid={tuple(self.grid)} tensors: {names} · {len(self.accesses)} accesses, "
+                f"{len(self.invalid)} out of bounds>")
+        return text if len(text) <= 200 else text[:198] + "…>"
+
 
 class Recorder:
     """Context manager that wraps the interpreter's memory ops for one run."""
