@@ -70,7 +70,7 @@ def missing_package_message(err: ImportError) -> str:
 
 
 class _Snapshot:
-    """Restores the attributes `_patch_lang` changed, for Triton < 3.7 whose `_patch_lang`
+    """Restores the attributes `_patch_lang` changed, for Triton 3.5, whose `_patch_lang`
     returns no scope (and never undoes its patches)."""
 
     def __init__(self, objects: list[Any]) -> None:
@@ -91,13 +91,16 @@ _UNSET = object()
 
 def patch_lang(original: Any, fn: Any) -> Any:
     """Call the interpreter's `_patch_lang(fn)` and return an object whose `restore()` undoes it,
-    whatever the Triton version (3.7 returns its own scope; 3.5 and 3.6 return None)."""
+    whatever the Triton version (3.6 and 3.7 return their own scope; 3.5 returns None)."""
     import triton.language as tl
+    from triton.runtime import interpreter
 
+    if hasattr(interpreter, "_LangPatchScope"):  # 3.6 and later: the interpreter keeps its own undo list
+        return original(fn)
     core = tl.core
     patched = [tl, core, tl.math, core.tensor, core.dtype]
     if hasattr(core, "tensor_descriptor_base"):
         patched.append(core.tensor_descriptor_base)
     snapshot = _Snapshot(patched)
-    scope = original(fn)
-    return scope if scope is not None and hasattr(scope, "restore") else snapshot
+    original(fn)
+    return snapshot
