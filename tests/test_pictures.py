@@ -38,6 +38,8 @@ def test_reprs_are_one_short_line(failing):
     assert repr(outcome).startswith("<SizeOutcome N0=") and "out of bounds" in repr(outcome)
     assert "tensor(" not in repr(outcome)  # no tensors, no trace dump
     assert repr(outcome.trace).startswith("<Trace grid=")
+    for record in (outcome.invalid_accesses[0], outcome.trace.accesses[0]):  # no element arrays
+        assert "\n" not in repr(record) and len(repr(record)) < 300, repr(record)
 
 
 @pytest.mark.parametrize("number", [1, 3, 9, 15])
