@@ -222,7 +222,7 @@ def test_quantize_linears_on_a_tiny_model_matches_the_dequantized_model():
 @pytest.mark.skipif(not CUDA, reason="transformers Llama check runs on the GPU")
 def test_transformers_llama_matches_dequantized_model():
     transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(hidden_size=512, intermediate_size=1376, num_hidden_layers=2,
+    config = transformers.LlamaConfig(hidden_size=512, intermediate_size=1408, num_hidden_layers=2,
                                       num_attention_heads=8, num_key_value_heads=8, vocab_size=1000)
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config).half().cuda().eval()

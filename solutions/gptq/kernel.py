@@ -626,7 +626,7 @@ class _Launch:
         self.compiled = None
 
     def __call__(self, *dynamic: tuple[int, object]) -> None:
-        args = self.args.copy()  # a new list per call: callers on several threads share the plan
+        args = self.args.copy()
         for i, value in dynamic:
             args[i] = value
         if self.compiled is None:
@@ -636,18 +636,47 @@ class _Launch:
 
                 compiled._init_handles()
                 self.compiled = compiled
-                self.run, self.function, self.packed = compiled.run, compiled.function, compiled.packed_metadata
                 self.get_stream = driver.active.get_current_stream
                 self.device = driver.active.get_current_device()
+                self.fast = self._make_fast(sorted(i for i, _ in dynamic))
             return
+        self.fast(*(value for _, value in sorted(dynamic, key=lambda d: d[0])))
+
+    def _make_fast(self, dynamic: list[int]):
+        """A launcher taking only the dynamic arguments (in position order): no per-call list building."""
         from triton import knobs
 
-        stream = self.get_stream(self.device)
-        enter = knobs.runtime.launch_enter_hook
-        metadata = self.compiled.launch_metadata(self.grid, stream, *args) if enter is not None else None
+        compiled, run, function, packed = self.compiled, self.compiled.run, self.compiled.function, \
+            self.compiled.packed_metadata
+        get_stream, device, runtime = self.get_stream, self.device, knobs.runtime
         g = self.grid
-        self.run(g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1, stream, self.function, self.packed,
-                 metadata, enter, knobs.runtime.launch_exit_hook, *args)
+        g0, g1, g2 = g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1
+        grid = (g0, g1, g2)
+        args = self.args
+        if len(dynamic) == 2 and dynamic[0] == 0:
+            mid, post = tuple(args[1:dynamic[1]]), tuple(args[dynamic[1] + 1:])
+
+            def fast(first, second):
+                stream = get_stream(device)
+                enter = runtime.launch_enter_hook
+                if enter is None:
+                    run(g0, g1, g2, stream, function, packed, None, None, runtime.launch_exit_hook,
+                        first, *mid, second, *post)
+                else:
+                    full = (first, *mid, second, *post)
+                    run(g0, g1, g2, stream, function, packed, compiled.launch_metadata(grid, stream, *full), enter,
+                        runtime.launch_exit_hook, *full)
+            return fast
+
+        def general(*values):
+            full = list(args)
+            for i, v in zip(dynamic, values, strict=True):
+                full[i] = v
+            stream = get_stream(device)
+            enter = runtime.launch_enter_hook
+            metadata = compiled.launch_metadata(grid, stream, *full) if enter is not None else None
+            run(g0, g1, g2, stream, function, packed, metadata, enter, runtime.launch_exit_hook, *full)
+        return general
 
 
 class _Plan:
@@ -657,7 +686,7 @@ class _Plan:
                  method: str) -> None:
         m, k = a2.shape
         n = weight.n
-        self.m, self.n, self.bias = m, n, weight.bias
+        self.m, self.n, self.mn, self.bias = m, n, (m, n), weight.bias
         self.device = a2.device
         self.device_index = a2.device.index if a2.is_cuda else None
         has_g_idx = weight.g_idx is not None
@@ -719,7 +748,7 @@ class _Plan:
                                  "qweight was dropped at load time (load_gptq_layer(..., keep_plain=True))")
             qw = weight.qweight_mma if w_mma else weight.qweight
             stride_qk, stride_qn = (128, qw.stride(0)) if w_mma else (qw.stride(0), qw.stride(1))
-            args = [a2, qw, scales32, scales, weight.qzeros, weight.g_idx if has_g_idx else unused, a_perm, None,
+            args = [None, qw, scales32, scales, weight.qzeros, weight.g_idx if has_g_idx else unused, a_perm, None,
                     m, n, k, k_per_split, a2.stride(0), a2.stride(1), stride_qk, stride_qn,
                     scales.stride(0), scales.stride(1), scales32.stride(0),
                     weight.qzeros.stride(0), weight.qzeros.stride(1), stride_cs, stride_cm, stride_cn]
@@ -731,7 +760,7 @@ class _Plan:
                 raise ValueError("swap_ab=False reads the plain qweight, which was dropped at load time "
                                  "(load_gptq_layer(..., keep_plain=True) keeps it)")
             qw = weight.qweight
-            args = [a2, qw, scales32, weight.qzeros, a_perm, None, m, n, k, k_per_split,
+            args = [None, qw, scales32, weight.qzeros, a_perm, None, m, n, k, k_per_split,
                     a2.stride(0), a2.stride(1), qw.stride(0), qw.stride(1), scales32.stride(0),
                     weight.qzeros.stride(0), weight.qzeros.stride(1), stride_cs, stride_cm, stride_cn]
             self.launches.append(_Launch(_gptq_large_m_kernel, grid, args, flags, options))
@@ -764,24 +793,27 @@ class _Plan:
             self.launches.append(_Launch(_dequant_to_fp16_kernel, grid, args, flags, dict(num_warps=4)))
 
     def __call__(self, a2: Tensor) -> Tensor:
-        m, n = self.m, self.n
+        mn = self.mn
         if self.method == "dequant":
-            out = torch.empty((m, n), device=self.device, dtype=torch.float16)
-            k = a2.shape[1]
-            temp = torch.empty((k, self.temp_cols), device=self.device, dtype=torch.float16)
+            out = a2.new_empty(mn)
+            temp = a2.new_empty((a2.shape[1], self.temp_cols))
             for (n0, n_end), launch in zip(self.chunks, self.launches, strict=True):
                 w = temp if n_end - n0 == self.temp_cols else temp[:, : n_end - n0]
                 launch((5, w))
                 torch.mm(a2, w, out=out[:, n0:n_end])
         else:
+            launch = self.launches[0]
             if self.atomic:
-                out = c = torch.zeros((m, n), device=self.device, dtype=torch.float16)
+                out = c = a2.new_zeros(mn)  # the split-K shares are added into it
             elif self.partial:
-                out = torch.empty((m, n), device=self.device, dtype=torch.float16)
-                c = torch.empty((self.splits, m, n), device=self.device, dtype=torch.float32)
+                out = a2.new_empty(mn)
+                c = a2.new_empty((self.splits, *mn), dtype=torch.float32)
             else:
-                out = c = torch.empty((m, n), device=self.device, dtype=torch.float16)
-            self.launches[0]((0, a2), (self.c_index, c))
+                out = c = a2.new_empty(mn)
+            if launch.compiled is not None:
+                launch.fast(a2, c)
+            else:
+                launch((0, a2), (self.c_index, c))
             if self.partial:
                 self.reduce((0, c), (1, out))
         if self.bias is not None:
@@ -810,27 +842,28 @@ def gptq_matmul(
     The launch is planned once per (M, A's strides and alignment, options) and cached on ``weight``;
     replacing a weight's tensors in place needs ``weight.clear_plans()``.
     """
-    k, n = weight.k, weight.n
-    if a.shape[-1] != k:
-        raise ValueError(f"a has {a.shape[-1]} columns, the weight has K={k} rows")
-    if a.dtype != torch.float16:
-        raise TypeError(f"a must be fp16, got {a.dtype}")
-    if a.device != weight.scales.device:
-        raise ValueError(f"a is on {a.device}, the weight on {weight.scales.device}")
-    if method not in ("auto", "fused", "dequant"):
-        raise ValueError(f"method must be 'auto', 'fused' or 'dequant', got {method!r}")
-    a2 = a.reshape(-1, k)
-    m = a2.shape[0]
-    if m == 0:
-        return a.new_empty((*a.shape[:-1], n))
-    # Triton specialises on 16-byte alignment and on strides equal to 1: both are part of the key.
-    key = (m, a2.stride(0), a2.stride(1), a2.data_ptr() % 16 == 0, a.device, config, split_k, deterministic, method)
+    a2 = a if a.dim() == 2 else a.reshape(-1, a.shape[-1])
+    # Everything a plan depends on is in the key, so a hit needs no further checks: Triton
+    # specialises on 16-byte alignment and on strides equal to 1, hence the strides and alignment.
+    key = (a2.shape, a2.stride(), a2.data_ptr() % 16 == 0, a2.get_device(), a2.dtype, config, split_k,
+           deterministic, method)
     plan = weight._plans.get(key)
     if plan is None:
+        k, n = weight.k, weight.n
+        if a.shape[-1] != k:
+            raise ValueError(f"a has {a.shape[-1]} columns, the weight has K={k} rows")
+        if a.dtype != torch.float16:
+            raise TypeError(f"a must be fp16, got {a.dtype}")
+        if a.device != weight.scales.device:
+            raise ValueError(f"a is on {a.device}, the weight on {weight.scales.device}")
+        if method not in ("auto", "fused", "dequant"):
+            raise ValueError(f"method must be 'auto', 'fused' or 'dequant', got {method!r}")
+        if a2.shape[0] == 0:
+            return a.new_empty((*a.shape[:-1], n))
         cfg = config
         if split_k is not None:
-            cfg = replace(cfg if cfg is not None else default_config(m, weight), split_k=split_k)
+            cfg = replace(cfg if cfg is not None else default_config(a2.shape[0], weight), split_k=split_k)
         plan = _Plan(a2, weight, cfg, deterministic, method)
         weight._plans[key] = plan
     out = plan(a2)
-    return out if a.dim() == 2 else out.reshape(*a.shape[:-1], n)
+    return out if a2 is a else out.reshape(*a.shape[:-1], plan.n)

@@ -117,10 +117,21 @@ class GPTQLinear(nn.Module):
         """W as an ``nn.Linear`` weight: (N, K) in ``dtype``."""
         return dequantize(self.gptq_weight(), torch.float32).t().to(dtype)
 
+    def _apply(self, fn, recurse=True):  # .to(), .cuda(), .half()...: new buffers, so a new GPTQWeight
+        self._weight = None
+        return super()._apply(fn, recurse)
+
     def forward(self, x: Tensor) -> Tensor:
         if torch.compiler.is_compiling():
             return torch.ops.gptq.matmul(x, *_op_args(self.gptq_weight()))
-        return gptq_matmul(x, self.gptq_weight())
+        # The cached GPTQWeight (and its launch plans) is only checked against the buffers when it
+        # is rebuilt: after assigning a buffer directly, call reset().
+        w = self._weight
+        return gptq_matmul(x, w if w is not None else self.gptq_weight())
+
+    def reset(self) -> None:
+        """Forget the cached weight and launch plans (after assigning new tensors to the buffers)."""
+        self._weight = None
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, group_size={self.group_size}, "
