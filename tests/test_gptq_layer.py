@@ -147,10 +147,11 @@ def test_custom_op_opcheck():
 def test_compiled_fullgraph_matches_eager():
     lin = GPTQLinear(layer(256, 136, 32, act_order=True))
     x = activations(6, 256).reshape(2, 3, 256)
-    eager = lin(x)
     backend = "inductor" if CUDA else "aot_eager"
     compiled = torch.compile(lin, fullgraph=True, backend=backend)
-    assert rel_err(compiled(x), eager) < 1e-3
+    out = compiled(x)  # compiled before any eager call
+    assert len(lin.gptq_weight()._plans) == 1  # the op used the module's registered weight
+    assert rel_err(out, lin(x)) < 1e-3
 
 
 @gpu
@@ -173,7 +174,10 @@ def test_gptq_linear_matches_dequantized_linear_at_odd_shapes(bias):
     torch.manual_seed(0)
     lin = nn.Linear(288, 72, bias=bias).half().to(DEVICE)
     g = GPTQLinear.from_linear(lin, 32)
-    ref_lin = dequantize_linears(nn.Sequential(copy.deepcopy(g)))[0]
+    g(activations(2, 288))  # a plan (compiled kernel on GPU) that a deep copy must not carry over
+    twin = copy.deepcopy(g)
+    assert not twin.gptq_weight()._plans and twin.gptq_weight().scales is twin.scales
+    ref_lin = dequantize_linears(nn.Sequential(twin))[0]
     assert type(ref_lin) is nn.Linear
     x = activations(7, 288).reshape(7, 1, 288)
     out = g(x)
@@ -239,3 +243,21 @@ def test_dataclass_replace_starts_with_no_plans():
     w = layer(256, 128, 128)
     gptq_matmul(activations(2, 256), w)
     assert w._plans and not dataclasses.replace(w, qweight_mma=w.qweight_mma)._plans
+
+
+def test_custom_op_reuses_registered_weights_only_while_they_live():
+    import gc
+
+    from solutions.gptq import layer as layer_mod
+
+    w = layer(256, 128, 128)
+    a = activations(2, 256)
+    torch.ops.gptq.matmul(a, *_op_args(w))
+    assert not w._plans  # not registered: the op planned on a weight of its own
+    layer_mod.register_weight(w)
+    out = torch.ops.gptq.matmul(a, *_op_args(w))
+    assert len(w._plans) == 1 and rel_err(out, a.double() @ dequantize(w)) < TOL
+    n = len(layer_mod._WEIGHTS)
+    del w
+    gc.collect()
+    assert len(layer_mod._WEIGHTS) == n - 1  # the registry does not keep a weight (or its tensors) alive

@@ -11,7 +11,7 @@ For each shape and M, three numbers per method, side by side:
 * ``graph``: GPU time per call from CUDA-graph replays (``common.gpu_time_us``): no host cost.
 
 Methods: ``matmul`` (fp16 torch.matmul on the dequantized weight), ``ours`` (gptq_matmul),
-``op`` (torch.ops.gptq.matmul, the custom op that torch.compile sees), ``module`` (GPTQLinear
+``op`` (torch.ops.gptq.matmul on registered weights, the custom op that torch.compile sees), ``module`` (GPTQLinear
 called as a module). Each loop cycles through weight copies larger than twice the L2.
 """
 
@@ -26,7 +26,7 @@ import torch
 from common import copies_to_beat_l2, environment, gpu_time_us, random_layer
 
 from solutions.gptq import dequantize, gptq_matmul
-from solutions.gptq.layer import GPTQLinear, _op_args
+from solutions.gptq.layer import GPTQLinear, _op_args, register_weight
 
 SHAPES = ((4096, 4096), (4096, 11008), (11008, 4096), (8192, 28672))
 
@@ -69,7 +69,7 @@ def main() -> int:
         modules = [GPTQLinear(c) for c in copies]
         for m in args.m:
             a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-            op_args = [_op_args(w) for w in copies]
+            op_args = [_op_args(register_weight(w)) for w in copies]
             methods = {
                 "matmul": [lambda a=a, w=w: torch.matmul(a, w) for w in w16],
                 "ours": [lambda a=a, w=w: gptq_matmul(a, w) for w in copies],

@@ -12,7 +12,7 @@ dispatcher costs several us of CPU per call, which is what the cached launch pla
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import weakref
 from collections.abc import Iterable
 
 import torch
@@ -22,26 +22,31 @@ from solutions.gptq.kernel import gptq_matmul
 from solutions.gptq.loader import GPTQWeight, dequantize, load_gptq_layer
 from solutions.gptq.quantize import quantize_rtn
 
-# The op rebuilds a GPTQWeight from its tensors; keeping the rebuilt weights (and so their launch
-# plans) keyed by the tensors' addresses saves planning on every call. The cache holds references
-# to the tensors, so an address in it cannot be reused by another tensor while the entry lives.
-_WEIGHTS: OrderedDict[tuple, GPTQWeight] = OrderedDict()
-_WEIGHTS_MAX = 4096
+# The op gets a weight's tensors, not the GPTQWeight that holds its launch plans. Registered weights
+# (every GPTQLinear registers its own) are found again by the tensors' addresses. Weak values: an
+# entry lives as long as its owner keeps the weight, and so its tensors (no address can be reused
+# meanwhile); an unregistered weight is rebuilt, and planned, on every call.
+_WEIGHTS: weakref.WeakValueDictionary[tuple, GPTQWeight] = weakref.WeakValueDictionary()
+
+
+def _key(tensors: tuple, group_size: int, zero_offset: int) -> tuple:
+    return tuple(None if t is None else (t.data_ptr(), t.device, tuple(t.shape)) for t in tensors) + (
+        group_size, zero_offset)
+
+
+def register_weight(weight: GPTQWeight) -> GPTQWeight:
+    """Let ``torch.ops.gptq.matmul`` reuse ``weight``'s launch plans while the caller keeps ``weight``."""
+    _WEIGHTS[_key(_op_args(weight)[:7], weight.group_size, weight.zero_offset)] = weight
+    return weight
 
 
 def _weight_from_tensors(qweight: Tensor | None, qweight_mma: Tensor | None, qzeros: Tensor, scales: Tensor,
                          g_idx: Tensor | None, a_perm: Tensor | None, bias: Tensor | None, group_size: int,
                          zero_offset: int) -> GPTQWeight:
-    tensors = (qweight, qweight_mma, qzeros, scales, g_idx, a_perm, bias)
-    key = tuple(None if t is None else (t.data_ptr(), t.device, tuple(t.shape)) for t in tensors)
-    key += (group_size, zero_offset)
-    weight = _WEIGHTS.get(key)
+    weight = _WEIGHTS.get(_key((qweight, qweight_mma, qzeros, scales, g_idx, a_perm, bias), group_size, zero_offset))
     if weight is None:
         weight = GPTQWeight(qweight=qweight, qzeros=qzeros, scales=scales, group_size=group_size,
                             zero_offset=zero_offset, g_idx=g_idx, a_perm=a_perm, bias=bias, qweight_mma=qweight_mma)
-        _WEIGHTS[key] = weight
-        if len(_WEIGHTS) > _WEIGHTS_MAX:
-            _WEIGHTS.popitem(last=False)
     return weight
 
 
@@ -85,6 +90,7 @@ class GPTQLinear(nn.Module):
         for name in self._TENSORS:
             self.register_buffer(name, getattr(weight, name))
         self._weight: GPTQWeight | None = None
+        self.gptq_weight()  # registered now, so that the compiled op finds its plans from the first call
 
     @classmethod
     def from_gptq(cls, tensors: dict[str, Tensor], quantize_config: dict, **load_options) -> GPTQLinear:
@@ -110,7 +116,7 @@ class GPTQLinear(nn.Module):
             w = GPTQWeight(qweight=self.qweight, qzeros=self.qzeros, scales=self.scales, group_size=self.group_size,
                            zero_offset=self.zero_offset, g_idx=self.g_idx, a_perm=self.a_perm, bias=self.bias,
                            qweight_mma=self.qweight_mma)
-            self._weight = w
+            self._weight = register_weight(w)
         return w
 
     def dequantized_weight(self, dtype: torch.dtype = torch.float16) -> Tensor:
@@ -118,16 +124,29 @@ class GPTQLinear(nn.Module):
         return dequantize(self.gptq_weight(), torch.float32).t().to(dtype)
 
     def _apply(self, fn, recurse=True):  # .to(), .cuda(), .half()...: new buffers, so a new GPTQWeight
-        self._weight = None
-        return super()._apply(fn, recurse)
+        module = super()._apply(fn, recurse)
+        self.reset()
+        self.gptq_weight()
+        return module
 
     def forward(self, x: Tensor) -> Tensor:
         if torch.compiler.is_compiling():
-            return torch.ops.gptq.matmul(x, *_op_args(self.gptq_weight()))
+            # Plain buffer reads only (traceable); the op finds this module's registered weight.
+            return torch.ops.gptq.matmul(x, self.qweight, self.qweight_mma, self.qzeros, self.scales, self.g_idx,
+                                         self.a_perm, self.bias, self.group_size, self.zero_offset)
         # The cached GPTQWeight (and its launch plans) is only checked against the buffers when it
         # is rebuilt: after assigning a buffer directly, call reset().
         w = self._weight
         return gptq_matmul(x, w if w is not None else self.gptq_weight())
+
+    def __getstate__(self) -> dict:  # deepcopy / pickle: not the plans (compiled kernels), the buffers only
+        state = self.__dict__.copy()
+        state["_weight"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.gptq_weight()
 
     def reset(self) -> None:
         """Forget the cached weight and launch plans (after assigning new tensors to the buffers)."""
