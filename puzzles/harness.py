@@ -25,8 +25,9 @@ from typing import Any
 
 import torch
 
-from puzzles import catalog
+from puzzles import catalog, compat
 from puzzles import compile_check as _compile_check
+from puzzles.autotune import autotune_missing, is_autotuned, test_every_config
 from puzzles.execution import (
     KernelError,
     RunOutput,
@@ -50,6 +51,7 @@ from puzzles.inputs import (
     spec_signature,
     unwritten_mask,
 )
+from puzzles.layouts import storage_numel, strided_view, strides_of
 from puzzles.puzzle import Puzzle, Sizes, default_grid
 from puzzles.recording import Recorder, Trace
 from puzzles.result import MAX_SHOWN, Mismatch, SizeOutcome, TestResult
@@ -73,6 +75,8 @@ class _Case:
     zero_init: bool = False
     rtol: float = 1e-3
     atol: float = 1e-3
+    guarded: list[str] | None = None  # regions no store may touch, when more than the kernel's inputs
+    relink: Callable[[Any], None] | None = None  # rewrites an address table for another arena (GPU copy)
 
 
 def test(
@@ -104,17 +108,29 @@ def test(
         compare with this device's measured limits and with torch.
     compile_check: without a GPU, also compile the kernel for real GPU targets (beside the
         interpreted run) and fail it if it would not compile; "full" waits for the whole compile.
+
+    An @triton.autotune kernel is graded under each of its configs (puzzles/autotune.py).
     """
     started = time.perf_counter()
     seed = random.randrange(1, 10**6) if seed is None else seed
     found = _resolve_puzzle(puzzle, spec, kernel)
     spec = spec if found is None else found.spec
+    missing = autotune_missing(kernel, found, seed, quiet)
+    if missing is not None:
+        return missing
+    if is_autotuned(kernel):  # graded under each of its configs, in one verdict
+        return test_every_config(kernel, spec, found, sizes, nelem, seed=seed, viz=viz, timeout=timeout,
+                                 isolate=isolate, record=record, quiet=quiet, perf=perf, compile_check=compile_check)
     name = getattr(unwrap_kernel(kernel), "__name__", repr(kernel))
     title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
     result = TestResult(title, name, [], 0.0, seed, device=_device_name())
 
-    problem = _check_kernel(kernel, spec, found) if spec is not None else KernelError(
-        "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
+    # The checked interpreter relies on Triton's internals: refuse an untested Triton in words.
+    unsupported = compat.triton_problem()
+    problem = KernelError("setup", unsupported) if unsupported else None
+    if problem is None:
+        problem = _check_kernel(kernel, spec, found) if spec is not None else KernelError(
+            "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
     size_list = [] if problem else _size_list(found, nelem, B, sizes)
     if problem is None:
         try:
@@ -125,7 +141,7 @@ def test(
     if problem is not None:
         result.error = problem
     else:
-        fn = _bind(kernel, spec)
+        fn = _bind(kernel, spec, found)
         check = None if on_gpu() else _compile_check.begin(kernel, fn, cases, found, compile_check)
         result.outcomes = _run_cases(kernel, fn, cases, timeout, isolate, record)
         _compile_check.apply(check, result, started, compile_check)
@@ -134,12 +150,17 @@ def test(
         if perf and result.passed:
             _measure_speed(kernel, fn, spec, found, seed, result)
     result.seconds = time.perf_counter() - started
+    return present(result, quiet, viz, found)
+
+
+def present(result: TestResult, quiet: bool, viz: bool, puzzle: Puzzle | None) -> TestResult:
+    """Show a verdict (unless quiet) and its memory picture (if asked), and return it."""
     if not quiet:
         _show(result)
     if viz:
         from puzzles import viz as _viz
 
-        _viz.show(result, puzzle=found)
+        _viz.show(result, puzzle=puzzle)
     return result
 
 
@@ -172,18 +193,30 @@ def _size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: li
 
 
 def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int, scale: float) -> _Case:
+    if p is not None and p.tensor_lists is not None:  # one allocation per tensor, and tables of them
+        from puzzles.tensor_lists import build
+
+        arena, pointers, guarded, expected, relink = build(spec, p.tensor_lists, sizes, seed, scale)
+        return _Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
+                     guarded=guarded, relink=relink)
     inputs, out = spec_signature(spec)
     shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
     shapes[out.name] = (out.shape(sizes), out.dtype)
+    # A strided input lives in a flat storage (the arena guards all of it); the spec sees the view.
+    strided = {n: strides_of(names, sizes) for n, names in (p.strided_inputs if p else {}).items()}
+    views = dict(shapes)
+    for name, strides in strided.items():
+        shapes[name] = ((storage_numel(shapes[name][0], strides),), shapes[name][1])
     arena = build_arena(shapes)
     gen = torch.Generator().manual_seed(seed)
     for t in inputs:
         arena.tensors[t.name].copy_(random_tensor(shapes[t.name][0], t.dtype, gen, scale))
+    seen = {n: strided_view(arena.tensors[n], views[n][0], s) for n, s in strided.items()}
     if p is not None and p.output_init == "zeros":
         arena.tensors[out.name].zero_()
     else:
         poison_(arena.tensors[out.name])
-    expected = call_spec(spec, [arena.tensors[t.name].clone() for t in inputs], sizes)
+    expected = call_spec(spec, [seen.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
     if not isinstance(expected, torch.Tensor):
         raise SpecError(f"{spec.__name__} must return a tensor, returned {type(expected).__name__}")
     if tuple(expected.shape) != shapes[out.name][0] or expected.dtype != out.dtype:
@@ -206,7 +239,7 @@ def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> Ke
         hint = "decorate it with @triton.jit" if callable(kernel) else "pass the kernel function itself"
         return KernelError("signature", f"{kernel!r} is not a Triton kernel: {hint}")
     params = list(inspect.signature(fn).parameters.values())
-    inputs = list(spec_input_names(spec))
+    inputs = list(p.tensor_lists.pointers) if p and p.tensor_lists else list(spec_input_names(spec))
     expected = p.expected_signature() if p else None
     want = f"\n  expected: {expected}" if expected else ""
     n_ptr = len(inputs) + 1
@@ -264,10 +297,11 @@ def _def_line(fn: Callable[..., Any]) -> tuple[int, str, str]:
     return line, linecache.getline(filename, line), filename
 
 
-def _bind(kernel: Any, spec: Callable[..., Any]) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
+def _bind(kernel: Any, spec: Callable[..., Any],
+          p: Puzzle | None = None) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
     """How to call the kernel: pointers in spec order, then the sizes it declares, by name."""
     params = list(inspect.signature(unwrap_kernel(kernel)).parameters)
-    n_inputs = len(spec_input_names(spec))
+    n_inputs = len(p.tensor_lists.pointers) if p and p.tensor_lists else len(spec_input_names(spec))
     size_params = params[n_inputs + 1 :]
 
     def args_for(case: _Case) -> tuple[list[Any], dict[str, Any]]:
@@ -310,7 +344,7 @@ def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool)
     trace = Trace({n: (tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in arena.tensors.items()},
                   tuple(case.grid) + (1,) * (3 - len(case.grid)), recorded=record)
     recorder = Recorder(arena.regions(), {n: t.element_size() for n, t in arena.tensors.items()},
-                        set(case.input_names), trace, kernel_file(kernel), record=record)
+                        set(case.guarded or case.input_names), trace, kernel_file(kernel), record=record)
     out = io.StringIO()
     started = time.perf_counter()
     with contextlib.redirect_stdout(out):
@@ -347,6 +381,8 @@ def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
     gpu.buffer.fill_(0xA5)
     for n, t in cpu.tensors.items():
         gpu.tensors[n].copy_(t)
+    if case.relink is not None:
+        case.relink(gpu)  # the copied table still holds the CPU arena's addresses
     guard = gpu.buffer.clone()
     gpu_case = dataclasses.replace(case, arena=gpu)
     args, kwargs = args_for(gpu_case)
@@ -471,6 +507,9 @@ def _measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p:
                    result: TestResult) -> None:
     if not on_gpu():
         result.notes.append("speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter")
+        return
+    if p is not None and (p.strided_inputs or p.tensor_lists):
+        result.notes.append("speed is not measured for this puzzle by test(); its notebook times it")
         return
     from puzzles import perf as _perf
     from puzzles.inputs import draw_inputs
