@@ -328,6 +328,9 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
     spec = describe_kernel(kernel)
     if fn is None or spec is None:
         return None
+    config = getattr(kernel, "config", None)  # an autotune config's launch options (puzzles/autotune.py)
+    options = {k: v for k, v in (("num_warps", getattr(config, "num_warps", None)),
+                                 ("num_stages", getattr(config, "num_stages", None))) if isinstance(v, int)}
     signature = inspect.signature(fn).parameters
     params = list(signature)
     plain_ints = frozenset(n for n, p in signature.items() if p.annotation is inspect.Parameter.empty)
@@ -339,9 +342,9 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
             return None
         stages = [("front", 80)] + ([("full", t) for t in targets_for(min_sm)] if index == 0 else [])
         for stage, target in stages:
-            key = _key(stable, argspec, stage, target)
+            key = _key(stable, argspec, stage, target, options)
             item = by_key.setdefault(key, {"stage": stage, "target": target, "args": argspec, "key": key,
-                                           "sizes": []})
+                                           "options": options, "sizes": []})
             item["sizes"].append(index)
     items = list(by_key.values())
     results = {}
@@ -765,13 +768,14 @@ def _check(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover - run
     signature, constexprs = _signature(fn, item["args"])  # raises (skipped) when an argument is unknown
     target = GPUTarget("cuda", item["target"], 32)
     src = ASTSource(fn, signature, constexprs)
+    options = item.get("options") or {}
     try:
         if item["stage"] == "front":
-            _front_end(src, target)
+            _front_end(src, target, options)
             return {}
         import triton
 
-        compiled = triton.compile(src, target=target)
+        compiled = triton.compile(src, target=target, options=options)
     except CompilationError as exc:
         return {"error": _compilation_error(exc, built)}
     except Exception as exc:  # noqa: BLE001 - MLIR pass failures, ptxas errors
@@ -780,13 +784,13 @@ def _check(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover - run
     return {"notes": _needs(compiled, item["target"])}
 
 
-def _front_end(src: Any, target: Any) -> None:  # pragma: no cover - runs in the worker process
+def _front_end(src: Any, target: Any, launch: dict | None = None) -> None:  # pragma: no cover - in the worker
     """Python to Triton IR to GPU IR, without the LLVM and ptxas stages."""
     from triton._C.libtriton import ir
     from triton.compiler.compiler import make_backend
 
     backend = make_backend(target)
-    options = backend.parse_options({})
+    options = backend.parse_options(dict(launch or {}))
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)

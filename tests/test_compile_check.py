@@ -133,3 +133,18 @@ def test_sizes_that_compile_alike_share_one_check_and_all_fail():
     assert [item["sizes"] for item in check.items if item["stage"] == "front"] == [[0, 1]]
     result = test(kernel, puzzle=7, sizes=sizes, quiet=True)
     assert [o.status for o in result.outcomes] == ["compile error", "compile error"], str(result)
+
+
+def test_an_autotune_config_is_compiled_with_its_launch_options():
+    from puzzles.autotune import ConfigLaunch
+
+    p = catalog.get(20)
+    tuner = p.reference()
+    config = tuner.configs[0]
+    launch = ConfigLaunch(tuner.fn, config)
+    sizes = {**p.sizes[0], **config.kwargs}
+    args_for = _bind(launch, p.spec, p)
+    check = compile_check.start(launch, [args_for(_make_case(p.spec, p, sizes, 1, 1.0))])
+    assert all(item["options"]["num_warps"] == config.num_warps for item in check.items)
+    report = check.report(wait_full=True)
+    assert report.problems == [] and not any(v.get("skipped") for v in check.results.values())
