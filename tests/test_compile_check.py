@@ -148,3 +148,12 @@ def test_an_autotune_config_is_compiled_with_its_launch_options():
     assert all(item["options"]["num_warps"] == config.num_warps for item in check.items)
     report = check.report(wait_full=True)
     assert report.problems == [] and not any(v.get("skipped") for v in check.results.values())
+
+
+def test_a_dead_worker_is_replaced():
+    old = compile_check._worker("front")
+    old.proc.kill()
+    old.proc.wait()
+    result = test(ck.add_mask2_kernel_lambda, puzzle=2, quiet=True)
+    assert result.first_failure.status == "compile error", str(result)
+    assert compile_check._worker("front") is not old
