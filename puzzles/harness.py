@@ -105,7 +105,7 @@ def test(
     seed = random.randrange(1, 10**6) if seed is None else seed
     found = _resolve_puzzle(puzzle, spec, kernel)
     spec = spec if found is None else found.spec
-    name = getattr(unwrap_kernel(kernel), "__name__", repr(kernel))
+    name = getattr(unwrap_kernel(kernel), "__name__", None) or getattr(kernel, "__name__", repr(kernel))
     title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
     result = TestResult(title, name, [], 0.0, seed, device=_device_name())
 
@@ -195,29 +195,72 @@ def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: i
 
 
 def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> KernelError | None:
+    """A signature the grader cannot call correctly, told with the expected one (never an
+    error from inside Triton, which is what calling it anyway would give)."""
+    inputs = list(spec_input_names(spec))
+    want_names = _expected_params(p, inputs)
+    expected = p.expected_signature() if p else f"kernel({', '.join(want_names)}, <sizes>, <blocks>: tl.constexpr)"
+    want = f"\n  expected: {expected}"
     fn = unwrap_kernel(kernel)
     if fn is None:
+        name = getattr(kernel, "__name__", type(kernel).__name__)
         hint = "decorate it with @triton.jit" if callable(kernel) else "pass the kernel function itself"
-        return KernelError("signature", f"{kernel!r} is not a Triton kernel: {hint}")
+        where = _def_line(kernel) if hasattr(kernel, "__code__") else ()
+        return KernelError("signature", f"{name} is not a Triton kernel: {hint}{want}", *where)
     params = list(inspect.signature(fn).parameters.values())
-    inputs = list(spec_input_names(spec))
-    expected = p.expected_signature() if p else None
-    want = f"\n  expected: {expected}" if expected else ""
     n_ptr = len(inputs) + 1
-    if len(params) < n_ptr:
-        return KernelError("signature", f"{fn.__name__} takes {len(params)} parameters but needs a pointer for each of "
-                           f"{', '.join(inputs)} and the output z{want}", *_def_line(fn))
+    ptr_names = want_names[:n_ptr]
     known = set(p.canonical) if p else set()
     for s in p.sizes if p else []:
         known |= set(s)
+
+    def bad(message: str) -> KernelError:
+        return KernelError("signature", f"{fn.__name__} {message}{want}", *_def_line(fn))
+
+    if len(params) < n_ptr:
+        return bad(f"takes {len(params)} parameters but needs a pointer for each of {', '.join(ptr_names)}")
+    for i, param in enumerate(params[:n_ptr]):
+        # A size or a constexpr where a pointer belongs: a pointer is missing, and Triton would
+        # fail deep inside with "invalid operands of type pointer<fp32> and int32".
+        if param.name in known or _is_constexpr(param.annotation):
+            return bad(f"has {param.name} where the pointer {ptr_names[i]} belongs (is a pointer parameter "
+                       "missing?): the pointers come first, in this order")
+    got, wanted = [_base(q.name) for q in params[:n_ptr]], [_base(n) for n in ptr_names]
+    if got != wanted and sorted(got) == sorted(wanted):
+        order = ", ".join(q.name for q in params[:n_ptr])
+        return bad(f"takes its pointers as ({order}) but they are passed in the order "
+                   f"({', '.join(ptr_names)}): swap them back")
     for param in params[n_ptr:]:
         if p and param.name not in known:
-            return KernelError("signature", f"{fn.__name__} has a parameter {param.name!r} that this puzzle does not "
-                               f"provide (it provides {', '.join(sorted(known))}){want}", *_def_line(fn))
+            return bad(f"has a parameter {param.name!r} that this puzzle does not provide "
+                       f"(it provides {', '.join(sorted(known))})")
         if param.name.startswith("B") and not _is_constexpr(param.annotation):
-            return KernelError("signature", f"block size {param.name} must be declared `{param.name}: tl.constexpr` "
-                               f"(tl.arange and block shapes need compile-time sizes){want}", *_def_line(fn))
+            return bad(f"declares block size {param.name} without tl.constexpr: write `{param.name}: tl.constexpr` "
+                       "(tl.arange and block shapes need compile-time sizes)")
+    if p is not None:
+        declared = {q.name for q in params}
+        missing = [n for n in want_names[n_ptr:] if n not in declared and n not in p.unused_sizes]
+        if missing:
+            return bad(f"has no parameter {', '.join(missing)}: the kernel cannot know "
+                       f"{'that size' if len(missing) == 1 else 'those sizes'} without it")
     return _forbidden_call(fn, p) if p and p.forbidden_calls else None
+
+
+def _expected_params(p: Puzzle | None, inputs: list[str]) -> list[str]:
+    """The parameter names of the puzzle's kernel (pointers, then sizes), or the pointers
+    a spec implies (`x_ptr`, ..., `z_ptr`) for an unknown puzzle."""
+    if p is None:
+        return [f"{n}_ptr" for n in inputs] + ["z_ptr"]
+    inside = p.expected_signature().split("(", 1)[1].rsplit(")", 1)[0]
+    return [part.split(":")[0].split("=")[0].strip() for part in inside.split(",") if part.strip()]
+
+
+def _base(name: str) -> str:
+    """`x_ptr`, `x_pointer` and `x` all name the tensor x."""
+    for suffix in ("_ptr", "_pointer", "_p"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def _forbidden_call(fn: Callable[..., Any], p: Puzzle) -> KernelError | None:
@@ -409,8 +452,10 @@ def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     o.mismatch_count = int(wrong.sum())
     o.mismatches = [Mismatch(tuple(i), _scalar(expected[tuple(i)]), _scalar(out[tuple(i)]))
                     for i in torch.nonzero(wrong)[:MAX_SHOWN].tolist()]
-    if o.invalid_accesses:
+    if run.trace is not None and run.trace.invalid:
         o.status = "out of bounds"
+    elif o.invalid_accesses:  # only stores into inputs: in bounds, but the inputs must stay as given
+        o.status = "store into input"
     elif o.unwritten_count:
         o.status = "unwritten"
     elif o.mismatch_count:

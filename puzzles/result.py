@@ -27,7 +27,8 @@ class SizeOutcome:
 
     sizes: dict[str, int]
     seed: int
-    status: str  # "passed", "wrong", "unwritten", "out of bounds", "error", "timeout", "not run"
+    # "passed", "wrong", "unwritten", "out of bounds", "store into input", "race", "error", "timeout", "not run"
+    status: str
     mismatch_count: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
     unwritten_count: int = 0
@@ -59,12 +60,20 @@ class SizeOutcome:
         if self.error is not None:
             return self.error.describe().replace("\n  ", " ")
         parts = []
-        if self.invalid_accesses:
-            first = self.invalid_accesses[0].describe()
-            parts.append(f"{len(self.invalid_accesses)} out-of-bounds access(es): {first}")
+        outside = [a for a in self.invalid_accesses if a.kind == "out of bounds"]
+        into_inputs = [a for a in self.invalid_accesses if a.kind != "out of bounds"]
+        if outside:
+            parts.append(f"{len(outside)} out-of-bounds access(es): {outside[0].describe()}")
+        if into_inputs:
+            names = ", ".join(dict.fromkeys(a.tensor for a in into_inputs))
+            parts.append(f"the kernel stores into its input {names} (inputs are read-only: write the result "
+                         f"through the output pointer): {into_inputs[0].describe()}")
         total = max(1, _numel(self.output_shape))
-        if self.unwritten_count == total:
+        if self.unwritten_count == total and not parts:
             return f"the kernel wrote nothing: all {total} output elements never written (still the starter?)"
+        if self.unwritten_count == total:
+            parts.append(f"all {total} output elements never written")
+            return "; ".join(parts)
         if self.unwritten_count:
             first = _fmt_index(self.unwritten[0]) if self.unwritten else ""
             parts.append(f"{self.unwritten_count} of {total} output elements never written (first z{first})")
@@ -170,7 +179,7 @@ class TestResult:
 def _detail_lines(o: SizeOutcome) -> list[str]:
     lines = []
     for a in o.invalid_accesses[:MAX_SHOWN]:
-        lines.append(f"  out of bounds: {a.describe()}")
+        lines.append(f"  {'out of bounds' if a.kind == 'out of bounds' else 'store into an input'}: {a.describe()}")
     if o.mismatches:
         lines.append("  first wrong elements (index: expected vs got):")
         lines += [f"    z{_fmt_index(m.index)}: {m.expected:.6g} vs {m.got:.6g}" for m in o.mismatches[:MAX_SHOWN]]

@@ -126,6 +126,22 @@ def test_block_size_must_be_constexpr(load_kernel):
 def test_a_plain_function_is_not_a_kernel():
     result = _grade(wrong.add_kernel_not_jitted, 1)
     assert result.error.kind == "signature" and "@triton.jit" in result.error.message
+    assert "<function" not in str(result) and "add_kernel_not_jitted" in result.kernel
+    assert "expected: add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr)" in result.error.message
+
+
+@pytest.mark.parametrize(("kernel", "number", "says"), [
+    (wrong.add_mask2_kernel_no_size, 2, "no parameter N0"),
+    (wrong.add_mask2_kernel_no_output, 2, "N0 where the pointer z_ptr belongs"),
+    (wrong.add_kernel_swapped_pointers, 1, "(z_ptr, x_ptr)"),
+    (wrong.add_kernel_not_jitted, 1, "@triton.jit"),
+], ids=["missing-size", "missing-output", "swapped-pointers", "not-jitted"])
+def test_each_signature_mistake_gets_the_expected_signature(kernel, number, says):
+    result = _grade(kernel, number)
+    assert result.error is not None and result.error.kind == "signature", str(result)
+    assert says in result.error.message
+    assert "expected: " + catalog.get(number).expected_signature() in result.error.message
+    assert "Error" not in result.error.message  # never an exception from inside Triton
 
 
 def test_lite_signature_variant_without_unused_sizes_passes(load_kernel):
@@ -164,9 +180,12 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(x_ptr + offsets, x + 10.0)
     tl.store(z_ptr + offsets, x + 10.0)
 """
-    failure = _grade(load_kernel(source, "add_kernel"), 1).first_failure
-    assert failure.status == "out of bounds"
+    result = _grade(load_kernel(source, "add_kernel"), 1)
+    failure = result.first_failure
+    assert failure.status == "store into input"  # in bounds: named for what it is
     assert "writes into an input" in failure.invalid_accesses[0].describe()
+    assert "stores into its input x" in failure.reason() and "out-of-bounds" not in failure.reason()
+    assert "out of bounds" not in str(result)
 
 
 def test_same_seed_same_inputs_and_failures():

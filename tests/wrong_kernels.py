@@ -90,3 +90,21 @@ def softmax_kernel_unstable(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.co
 
 def add_kernel_not_jitted(x_ptr, z_ptr, N0, B0):
     pass
+
+
+@triton.jit
+def add_mask2_kernel_no_size(x_ptr, z_ptr, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
+
+
+@triton.jit
+def add_mask2_kernel_no_output(x_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < N0) + 10.0, mask=offsets < N0)
+
+
+@triton.jit
+def add_kernel_swapped_pointers(z_ptr, x_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
