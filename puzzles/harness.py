@@ -111,7 +111,12 @@ def test(
 
     problem = _check_kernel(kernel, spec, found) if spec is not None else KernelError(
         "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
-    size_list = [] if problem else _size_list(found, nelem, B, sizes)
+    size_list: list[Sizes] = []
+    if problem is None:
+        try:
+            size_list = _size_list(found, nelem, B, sizes)
+        except SizeRuleError as err:
+            problem = KernelError("sizes", str(err))
     if problem is None:
         try:
             cases = [_make_case(spec, found, s, seed + i, found.input_scale(i) if found else 1.0)
@@ -160,9 +165,42 @@ def _size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: li
         if not given:
             raise ValueError("an unknown puzzle needs its sizes: test(kernel, spec, nelem={...}, B={...})")
         return [given]
-    canonical = {**p.canonical, **given}
+    canonical = _follow_rules(p, given)
     rest = [dict(s) for s in p.sizes[1:] if s != canonical]
     return [canonical] + rest
+
+
+class SizeRuleError(ValueError):
+    """Sizes given to test() that the puzzle's own rules rule out."""
+
+
+def _follow_rules(p: Puzzle, given: Sizes) -> Sizes:
+    """The canonical size with the learner's values, and the sizes that depend on them.
+
+    The rules are read off the sizes the puzzle tests: two sizes equal in every one of them
+    (puzzle 1's B0 = N0) stay equal, and a block that is always a power of two must stay one.
+    """
+    sizes = {**p.canonical, **given}
+    if len(p.sizes) < 2:
+        return sizes
+    keys = list(p.canonical)
+    for a in keys:
+        for b in keys:
+            if a == b or not all(s.get(a) == s.get(b) for s in p.sizes):
+                continue
+            if a in given and b in given and given[a] != given[b]:
+                raise SizeRuleError(f"Puzzle {p.number} needs {b} = {a}, and {a}={given[a]}, {b}={given[b]} break it: "
+                                    f"pass only {a} (the grader sets {b} to match)")
+            if a in given and b not in given:
+                sizes[b] = given[a]
+    for k in keys:
+        v = sizes[k]
+        if k.startswith("B") and all(s[k] & (s[k] - 1) == 0 for s in p.sizes) and (v <= 0 or v & (v - 1)):
+            source = next((f" (the puzzle sets {k} = {a}, given as {a}={v})" for a in given if a != k
+                           and all(s.get(a) == s.get(k) for s in p.sizes)), "")
+            raise SizeRuleError(f"Puzzle {p.number} needs the block size {k} to be a power of two, not {v}{source}: "
+                                "tl.arange and block shapes need powers of two")
+    return sizes
 
 
 def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int, scale: float) -> _Case:

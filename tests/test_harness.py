@@ -294,3 +294,20 @@ def add_kernel(x_ptr, z_ptr, N, B0: tl.constexpr):
 """, "add_kernel")
     error = _grade(kernel, 1).error
     assert error.kind == "signature" and error.source.startswith("def add_kernel(")
+
+
+def test_custom_size_derives_the_dependent_block_from_the_puzzles_rule():
+    p = catalog.get(1)  # B0 = N0
+    result = test(p.reference(), p.spec, nelem={"N0": 64}, quiet=True)
+    assert result.passed, str(result)
+    assert result.outcomes[0].sizes == {"N0": 64, "B0": 64}
+
+
+@pytest.mark.parametrize(("nelem", "B", "says"), [
+    ({"N0": 64}, {"B0": 32}, "needs B0 = N0"),
+    ({"N0": 50}, None, "power of two"),
+])
+def test_custom_sizes_that_break_the_rule_are_named(nelem, B, says):
+    p = catalog.get(1)
+    result = test(p.reference(), p.spec, nelem=nelem, B=B, quiet=True)
+    assert result.error is not None and result.error.kind == "sizes" and says in result.error.message
