@@ -43,6 +43,7 @@ class SizeOutcome:
     trace: Trace | None = None
     expected: torch.Tensor | None = None
     output: torch.Tensor | None = None
+    transposed: bool = False  # the output is the expected one transposed
 
     @property
     def passed(self) -> bool:
@@ -77,6 +78,9 @@ class SizeOutcome:
         if self.unwritten_count:
             first = _fmt_index(self.unwritten[0]) if self.unwritten else ""
             parts.append(f"{self.unwritten_count} of {total} output elements never written (first z{first})")
+        if self.transposed:
+            parts.append("the output is the expected one transposed (rows and columns swapped: check which index "
+                         "goes with the row stride in the store and the loads)")
         if self.mismatch_count:
             m = self.mismatches[0]
             parts.append(
@@ -149,8 +153,8 @@ class TestResult:
             lines += ["    " + s for s in failure.stdout.strip().splitlines()[:20]]
         if self.perf is not None:
             lines.append("  " + self.perf.text())
-        if not self.passed and self.error is None:
-            lines.append(f"  reproduce with seed={self.seed}")
+        if failure is not None:
+            lines.append(f"  reproduce with seed={failure.seed}: test(..., seed={failure.seed})")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -265,7 +269,7 @@ def render_html(result: TestResult) -> str:
                 parts.append(diff_svg(failure.status_map))
             if failure.stdout.strip():
                 parts.append("<div>the kernel printed:</div><pre>" + e(failure.stdout.strip()[:4000]) + "</pre>")
-            parts.append(f"<div>reproduce with <code>seed={result.seed}</code></div>")
+            parts.append(f"<div>reproduce with <code>seed={failure.seed}</code></div>")
     if result.perf is not None:
         parts.append(f"<div>speed: {e(result.perf.text())}</div>")
     for n in result.notes:

@@ -311,3 +311,34 @@ def test_custom_sizes_that_break_the_rule_are_named(nelem, B, says):
     p = catalog.get(1)
     result = test(p.reference(), p.spec, nelem=nelem, B=B, quiet=True)
     assert result.error is not None and result.error.kind == "sizes" and says in result.error.message
+
+
+def test_out_of_bounds_in_a_matrix_is_given_as_coordinates(load_kernel):
+    source = """
+@triton.jit
+def add_vec_block_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    x = tl.load(x_ptr + i, mask=i < N0, other=0.0)
+    y = tl.load(y_ptr + j, mask=j < N1, other=0.0)
+    tl.store(z_ptr + j[:, None] * N0 + i[None, :], x[None, :] + y[:, None], mask=i[None, :] < N0)
+"""
+    failure = _grade(load_kernel(source, "add_vec_block_kernel"), 4).first_failure
+    assert failure.status == "out of bounds"
+    assert "store of z[90, 0] (z is 90×100)" in failure.invalid_accesses[0].describe()
+
+
+def test_transposed_output_is_named():
+    result = _grade(wrong.add_vec_block_kernel_swapped, 4)
+    assert result.first_failure.transposed
+    assert "transposed" in result.first_failure.reason()
+    assert not _grade(wrong.mul_relu_block_kernel_no_relu, 5).first_failure.transposed
+
+
+def test_reproduce_seed_is_the_seed_of_the_failing_size():
+    result = _grade(wrong.add_mask2_kernel_hard_coded, 2, seed=500)
+    failure = result.first_failure
+    assert result.outcomes.index(failure) > 0  # a later size fails
+    assert f"reproduce with seed={failure.seed}" in str(result)
+    again = _grade(wrong.add_mask2_kernel_hard_coded, 2, seed=failure.seed)
+    assert again.first_failure.sizes == failure.sizes and again.first_failure.reason() == failure.reason()
