@@ -195,9 +195,12 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     return KernelError("exception", f"{type(cause).__name__}: {message}", line, source, file_seen)
 
 
-def timeout_message(timeout: float) -> str:
-    """What a learner reads when a kernel is stopped (both ways of running it say the same)."""
-    return f"the kernel ran past its time limit of {timeout:g} s and was stopped"
+def timeout_message(timeout: float, sizes: str = "", where: str = "") -> str:
+    """What a learner reads when a kernel is stopped (every way of running it says the same):
+    the size, the limit and how to raise it; `KernelError.line` adds the line it was on."""
+    at = f" at {sizes}" if sizes else ""
+    return (f"the kernel ran past its time limit of {timeout:g} s{at}{where} and was stopped: an endless loop? "
+            f"If it is only slow, raise the limit: test(..., timeout={max(2 * timeout, 60):g})")
 
 
 def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],
@@ -208,8 +211,9 @@ def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwar
         # Masked-off lanes legitimately compute things like -inf - -inf: no numpy warnings.
         with _interpret_nested_jit(), _patch_language_once(), recorder, np.errstate(all="ignore"):
             fn[grid](*args, **kwargs)
-    except KernelTimeout:
-        return KernelError("timeout", "the kernel ran past its time limit")
+    except KernelTimeout as exc:
+        stopped = error_from_exception(exc, kernel)  # the line the kernel was on
+        return KernelError("timeout", timeout_message(0), stopped.line, stopped.source, stopped.filename)
     except Exception as exc:  # a learner's kernel can raise anything
         return error_from_exception(exc, kernel)
     return None

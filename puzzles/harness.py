@@ -28,6 +28,7 @@ import torch
 from puzzles import catalog
 from puzzles.execution import (
     KernelError,
+    KernelTimeout,
     RunOutput,
     can_fork,
     def_line,
@@ -365,31 +366,76 @@ def _bind(kernel: Any, spec: Callable[..., Any]) -> Callable[[_Case], tuple[list
 # -- running -------------------------------------------------------------------------------------------
 
 
+# The child process stops a kernel itself (to report its line); the parent waits this much longer.
+_CHILD_GRACE = 3.0
+
+
 def _run_cases(kernel: Any, args_for: Callable, cases: list[_Case], timeout: float,
                isolate: bool | None, record: bool) -> list[SizeOutcome]:
+    # test(isolate=False) is for debugging: the kernel's prints and the debugger keep the real
+    # stdout and stdin instead of being captured.
+    capture = isolate is not False
     if on_gpu():
-        runs = [_run_compiled_and_checked(kernel, args_for, case, timeout, record) for case in cases]
+        runs = _run_on_gpu(kernel, args_for, cases, timeout, record, capture)
     else:
-        jobs = [(lambda c=case: _run_interpreted(kernel, args_for, c, record)) for case in cases]
+        jobs = [(lambda c=case: _timed(timeout, lambda: _run_interpreted(kernel, args_for, c, record, capture)))
+                for case in cases]
         if isolate is None:
             isolate = can_fork()
         runs = []
         if isolate:
-            for status, payload in run_in_child(jobs, timeout):
+            for status, payload in run_in_child(jobs, timeout + _CHILD_GRACE):
                 runs.append(payload if status == "ok" else RunOutput(error=KernelError(status, payload)))
+                if _timed_out(runs[-1]):
+                    break  # the interpreter stops at the first size that times out
         else:
             for job in jobs:
-                with time_limit(timeout):
-                    runs.append(job())
-                if runs[-1].error is not None and runs[-1].error.kind == "timeout":
-                    runs[-1].error.message = timeout_message(timeout)
+                runs.append(job())
+                if _timed_out(runs[-1]):
                     break
+    for case, run in zip(cases, runs, strict=False):
+        if _timed_out(run):
+            where = " (in the access check under Triton's interpreter)" if on_gpu() else ""
+            run.error.message = timeout_message(timeout, _size_text(case.sizes), where)
     outcomes = [_judge(case, run, kernel_file(kernel)) for case, run in zip(cases, runs, strict=False)]
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
     return outcomes
 
 
-def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool) -> RunOutput:
+def _timed(timeout: float, job: Callable[[], RunOutput]) -> RunOutput:
+    try:
+        with time_limit(timeout):
+            return job()
+    except KernelTimeout:  # fired between the kernel's end and the limit's end
+        return RunOutput(error=KernelError("timeout", timeout_message(timeout)))
+
+
+def _timed_out(run: RunOutput) -> bool:
+    return run.error is not None and run.error.kind == "timeout"
+
+
+def _size_text(sizes: Sizes) -> str:
+    return " ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def _run_on_gpu(kernel: Any, args_for: Callable, cases: list[_Case], timeout: float, record: bool, capture: bool,
+                run_compiled: Callable[[Any, Callable, _Case], RunOutput] | None = None) -> list[RunOutput]:
+    """Each size compiled and run on the GPU, then checked under the interpreter; a timeout in
+    the check is the verdict (the compiler may have removed an endless loop the check cannot
+    finish), and no later size is checked."""
+    runs = []
+    for case in cases:
+        run = (run_compiled or _run_compiled)(kernel, args_for, case)
+        if run.error is None and record:
+            checked = _timed(timeout, lambda c=case: _run_interpreted(kernel, args_for, c, True, capture))
+            _merge_check(run, checked)
+        runs.append(run)
+        if _timed_out(run):
+            break
+    return runs
+
+
+def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool, capture: bool = True) -> RunOutput:
     args, kwargs = args_for(case)
     arena = case.arena
     trace = Trace({n: (tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in arena.tensors.items()},
@@ -398,31 +444,27 @@ def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool)
                         set(case.input_names), trace, kernel_file(kernel), record=record)
     out = io.StringIO()
     started = time.perf_counter()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out) if capture else contextlib.nullcontext():
         error = launch_interpreted(kernel, case.grid, args, kwargs, recorder)
     seconds = time.perf_counter() - started
     return RunOutput(arena.tensors["z"].clone(), trace, error, out.getvalue(), seconds)
 
 
-def _run_compiled_and_checked(kernel: Any, args_for: Callable, case: _Case, timeout: float, record: bool) -> RunOutput:
+def _merge_check(compiled: RunOutput, checked: RunOutput) -> None:
     """The GPU's answer, with the interpreter's account of every access.
 
     A compiled kernel's out-of-bounds loads leave no trace and its stores only damage guard
     zones, so the same kernel also runs once under the guarded interpreter on CPU copies (in
     this process: CUDA forbids forking) to name each invalid access, its program and its line.
     """
-    compiled = _run_compiled(kernel, args_for, case)
-    if compiled.error is not None or not record:
-        return compiled
-    with time_limit(timeout):
-        checked = _run_interpreted(kernel, args_for, case, record=True)
     compiled.stdout = checked.stdout  # what the kernel printed, as the interpreter ran it
     if checked.error is None:
         compiled.trace = checked.trace
+    elif _timed_out(checked):
+        compiled.error = checked.error  # a check that never ends is a failure, whatever the GPU said
     else:
         compiled.stdout += (f"(the access check under Triton's interpreter could not run: "
                             f"{checked.error.describe()})\n")
-    return compiled
 
 
 def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
