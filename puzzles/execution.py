@@ -7,6 +7,7 @@ learner's line, never as a traceback through the harness.
 
 from __future__ import annotations
 
+import bdb
 import contextlib
 import ctypes
 import io
@@ -215,6 +216,13 @@ def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwar
         stopped = error_from_exception(exc, kernel)  # the line the kernel was on
         return KernelError("timeout", timeout_message(0), stopped.line, stopped.source, stopped.filename)
     except Exception as exc:  # a learner's kernel can raise anything
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, bdb.BdbQuit):
+            cause = cause.__cause__
+        if cause is not None:
+            return KernelError("exception", "the kernel stopped in the debugger and the debugger quit. In test()'s "
+                               "child process it cannot read what you type: grade with test(..., isolate=False) "
+                               "to debug")
         return error_from_exception(exc, kernel)
     return None
 
@@ -266,6 +274,7 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
     if pid == 0:  # pragma: no cover - runs in the child
         os.close(read_fd)
         sys.stdout = sys.stderr = io.StringIO()  # never write to the notebook's sockets
+        sys.stdin = io.StringIO()  # a debugger here reads end-of-input and quits, instead of hanging
         torch.set_num_threads(1)
         for job in jobs:
             try:

@@ -148,9 +148,10 @@ class TestResult:
         failure = self.first_failure
         if failure is not None and failure.error is None:
             lines += _detail_lines(failure)
-        if failure is not None and failure.stdout.strip():
-            lines.append("  kernel printed:")
-            lines += ["    " + s for s in failure.stdout.strip().splitlines()[:20]]
+        printed = _printed(self)
+        if printed is not None:
+            lines.append(f"  kernel printed (at {printed.size_text()}):")
+            lines += ["    " + s for s in printed.stdout.strip().splitlines()[:20]]
         if self.perf is not None:
             lines.append("  " + self.perf.text())
         if failure is not None:
@@ -178,6 +179,14 @@ class TestResult:
             return
         self._shown_in = count
         display(HTML(render_html(self)))
+
+
+def _printed(result: TestResult) -> SizeOutcome | None:
+    """The size whose print output to show, pass or fail: the failing one, else the first that printed."""
+    failure = result.first_failure
+    if failure is not None:
+        return failure if failure.stdout.strip() else None
+    return next((o for o in result.outcomes if o.stdout.strip()), None)
 
 
 def _detail_lines(o: SizeOutcome) -> list[str]:
@@ -267,9 +276,11 @@ def render_html(result: TestResult) -> str:
                                   for k, label in ((0, "right"), (1, "wrong"), (2, "never written")))
                 parts.append(f"<div>output at the failing size: {legend}</div>")
                 parts.append(diff_svg(failure.status_map))
-            if failure.stdout.strip():
-                parts.append("<div>the kernel printed:</div><pre>" + e(failure.stdout.strip()[:4000]) + "</pre>")
             parts.append(f"<div>reproduce with <code>seed={failure.seed}</code></div>")
+    printed = _printed(result) if result.error is None else None
+    if printed is not None:
+        parts.append(f"<div>the kernel printed (at <code>{e(printed.size_text())}</code>):</div><pre>"
+                     + e(printed.stdout.strip()[:4000]) + "</pre>")
     if result.perf is not None:
         parts.append(f"<div>speed: {e(result.perf.text())}</div>")
     for n in result.notes:

@@ -359,3 +359,48 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict():
     runs = harness._run_on_gpu(kernel, harness._bind(kernel, p.spec), cases, 1.0, True, True,
                                run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
     assert len(runs) == 1 and runs[0].error.kind == "timeout"  # stops after the first size
+
+
+_PRINTING = """
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    print("hello from the kernel")
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
+"""
+
+
+def test_what_the_kernel_printed_is_shown_when_it_passes(load_kernel):
+    result = _grade(load_kernel(_PRINTING, "add_kernel"), 1)
+    assert result.passed and "kernel printed" in str(result) and "hello from the kernel" in str(result)
+    assert "hello from the kernel" in result._repr_html_()
+
+
+def test_in_process_the_kernel_and_the_debugger_keep_the_real_streams(load_kernel, monkeypatch, capsys):
+    import io
+
+    result = _grade(load_kernel(_PRINTING, "add_kernel"), 1, isolate=False)
+    assert result.passed and "hello from the kernel" in capsys.readouterr().out  # printed live
+    source = """
+from puzzles import breakpoint_if
+
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    breakpoint_if(pid_0=[0])
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
+"""
+    monkeypatch.setattr("sys.stdin", io.StringIO("p offsets.handle.data.sum()\nc\n" * 3))
+    result = _grade(load_kernel(source, "add_kernel"), 1, isolate=False)
+    out = capsys.readouterr().out
+    assert result.passed and "(Pdb)" in out and str(sum(range(32))) in out  # the debugger answered
+
+
+def test_a_breakpoint_in_the_child_process_says_how_to_debug(load_kernel):
+    source = """
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    breakpoint()
+"""
+    failure = _grade(load_kernel(source, "add_kernel"), 1).first_failure
+    assert failure.status == "error" and "isolate=False" in failure.reason()
