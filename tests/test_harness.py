@@ -404,3 +404,30 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 """
     failure = _grade(load_kernel(source, "add_kernel"), 1).first_failure
     assert failure.status == "error" and "isolate=False" in failure.reason()
+
+
+@pytest.mark.parametrize(("kernel", "number", "index"), [
+    (wrong.softmax_kernel_masked_zero, 8, 2),  # masked lanes loaded as 0 inflate every row's sum
+    (wrong.softmax_kernel_unstable, 8, 2),  # no max subtraction: exp overflows on the ±100 rows
+    (wrong.softmax_kernel_no_rescale, 8, 2),  # running sum not rescaled: the growing rows are off
+    (wrong.flashatt_kernel_no_rescale, 9, 2),  # accumulator not rescaled: keys grow along the row
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_known_bugs_fail_at_every_seed(kernel, number, index):
+    # The verdict must not depend on the seed: the puzzle's size `index` fails each of these at
+    # 50 seeds. Only that size runs, without recording accesses, to keep the test fast.
+    from puzzles import harness
+
+    p = catalog.get(number)
+    args_for = harness._bind(kernel, p.spec)
+    for seed in range(1000, 1050):
+        case = harness._make_case(p.spec, p, p.sizes[index], seed, index)
+        outcome = harness._judge(case, harness._run_interpreted(kernel, args_for, case, record=False), None)
+        assert outcome.status == "wrong", f"seed {seed}: {outcome.reason()}"
+
+
+def test_a_softmax_row_that_is_all_slightly_off_is_wrong_in_every_element():
+    # Per-row tolerance: every element of the affected rows is reported, not the few largest.
+    failure = _grade(wrong.softmax_kernel_masked_zero, 8, seed=3).first_failure
+    rows_wrong = failure.status_map.any(axis=1)
+    assert failure.status == "wrong"
+    assert (failure.status_map[rows_wrong] == 1).all()
