@@ -539,6 +539,8 @@ def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
                     for i in torch.nonzero(wrong)[:MAX_SHOWN].tolist()]
     if o.mismatch_count and not o.unwritten_count:
         o.transposed = _is_transposed(out, expected, case)
+    if o.mismatch_count and case.row_tolerance and expected.dim() >= 2:
+        o.note = _row_summary(torch.where(unwritten, 0, out), expected, wrong)
     if run.trace is not None and run.trace.invalid:
         o.status = "out of bounds"
     elif o.invalid_accesses:  # only stores into inputs: in bounds, but the inputs must stay as given
@@ -565,6 +567,18 @@ def _close(out: torch.Tensor, expected: torch.Tensor, case: _Case) -> torch.Tens
         atol = case.atol * e64.abs().nan_to_num(posinf=1.0).amax(-1, keepdim=True).clamp(max=1.0)
     close = (o64 - e64).abs() <= atol + case.rtol * e64.abs()
     return close | (torch.isnan(e64) & torch.isnan(o64))
+
+
+def _row_summary(out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor) -> str:
+    """`3 of 4 rows wrong, by up to 9.4% of the row's largest value`: a systematic error in
+    whole rows reads differently from a few stray elements."""
+    rows_wrong = wrong.reshape(-1, wrong.shape[-1]).any(-1)
+    e64, o64 = expected.double().reshape(-1, expected.shape[-1]), out.double().reshape(-1, out.shape[-1])
+    scale = e64.abs().amax(-1).clamp(min=1e-30)
+    worst = ((o64 - e64).abs().amax(-1) / scale)[rows_wrong].nan_to_num(nan=float("inf")).max().item()
+    how = ("holding inf or NaN (did an exp overflow?)" if worst == float("inf")
+           else f"by up to {worst:.1%} of the row's largest value")
+    return f"{int(rows_wrong.sum())} of {rows_wrong.numel()} rows wrong, {how}"
 
 
 def _is_transposed(out: torch.Tensor, expected: torch.Tensor, case: _Case) -> bool:

@@ -44,6 +44,7 @@ class SizeOutcome:
     expected: torch.Tensor | None = None
     output: torch.Tensor | None = None
     transposed: bool = False  # the output is the expected one transposed
+    note: str = ""  # more about the wrong elements (which rows, by how much)
 
     @property
     def passed(self) -> bool:
@@ -87,6 +88,8 @@ class SizeOutcome:
                 f"{self.mismatch_count} of {total} elements wrong (first z{_fmt_index(m.index)}: "
                 f"expected {m.expected:.6g}, got {m.got:.6g})"
             )
+        if self.note:
+            parts.append(self.note)
         return "; ".join(parts) or self.status
 
 

@@ -431,3 +431,4 @@ def test_a_softmax_row_that_is_all_slightly_off_is_wrong_in_every_element():
     rows_wrong = failure.status_map.any(axis=1)
     assert failure.status == "wrong"
     assert (failure.status_map[rows_wrong] == 1).all()
+    assert "4 of 4 rows wrong, by up to" in failure.reason()
