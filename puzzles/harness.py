@@ -247,8 +247,9 @@ def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> Ke
     """A signature the grader cannot call correctly, told with the expected one (never an
     error from inside Triton, which is what calling it anyway would give)."""
     inputs = list(spec_input_names(spec))
-    want_names = _expected_params(p, inputs)
-    expected = p.expected_signature() if p else f"kernel({', '.join(want_names)}, <sizes>, <blocks>: tl.constexpr)"
+    expected = p.expected_signature() if p else None
+    want_names = _expected_params(expected, inputs)
+    expected = expected or f"kernel({', '.join(want_names)}, <sizes>, <blocks>: tl.constexpr)"
     want = f"\n  expected: {expected}"
     fn = unwrap_kernel(kernel)
     if fn is None:
@@ -295,12 +296,12 @@ def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> Ke
     return _forbidden_call(fn, p) if p and p.forbidden_calls else None
 
 
-def _expected_params(p: Puzzle | None, inputs: list[str]) -> list[str]:
-    """The parameter names of the puzzle's kernel (pointers, then sizes), or the pointers
-    a spec implies (`x_ptr`, ..., `z_ptr`) for an unknown puzzle."""
-    if p is None:
+def _expected_params(signature: str | None, inputs: list[str]) -> list[str]:
+    """The parameter names in the puzzle's kernel signature (pointers, then sizes), or the
+    pointers a spec implies (`x_ptr`, ..., `z_ptr`) for an unknown puzzle."""
+    if signature is None:
         return [f"{n}_ptr" for n in inputs] + ["z_ptr"]
-    inside = p.expected_signature().split("(", 1)[1].rsplit(")", 1)[0]
+    inside = signature.split("(", 1)[1].rsplit(")", 1)[0]
     return [part.split(":")[0].split("=")[0].strip() for part in inside.split(",") if part.strip()]
 
 
