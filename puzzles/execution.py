@@ -275,6 +275,7 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
         os.close(read_fd)
         sys.stdout = sys.stderr = io.StringIO()  # never write to the notebook's sockets
         sys.stdin = io.StringIO()  # a debugger here reads end-of-input and quits, instead of hanging
+        sys.breakpointhook = _breakpoint_here  # plain pdb on those streams, whoever hooked it
         torch.set_num_threads(1)
         for job in jobs:
             try:
@@ -297,6 +298,12 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
             os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
+
+
+def _breakpoint_here(*args: Any, **kwargs: Any) -> None:
+    import pdb
+
+    pdb.Pdb().set_trace(sys._getframe(1))
 
 
 def _send(fd: int, payload: Any) -> None:
