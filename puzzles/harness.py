@@ -98,8 +98,11 @@ def test(
     sizes: test exactly these size dicts instead of the puzzle's own list.
     seed: reproduce a failure (every failure reports the seed it used).
     viz: draw the memory accesses under the verdict.
+    timeout: seconds per size; the first size that runs past it is reported (with the line
+        the kernel was on) and no later size runs.
     isolate: run in a child process (default where the OS can fork); False runs in this
-        process, so `breakpoint()` inside the kernel works.
+        process, so `breakpoint()` inside the kernel works, and the debugger and the kernel's
+        prints use the notebook's own streams (otherwise prints are shown under the verdict).
     perf: on a GPU, once the kernel is right, time it at the puzzle's performance size and
         compare with this device's measured limits and with torch.
     """

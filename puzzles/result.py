@@ -158,7 +158,7 @@ class TestResult:
         if self.perf is not None:
             lines.append("  " + self.perf.text())
         if failure is not None:
-            lines.append(f"  reproduce with seed={failure.seed}: test(..., seed={failure.seed})")
+            lines.append(f"  reproduce with seed={failure.seed}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
