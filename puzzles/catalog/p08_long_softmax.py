@@ -1,10 +1,10 @@
 """Puzzle 8: long softmax."""
 
-import torch
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle, Sizes, cdiv
+from puzzles.bug_inputs import softmax_mixed_rows
+from puzzles.puzzle import Puzzle, cdiv
 
 
 def softmax_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0 T"]:
@@ -13,20 +13,6 @@ def softmax_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0 T"]:
     x = x - x_max
     x_exp = x.exp()
     return x_exp / x_exp.sum(1, keepdim=True)
-
-
-def _mixed_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
-    """At the last size, rows that make each known bug fail at every seed: rows reaching ±100
-    (exp without the maximum subtracted overflows), rows in ±1 (a ragged last chunk whose masked
-    lanes are loaded as 0 adds 56 · exp(-max) to the sum), and rows growing along the row (the
-    maximum changes in every chunk, so a running sum that is not rescaled is wrong)."""
-    if index != 2:
-        return {}
-    n, t = sizes["N0"], sizes["T"]
-    x = torch.rand((n, t), generator=gen) * 2 - 1
-    kind = torch.arange(n) % 3
-    x = torch.where((kind == 0)[:, None], x * 100, x)
-    return {"x": torch.where((kind == 2)[:, None], x + torch.linspace(0, 4, t), x)}
 
 
 PUZZLE = Puzzle(
@@ -62,6 +48,6 @@ The grid is `(cdiv(N0, B0),)`; `N1` is passed and not used.
     unused_sizes=("N1",),
     # Each row's errors are judged against its own largest value: softmax values are near 1/T,
     # so an absolute 1e-3 would pass a row whose every element is 10% off.
-    extra={"draw_inputs": _mixed_rows, "tolerance": "row"},
+    extra={"draw_inputs": softmax_mixed_rows, "tolerance": "row"},
     perf_size={"N0": 4096, "N1": 32, "T": 8192, "B0": 1, "B1": 1024},
 )

@@ -1,10 +1,10 @@
 """Puzzle 9: simple flash attention."""
 
-import torch
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle, Sizes, cdiv
+from puzzles.bug_inputs import attention_growing_scores
+from puzzles.puzzle import Puzzle, cdiv
 
 
 def flashatt_spec(q: Float32[Tensor, "N0"], k: Float32[Tensor, "T"], v: Float32[Tensor, "T"]) -> Float32[Tensor, "N0"]:
@@ -15,17 +15,6 @@ def flashatt_spec(q: Float32[Tensor, "N0"], k: Float32[Tensor, "T"], v: Float32[
     x_exp = x.exp()
     soft = x_exp / x_exp.sum(1, keepdim=True)
     return (v[None, :] * soft).sum(1)
-
-
-def _growing_scores(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
-    """At the last size the keys grow along the row (so, for q > 0, do the scores and the running
-    maximum changes in every chunk) and the values are positive (so the errors of a kernel that
-    does not rescale its accumulator add up instead of cancelling): it fails at every seed."""
-    if index != 2:
-        return {}
-    t = sizes["T"]
-    keys = torch.sort((torch.rand(t, generator=gen) * 2 - 1) * 2).values
-    return {"k": keys, "v": torch.rand(t, generator=gen) + 0.5}
 
 
 PUZZLE = Puzzle(
@@ -59,5 +48,5 @@ sizes the keys grow along the row, so the maximum changes in every chunk.
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     perf_size={"N0": 16384, "T": 16384, "B0": 64, "B1": 64},
-    extra={"draw_inputs": _growing_scores},
+    extra={"draw_inputs": attention_growing_scores},
 )
