@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from puzzles import catalog, compat
+from puzzles.autotune import autotune_missing, is_autotuned, test_every_config
 from puzzles.execution import (
     KernelError,
     KernelTimeout,
@@ -50,6 +51,7 @@ from puzzles.inputs import (
     spec_signature,
     unwritten_mask,
 )
+from puzzles.layouts import storage_numel, strided_view, strides_of
 from puzzles.puzzle import Puzzle, Sizes, default_grid
 from puzzles.recording import Recorder, Trace
 from puzzles.result import MAX_SHOWN, Mismatch, SizeOutcome, TestResult
@@ -74,6 +76,8 @@ class _Case:
     rtol: float = 1e-3
     atol: float = 1e-3
     row_tolerance: bool = False
+    guarded: list[str] | None = None  # regions no store may touch, when more than the kernel's inputs
+    relink: Callable[[Any], None] | None = None  # rewrites an address table for another arena (GPU copy)
 
 
 def test(
@@ -105,11 +109,19 @@ def test(
         prints use the notebook's own streams (otherwise prints are shown under the verdict).
     perf: on a GPU, once the kernel is right, time it at the puzzle's performance size and
         compare with this device's measured limits and with torch.
+
+    An @triton.autotune kernel is graded under each of its configs (puzzles/autotune.py).
     """
     started = time.perf_counter()
     seed = random.randrange(1, 10**6) if seed is None else seed
     found = _resolve_puzzle(puzzle, spec, kernel)
     spec = spec if found is None else found.spec
+    missing = autotune_missing(kernel, found, seed, quiet)
+    if missing is not None:
+        return missing
+    if is_autotuned(kernel):  # graded under each of its configs, in one verdict
+        return test_every_config(kernel, spec, found, sizes, nelem, seed=seed, viz=viz, timeout=timeout,
+                                 isolate=isolate, record=record, quiet=quiet, perf=perf)
     name = getattr(unwrap_kernel(kernel), "__name__", None) or getattr(kernel, "__name__", repr(kernel))
     title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
     result = TestResult(title, name, [], 0.0, seed, device=_device_name())
@@ -134,19 +146,24 @@ def test(
     if problem is not None:
         result.error = problem
     else:
-        fn = _bind(kernel, spec)
+        fn = _bind(kernel, spec, found)
         result.outcomes = _run_cases(kernel, fn, cases, timeout, isolate, record)
         if found is None:
             result.notes.append("unknown puzzle: tested only the sizes given")
         if perf and result.passed:
             _measure_speed(kernel, fn, spec, found, seed, result)
     result.seconds = time.perf_counter() - started
+    return present(result, quiet, viz, found)
+
+
+def present(result: TestResult, quiet: bool, viz: bool, puzzle: Puzzle | None) -> TestResult:
+    """Show a verdict (unless quiet) and its memory picture (if asked), and return it."""
     if not quiet:
         _show(result)
     if viz:
         from puzzles import viz as _viz
 
-        _viz.show(result, puzzle=found)
+        _viz.show(result, puzzle=puzzle)
     return result
 
 
@@ -214,12 +231,23 @@ def _follow_rules(p: Puzzle, given: Sizes) -> Sizes:
 def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int, index: int) -> _Case:
     """The inputs of the `index`-th size. Every size reports the run's `seed`, which
     reproduces all of them (each size draws from its own stream of it)."""
+    scale = p.input_scale(index) if p else 1.0
+    if p is not None and p.tensor_lists is not None:  # one allocation per tensor, and tables of them
+        from puzzles.tensor_lists import build
+
+        arena, pointers, guarded, expected, relink = build(spec, p.tensor_lists, sizes, seed + index, scale)
+        return _Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
+                     guarded=guarded, relink=relink)
     inputs, out = spec_signature(spec)
     shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
     shapes[out.name] = (out.shape(sizes), out.dtype)
+    # A strided input lives in a flat storage (the arena guards all of it); the spec sees the view.
+    strided = {n: strides_of(names, sizes) for n, names in (p.strided_inputs if p else {}).items()}
+    views = dict(shapes)
+    for name, strides in strided.items():
+        shapes[name] = ((storage_numel(shapes[name][0], strides),), shapes[name][1])
     arena = build_arena(shapes)
     gen = torch.Generator().manual_seed(seed + index)
-    scale = p.input_scale(index) if p else 1.0
     for t in inputs:
         arena.tensors[t.name].copy_(random_tensor(shapes[t.name][0], t.dtype, gen, scale))
     # A puzzle may shape some inputs so that its known bugs fail at every seed (puzzle 9's keys
@@ -227,11 +255,12 @@ def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: i
     draw = p.extra.get("draw_inputs") if p else None
     for name, tensor in (draw(sizes, index, gen) if draw else {}).items():
         arena.tensors[name].copy_(tensor)
+    seen = {n: strided_view(arena.tensors[n], views[n][0], s) for n, s in strided.items()}
     if p is not None and p.output_init == "zeros":
         arena.tensors[out.name].zero_()
     else:
         poison_(arena.tensors[out.name])
-    expected = call_spec(spec, [arena.tensors[t.name].clone() for t in inputs], sizes)
+    expected = call_spec(spec, [seen.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
     if not isinstance(expected, torch.Tensor):
         raise SpecError(f"{spec.__name__} must return a tensor, returned {type(expected).__name__}")
     if tuple(expected.shape) != shapes[out.name][0] or expected.dtype != out.dtype:
@@ -253,7 +282,7 @@ def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: i
 def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> KernelError | None:
     """A signature the grader cannot call correctly, told with the expected one (never an
     error from inside Triton, which is what calling it anyway would give)."""
-    inputs = list(spec_input_names(spec))
+    inputs = list(p.tensor_lists.pointers) if p and p.tensor_lists else list(spec_input_names(spec))
     expected = p.expected_signature() if p else None
     want_names = _expected_params(expected, inputs)
     expected = expected or f"kernel({', '.join(want_names)}, <sizes>, <blocks>: tl.constexpr)"
@@ -358,10 +387,11 @@ def _def_line(fn: Callable[..., Any]) -> tuple[int, str, str]:
     return line, linecache.getline(filename, line), filename
 
 
-def _bind(kernel: Any, spec: Callable[..., Any]) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
+def _bind(kernel: Any, spec: Callable[..., Any],
+          p: Puzzle | None = None) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
     """How to call the kernel: pointers in spec order, then the sizes it declares, by name."""
     params = list(inspect.signature(unwrap_kernel(kernel)).parameters)
-    n_inputs = len(spec_input_names(spec))
+    n_inputs = len(p.tensor_lists.pointers) if p and p.tensor_lists else len(spec_input_names(spec))
     size_params = params[n_inputs + 1 :]
 
     def args_for(case: _Case) -> tuple[list[Any], dict[str, Any]]:
@@ -449,7 +479,7 @@ def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool,
     trace = Trace({n: (tuple(t.shape), str(t.dtype).replace("torch.", "")) for n, t in arena.tensors.items()},
                   tuple(case.grid) + (1,) * (3 - len(case.grid)), recorded=record)
     recorder = Recorder(arena.regions(), {n: t.element_size() for n, t in arena.tensors.items()},
-                        set(case.input_names), trace, kernel_file(kernel), record=record)
+                        set(case.guarded or case.input_names), trace, kernel_file(kernel), record=record)
     out = io.StringIO()
     started = time.perf_counter()
     with contextlib.redirect_stdout(out) if capture else contextlib.nullcontext():
@@ -482,6 +512,8 @@ def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
     gpu.buffer.fill_(0xA5)
     for n, t in cpu.tensors.items():
         gpu.tensors[n].copy_(t)
+    if case.relink is not None:
+        case.relink(gpu)  # the copied table still holds the CPU arena's addresses
     guard = gpu.buffer.clone()
     gpu_case = dataclasses.replace(case, arena=gpu)
     args, kwargs = args_for(gpu_case)
@@ -646,6 +678,9 @@ def _measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p:
                    result: TestResult) -> None:
     if not on_gpu():
         result.notes.append("speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter")
+        return
+    if p is not None and (p.strided_inputs or p.tensor_lists):
+        result.notes.append("speed is not measured for this puzzle by test(); its notebook times it")
         return
     from puzzles import perf as _perf
     from puzzles.inputs import draw_inputs
