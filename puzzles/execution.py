@@ -242,8 +242,14 @@ def time_limit(seconds: float) -> Iterator[None]:
     done = threading.Event()
 
     def fire() -> None:
-        if not done.wait(seconds):
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(KernelTimeout))
+        while not done.wait(seconds):
+            if not _in_debugger(target):
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(KernelTimeout))
+                return
+            # Stopped at a debugger prompt (test(..., isolate=False)): the learner's time is not the
+            # kernel's. Wait for the debugger to let go, then give the kernel its whole limit again.
+            while _in_debugger(target) and not done.wait(0.2):
+                pass
 
     watcher = threading.Thread(target=fire, daemon=True)
     watcher.start()
@@ -252,6 +258,19 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         done.set()
         watcher.join()
+
+
+_DEBUGGERS = ("pdb", "bdb", "cmd", "IPython.core.debugger", "ipdb")
+
+
+def _in_debugger(thread_id: int) -> bool:
+    """True while the thread is inside a debugger (at its prompt, or stepping)."""
+    frame = sys._current_frames().get(thread_id)
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(_DEBUGGERS):
+            return True
+        frame = frame.f_back
+    return False
 
 
 # -- the child process ---------------------------------------------------------------------------

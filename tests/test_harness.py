@@ -435,3 +435,25 @@ def test_a_softmax_row_that_is_all_slightly_off_is_wrong_in_every_element():
     assert failure.status == "wrong"
     assert (failure.status_map[rows_wrong] == 1).all()
     assert "4 of 4 rows wrong, by up to" in failure.reason()
+
+
+def test_time_at_the_debugger_prompt_does_not_count_against_the_limit(load_kernel, monkeypatch, capsys):
+    import time as _time
+
+    class SlowLearner:  # answers the (Pdb) prompt after longer than the kernel's time limit
+        def readline(self):
+            _time.sleep(1.5)
+            return "c\n"
+
+    source = """
+from puzzles import breakpoint_if
+
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    breakpoint_if(pid_0=[0])
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
+"""
+    monkeypatch.setattr("sys.stdin", SlowLearner())
+    result = _grade(load_kernel(source, "add_kernel"), 1, isolate=False, timeout=1.0, sizes=[{"N0": 8, "B0": 8}])
+    assert result.passed, str(result)
