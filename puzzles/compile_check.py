@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERSION = 2  # bump when what the worker checks changes (invalidates the cache)
+VERSION = 3  # bump when what the worker checks changes (invalidates the cache)
 ALWAYS_TARGETS = (80, 90)  # A100 and H100 class
 T4 = 75  # Colab's free tier, where the puzzle allows it
 # Largest shared memory one block may use, per compute capability (bytes, opt-in limits).
@@ -238,6 +238,7 @@ class CompileProblem:
     line: int | None = None
     filename: str | None = None
     sizes: list[int] = field(default_factory=list)  # indices of the tested sizes it fails
+    construct: bool = False  # one of the known interpreter-only constructs (the message says what to write)
 
 
 @dataclass
@@ -313,7 +314,7 @@ class Check:
                 err = verdict["error"]
                 line, filename = self._place(err.get("function"), err.get("offset"))
                 report.problems.append(CompileProblem(err["message"], item["target"], line, filename,
-                                                      list(item["sizes"])))
+                                                      list(item["sizes"]), bool(err.get("construct"))))
             report.notes += [n for n in verdict.get("notes", []) if n not in report.notes]
         return report
 
@@ -411,20 +412,24 @@ def apply(check: Check | None, result: Any, started: float, flag: bool | str = T
 
 def _fail(outcome: Any, problem: CompileProblem, error: Any, where: str, unplaced: list[str]) -> None:
     """A compile failure at one size: it fails a size the interpreter passed; where the interpreter
-    failed too, the more telling message stands; evidence of wrong values stays, with a note."""
+    failed too, its error stands (unless the compiler names a known interpreter-only construct),
+    and so does evidence of wrong values, with the compiler's message as a note."""
     from puzzles.execution import KernelError
 
     if outcome.status == "compile error":
         return
     if outcome.status == "passed":
         outcome.status, outcome.error, outcome.status_map = "compile error", error, None
-    elif outcome.status == "error" and outcome.error is not None:
-        # The interpreter failed too: keep its message where it says the same thing; otherwise
-        # the compiler's (clearer, with what to write instead) replaces it.
+    elif outcome.status == "error" and outcome.error is not None and problem.construct:
+        # The interpreter failed too, on a construct only it accepts (a nested def): the compiler's
+        # message, with what to write instead, replaces its (if it does not say the same).
         if problem.message.split(" (")[0] not in outcome.error.message:
             outcome.status, outcome.status_map = "compile error", None
             outcome.error = KernelError("compile", f"would not compile for {where}: "
                                         f"{problem.message}", error.line, error.source, error.filename)
+    elif outcome.status == "error" and outcome.error is not None and \
+            problem.message.split(" (")[0] in outcome.error.message:
+        pass  # the interpreter's error says it already
     else:
         text = error.describe().replace("\n  ", " ")
         if text not in unplaced:
@@ -836,7 +841,7 @@ def _compilation_error(exc: Any, built: dict[str, Any]) -> dict:  # pragma: no c
     if entry is not built["root_entry"]:
         message += f" [in {entry['name']}, called from {built['root_entry']['name']}]"
     offset = line - entry["def_line"] if line is not None else None
-    return {"message": message, "function": entry["name"], "offset": offset}
+    return {"message": message, "function": entry["name"], "offset": offset, "construct": bool(hint)}
 
 
 def _hint(message: str, node: Any) -> str:

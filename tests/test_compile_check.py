@@ -71,7 +71,7 @@ def test_helpers_and_constexpr_globals_compile():
 def _calls(p):
     kernel = p.reference()
     args_for = _bind(kernel, p.spec)
-    return kernel, [args_for(_make_case(p.spec, p, s, 1 + i, 1.0)) for i, s in enumerate(p.sizes)]
+    return kernel, [args_for(_make_case(p.spec, p, s, 1, i)) for i, s in enumerate(p.sizes)]
 
 
 @pytest.mark.parametrize("p", catalog.all_puzzles(), ids=lambda p: p.id)
@@ -129,7 +129,7 @@ def test_sizes_that_compile_alike_share_one_check_and_all_fail():
     p = catalog.get(7)
     kernel = ck.sum_kernel_dynamic_arange
     args_for = _bind(kernel, p.spec)
-    check = compile_check.start(kernel, [args_for(_make_case(p.spec, p, s, 1, 1.0)) for s in sizes])
+    check = compile_check.start(kernel, [args_for(_make_case(p.spec, p, s, 1, i)) for i, s in enumerate(sizes)])
     assert [item["sizes"] for item in check.items if item["stage"] == "front"] == [[0, 1]]
     result = test(kernel, puzzle=7, sizes=sizes, quiet=True)
     assert [o.status for o in result.outcomes] == ["compile error", "compile error"], str(result)
@@ -144,7 +144,7 @@ def test_an_autotune_config_is_compiled_with_its_launch_options():
     launch = ConfigLaunch(tuner.fn, config)
     sizes = {**p.sizes[0], **config.kwargs}
     args_for = _bind(launch, p.spec, p)
-    check = compile_check.start(launch, [args_for(_make_case(p.spec, p, sizes, 1, 1.0))])
+    check = compile_check.start(launch, [args_for(_make_case(p.spec, p, sizes, 1, 0))])
     assert all(item["options"]["num_warps"] == config.num_warps for item in check.items)
     report = check.report(wait_full=True)
     assert report.problems == [] and not any(v.get("skipped") for v in check.results.values())
