@@ -45,7 +45,8 @@ def is_autotuned(kernel: Any) -> bool:
 def test_every_config(kernel: Any, spec: Any, puzzle: Puzzle | None, sizes: list[Sizes] | None,
                       nelem: Sizes | None, **options: Any) -> TestResult:
     """One verdict over every config of an autotuned kernel (the options are `test()`'s)."""
-    from puzzles.harness import present, test
+    from puzzles.harness import test
+    from puzzles.harness.presenting import present
 
     started = time.perf_counter()
     quiet, viz = options.pop("quiet", False), options.pop("viz", False)
@@ -82,7 +83,7 @@ def autotune_missing(kernel: Any, puzzle: Puzzle | None, seed: int, quiet: bool)
     if puzzle is None or not puzzle.extra.get("autotune") or isinstance(kernel, ConfigLaunch) or is_autotuned(kernel):
         return None
     from puzzles.execution import KernelError, unwrap_kernel
-    from puzzles.harness import _device_name, present
+    from puzzles.harness.presenting import _device_name, present
 
     name = getattr(unwrap_kernel(kernel), "__name__", repr(kernel))
     result = TestResult(f"Puzzle {puzzle.number}: {puzzle.title}", name, [], 0.0, seed, device=_device_name())

@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from puzzles import catalog, compile_check, test
-from puzzles.harness import _bind, _make_case, on_gpu
+from puzzles.harness import on_gpu
+from puzzles.harness.cases import _make_case
+from puzzles.harness.signature import _bind
 
 pytestmark = pytest.mark.skipif(on_gpu(), reason="on a GPU the kernel is really compiled; no ahead-of-time check")
 

@@ -353,13 +353,15 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict():
     # On a GPU the compiler may remove an endless loop: the compiled run "passes" and only the
     # interpreter's access check runs forever. Simulated here with a compiled run that returns
     # the right answer.
-    from puzzles import harness
     from puzzles.execution import RunOutput
+    from puzzles.harness.cases import _make_case
+    from puzzles.harness.running import _run_on_gpu
+    from puzzles.harness.signature import _bind
 
     p = catalog.get(2)
     kernel = wrong.add_mask2_kernel_forever
-    cases = [harness._make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
-    runs = harness._run_on_gpu(kernel, harness._bind(kernel, p.spec), cases, 1.0, True, True,
+    cases = [_make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
+    runs = _run_on_gpu(kernel, _bind(kernel, p.spec), cases, 1.0, True, True,
                                run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
     assert len(runs) == 1 and runs[0].error.kind == "timeout"  # stops after the first size
 
@@ -418,13 +420,16 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 def test_known_bugs_fail_at_every_seed(kernel, number, index):
     # The verdict must not depend on the seed: the puzzle's size `index` fails each of these at
     # 50 seeds. Only that size runs, without recording accesses, to keep the test fast.
-    from puzzles import harness
+    from puzzles.harness.cases import _make_case
+    from puzzles.harness.judging import _judge
+    from puzzles.harness.running import _run_interpreted
+    from puzzles.harness.signature import _bind
 
     p = catalog.get(number)
-    args_for = harness._bind(kernel, p.spec)
+    args_for = _bind(kernel, p.spec)
     for seed in range(1000, 1050):
-        case = harness._make_case(p.spec, p, p.sizes[index], seed, index)
-        outcome = harness._judge(case, harness._run_interpreted(kernel, args_for, case, record=False), None)
+        case = _make_case(p.spec, p, p.sizes[index], seed, index)
+        outcome = _judge(case, _run_interpreted(kernel, args_for, case, record=False), None)
         assert outcome.status == "wrong", f"seed {seed}: {outcome.reason()}"
 
 

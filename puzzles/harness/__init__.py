@@ -1,0 +1,122 @@
+"""`test()`: the autograder cell of every notebook.
+
+    test(add_kernel, add_spec, nelem={"N0": 32})
+
+runs the kernel at the canonical size and at every variation its puzzle allows, on fresh
+random inputs, with the output poisoned and every memory access recorded and guarded, and
+returns a `TestResult`. On a machine without a GPU the kernel runs in Triton's interpreter
+inside a child process (a wild pointer or an endless loop cannot hurt the notebook); on a
+CUDA machine it is compiled and run on the GPU, with guard zones checked after the run.
+
+The steps, in the order the data flows: signature.py (is the kernel callable as the puzzle
+needs?), cases.py (the sizes and each size's inputs), running.py (interpreter or GPU),
+judging.py (a verdict per size), presenting.py (speed, and the verdict shown).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from puzzles import compat
+from puzzles import compile_check as _compile_check
+from puzzles.autotune import autotune_missing, is_autotuned, test_every_config
+from puzzles.execution import KernelError, unwrap_kernel
+from puzzles.harness.cases import SizeRuleError, _make_case, _resolve_puzzle, _size_list
+from puzzles.harness.judging import _judge_runs
+from puzzles.harness.presenting import _device_name, _measure_speed, present
+from puzzles.harness.running import _run_cases, on_gpu
+from puzzles.harness.signature import _bind, _check_kernel
+from puzzles.inputs import SpecError
+from puzzles.puzzle import Puzzle, Sizes
+from puzzles.result import TestResult
+
+__all__ = ["DEFAULT_TIMEOUT", "on_gpu", "present", "test"]
+
+DEFAULT_TIMEOUT = 20.0  # seconds per size; the puzzles' references take well under one
+
+
+def test(
+    kernel: Any,
+    spec: Callable[..., Any] | None = None,
+    nelem: Sizes | None = None,
+    B: Sizes | None = None,
+    *,
+    puzzle: Puzzle | int | None = None,
+    sizes: list[Sizes] | None = None,
+    seed: int | None = None,
+    viz: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    isolate: bool | None = None,
+    record: bool = True,
+    quiet: bool = False,
+    perf: bool = False,
+    compile_check: bool | str = True,
+) -> TestResult:
+    """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
+
+    nelem, B: the canonical sizes and blocks, as the classic notebooks pass them.
+    sizes: test exactly these size dicts instead of the puzzle's own list.
+    seed: reproduce a failure (every failure reports the seed it used).
+    viz: draw the memory accesses under the verdict.
+    timeout: seconds per size; the first size that runs past it is reported (with the line
+        the kernel was on) and no later size runs.
+    isolate: run in a child process (default where the OS can fork); False runs in this
+        process, so `breakpoint()` inside the kernel works, and the debugger and the kernel's
+        prints use the notebook's own streams (otherwise prints are shown under the verdict).
+    perf: on a GPU, once the kernel is right, time it at the puzzle's performance size and
+        compare with this device's measured limits and with torch.
+    compile_check: without a GPU, also compile the kernel for real GPU targets (beside the
+        interpreted run) and fail it if it would not compile; "full" waits for the whole compile.
+
+    An @triton.autotune kernel is graded under each of its configs (puzzles/autotune.py).
+    """
+    started = time.perf_counter()
+    seed = random.randrange(1, 10**6) if seed is None else seed
+    found = _resolve_puzzle(puzzle, spec, kernel)
+    spec = spec if found is None else found.spec
+    missing = autotune_missing(kernel, found, seed, quiet)
+    if missing is not None:
+        return missing
+    if is_autotuned(kernel):  # graded under each of its configs, in one verdict
+        return test_every_config(kernel, spec, found, sizes, nelem, seed=seed, viz=viz, timeout=timeout,
+                                 isolate=isolate, record=record, quiet=quiet, perf=perf, compile_check=compile_check)
+    name = getattr(unwrap_kernel(kernel), "__name__", None) or getattr(kernel, "__name__", repr(kernel))
+    title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
+    result = TestResult(title, name, [], 0.0, seed, device=_device_name())
+
+    # The checked interpreter relies on Triton's internals: refuse an untested Triton in words.
+    unsupported = compat.triton_problem()
+    problem = KernelError("setup", unsupported) if unsupported else None
+    if problem is None:
+        problem = _check_kernel(kernel, spec, found) if spec is not None else KernelError(
+            "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
+    size_list: list[Sizes] = []
+    if problem is None:
+        try:
+            size_list = _size_list(found, nelem, B, sizes)
+        except SizeRuleError as err:
+            problem = KernelError("sizes", str(err))
+    if problem is None:
+        try:
+            cases = [_make_case(spec, found, s, seed, i) for i, s in enumerate(size_list)]
+        except (SpecError, TypeError, ValueError) as err:
+            problem = KernelError("spec", f"cannot build inputs from the spec: {err}")
+    if problem is not None:
+        result.error = problem
+    else:
+        fn = _bind(kernel, spec, found)
+        check = None if on_gpu() else _compile_check.begin(kernel, fn, cases, found, compile_check)
+        result.outcomes = _judge_runs(kernel, cases, _run_cases(kernel, fn, cases, timeout, isolate, record))
+        _compile_check.apply(check, result, started, compile_check)
+        if found is None:
+            result.notes.append("unknown puzzle: tested only the sizes given")
+        if perf and result.passed:
+            _measure_speed(kernel, fn, spec, found, seed, result)
+    result.seconds = time.perf_counter() - started
+    return present(result, quiet, viz, found)
+
+
+test.__test__ = False  # the autograder, not a pytest test (test files import it by name)
