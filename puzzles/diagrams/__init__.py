@@ -1,0 +1,107 @@
+"""One diagram per puzzle, drawn from the puzzle's own spec, sizes and grid.
+
+`python -m puzzles.diagrams` (or `python -m puzzles diagrams`) writes `assets/<puzzle id>.svg`
+for every puzzle of the catalog; the notebooks show them as `../assets/<id>.svg`.
+
+A diagram shows every input and the output as grids at the canonical size (`sizes[0]`), the
+block that one program (a middle one of the grid) touches in each of them, the formula (the
+spec's docstring) and the grid of programs. All of it comes from the puzzle itself:
+
+* the shapes from the spec's jaxtyping annotations (`spec_signature`);
+* which grid axis walks which dimension, by evaluating the puzzle's grid function with one
+  size changed at a time (the course's rule "axis k walks Nk" is then checked, not assumed);
+* a dimension that no grid axis walks but that has a block size (`B_MID` for `MID`, `BK` for
+  `K`, or a `Bk` whose `Nk` is not a dimension, as `B1` for `T`) is walked by a loop inside
+  the program, in chunks of that size;
+* a packed dimension such as `MID//8` is drawn so that one word lines up with the 8 values
+  it holds.
+
+Large dimensions are drawn in block units (one cell = one block, the block size labelled);
+past the end of a dimension that is not a multiple of its block, the last block's masked lanes
+are hatched. A few puzzles get a touch of their own (touches.py, keyed by number) where the
+generic picture would mislead: the scores of flash attention live only in registers, the
+convolution's window, split-K's interleaved chunks, and the tile order of puzzle 16.
+
+The SVG output is deterministic (fixed hash salt, no date, glyphs drawn as paths with the
+DejaVu Sans that ships with matplotlib), so regenerating gives identical bytes with the pinned
+matplotlib, and `tests/test_diagrams.py` can check that `assets/` is up to date.
+
+The package, in the order a diagram is made: style.py (settings, colours, sizes), scene.py
+(what to show), touches.py (per-puzzle changes), layout.py (where it goes), paint.py (the
+drawing primitives), then one module per family of picture: generic.py, tile_order.py
+(puzzle 16), multi_tensor.py (puzzle 21). This file holds the entry points.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import matplotlib
+from matplotlib.figure import Figure
+
+from puzzles.catalog import all_puzzles
+from puzzles.diagrams.generic import _draw_generic
+from puzzles.diagrams.scene import Scene, build_scene
+from puzzles.diagrams.style import FIG_W, METADATA_KEYS, RC
+from puzzles.diagrams.touches import _TOUCHES
+from puzzles.puzzle import Puzzle
+
+ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
+
+
+@contextmanager
+def _rc() -> Iterator[None]:
+    with matplotlib.rc_context(RC):
+        yield
+
+
+def scene_for(puzzle: Puzzle) -> Scene:
+    """The scene of a puzzle, its touch applied."""
+    scene = build_scene(puzzle)
+    touch = _TOUCHES.get(puzzle.number)
+    if touch is not None:
+        touch(scene)
+    return scene
+
+
+def draw(puzzle: Puzzle) -> Figure:
+    """The diagram of one puzzle, at its canonical size."""
+    with _rc():
+        scene = scene_for(puzzle)
+        fig = Figure(figsize=(FIG_W, 4))
+        (scene.custom or _draw_generic)(fig, scene)
+        return fig
+
+
+def save(fig: Figure, path: Path | str, title: str | None = None) -> None:
+    """Write a diagram as SVG (or any format by the suffix) with deterministic bytes."""
+    path = Path(path)
+    with _rc():
+        if path.suffix == ".svg":
+            fig.savefig(path, format="svg", metadata={**METADATA_KEYS, "Title": title} if title else METADATA_KEYS)
+        else:
+            fig.savefig(path, dpi=110)
+
+
+def write_all(directory: Path | str = ASSETS) -> list[Path]:
+    """Write `<directory>/<puzzle id>.svg` for every puzzle in the catalog."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for puzzle in all_puzzles():
+        path = directory / f"{puzzle.id}.svg"
+        save(draw(puzzle), path, title=f"Puzzle {puzzle.number}: {puzzle.title}")
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m puzzles.diagrams [DIRECTORY]`: write every diagram (default: assets/)."""
+    args = sys.argv[1:] if argv is None else argv
+    for path in write_all(args[0] if args else ASSETS):
+        print(f"wrote {path}")
+    return 0
+

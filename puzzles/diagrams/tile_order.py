@@ -1,0 +1,88 @@
+"""The picture of puzzle 16: the order in which programs take the output's tiles.
+"""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from puzzles.diagrams.paint import Painter, _header, _header_height
+from puzzles.diagrams.scene import Scene
+from puzzles.diagrams.style import (
+    FIG_W,
+    FS_AXIS,
+    FS_NAME,
+    FS_SMALL,
+    MUTED,
+    OUTPUT_EDGE,
+    OUTPUT_FILL,
+    STRONG,
+    STRONG_EDGE,
+    TEXT,
+    VIRTUAL_EDGE,
+)
+from puzzles.puzzle import cdiv
+
+
+def _draw_tile_order(fig: Figure, scene: Scene) -> None:
+    """Row-major and grouped program order over the TM x TN tiles, side by side."""
+    s = scene.sizes
+    tm, tn, group = cdiv(s["M"], s["BM"]), cdiv(s["N"], s["BN"]), s["GROUP_M"]
+
+    def grouped(pid: int) -> tuple[int, int]:
+        per_group = group * tn
+        first = (pid // per_group) * group
+        rows = min(tm - first, group)
+        return first + (pid % per_group) % rows, (pid % per_group) // rows
+
+    def row_major(pid: int) -> tuple[int, int]:
+        return pid // tn, pid % tn
+
+    cell = min(0.36, 3.2 / tn, 3.6 / tm)
+    first = min(group * group, tm * tn)
+    head_h = _header_height(scene)
+    panel_w, panel_h = tn * cell, tm * cell
+    height = head_h + 0.75 + panel_h + 1.0
+    fig.set_size_inches(FIG_W, height)
+    p = Painter(fig, FIG_W, height)
+    _header(p, scene, height)
+    top = height - head_h - 0.55
+    gap = FIG_W - 2 * panel_w
+    panels = [(gap / 3, "row-major order", row_major), (2 * gap / 3 + panel_w, f"grouped, GROUP_M = {group}", grouped)]
+    for x, title, order in panels:
+        where = {order(pid): pid for pid in range(tm * tn)}
+        p.text(x, top + 0.3, title, fontsize=FS_NAME, fontweight="bold", ha="left", va="bottom", color=OUTPUT_EDGE)
+        p.text(x + panel_w / 2, top + 0.04, f"TN = cdiv(N, BN) = {tn} tile columns", fontsize=FS_AXIS, color=MUTED,
+               ha="center", va="bottom")
+        p.text(x - 0.06, top - panel_h / 2, f"TM = cdiv(M, BM) = {tm} tile rows", fontsize=FS_AXIS, color=MUTED,
+               rotation=90, ha="center", va="bottom", rotation_mode="anchor")
+        rows_read, cols_read = set(), set()
+        for (r, k), pid in where.items():
+            early = pid < first
+            if early:
+                rows_read.add(r)
+                cols_read.add(k)
+            p.rect(x + k * cell, top - r * cell, cell, cell, facecolor=STRONG if early else OUTPUT_FILL,
+                   edgecolor="white", linewidth=0.8, zorder=2)
+            p.text(x + (k + 0.5) * cell, top - (r + 0.5) * cell, str(pid), fontsize=6.5, ha="center", va="center",
+                   zorder=3, color=TEXT)
+        p.rect(x, top, panel_w, panel_h, facecolor="none", edgecolor=OUTPUT_EDGE, linewidth=1.1, zorder=4)
+        # the walk of the first programs, tile centre to tile centre
+        path = [order(pid) for pid in range(first)]
+        xs = [x + (k + 0.5) * cell for _, k in path]
+        ys = [top - (r + 0.5) * cell for r, _ in path]
+        p.line(xs, ys, color=STRONG_EDGE, linewidth=0.9, alpha=0.6, zorder=3.5)
+        if len(path) > 1:
+            p.arrow((xs[-2], ys[-2]), (xs[-1], ys[-1]), arrowstyle="-|>", mutation_scale=9, color=STRONG_EDGE,
+                    linewidth=1.0, zorder=3.5, shrinkA=0, shrinkB=4)
+        if order is grouped:
+            for band in range(group, tm, group):
+                p.line([x - 0.05, x + panel_w + 0.05], [top - band * cell] * 2, color=VIRTUAL_EDGE, linewidth=1.6,
+                       zorder=5)
+        p.text(x, top - panel_h - 0.1,
+               f"programs 0…{first - 1} read {len(rows_read)} panels of A + {len(cols_read)} of B",
+               fontsize=FS_AXIS, color=STRONG_EDGE, ha="left", va="top")
+    p.text(0.2, 0.55, f"one 1-D grid of TM · TN = {tm * tn} programs; the number in a tile is the pid that computes it"
+           f"{'; purple lines: bands of GROUP_M tile rows' if tm > group else ''}.", fontsize=FS_SMALL, color=MUTED,
+           ha="left", va="top")
+    p.text(0.2, 0.35, "z[pid] = (tile_m, tile_n); the input launch is a placeholder whose shape carries the "
+           "geometry", fontsize=FS_SMALL, color=MUTED, ha="left", va="top")
