@@ -14,6 +14,9 @@ import wrong_kernels as wrong
 from PIL import Image
 
 from puzzles import catalog, test, viz
+from puzzles.viz import jupyter as viz_jupyter
+from puzzles.viz import model as viz_model
+from puzzles.viz import style as viz_style
 
 P2 = catalog.get(2)
 P2_SIZE = [{"N0": 200, "B0": 32}]
@@ -152,7 +155,7 @@ def test_stepping_fades_earlier_ops(good):
     assert color_at(step1, lay, "x", 195) == viz.LOAD
     assert color_at(step1, lay, "z", 195) == viz.OTHERS  # the store has not happened yet
     step2 = pixels(viz.render_png(good, program=6, op_index=1))
-    assert color_at(step2, lay, "x", 195) == viz._fade(viz.LOAD)
+    assert color_at(step2, lay, "x", 195) == viz_style._fade(viz.LOAD)
     assert color_at(step2, lay, "z", 195) == viz.STORE
     with pytest.raises(ValueError):
         viz.render_png(good, program=6, op_index=2)
@@ -234,7 +237,7 @@ def test_puzzle_16_launch_order_is_a_map_of_cs_tiles_in_the_order_programs_take_
     p = catalog.get(16)
     size = {"M": 64, "N": 48, "BM": 16, "BN": 16, "GROUP_M": 2}  # 4 × 3 tiles, bands of 2 tile rows
     result = test(p.reference(), p.spec, quiet=True, sizes=[size])
-    model = viz._model(result)
+    model = viz_model._model(result)
     assert model.tiles.tolist() == [[0, 2, 4], [1, 3, 5], [6, 8, 10], [7, 9, 11]]  # down each band's columns
     lay = viz.layout(result)
     img = pixels(viz.render_png(result, view="order"))
@@ -245,9 +248,9 @@ def test_puzzle_16_launch_order_is_a_map_of_cs_tiles_in_the_order_programs_take_
     img = pixels(viz.render_png(result, view="program", program=3))
     assert tile_color(img, lay, 1, 1) == viz.STORE and tile_color(img, lay, 0, 0) == viz.OTHERS
     row_major = test(load_kernel(ROW_MAJOR_ORDER, "grouped_order_kernel"), p.spec, quiet=True, sizes=[size])
-    assert viz._model(row_major, 0).tiles.tolist() == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    assert viz_model._model(row_major, 0).tiles.tolist() == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
     # Other puzzles have no tile map.
-    assert viz._model(test(P2.reference(), P2.spec, quiet=True, sizes=P2_SIZE)).tiles is None
+    assert viz_model._model(test(P2.reference(), P2.spec, quiet=True, sizes=P2_SIZE)).tiles is None
 
 
 def test_wrong_outputs_get_a_dark_dot():
@@ -312,7 +315,7 @@ def jupyter(monkeypatch):
     import IPython.display
 
     shown = []
-    monkeypatch.setattr(viz, "_frontend", lambda: "kernel")
+    monkeypatch.setattr(viz_jupyter, "_frontend", lambda: "kernel")
     monkeypatch.setattr(IPython.display, "display", lambda obj, **_: shown.append(obj))
     return shown
 
@@ -337,7 +340,7 @@ def test_show_in_jupyter_falls_back_to_the_png(no_mask, jupyter, monkeypatch):
     def no_widgets(*_, **__):
         raise ImportError("No module named 'ipywidgets'")
 
-    monkeypatch.setattr(viz, "widget", no_widgets)
+    monkeypatch.setattr(viz_jupyter, "widget", no_widgets)
     viz.show(no_mask)
     assert len(jupyter) == 2 and all(isinstance(s, IPythonImage) for s in jupyter)
     assert all(s.data == viz.render_png(no_mask) for s in jupyter)
@@ -365,7 +368,7 @@ def test_widget_steps_and_switches_views():
     size.value = 1  # another size: the slider follows its grid
     outcome = no_mask.outcomes[1]
     assert prog.max == int(np.prod(outcome.trace.grid)) - 1
-    bundle = viz._WithFallback(box, image.value, "text")._repr_mimebundle_()
+    bundle = viz_jupyter._WithFallback(box, image.value, "text")._repr_mimebundle_()
     assert {"application/vnd.jupyter.widget-view+json", "image/png", "text/plain"} <= set(bundle)
 
 
