@@ -332,19 +332,30 @@ def _size(result):
     return result.first_failure.sizes
 
 
+def _wrong_at_the_canonical_size(number, kernel):
+    """The mistake gives wrong values already at the puzzle's own size (not an error)."""
+    result = grade(number, kernel)
+    assert result.first_failure.status == "wrong", str(result)
+    assert _size(result) == catalog.get(number).canonical and "elements wrong" in result.reason()
+
+
+def _out_of_bounds_on_a_ragged_block(number, kernel, dim, block):
+    """A missing mask: the first failing size has a ragged last block along `dim`; the reason."""
+    result = grade(number, kernel)
+    assert result.first_failure.status == "out of bounds", str(result)
+    assert _size(result)[dim] % _size(result)[block] != 0  # the canonical size has no ragged block
+    return result.reason()
+
+
 @pytest.mark.parametrize("kernel", [pack_nibbles_reversed, pack_without_nibble_mask], ids=lambda k: k.fn.__name__)
 def test_pack_mistakes_give_wrong_words(kernel):
-    result = grade(13, kernel)
-    assert result.first_failure.status == "wrong", str(result)
-    assert _size(result) == catalog.get(13).canonical and "elements wrong" in result.reason()
+    _wrong_at_the_canonical_size(13, kernel)
 
 
 @interpreted_only
 def test_pack_without_word_mask_runs_out_of_bounds_on_a_ragged_row():
-    result = grade(13, pack_without_word_mask)
-    assert result.first_failure.status == "out of bounds", str(result)
-    assert _size(result)["N1"] % _size(result)["B1"] != 0  # the canonical size has no ragged block
-    assert "out-of-bounds" in result.reason() and "of x[" in result.reason()
+    reason = _out_of_bounds_on_a_ragged_block(13, pack_without_word_mask, "N1", "B1")
+    assert "out-of-bounds" in reason and "of x[" in reason
 
 
 def test_unpack_masking_before_shifting_breaks_the_top_nibble():
@@ -363,9 +374,7 @@ def test_unpack_along_the_wrong_axis():
 
 @interpreted_only
 def test_gemv_without_k_mask_reads_past_the_vector():
-    result = grade(15, gemv_without_k_mask)
-    assert result.first_failure.status == "out of bounds", str(result)
-    assert _size(result)["K"] % _size(result)["BK"] != 0 and "load of x[" in result.reason()
+    assert "load of x[" in _out_of_bounds_on_a_ragged_block(15, gemv_without_k_mask, "K", "BK")
 
 
 def test_gemv_with_the_transposed_layout():
@@ -425,16 +434,12 @@ def test_splitk_where_every_part_reduces_all_of_k():
 
 @pytest.mark.parametrize("kernel", [gptq_without_plus_one, gptq_zeros_packed_along_k], ids=lambda k: k.fn.__name__)
 def test_gptq_zero_point_mistakes(kernel):
-    result = grade(18, kernel)
-    assert result.first_failure.status == "wrong", str(result)
-    assert _size(result) == catalog.get(18).canonical and "elements wrong" in result.reason()
+    _wrong_at_the_canonical_size(18, kernel)
 
 
 @interpreted_only
 def test_gptq_without_k_mask():
-    result = grade(18, gptq_without_k_mask)
-    assert result.first_failure.status == "out of bounds", str(result)
-    assert _size(result)["K"] % _size(result)["BK"] != 0 and "out-of-bounds" in result.reason()
+    assert "out-of-bounds" in _out_of_bounds_on_a_ragged_block(18, gptq_without_k_mask, "K", "BK")
 
 
 @triton.jit

@@ -111,6 +111,23 @@ def add_kernel_swapped_pointers(z_ptr, x_ptr, N0, B0: tl.constexpr):
 
 
 @triton.jit
+def _row_chunk(x_ptr, rows, j0, N0, T, B1: tl.constexpr, other):
+    # Columns j0 .. j0 + B1 of the rows (masked lanes read as `other`), with their offsets and mask.
+    cols = j0 + tl.arange(0, B1)
+    mask = (rows[:, None] < N0) & (cols[None, :] < T)
+    offsets = rows[:, None] * T + cols[None, :]
+    return tl.load(x_ptr + offsets, mask=mask, other=other), offsets, mask
+
+
+@triton.jit
+def _softmax_store(x_ptr, z_ptr, rows, m, l, N0, T, B1: tl.constexpr):
+    # The second pass of the two online softmaxes below, right in both: exp(x - max) / sum.
+    for j0 in range(0, T, B1):
+        x, offsets, mask = _row_chunk(x_ptr, rows, j0, N0, T, B1, -float("inf"))
+        tl.store(z_ptr + offsets, tl.exp(x - m[:, None]) / l[:, None], mask=mask)
+
+
+@triton.jit
 def softmax_kernel_masked_zero(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
     # Masked lanes loaded as 0, not -inf: each adds exp(0 - max) to its row's sum, so every
     # element of a row with a ragged last chunk is a few percent off (each error is tiny).
@@ -118,17 +135,11 @@ def softmax_kernel_masked_zero(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl
     m = tl.full([B0], -float("inf"), dtype=tl.float32)
     l = tl.zeros([B0], dtype=tl.float32)
     for j0 in range(0, T, B1):
-        cols = j0 + tl.arange(0, B1)
-        mask = (rows[:, None] < N0) & (cols[None, :] < T)
-        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0)
+        x, _, _ = _row_chunk(x_ptr, rows, j0, N0, T, B1, 0.0)
         m_new = tl.maximum(m, tl.max(x, axis=1))
         l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[:, None]), axis=1)
         m = m_new
-    for j0 in range(0, T, B1):
-        cols = j0 + tl.arange(0, B1)
-        mask = (rows[:, None] < N0) & (cols[None, :] < T)
-        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0)
-        tl.store(z_ptr + rows[:, None] * T + cols[None, :], tl.exp(x - m[:, None]) / l[:, None], mask=mask)
+    _softmax_store(x_ptr, z_ptr, rows, m, l, N0, T, B1)
 
 
 @triton.jit
@@ -138,16 +149,10 @@ def softmax_kernel_no_rescale(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.
     m = tl.full([B0], -float("inf"), dtype=tl.float32)
     l = tl.zeros([B0], dtype=tl.float32)
     for j0 in range(0, T, B1):
-        cols = j0 + tl.arange(0, B1)
-        mask = (rows[:, None] < N0) & (cols[None, :] < T)
-        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=-float("inf"))
+        x, _, _ = _row_chunk(x_ptr, rows, j0, N0, T, B1, -float("inf"))
         m = tl.maximum(m, tl.max(x, axis=1))
         l += tl.sum(tl.exp(x - m[:, None]), axis=1)
-    for j0 in range(0, T, B1):
-        cols = j0 + tl.arange(0, B1)
-        mask = (rows[:, None] < N0) & (cols[None, :] < T)
-        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=-float("inf"))
-        tl.store(z_ptr + rows[:, None] * T + cols[None, :], tl.exp(x - m[:, None]) / l[:, None], mask=mask)
+    _softmax_store(x_ptr, z_ptr, rows, m, l, N0, T, B1)
 
 
 @triton.jit
