@@ -23,6 +23,11 @@ def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int,
                       scale_after_dot=scale_after_dot)
 
 
+def _buckets(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int], GPTQConfig]:
+    """The entries of one (K, N): the config tuned at M = 1 serves the buckets 1..8, then 16, 32, 64, 128."""
+    return dict(zip([(m, k, n) for m in M_BUCKETS], configs[:1] * 3 + configs, strict=True))
+
+
 # (M bucket, K, N) -> config: the winners of benchmarks/gptq/tune.py on an NVIDIA H100 80GB HBM3,
 # triton 3.6.0, G = 128, after the repacking in natural K order (results/h100_natural_tune/best.json;
 # earlier rounds in results/). The comment is the tuner's median time per call (CUDA-graph replays) at
@@ -30,46 +35,36 @@ def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int,
 # _cfg(block_m, block_n, block_k, split_k, num_warps, num_stages, ...). Every entry is the swapped kernel
 # on the repacked weights (BLOCK_K = 128).
 TUNED: dict[tuple[int, int, int], GPTQConfig] = {
-    (1, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
-    (2, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
-    (4, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
-    (8, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
-    (16, 4096, 4096): _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 8.0 us (M=16)
-    (32, 4096, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 8.6 us (M=32)
-    (64, 4096, 4096): _cfg(64, 128, 128, 8, 4, 3),  # 10.0 us (M=64)
-    (128, 4096, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 13.1 us (M=128)
-    (1, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 13.2 us (M=1)
-    (2, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 13.2 us (M=1)
-    (4, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 13.2 us (M=1)
-    (8, 4096, 11008): _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 13.2 us (M=1)
-    (16, 4096, 11008): _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 13.3 us (M=16)
-    (32, 4096, 11008): _cfg(32, 128, 128, 4, 4, 3, scale_after_dot=False),  # 16.2 us (M=32)
-    (64, 4096, 11008): _cfg(64, 128, 128, 4, 4, 3, scale_after_dot=False),  # 19.1 us (M=64)
-    (128, 4096, 11008): _cfg(64, 128, 128, 2, 4, 3, scale_after_dot=False),  # 31.7 us (M=128)
-    (1, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 46.6 us (M=1)
-    (2, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 46.6 us (M=1)
-    (4, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 46.6 us (M=1)
-    (8, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 46.6 us (M=1)
-    (16, 8192, 28672): _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 47.5 us (M=16)
-    (32, 8192, 28672): _cfg(32, 128, 128, 1, 4, 3),  # 53.9 us (M=32)
-    (64, 8192, 28672): _cfg(64, 128, 128, 2, 4, 3),  # 70.6 us (M=64)
-    (128, 8192, 28672): _cfg(64, 128, 128, 4, 4, 3),  # 132.1 us (M=128)
-    (1, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.1 us (M=1)
-    (2, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.1 us (M=1)
-    (4, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.1 us (M=1)
-    (8, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.1 us (M=1)
-    (16, 11008, 4096): _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.3 us (M=16)
-    (32, 11008, 4096): _cfg(32, 128, 128, 8, 4, 3),  # 14.4 us (M=32)
-    (64, 11008, 4096): _cfg(64, 128, 128, 8, 4, 3),  # 16.4 us (M=64)
-    (128, 11008, 4096): _cfg(64, 128, 128, 4, 4, 3),  # 26.2 us (M=128)
-    (1, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 45.6 us (M=1)
-    (2, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 45.6 us (M=1)
-    (4, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 45.6 us (M=1)
-    (8, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 45.6 us (M=1)
-    (16, 28672, 8192): _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 46.8 us (M=16)
-    (32, 28672, 8192): _cfg(32, 128, 128, 4, 4, 3),  # 51.5 us (M=32)
-    (64, 28672, 8192): _cfg(64, 128, 128, 4, 4, 3),  # 62.5 us (M=64)
-    (128, 28672, 8192): _cfg(64, 128, 128, 2, 4, 3),  # 116.5 us (M=128)
+    **_buckets(4096, 4096,
+               _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
+               _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 8.0 us (M=16)
+               _cfg(32, 128, 128, 8, 4, 3),  # 8.6 us (M=32)
+               _cfg(64, 128, 128, 8, 4, 3),  # 10.0 us (M=64)
+               _cfg(64, 128, 128, 4, 4, 3)),  # 13.1 us (M=128)
+    **_buckets(4096, 11008,
+               _cfg(16, 128, 128, 6, 4, 3, maxnreg=128),  # 13.2 us (M=1)
+               _cfg(16, 128, 128, 4, 4, 3, maxnreg=128),  # 13.3 us (M=16)
+               _cfg(32, 128, 128, 4, 4, 3, scale_after_dot=False),  # 16.2 us (M=32)
+               _cfg(64, 128, 128, 4, 4, 3, scale_after_dot=False),  # 19.1 us (M=64)
+               _cfg(64, 128, 128, 2, 4, 3, scale_after_dot=False)),  # 31.7 us (M=128)
+    **_buckets(8192, 28672,
+               _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 46.6 us (M=1)
+               _cfg(16, 128, 128, 12, 4, 3, maxnreg=128),  # 47.5 us (M=16)
+               _cfg(32, 128, 128, 1, 4, 3),  # 53.9 us (M=32)
+               _cfg(64, 128, 128, 2, 4, 3),  # 70.6 us (M=64)
+               _cfg(64, 128, 128, 4, 4, 3)),  # 132.1 us (M=128)
+    **_buckets(11008, 4096,
+               _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.1 us (M=1)
+               _cfg(16, 128, 128, 16, 4, 3, maxnreg=128),  # 13.3 us (M=16)
+               _cfg(32, 128, 128, 8, 4, 3),  # 14.4 us (M=32)
+               _cfg(64, 128, 128, 8, 4, 3),  # 16.4 us (M=64)
+               _cfg(64, 128, 128, 4, 4, 3)),  # 26.2 us (M=128)
+    **_buckets(28672, 8192,
+               _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 45.6 us (M=1)
+               _cfg(16, 128, 128, 8, 4, 3, maxnreg=128),  # 46.8 us (M=16)
+               _cfg(32, 128, 128, 4, 4, 3),  # 51.5 us (M=32)
+               _cfg(64, 128, 128, 4, 4, 3),  # 62.5 us (M=64)
+               _cfg(64, 128, 128, 2, 4, 3)),  # 116.5 us (M=128)
 }
 
 
