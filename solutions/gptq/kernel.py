@@ -288,6 +288,36 @@ def _slots_to_rows(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_K: tl.constexpr, BLOCK_
 
 
 @triton.jit
+def _mma_step(acc, lhs, rhs, scale_bits, SCALE_AFTER_DOT: tl.constexpr, SCALE_ROWS: tl.constexpr):
+    """acc + lhs @ rhs for one K step. With SCALE_AFTER_DOT the weights are (q - zero), small integers
+    that the MMA sums with A exactly in fp32, and one scale per output column finishes the step: a row
+    of acc when SCALE_ROWS (the swapped kernel's C^T tile), else a column."""
+    if SCALE_AFTER_DOT:
+        scale = scale_bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        if SCALE_ROWS:
+            acc += tl.dot(lhs, rhs) * scale[:, None]
+        else:
+            acc += tl.dot(lhs, rhs) * scale[None, :]
+    else:
+        acc = tl.dot(lhs, rhs, acc)
+    return acc
+
+
+@triton.jit
+def _next_k_step(offs_k, offs_kw, a_ptrs, w_ptrs, stride_ak, stride_qk, HAS_A_PERM: tl.constexpr,
+                 BLOCK_K: tl.constexpr, BLOCK_KW: tl.constexpr):
+    """The offsets and pointers of the next K step (a_ptrs walks a_perm when HAS_A_PERM)."""
+    offs_k += BLOCK_K
+    offs_kw += BLOCK_KW
+    if HAS_A_PERM:
+        a_ptrs += BLOCK_K
+    else:
+        a_ptrs += BLOCK_K * stride_ak
+    w_ptrs += BLOCK_KW * stride_qk
+    return offs_k, offs_kw, a_ptrs, w_ptrs
+
+
+@triton.jit
 def _gptq_small_m_kernel(
     a_ptr, qweight_ptr, scales32_ptr, scales_ptr, qzeros_ptr, g_idx_ptr, a_perm_ptr, c_ptr,
     M, N, K, k_per_split,
@@ -320,9 +350,10 @@ def _gptq_small_m_kernel(
     m_in_bounds = offs_m < M
     n_in_bounds = offs_n < N
     zero_shift, scale_shift = _column_shifts(offs_n)
-    # Pointers advance by one step per iteration; only the ragged last step needs K masks.
+    # Pointers advance by one step per iteration; only the ragged last step needs K masks. With
+    # HAS_A_PERM, a_ptrs walks a_perm, which names the columns of A to gather.
     if HAS_A_PERM:
-        a_perm_ptrs = a_perm_ptr + offs_k
+        a_ptrs = a_perm_ptr + offs_k
     else:
         a_ptrs = a_ptr + offs_k[:, None] * stride_ak + offs_m[None, :] * stride_am
     if W_MMA:
@@ -356,7 +387,7 @@ def _gptq_small_m_kernel(
 
         # Masked A is 0, so the (finite) weights of rows past k_end add nothing.
         if HAS_A_PERM:
-            a_rows = tl.load(a_perm_ptrs, mask=k_in_bounds, other=0)
+            a_rows = tl.load(a_ptrs, mask=k_in_bounds, other=0)
             a_t = tl.load(a_ptr + a_rows[:, None] * stride_ak + offs_m[None, :] * stride_am, mask=a_mask, other=0.0)
         else:
             a_t = tl.load(a_ptrs, mask=a_mask, other=0.0)
@@ -394,6 +425,7 @@ def _gptq_small_m_kernel(
                                      scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
             x7 = _dequant_slot_g_idx(words, 7, offs_kw, kw_in_bounds, offs_n, n_in_bounds, zero_shift, g_idx_ptr,
                                      scales_ptr, qzeros_ptr, stride_sg, stride_sn, stride_zg, stride_zn, ZERO_OFFSET)
+            scale_bits = zero_shift  # unused: the weights are scaled (SCALE_AFTER_DOT needs one group per step)
         else:
             # G is a multiple of 8, so the 8 rows of a word share one group.
             zero, scale_bits = _step_zeros_scales(qzeros_ptr, scales32_ptr, k0, offs_kw, kw_in_bounds, offs_n,
@@ -403,21 +435,9 @@ def _gptq_small_m_kernel(
             x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, bits, PTX_DEQUANT, not SCALE_AFTER_DOT)
 
         w_t = _slots_to_mma_order(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_N, BLOCK_K)
-        if SCALE_AFTER_DOT:
-            # (q - zero) are small integers: the MMA sums them with A exactly in fp32; one scale
-            # per output column (a row of C^T) finishes the step.
-            scale = scale_bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
-            acc += tl.dot(w_t, a_t) * scale[:, None]
-        else:
-            acc = tl.dot(w_t, a_t, acc)
-
-        offs_k += BLOCK_K
-        offs_kw += BLOCK_KW
-        if HAS_A_PERM:
-            a_perm_ptrs += BLOCK_K
-        else:
-            a_ptrs += BLOCK_K * stride_ak
-        w_ptrs += BLOCK_KW * stride_qk
+        acc = _mma_step(acc, w_t, a_t, scale_bits, SCALE_AFTER_DOT, True)  # a row of C^T per output column
+        offs_k, offs_kw, a_ptrs, w_ptrs = _next_k_step(offs_k, offs_kw, a_ptrs, w_ptrs, stride_ak, stride_qk,
+                                                       HAS_A_PERM, BLOCK_K, BLOCK_KW)
 
     c_ptrs = c_ptr + tl.program_id(1) * stride_cs + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
     _write_tile(c_ptrs, acc, n_in_bounds[:, None] & m_in_bounds[None, :], ATOMIC_OUT)
@@ -453,8 +473,8 @@ def _gptq_large_m_kernel(
     m_in_bounds = offs_m < M
     n_in_bounds = offs_n < N
     zero_shift, scale_shift = _column_shifts(offs_n)
-    if HAS_A_PERM:
-        a_perm_ptrs = a_perm_ptr + offs_k
+    if HAS_A_PERM:  # a_ptrs walks a_perm, which names the columns of A to gather
+        a_ptrs = a_perm_ptr + offs_k
     else:
         a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
     w_ptrs = qweight_ptr + offs_kw[:, None] * stride_qk + offs_n[None, :] * stride_qn
@@ -469,7 +489,7 @@ def _gptq_large_m_kernel(
             a_mask = a_mask & k_in_bounds[None, :]
             w_mask = w_mask & kw_in_bounds[:, None]
         if HAS_A_PERM:
-            a_cols = tl.load(a_perm_ptrs, mask=k_in_bounds, other=0)
+            a_cols = tl.load(a_ptrs, mask=k_in_bounds, other=0)
             a = tl.load(a_ptr + offs_m[:, None] * stride_am + a_cols[None, :] * stride_ak, mask=a_mask, other=0.0)
         else:
             a = tl.load(a_ptrs, mask=a_mask, other=0.0)
@@ -487,19 +507,9 @@ def _gptq_large_m_kernel(
             bits = scale_bits if not ONE_GROUP_PER_STEP else scale_bits[None, :]
             x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, bits, PTX_DEQUANT, True)
         w = _slots_to_rows(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_K, BLOCK_N)
-        if SCALE_AFTER_DOT:
-            scale = scale_bits.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
-            acc += tl.dot(a, w) * scale[None, :]
-        else:
-            acc = tl.dot(a, w, acc)
-
-        offs_k += BLOCK_K
-        offs_kw += BLOCK_KW
-        if HAS_A_PERM:
-            a_perm_ptrs += BLOCK_K
-        else:
-            a_ptrs += BLOCK_K * stride_ak
-        w_ptrs += BLOCK_KW * stride_qk
+        acc = _mma_step(acc, a, w, scale_bits, SCALE_AFTER_DOT, False)  # a column of C per output column
+        offs_k, offs_kw, a_ptrs, w_ptrs = _next_k_step(offs_k, offs_kw, a_ptrs, w_ptrs, stride_ak, stride_qk,
+                                                       HAS_A_PERM, BLOCK_K, BLOCK_KW)
 
     c_ptrs = c_ptr + tl.program_id(1) * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     _write_tile(c_ptrs, acc, m_in_bounds[:, None] & n_in_bounds[None, :], ATOMIC_OUT)
