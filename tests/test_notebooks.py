@@ -45,7 +45,10 @@ def test_every_puzzle_has_a_notebook_with_its_diagram_and_grading_cell():
         tags = [t for c in nb.cells for t in c.metadata.get("tags", [])]
         assert tags.count("starter") == 1 and tags.count("grade") == 1
         text = "".join(c.source for c in nb.cells)
-        assert f"../assets/{p.id}.svg" in text and "colab.research.google.com" in text
+        # The diagram is embedded (an attachment), so the notebook renders alone in Colab or nbviewer.
+        assert f"attachment:{p.id}.svg" in text and "../assets/" not in text and "colab.research.google.com" in text
+        (statement,) = [c for c in nb.cells if f"attachment:{p.id}.svg" in c.source]
+        assert statement.attachments[f"{p.id}.svg"]["image/svg+xml"]
         assert "<details>" in text
 
 
