@@ -76,7 +76,8 @@ def _is_constexpr_call(call: ast.Call) -> bool:
 _DEF = re.compile(r"^\s*def\s+(\w+)\s*\(", re.MULTILINE)
 
 
-def load_definitions(path: Path, broken: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+def load_definitions(path: Path, broken: dict[str, str] | None = None,
+                     ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """Execute only the definitions of a file; return the namespace, where each name was
     defined, and the problems met (a cell that does not parse, a definition that raised).
     `broken`, when given, receives for each function that could not be defined why (so a
