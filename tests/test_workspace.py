@@ -97,7 +97,17 @@ def test_maintainer_commands_leave_the_learner_answer_intact(tmp_path):
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([*args], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
 
-    assert run(*make, "workspace").returncode == 0
+    # `make lab`, with a stand-in for JupyterLab that records its arguments.
+    fake = tmp_path / "fake-venv"
+    (fake / "bin").mkdir(parents=True)
+    (fake / "bin" / "jupyter").write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/jupyter-args\n')
+    (fake / "bin" / "jupyter").chmod(0o755)
+    proc = run("make", "--no-print-directory", "-o", str(fake / ".installed"), f"VENV={fake}", f"PY={sys.executable}",
+               "lab", "ARGS=--port 8890 --no-browser")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    args = (tmp_path / "jupyter-args").read_text().split()
+    assert args[0] == "lab" and args[-1] == "my-notebooks/00_primer.ipynb" and "--port" in args
+    assert ("--allow-root" in args) == (os.geteuid() == 0)  # as root (Docker, cloud notebooks) it must start
     learner = repo / "my-notebooks" / NAME
     _answer(learner, reference_source(P1))
     for target in ("notebooks", "diagrams"):
