@@ -74,6 +74,8 @@ def _combined_notebook(work: Path) -> Path:
     first = catalog.get(1)
     nb = nbformat.read(notebooks.NOTEBOOK_DIR / f"{first.id}.ipynb", as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("import puzzles\nprint(puzzles.__file__)"))
+    # Outside a checkout the repository URL comes from the installed package's metadata.
+    nb.cells.append(nbformat.v4.new_code_cell("from puzzles.notebooks import COURSE_URL\nprint('url', COURSE_URL)"))
     for p in catalog.all_puzzles():
         book = nbformat.read(notebooks.NOTEBOOK_DIR / f"{p.id}.ipynb", as_version=4)
         spec = [c for c in book.cells if c.get("id", "").endswith("-spec")]
@@ -119,6 +121,8 @@ def test_a_notebook_runs_from_the_wheel_outside_the_checkout(tmp_path):
     # The course was installed by the set-up cell, into the fresh environment, not found in a checkout.
     where = [_html(c) for c in nb["cells"] if "print(puzzles.__file__)" in "".join(c["source"])]
     assert str(tmp_path / "venv") in where[0] and str(ROOT) not in where[0]
+    (url,) = [_html(c) for c in nb["cells"] if "print('url'" in "".join(c["source"])]
+    assert url.split()[-1] == notebooks.course_url()
     starters = [_html(c) for c in nb["cells"] if "grade" in c["metadata"].get("tags", [])]
     references = [_html(c) for c in nb["cells"] if "grade-reference" in c["metadata"].get("tags", [])]
     count = len(catalog.all_puzzles())
@@ -128,3 +132,16 @@ def test_a_notebook_runs_from_the_wheel_outside_the_checkout(tmp_path):
     (board,) = [_html(c) for c in nb["cells"] if "progress" in c["metadata"].get("tags", [])]
     # The progress board grades the file on disk (its reference cells come last, so they are graded).
     assert 'href="01_constant_add.ipynb"' in board and f"{count} of {count} puzzles passed" in board
+
+
+def test_the_repository_url_is_one_setting(monkeypatch):
+    text = (ROOT / "pyproject.toml").read_text()
+    url = notebooks._repository_from_pyproject(text)
+    assert url and url.startswith("https://github.com/") and notebooks.course_url() == url
+    assert f"git+{url}" in notebooks.SETUP_SOURCE
+    assert f"colab.research.google.com/github/{notebooks.github_repo(url)}/" in json.dumps(notebooks.all_notebooks())
+    # Python 3.10 has no tomllib: the small reader finds the same line.
+    monkeypatch.setitem(sys.modules, "tomllib", None)
+    assert notebooks._repository_from_pyproject(text) == url
+    forked = text.replace(url, "https://github.com/someone/fork")
+    assert notebooks._repository_from_pyproject(forked) == "https://github.com/someone/fork"
