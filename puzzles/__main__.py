@@ -60,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             stale = notebooks.drift()
             for name in stale:
-                print(f"out of date: notebooks/{name}")
+                path = notebooks.NOTEBOOK_DIR / name
+                edited = path.exists() and notebooks.edited(path)
+                hand = " (edited by hand: learners work in my-notebooks/)" if edited else ""
+                print(f"out of date: notebooks/{name}{hand}")
             if stale:
                 print("run `python -m puzzles notebooks` to rebuild them from the catalog")
             return 1 if stale else 0

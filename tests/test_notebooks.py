@@ -20,7 +20,8 @@ BY_NAME = {f"{p.id}.ipynb": p for p in catalog.all_puzzles()}
 
 
 def test_notebooks_match_the_catalog():
-    assert notebooks.drift() == [], "run `python -m puzzles notebooks` and commit the result"
+    assert notebooks.drift() == [], ("run `python -m puzzles notebooks` and commit the result (it refuses to "
+                                     "overwrite a notebook edited by hand: learners work in my-notebooks/)")
 
 
 def test_a_hand_edit_is_detected(tmp_path):
