@@ -75,8 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"setup: {why}")
     for step in steps:
         print("  " + " ".join(step))
-        if not args.plan:
-            subprocess.run(step, check=True, cwd=ROOT)
+        if args.plan:
+            continue
+        if "--index-url" in step:
+            # The CPU build is an optimisation: if that index fails midway, the requirements still install.
+            if subprocess.run(step, cwd=ROOT).returncode != 0:
+                print(f"setup: warning: installing torch from {index} failed; using the default index")
+            continue
+        subprocess.run(step, check=True, cwd=ROOT)
     return 0
 
 

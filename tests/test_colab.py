@@ -9,6 +9,7 @@ that variable also replaces `git+<repository>` (here: the wheel just built)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -44,8 +45,10 @@ def _wheel(tmp: Path) -> Path:
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-index", "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True, timeout=120)
+    # With setuptools here, build offline; without it (a Python 3.12 venv), pip fetches the build backend.
+    offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *offline,
+                    "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True, timeout=300)
     (wheel,) = (tmp / "dist").glob("triton_puzzles_course-*.whl")
     return wheel
 
