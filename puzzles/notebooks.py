@@ -113,22 +113,20 @@ from puzzles import Float32, Int32, Tensor, test  # `import puzzles` picks the i
 """
 
 
-def _diagram(p: Puzzle) -> dict:
-    """The puzzle's diagram as a cell attachment, so the notebook renders on its own (Colab,
-    nbviewer, VS Code, GitHub) with no assets/ folder beside it."""
-    svg = (ASSET_DIR / f"{p.id}.svg").read_bytes()
-    return {f"{p.id}.svg": {"image/svg+xml": base64.b64encode(svg).decode("ascii")}}
+def diagram_markdown(p: Puzzle) -> str:
+    """The puzzle's diagram inlined as a data: URI, so the notebook renders on its own (Colab,
+    nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it."""
+    svg = base64.b64encode((ASSET_DIR / f"{p.id}.svg").read_bytes()).decode("ascii")
+    return f"![diagram of puzzle {p.number}](data:image/svg+xml;base64,{svg})"
 
 
 def notebook_name(p: Puzzle) -> str:
     return f"{p.id}.ipynb"
 
 
-def _cell(kind: str, source: str, cell_id: str, tags: tuple[str, ...] = (), attachments: dict | None = None) -> dict:
+def _cell(kind: str, source: str, cell_id: str, tags: tuple[str, ...] = ()) -> dict:
     cell: dict = {"cell_type": kind, "id": cell_id, "metadata": {"tags": list(tags)} if tags else {},
                   "source": _lines(source.strip("\n") + "\n" if kind == "code" else source.strip("\n"))}
-    if attachments:
-        cell["attachments"] = attachments
     if kind == "code":
         cell["execution_count"] = None
         cell["outputs"] = []
@@ -196,9 +194,9 @@ def puzzle_notebook(p: Puzzle) -> dict:
               f"# Puzzle {p.number}: {p.title}", f"p{p.number}-title"),
         _cell("code", SETUP_SOURCE, f"p{p.number}-setup"),
         _cell("code", IMPORTS_SOURCE, f"p{p.number}-imports"),
-        _cell("markdown", textwrap.dedent(p.statement).strip()
-              + f"\n\n![diagram of puzzle {p.number}](attachment:{p.id}.svg)",
-              f"p{p.number}-statement", attachments=_diagram(p)),
+        _cell("markdown", textwrap.dedent(p.statement).strip(), f"p{p.number}-statement"),
+        # In a cell of its own, so the statement's source stays readable.
+        _cell("markdown", diagram_markdown(p), f"p{p.number}-diagram"),
         _cell("markdown", "## The spec\n\nWhat the kernel must compute, in plain PyTorch. The annotations give each "
               "tensor's dtype and shape; the grader draws random inputs from them.", f"p{p.number}-spec-title"),
         _cell("code", spec_source(p), f"p{p.number}-spec"),
