@@ -105,6 +105,7 @@ def _html(cell) -> str:
     return "".join(text(o.get("data", {}).get("text/html", "")) + text(o.get("text", "")) for o in cell["outputs"])
 
 
+@pytest.mark.notebooks
 @pytest.mark.skipif(sys.platform != "linux", reason="the course's CPU stack is tested on Linux")
 def test_a_notebook_runs_from_the_wheel_outside_the_checkout(tmp_path):
     wheel = _wheel(tmp_path)
