@@ -142,13 +142,13 @@ def grade(paths: list[Path], puzzles: list[Puzzle], timeout: float = 20.0, viz_d
     grades = []
     for p in puzzles:
         candidates = found.get(p.kernel_name, [])
-        if not candidates:
-            if p.kernel_name in broken:  # the learner wrote it, but it does not even define
-                grades.append(Grade(p, "failed", broken[p.kernel_name], broken[p.kernel_name].split(": line")[0]))
-            else:
-                grades.append(Grade(p, "not attempted", f"no {p.kernel_name} found"))
-            continue
         attempts = [c for c in candidates if not is_starter(_kernel_source(c[1], p.kernel_name), p)]
+        if not attempts and p.kernel_name in broken:  # the learner wrote it, but it does not even define
+            grades.append(Grade(p, "failed", broken[p.kernel_name], broken[p.kernel_name].split(": line")[0]))
+            continue
+        if not candidates:
+            grades.append(Grade(p, "not attempted", f"no {p.kernel_name} found"))
+            continue
         kernel, origin = (attempts or candidates)[-1]
         others = [o for _, o in candidates if o != origin]
         if others:

@@ -30,6 +30,10 @@ def test_a_syntax_error_is_a_failure_with_file_and_line(tmp_path, capsys):
     (g,) = grade.grade([tmp_path / "a.py"], [P1])
     assert g.status == "failed" and "SyntaxError" in g.reason and "a.py: line" in g.reason
     assert "SyntaxError" in capsys.readouterr().err
+    # Still a failure when another file holds the untouched starter.
+    (tmp_path / "b.py").write_text(HEADER + starter_source(P1))
+    (g,) = grade.grade([tmp_path / "a.py", tmp_path / "b.py"], [P1])
+    assert g.status == "failed" and "SyntaxError" in g.reason
 
 
 def test_progress_links_each_puzzle_notebook(tmp_path, monkeypatch):
