@@ -134,3 +134,19 @@ def test_maintainer_commands_leave_the_learner_answer_intact(tmp_path):
     assert _kernel(course) == reference_source(P1) and _kernel(learner) == reference_source(P1)
     proc = run(sys.executable, "-m", "puzzles", "notebooks", "--force")
     assert proc.returncode == 0 and _kernel(course) != reference_source(P1)
+
+
+def test_regenerating_refuses_an_edited_notebook_unless_forced(tmp_path):
+    written, refused = notebooks.write(tmp_path)
+    assert refused == [] and len(written) == len(notebooks.all_notebooks())
+    # Running a notebook (outputs only) does not count as an edit; typing into a cell does.
+    ran = json.loads((tmp_path / NAME).read_text())
+    ran["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hi"}]
+    (tmp_path / NAME).write_text(json.dumps(ran))
+    assert not notebooks.edited(tmp_path / NAME)
+    _answer(tmp_path / NAME, "# my answer\n")
+    assert notebooks.edited(tmp_path / NAME)
+    written, refused = notebooks.write(tmp_path)
+    assert refused == [tmp_path / NAME] and written == [] and _kernel(tmp_path / NAME) == "# my answer\n"
+    written, refused = notebooks.write(tmp_path, force=True)
+    assert written == [tmp_path / NAME] and refused == [] and notebooks.drift(tmp_path) == []
