@@ -45,3 +45,7 @@ bench: setup  ## GPU benchmarks (each prints a message and exits without a GPU)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+.PHONY: versions
+versions: setup  ## grade every reference and the wrong-kernel zoo under each supported triton (envs in .venvs/)
+	$(PY) scripts/triton_versions.py

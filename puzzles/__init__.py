@@ -24,14 +24,32 @@ def _choose_mode() -> None:
 
 _choose_mode()
 
-from jaxtyping import Float32, Int32  # noqa: E402  - re-exported for the notebooks
-from torch import Tensor  # noqa: E402
+try:
+    from jaxtyping import Float32, Int32  # re-exported for the notebooks
+    from torch import Tensor
 
-from puzzles.catalog import PUZZLES, all_puzzles, get  # noqa: E402
-from puzzles.debug import breakpoint_if, check_tensors, print_if  # noqa: E402
-from puzzles.harness import on_gpu, test  # noqa: E402
-from puzzles.puzzle import Puzzle, cdiv  # noqa: E402
-from puzzles.result import TestResult  # noqa: E402
+    from puzzles.catalog import PUZZLES, all_puzzles, get
+    from puzzles.debug import breakpoint_if, check_tensors, print_if
+    from puzzles.harness import on_gpu, test
+    from puzzles.puzzle import Puzzle, cdiv
+    from puzzles.result import TestResult
+except ImportError as _err:
+    # A missing (or unsupported) torch, triton, numpy or jaxtyping must not stop `python -m puzzles
+    # doctor`, which says what to install; anything else from the course's own modules is a bug.
+    from puzzles import compat as _compat
+
+    _top = (getattr(_err, "name", None) or "").split(".")[0]
+    _unsupported = _compat.triton_problem()
+    if _top not in _compat.REQUIRED_PACKAGES and not _unsupported:
+        raise ImportError(f"the course's own module failed to import: {_err}. If you edited puzzles/, "
+                          "undo that edit; else run `python -m puzzles doctor`.") from _err
+    _WHY = _compat.missing_package_message(_err) if _top in _compat.REQUIRED_PACKAGES else _unsupported
+    _CAUSE = _err
+
+    def __getattr__(name: str) -> object:
+        if name in __all__:
+            raise ImportError(f"puzzles.{name} is unavailable: {_WHY}") from _CAUSE
+        raise AttributeError(f"module 'puzzles' has no attribute {name!r}")
 
 __all__ = [
     "PUZZLES",

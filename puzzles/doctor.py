@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+from puzzles import compat
 from puzzles.solution_source import ROOT
 
 REQUIREMENTS = ROOT / "requirements.txt"
@@ -42,10 +43,25 @@ def _has_cuda() -> bool:
         return False
 
 
+OPTIONAL = {"triton-viz": "only `puzzles.viz.launch_triton_viz` (the interactive viewer) uses it"}
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def _install_hint(name: str, want: str | None, gpu: bool) -> str:
+    spec = f"{name}=={want}" if want else name
+    if name == "torch" and not gpu:
+        # The default index gives Linux the CUDA build (GBs of NVIDIA packages); a CPU machine needs none.
+        return f"pip install {spec} --index-url {CPU_INDEX} (the CPU build), or `make setup`"
+    if name == "triton":
+        return compat.INSTALL if not want else f"pip install {spec}, or `make setup`"
+    return f"pip install {spec}, or `make setup`"
+
+
 def diagnose(requirements: Path | None = None, run_kernel: bool = True,
              gpu: bool | None = None) -> list[tuple[bool, str]]:
     """(ok, message) for each check. The pins are the tested CPU set; on a CUDA machine (Colab, a
-    GPU box) its own torch and triton are used, so a different version there is only reported."""
+    GPU box) its own torch and triton are used, so a different version there is only reported.
+    Needs none of torch, triton, numpy or jaxtyping: their absence is what it reports."""
     checks: list[tuple[bool, str]] = []
     pinned = pins(requirements)
     gpu = _has_cuda() if gpu is None else gpu
@@ -54,8 +70,13 @@ def diagnose(requirements: Path | None = None, run_kernel: bool = True,
     checks.append((ok_python, f"Python {sys.version.split()[0]}{need}"))
     for name in CHECKED:
         version, want = _installed(name), pinned.get(name)
-        if version is None:
-            checks.append((False, f"{name} is not installed: run `make setup` (or pip install -r requirements.txt)"))
+        if version is None and name in OPTIONAL:
+            checks.append((True, f"{name} is not installed (optional: {OPTIONAL[name]}; "
+                                 f"{_install_hint(name, want, gpu)})"))
+        elif version is None:
+            checks.append((False, f"{name} is not installed: {_install_hint(name, want, gpu)}"))
+        elif name == "triton" and compat.triton_problem():  # the same test as grading's
+            checks.append((False, str(compat.triton_problem())))
         elif want and version.split("+")[0] != want.split("+")[0] and gpu and name in ("torch", "triton", "numpy"):
             checks.append((True, f"{name} {version} (this GPU machine's own; the CPU set pins {want})"))
         elif want and version.split("+")[0] != want.split("+")[0]:
@@ -70,10 +91,14 @@ def diagnose(requirements: Path | None = None, run_kernel: bool = True,
         try:
             importlib.import_module(module)
         except Exception as err:  # noqa: BLE001 - report any import failure
-            checks.append((False, f"`import {module}` fails ({type(err).__name__}: {err}); reinstall the pinned set: "
-                                  "pip install -r requirements.txt"))
+            checks.append((name in OPTIONAL and gpu,
+                           f"`import {module}` fails ({type(err).__name__}: {err}); reinstall the pinned set: "
+                           "pip install -r requirements.txt"))
     if run_kernel:
-        checks.append(_tiny_kernel())
+        if all(ok for ok, _ in checks):
+            checks.append(_tiny_kernel())
+        else:
+            checks.append((False, "no kernel was run: fix the problems above first"))
     return checks
 
 

@@ -29,6 +29,7 @@ import triton
 from triton.runtime import interpreter as _interp
 from triton.runtime.jit import JITFunction
 
+from puzzles import compat
 from puzzles.recording import _LIBRARY_DIRS, Recorder, Trace
 
 
@@ -127,7 +128,7 @@ def _patch_language_once() -> Iterator[None]:
     def patch_once(fn):
         key = id(getattr(fn, "__globals__", fn))
         if key not in done:
-            scope = original(fn)
+            scope = compat.patch_lang(original, fn)  # a scope to undo it, on every supported Triton
             if not launch:  # the launch's own scope: the grid executor restores it at the end
                 launch.append(_LaunchPatches(scope))
                 scope = launch[0]

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from puzzles import catalog
+from puzzles import catalog, compat
 from puzzles.execution import (
     KernelError,
     RunOutput,
@@ -109,8 +109,12 @@ def test(
     title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
     result = TestResult(title, name, [], 0.0, seed, device=_device_name())
 
-    problem = _check_kernel(kernel, spec, found) if spec is not None else KernelError(
-        "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
+    # The checked interpreter relies on Triton's internals: refuse an untested Triton in words.
+    unsupported = compat.triton_problem()
+    problem = KernelError("setup", unsupported) if unsupported else None
+    if problem is None:
+        problem = _check_kernel(kernel, spec, found) if spec is not None else KernelError(
+            "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
     size_list = [] if problem else _size_list(found, nelem, B, sizes)
     if problem is None:
         try:

@@ -223,7 +223,9 @@ def speed_text(p: Puzzle) -> str:
     size = p.perf_size or {}
     nbytes = sum(math.prod(t.shape(size)) * torch.empty((), dtype=t.dtype).element_size() for t in [*inputs, out])
     flops = p.flops(size) if p.flops else 0
-    work = f"{nbytes / 1e6:,.0f} MB to move" + (f" and {flops / 1e9:,.0f} GFLOP to do" if flops else "")
+    from puzzles.perf import fmt_bytes, fmt_flops
+
+    work = f"{fmt_bytes(nbytes)} to move" + (f" and {fmt_flops(flops)} to do" if flops else "")
     sizes = ", ".join(f"{k}={v}" for k, v in size.items())
     return (f"## Speed (on a GPU)\n\nOn a CUDA GPU, `test({p.kernel_name}, {p.spec_name}, perf=True)` also times your "
             f"kernel at {sizes}: at least {work} (each input read once, the output written once). It reports "

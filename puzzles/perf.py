@@ -67,6 +67,24 @@ class PerfReport:
         return "; ".join(parts)
 
 
+def _scaled(value: float, units: tuple[str, ...]) -> str:
+    """Three significant figures in the largest unit (steps of 1000) that keeps the number >= 1."""
+    i = 0
+    while i + 1 < len(units) and abs(value) >= 1000:
+        value, i = value / 1000, i + 1
+    return f"{value:.0f} {units[i]}" if i == 0 or value >= 100 else f"{value:.3g} {units[i]}"
+
+
+def fmt_bytes(n: float) -> str:
+    """Bytes a learner can read: 512 B, 4.1 KB, 33.6 MB (a small puzzle moves KB, never "0 MB")."""
+    return _scaled(n, ("B", "KB", "MB", "GB", "TB"))
+
+
+def fmt_flops(n: float) -> str:
+    """Floating-point operations: 131 kFLOP, 2.1 MFLOP, 68.7 GFLOP (never "0 GFLOP")."""
+    return _scaled(n, ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"))
+
+
 def bench(fn: Callable[[], Any]) -> float:
     """Median milliseconds of `fn` on the GPU (events, warm-up, many repeats)."""
     from triton.testing import do_bench

@@ -29,7 +29,7 @@ class Access:
     op: str  # "load", "store" or "atomic"
     program: tuple[int, int, int]
     tensor: str
-    elements: np.ndarray  # flat element indices of the in-bounds active lanes
+    elements: np.ndarray = field(repr=False)  # flat element indices of the in-bounds active lanes
     lanes: int  # lanes of the op
     masked: int  # lanes masked off by the kernel
     line: int | None
@@ -47,7 +47,7 @@ class InvalidAccess:
     line: int | None
     source: str = ""
     count: int = 1  # lanes of the same op that went out of bounds
-    elements: np.ndarray | None = None  # every offending flat index of this op, for drawing
+    elements: np.ndarray | None = field(default=None, repr=False)  # every offending flat index, for drawing
 
     kind: str = "out of bounds"  # or "store to an input"
 
@@ -69,6 +69,13 @@ class Trace:
     invalid: list[InvalidAccess] = field(default_factory=list)
     stores_to_inputs: list[InvalidAccess] = field(default_factory=list)
     recorded: bool = True  # False: accesses were checked but not kept (test(record=False))
+
+    def __repr__(self) -> str:
+        # One line, not thousands of accesses with their element arrays.
+        names = ", ".join(f"{n}{list(shape)}" for n, (shape, _) in self.tensors.items())
+        text = (f"<Trace grid={tuple(self.grid)} tensors: {names} · {len(self.accesses)} accesses, "
+                f"{len(self.invalid)} out of bounds>")
+        return text if len(text) <= 200 else text[:198] + "…>"
 
 
 class Recorder:

@@ -47,6 +47,10 @@ class SizeOutcome:
     def passed(self) -> bool:
         return self.status == "passed"
 
+    def __repr__(self) -> str:
+        # One line: the dataclass default would print every tensor and the whole trace.
+        return _short(f"<SizeOutcome {self.size_text()} seed={self.seed}: {self.reason()}>")
+
     def size_text(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.sizes.items())
 
@@ -146,7 +150,7 @@ class TestResult:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return f"<TestResult {self.summary()}>"
+        return _short(f"<TestResult {self.summary()}>")
 
     # -- Jupyter ------------------------------------------------------------------------------
     def _repr_html_(self) -> str:
@@ -178,6 +182,15 @@ def _detail_lines(o: SizeOutcome) -> list[str]:
         shown = ", ".join("z" + _fmt_index(i) for i in o.unwritten[:MAX_SHOWN])
         lines.append(f"  never written: {shown}{' ...' if o.unwritten_count > MAX_SHOWN else ''}")
     return lines
+
+
+REPR_MAX = 200
+
+
+def _short(text: str, limit: int = REPR_MAX) -> str:
+    """One line of at most `limit` characters (a repr in a list, a debugger or a log)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 2] + "…>"
 
 
 def _fmt_index(index: tuple[int, ...]) -> str:
@@ -225,6 +238,11 @@ def diff_svg(status_map: Any, max_cells: int = 64, cell: int = 7) -> str:
             + "".join(rects) + "</svg>")
 
 
+# JupyterLab right-aligns table cells: every cell says left; sizes, seeds and times never wrap.
+_CELL = ' style="text-align:left;vertical-align:top;padding:2px 8px"'
+_NOWRAP = ' style="text-align:left;vertical-align:top;padding:2px 8px;white-space:nowrap"'
+
+
 def render_html(result: TestResult) -> str:
     ok = result.passed
     color = "#2e7d32" if ok else "#c62828"
@@ -240,10 +258,11 @@ def render_html(result: TestResult) -> str:
         for o in result.outcomes:
             mark = ("<span style='color:#2e7d32'>✓</span>" if o.passed else
                     "–" if o.status == "not run" else "<span style='color:#c62828'>✗</span>")
-            rows.append(f"<tr><td>{mark}</td><td><code>{e(o.size_text())}</code></td><td>{o.seed}</td>"
-                        f"<td>{o.seconds * 1000:.0f} ms</td><td>{'' if o.passed else e(o.reason())}</td></tr>")
-        parts.append('<table style="border-collapse:collapse"><tr><th></th><th>sizes</th><th>seed</th>'
-                     "<th>time</th><th>what went wrong</th></tr>" + "".join(rows) + "</table>")
+            rows.append(f"<tr><td{_CELL}>{mark}</td><td{_NOWRAP}><code>{e(o.size_text())}</code></td>"
+                        f"<td{_NOWRAP}>{o.seed}</td><td{_NOWRAP}>{o.seconds * 1000:.0f} ms</td>"
+                        f"<td{_CELL}>{'' if o.passed else e(o.reason())}</td></tr>")
+        head = "".join(f"<th{_NOWRAP}>{h}</th>" for h in ("", "sizes", "seed", "time", "what went wrong"))
+        parts.append(f'<table style="border-collapse:collapse"><tr>{head}</tr>' + "".join(rows) + "</table>")
         failure = result.first_failure
         if failure is not None:
             details = _detail_lines(failure) if failure.error is None else []

@@ -68,7 +68,8 @@ MAX_AREA_W, MAX_AREA_H = 780, 880  # the tensors' area beside the numbers; the c
 WIDE_AREA_W, WIDE_AREA_H = 1200, 640  # ... or above them
 STATS_W = 390
 MIN_AREA_W = 520  # leaves room beside the tensors' names for what the shown program did
-LINE_H = 14  # one line of the monospace stats text
+LINE_H = 15  # one line of the monospace stats text
+STATS_PT = 8.5  # the stats text beside the tensors: 8.5 pt at DPI 100 is about 12 px, shown unscaled
 MAX_OPS_LISTED = 12
 MAX_PROGRAMS_LISTED = 16
 CELL_SIZES = (24, 20, 18, 16, 14, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2)
@@ -510,6 +511,7 @@ class _Model:
     offending: list[Program] = field(default_factory=list)
     _overview: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
     _touched: dict[str, np.ndarray] | None = None
+    tiles: np.ndarray | None = None  # tile-order puzzles: (TM, TN) launch index of the program per tile, -1 none
 
     @property
     def output(self) -> str:
@@ -563,6 +565,8 @@ def _model(source: Any, outcome: int | None = None) -> _Model | None:
     """Digest a TestResult, SizeOutcome or Trace (None when there is no trace to draw)."""
     title = kernel = sizes = status = ""
     status_map = None
+    size_dict: dict[str, int] = {}
+    output = None
     if isinstance(source, _Model):
         return source
     if hasattr(source, "outcomes"):  # a TestResult
@@ -572,6 +576,7 @@ def _model(source: Any, outcome: int | None = None) -> _Model | None:
             return None
     if hasattr(source, "trace") and not isinstance(source, Trace):  # a SizeOutcome
         sizes, status, status_map = source.size_text(), source.status, source.status_map
+        size_dict, output = source.sizes, source.output if source.output is not None else source.expected
         source = source.trace
     if not isinstance(source, Trace):
         return None
@@ -587,12 +592,85 @@ def _model(source: Any, outcome: int | None = None) -> _Model | None:
     for name, box in m.boxes.items():
         oob = [a for plist in m.ops.values() for op in plist for t, a in op.oob.items() if t == name]
         _set_margins(box, np.concatenate(oob) if oob else np.empty(0, np.int64))
+    m.tiles = tile_map(size_dict, output, len(m.programs))
+    if m.tiles is not None:
+        m.boxes[TILES] = _TileBox.make(m.tiles.shape)
     m.stats = _compute_stats(trace, m.ops)
     m.offending = list(dict.fromkeys(tuple(a.program) for a in [*trace.invalid, *trace.stores_to_inputs]))
     if not m.offending and status_map is not None and np.any(np.asarray(status_map) == 1):
         m.offending = _writers_of(m, int(np.flatnonzero(np.asarray(status_map).reshape(-1) == 1)[0]))
     m.layout = _make_layout(m)
     return m
+
+
+TILES = "C's tiles"
+
+
+def tile_map(sizes: dict[str, int], output: Any, programs: int) -> np.ndarray | None:
+    """For a tile-order puzzle (z[pid] = (tile_m, tile_n) over a TM × TN grid of C's tiles, as in
+    puzzle 16): the (TM, TN) map of which program (launch index) takes each tile, -1 for none.
+    None for any other kind of run."""
+    if output is None or not {"M", "N", "BM", "BN"} <= set(sizes):
+        return None
+    tm, tn = -(-sizes["M"] // sizes["BM"]), -(-sizes["N"] // sizes["BN"])
+    z = np.asarray(output.detach().cpu()) if hasattr(output, "detach") else np.asarray(output)
+    if z.shape != (tm * tn, 2) or programs != tm * tn or z.dtype.kind not in "iu":
+        return None
+    tiles = np.full((tm, tn), -1, np.int64)
+    for pid in range(tm * tn - 1, -1, -1):  # the first program that claims a tile names it
+        r, c = int(z[pid, 0]), int(z[pid, 1])
+        if 0 <= r < tm and 0 <= c < tn:
+            tiles[r, c] = pid
+    return tiles
+
+
+@dataclass
+class _TileBox(TensorBox):
+    """C's tiles as a grid of K × K cells each (big enough to carry a number), not a tensor."""
+
+    k: int = 3
+
+    @classmethod
+    def make(cls, shape: tuple[int, ...]) -> _TileBox:
+        tm, tn = shape
+        k = 4 if tm * tn <= 24 else 3
+        return cls(TILES, (tm, tn), "tile", tm * tn * k * k, tn * k, tm * k, tn * k, k=k)
+
+    def label(self) -> str:
+        return f"{TILES}  {self.shape[0]} × {self.shape[1]} (tile_m down, tile_n across)"
+
+    def tile_elements(self, r: int, c: int) -> np.ndarray:
+        """The cells of tile (r, c), as the flat indices `cells` maps back."""
+        rows, cols = np.meshgrid(np.arange(r * self.k, (r + 1) * self.k), np.arange(c * self.k, (c + 1) * self.k))
+        return (rows * self.width + cols).ravel()
+
+
+def _paint_tiles(model: _Model, paints: dict[str, _Paint], view: str, pi: int) -> list[_Text]:
+    """Colour C's tiles (by the program that takes each) and, in the launch-order view, number them."""
+    if model.tiles is None or TILES not in paints:
+        return []
+    box, paint, lay = model.boxes[TILES], paints[TILES], model.layout
+    n = len(model.programs)
+    texts = []
+    for (r, c), who in np.ndenumerate(model.tiles):
+        cells = box.tile_elements(r, c)
+        if who < 0:
+            paint.fill(cells, UNTOUCHED)
+            continue
+        if view == "order":
+            color = order_color(int(who), n)
+        elif view == "overview":
+            color = program_color(int(who))
+        else:
+            color = STORE if who == pi else OTHERS
+        paint.fill(cells, color)
+        side = box.k * lay.cell
+        if view == "order" and side >= _text_w(str(who), 7.5) - 2:
+            x, y = box.x + (c + 0.5) * side - lay.gap / 2, box.y + (r + 0.5) * side - lay.gap / 2
+            texts.append(_Text(float(x), float(y), str(who), size=7.5, halo=True, ha="center", va="center",
+                               weight="bold"))
+    paint.tile = box.k
+    return texts
 
 
 def _writers_of(m: _Model, element: int) -> list[Program]:
@@ -649,6 +727,7 @@ class _Paint:
         self.bottom = np.full(shape, 255, np.uint8)
         self.dot = np.zeros(shape, np.uint8)
         self.has_dot = np.zeros(shape[:2], bool)
+        self.tile = 1  # cells per tile side: the white gaps separate tiles, not cells
 
     def _rc(self, elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         r, c = self.box.cells(elements)
@@ -684,8 +763,9 @@ class _Paint:
             dot_colors = np.repeat(np.repeat(self.dot, cell, 0), cell, 1)
             img[dots] = dot_colors[dots]
         if gap:
-            img[py >= inner] = 255
-            img[:, np.arange(img.shape[1]) % cell >= inner] = 255
+            pitch = cell * self.tile
+            img[np.arange(img.shape[0]) % pitch >= pitch - gap] = 255
+            img[:, np.arange(img.shape[1]) % pitch >= pitch - gap] = 255
         return img
 
 
@@ -785,6 +865,7 @@ def _draw(model: _Model, view: str, pi: int, op_index: int | None) -> tuple[np.n
         paints = _paint_program(model, pi, op_index)
     else:
         paints = _paint_overview(model, order=view == "order")
+    tile_texts = _paint_tiles(model, paints, view, pi)
     for name, paint in paints.items():
         box = paint.box
         img = paint.pixels(lay.cell, lay.gap)
@@ -799,6 +880,7 @@ def _draw(model: _Model, view: str, pi: int, op_index: int | None) -> tuple[np.n
             note = note.rpartition(" · ")[0]  # drop details that do not fit; the stats panel has them
         if note:
             texts.append(_Text(x0 + label_w + 8, y0 - LABEL_H + 2, note, color=color))
+    texts += tile_texts
     if view != "program":
         texts += _program_labels(model, view == "order")
     _header(model, view, pi, op_index, canvas, texts)
@@ -897,6 +979,9 @@ def _header(model: _Model, view: str, pi: int, op_index: int | None, canvas: np.
                   (UNTOUCHED, "untouched"), (OUT_OF_BOUNDS, "out of bounds")]
     else:
         what = f"launch order on a GPU (axis 0 fastest): #0 first … #{len(model.programs) - 1} last · grid {grid}"
+        if model.tiles is not None:
+            what = f"launch order: C's tiles numbered by the program that takes each (0 first, " \
+                   f"{len(model.programs) - 1} last) · grid {grid}"
         n = len(model.programs)
         legend = [(order_color(0, n), "#0 first"), (order_color(n - 1, n), f"#{n - 1} last"),
                   (UNTOUCHED, "untouched"), (OUT_OF_BOUNDS, "out of bounds")]
@@ -990,7 +1075,7 @@ def _stats_text(model: _Model, view: str, pi: int, op_index: int | None) -> list
                           red if c.out_of_bounds else "#222222"))
         if n > MAX_PROGRAMS_LISTED:
             lines.append((f"… {n - MAX_PROGRAMS_LISTED} more programs", grey))
-    return [_Text(lay.stats_x, lay.stats_y + i * LINE_H, s, color=c, mono=True, size=8.2)
+    return [_Text(lay.stats_x, lay.stats_y + i * LINE_H, s, color=c, mono=True, size=STATS_PT)
             for i, (s, c) in enumerate(lines) if s]
 
 
@@ -1231,7 +1316,8 @@ def quantization_track(puzzle: Puzzle | None) -> bool:
 def widget(result: TestResult, puzzle: Puzzle | None = None, program: Program | int | None = None) -> Any:
     """The interactive view: size, program, step through its ops, overview and launch order.
 
-    The picture is the same PNG `render_png` makes, in an ipywidgets.Image (the last child).
+    The picture is the same PNG `render_png` makes, in an ipywidgets.Image (in the last child, a
+    frame that scrolls sideways rather than shrink it).
     """
     import ipywidgets as w
 
@@ -1261,7 +1347,11 @@ def widget(result: TestResult, puzzle: Puzzle | None = None, program: Program | 
     step_label = w.Label()
     note = w.HTML()
     # flex-start: a column flexbox would stretch the picture to the cell width and blur it
-    image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto", align_self="flex-start"))
+    # Shown at its own pixel size, never shrunk to the cell's width (which made the stats text
+    # tiny): a picture wider than the cell scrolls sideways in its frame.
+    image = w.Image(format="png", layout=w.Layout(max_width="none", width="auto", height="auto",
+                                                  align_self="flex-start", flex="0 0 auto"))
+    frame = w.Box([image], layout=w.Layout(overflow="auto", width="100%"))
     hint = ("<i>Quantization track: the launch order shows which programs a GPU runs together, "
             "and so which packed weight and activation tiles they can share in cache.</i>")
     busy = {"on": False}  # setting one control from another must not redraw twice
@@ -1306,7 +1396,7 @@ def widget(result: TestResult, puzzle: Puzzle | None = None, program: Program | 
     for control in (view, prog, step):
         control.observe(refresh, names="value")
     refresh()
-    rows = [w.HBox([view, size]), w.HBox([prog, prog_label]), w.HBox([step, play, step_label]), note, image]
+    rows = [w.HBox([view, size]), w.HBox([prog, prog_label]), w.HBox([step, play, step_label]), note, frame]
     box = w.VBox(rows, layout=w.Layout(width="100%"))
     box.add_class("puzzles-viz")
     return box
@@ -1340,7 +1430,7 @@ def show(result: TestResult, puzzle: Puzzle | None = None) -> None:
         except Exception:  # noqa: BLE001 - no ipywidgets (or a broken install): the picture alone
             display(Image(render_png(model)))
             return
-        display(_WithFallback(view, view.children[-1].value, stats_table(model)))
+        display(_WithFallback(view, view.children[-1].children[0].value, stats_table(model)))
     except Exception as err:  # noqa: BLE001 - a drawing problem must not hide the verdict
         print(f"(could not draw the memory accesses: {type(err).__name__}: {err})")
 

@@ -216,6 +216,40 @@ def test_launch_order_colours_programs_axis_0_first():
     assert color_at(img, lay, "z", 4) == viz.order_color(2, n)  # word 4: program (0, 1)
 
 
+ROW_MAJOR_ORDER = """
+@triton.jit
+def grouped_order_kernel(z_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    tn = tl.cdiv(N, BN)
+    tl.store(z_ptr + 2 * pid, pid // tn)
+    tl.store(z_ptr + 2 * pid + 1, pid % tn)
+"""
+
+
+def tile_color(img: np.ndarray, lay: viz.Layout, r: int, c: int) -> tuple[int, int, int]:
+    return color_at(img, lay, viz.TILES, int(lay.boxes[viz.TILES].tile_elements(r, c)[0]))
+
+
+def test_puzzle_16_launch_order_is_a_map_of_cs_tiles_in_the_order_programs_take_them(load_kernel):
+    p = catalog.get(16)
+    size = {"M": 64, "N": 48, "BM": 16, "BN": 16, "GROUP_M": 2}  # 4 × 3 tiles, bands of 2 tile rows
+    result = test(p.reference(), p.spec, quiet=True, sizes=[size])
+    model = viz._model(result)
+    assert model.tiles.tolist() == [[0, 2, 4], [1, 3, 5], [6, 8, 10], [7, 9, 11]]  # down each band's columns
+    lay = viz.layout(result)
+    img = pixels(viz.render_png(result, view="order"))
+    n = 12
+    for (r, c), pid in np.ndenumerate(model.tiles):
+        assert tile_color(img, lay, r, c) == viz.order_color(int(pid), n)
+    # One program's view marks the tile it takes; a row-major kernel gives the row-major map.
+    img = pixels(viz.render_png(result, view="program", program=3))
+    assert tile_color(img, lay, 1, 1) == viz.STORE and tile_color(img, lay, 0, 0) == viz.OTHERS
+    row_major = test(load_kernel(ROW_MAJOR_ORDER, "grouped_order_kernel"), p.spec, quiet=True, sizes=[size])
+    assert viz._model(row_major, 0).tiles.tolist() == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    # Other puzzles have no tile map.
+    assert viz._model(test(P2.reference(), P2.spec, quiet=True, sizes=P2_SIZE)).tiles is None
+
+
 def test_wrong_outputs_get_a_dark_dot():
     p = catalog.get(4)
     result = test(wrong.add_vec_block_kernel_swapped, p.spec, quiet=True, sizes=[{"N0": 64, "N1": 64, "B0": 32,
@@ -316,7 +350,10 @@ def test_widget_steps_and_switches_views():
     box = viz.widget(no_mask)
     (view, size), (prog, label), (step, _, step_label), _, image = (
         box.children[0].children, box.children[1].children, box.children[2].children, box.children[3],
-        box.children[4])
+        box.children[4].children[0])
+    # Never shrunk to the cell: the stats text beside the tensors stays at its ~12 px.
+    assert image.layout.max_width == "none" and box.children[4].layout.overflow == "auto"
+    assert viz.STATS_PT * viz.DPI / 72 >= 11
     assert prog.value == 6 and label.value.startswith("(6, 0, 0)") and step.max == 2
     first = image.value
     assert first == viz.render_png(no_mask)

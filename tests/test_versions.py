@@ -1,0 +1,94 @@
+"""The supported Triton range, its refusal message, and the doctor on a machine missing packages.
+
+`make versions` runs this file under each supported Triton (scripts/triton_versions.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from puzzles import catalog, compat, doctor
+from puzzles.harness import test as grade
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_installed_triton_is_supported_and_its_interpreter_internals_exist():
+    assert compat.triton_problem() is None
+    from triton.runtime import interpreter
+
+    builder = interpreter.interpreter_builder
+    for name in ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas"):
+        assert callable(getattr(builder, name))
+    for name in ("TensorHandle", "InterpretedFunction", "InterpreterError", "_patch_lang"):
+        assert hasattr(interpreter, name)
+
+
+@pytest.mark.parametrize("version", ["3.5.0", "3.5.1", "3.6.0", "3.7.1", "3.7.0+git9f2d"])
+def test_supported_versions(version):
+    assert compat.triton_problem(version) is None
+
+
+@pytest.mark.parametrize("version", ["3.4.0", "3.8.0", "3.9.0", "2.3.1"])
+def test_unsupported_versions_say_what_to_install(version, monkeypatch):
+    monkeypatch.delenv(compat.OVERRIDE, raising=False)
+    message = compat.triton_problem(version)
+    assert f"triton {version} is not supported" in message and compat.INSTALL in message
+
+
+def test_grading_refuses_an_unsupported_triton_in_words(monkeypatch):
+    monkeypatch.delenv(compat.OVERRIDE, raising=False)
+    monkeypatch.setattr(compat, "installed_triton", lambda: "3.9.0")
+    p = catalog.get(2)
+    result = grade(p.reference(), p.spec, quiet=True)
+    assert not result.passed and result.error.kind == "setup"
+    assert "triton 3.9.0 is not supported" in result.reason() and compat.INSTALL in result.reason()
+    checks = doctor.diagnose(run_kernel=True, gpu=False)
+    failed = [message for ok, message in checks if not ok]
+    assert any("triton 3.9.0 is not supported" in m for m in failed)
+    assert failed[-1].startswith("no kernel was run")  # not a traceback from inside the harness
+
+
+def test_triton_viz_is_optional_when_missing(monkeypatch):
+    real = doctor._installed
+    monkeypatch.setattr(doctor, "_installed", lambda name: None if name == "triton-viz" else real(name))
+    for gpu in (True, False):
+        checks = doctor.diagnose(run_kernel=False, gpu=gpu)
+        viz = [(ok, m) for ok, m in checks if m.startswith("triton-viz")]
+        assert viz and viz[0][0] and "optional" in viz[0][1]
+
+
+def test_doctor_runs_without_torch_triton_numpy_or_jaxtyping(tmp_path):
+    # A bare environment: `import puzzles` must not die, and the doctor names each missing package.
+    env = tmp_path / "bare"
+    venv.create(env, with_pip=False)
+    python = env / "bin" / "python"
+    environ = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([str(python), "-m", "puzzles", "doctor"], capture_output=True, text=True, cwd=tmp_path,
+                          env=environ, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    for name in ("torch", "jaxtyping", "numpy", "triton"):
+        assert f"FAIL {name} is not installed: pip install {name}" in proc.stdout, proc.stdout
+    assert "download.pytorch.org/whl/cpu" in proc.stdout
+    assert "ok   triton-viz is not installed (optional" in proc.stdout
+    # Using the library there says what is missing, as an ImportError (not a bare ModuleNotFoundError).
+    use = subprocess.run([str(python), "-c", "from puzzles import test"], capture_output=True, text=True,
+                         cwd=tmp_path, env=environ, timeout=120)
+    assert "ImportError: puzzles.test is unavailable: the course needs" in use.stderr
+    assert "python -m puzzles doctor" in use.stderr
+
+
+def test_an_error_in_the_courses_own_module_is_not_hidden(tmp_path):
+    # A broken puzzles/ module must surface as the course's own import error, not as "install X".
+    code = ("import sys, importlib.abc\n"
+            "class Broken(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'puzzles.debug': raise ImportError('cannot import name x', name='puzzles.debug')\n"
+            "sys.meta_path.insert(0, Broken())\n"
+            "import puzzles\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode != 0 and "the course's own module failed to import" in proc.stderr
