@@ -447,12 +447,31 @@ def _touch_tile_order(scene: Scene) -> None:
     scene.custom = _draw_tile_order
 
 
+def _touch_strided(scene: Scene) -> None:
+    """Puzzle 19: the input is a view; say where its elements sit in the storage behind it."""
+    for name, strides in scene.puzzle.strided_inputs.items():
+        index = "jikl"[: len(strides)] if len(strides) != 3 else "jic"  # rows, columns, channels
+        where = " + ".join(f"{i}·{st}" for i, st in zip(index, strides, strict=True))
+        values = ", ".join(f"{st} = {scene.sizes[st]}" for st in strides)
+        scene.notes.append(f"{name} is a strided view, not a packed array: {name}[{', '.join(index)}] sits at "
+                           f"{name}_ptr + {where} ({values}); other bytes of the storage lie between its elements")
+
+
+def _touch_multi_tensor(scene: Scene) -> None:
+    """Puzzle 21: the spec's flat tensors hide the lesson; draw the tensors, their chunks and the map."""
+    from puzzles.diagram_lists import draw_multi_tensor
+
+    scene.custom = draw_multi_tensor
+
+
 _TOUCHES: dict[int, Callable[[Scene], None]] = {
     9: _touch_flash_attention,
     10: _touch_convolution,
     16: _touch_tile_order,
     17: _touch_splitk,
     18: _touch_splitk,
+    19: _touch_strided,
+    21: _touch_multi_tensor,
 }
 
 

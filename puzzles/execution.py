@@ -7,6 +7,7 @@ learner's line, never as a traceback through the harness.
 
 from __future__ import annotations
 
+import bdb
 import contextlib
 import ctypes
 import io
@@ -196,9 +197,12 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     return KernelError("exception", f"{type(cause).__name__}: {message}", line, source, file_seen)
 
 
-def timeout_message(timeout: float) -> str:
-    """What a learner reads when a kernel is stopped (both ways of running it say the same)."""
-    return f"the kernel ran past its time limit of {timeout:g} s and was stopped"
+def timeout_message(timeout: float, sizes: str = "", where: str = "") -> str:
+    """What a learner reads when a kernel is stopped (every way of running it says the same):
+    the size, the limit and how to raise it; `KernelError.line` adds the line it was on."""
+    at = f" at {sizes}" if sizes else ""
+    return (f"the kernel ran past its time limit of {timeout:g} s{at}{where} and was stopped: an endless loop? "
+            f"If it is only slow, raise the limit: test(..., timeout={max(2 * timeout, 60):g})")
 
 
 def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],
@@ -209,9 +213,17 @@ def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwar
         # Masked-off lanes legitimately compute things like -inf - -inf: no numpy warnings.
         with _interpret_nested_jit(), _patch_language_once(), recorder, np.errstate(all="ignore"):
             fn[grid](*args, **kwargs)
-    except KernelTimeout:
-        return KernelError("timeout", "the kernel ran past its time limit")
+    except KernelTimeout as exc:
+        stopped = error_from_exception(exc, kernel)  # the line the kernel was on
+        return KernelError("timeout", timeout_message(0), stopped.line, stopped.source, stopped.filename)
     except Exception as exc:  # a learner's kernel can raise anything
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, bdb.BdbQuit):
+            cause = cause.__cause__
+        if cause is not None:
+            return KernelError("exception", "the kernel stopped in the debugger and the debugger quit. In test()'s "
+                               "child process it cannot read what you type: grade with test(..., isolate=False) "
+                               "to debug")
         return error_from_exception(exc, kernel)
     return None
 
@@ -230,8 +242,14 @@ def time_limit(seconds: float) -> Iterator[None]:
     done = threading.Event()
 
     def fire() -> None:
-        if not done.wait(seconds):
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(KernelTimeout))
+        while not done.wait(seconds):
+            if not _in_debugger(target):
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(KernelTimeout))
+                return
+            # Stopped at a debugger prompt (test(..., isolate=False)): the learner's time is not the
+            # kernel's. Wait for the debugger to let go, then give the kernel its whole limit again.
+            while _in_debugger(target) and not done.wait(0.2):
+                pass
 
     watcher = threading.Thread(target=fire, daemon=True)
     watcher.start()
@@ -240,6 +258,19 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         done.set()
         watcher.join()
+
+
+_DEBUGGERS = ("pdb", "bdb", "cmd", "IPython.core.debugger", "ipdb")
+
+
+def _in_debugger(thread_id: int) -> bool:
+    """True while the thread is inside a debugger (at its prompt, or stepping)."""
+    frame = sys._current_frames().get(thread_id)
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(_DEBUGGERS):
+            return True
+        frame = frame.f_back
+    return False
 
 
 # -- the child process ---------------------------------------------------------------------------
@@ -263,6 +294,8 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
     if pid == 0:  # pragma: no cover - runs in the child
         os.close(read_fd)
         sys.stdout = sys.stderr = io.StringIO()  # never write to the notebook's sockets
+        sys.stdin = io.StringIO()  # a debugger here reads end-of-input and quits, instead of hanging
+        sys.breakpointhook = _breakpoint_here  # plain pdb on those streams, whoever hooked it
         torch.set_num_threads(1)
         for job in jobs:
             try:
@@ -285,6 +318,12 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
             os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
+
+
+def _breakpoint_here(*args: Any, **kwargs: Any) -> None:
+    import pdb
+
+    pdb.Pdb().set_trace(sys._getframe(1))
 
 
 def _send(fd: int, payload: Any) -> None:

@@ -212,6 +212,7 @@ def puzzle_notebook(p: Puzzle) -> dict:
     ]
     if p.perf_size is not None:
         cells.append(_cell("markdown", speed_text(p), f"p{p.number}-speed"))
+    cells += [_cell(kind, source, f"p{p.number}-more-{i}") for i, (kind, source) in enumerate(p.notebook_cells, 1)]
     return _notebook(cells)
 
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from puzzles.tensor_lists import TensorLists
 
 Sizes = dict[str, int]
 Grid = Callable[[Sizes], tuple[int, ...]]
@@ -67,6 +70,15 @@ class Puzzle:
     # Speed (GPU only): the size of the performance challenge, and the FLOPs the problem needs
     # there (0 for a memory-bound puzzle); the fewest bytes come from the spec's shapes.
     perf_size: Sizes | None = None
+    # Inputs the grader lays out with strides of its own (not contiguous): input name -> the
+    # names of the sizes that hold its stride along each axis, in elements. The kernel gets
+    # those strides as arguments; a kernel that assumes a contiguous layout reads the gaps.
+    strided_inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Inputs that are lists of tensors of different sizes (puzzle 21): a `TensorLists` saying which
+    # spec inputs are lists and which tables (addresses, sizes, chunks) the kernel gets instead.
+    tensor_lists: TensorLists | None = None
+    # Cells the notebook adds after the grading cell, as (kind, source): "markdown" or "code".
+    notebook_cells: tuple[tuple[str, str], ...] = ()
     flops: Callable[[Sizes], int] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -50,12 +50,26 @@ class InvalidAccess:
     elements: np.ndarray | None = field(default=None, repr=False)  # every offending flat index, for drawing
 
     kind: str = "out of bounds"  # or "store to an input"
+    shape: tuple[int, ...] = ()  # the tensor's shape, to name the element by its coordinates
 
     def describe(self) -> str:
         where = f"line {self.line}: {self.source.strip()}" if self.line else "kernel"
         more = f" (and {self.count - 1} more lanes)" if self.count > 1 else ""
         what = "out of bounds" if self.kind == "out of bounds" else "writes into an input tensor"
-        return f"{self.op} of {self.tensor}[{self.element}] {what} in program {self.program}{more}, at {where}"
+        return f"{self.op} of {self.tensor}{self.index_text()} {what} in program {self.program}{more}, at {where}"
+
+    def index_text(self) -> str:
+        """`[70, 40] (z is 64×128)` for element 9000 of a 64×128 tensor (its first coordinate may run past
+        the tensor, or below zero, as the pointer did), `[9000]` for a vector."""
+        if len(self.shape) < 2:
+            return f"[{self.element}]"
+        coords, rest = [], self.element
+        for dim in reversed(self.shape[1:]):
+            rest, c = divmod(rest, max(1, dim))
+            coords.append(c)
+        coords.append(rest)
+        shape = "×".join(str(d) for d in self.shape)
+        return f"[{', '.join(str(c) for c in reversed(coords))}] ({self.tensor} is {shape})"
 
 
 
@@ -159,7 +173,7 @@ class Recorder:
                 if op != "load" and name in self.inputs:
                     self.trace.stores_to_inputs.append(InvalidAccess(
                         op, name, int(elements[0]), program, line, _source_line(self.kernel_file, line),
-                        int(sel.sum()), elements, kind="store to an input"))
+                        int(sel.sum()), elements, kind="store to an input", shape=self._shape(name)))
         elif self.record:
             # Every lane masked off, or every active lane out of bounds: the op still happened here,
             # in this order (the out-of-bounds report above says which tensor it went past).
@@ -177,7 +191,11 @@ class Recorder:
             # Report the first offending lane (the one nearest the tensor), with how many more.
             first = int(element[np.argmin(np.abs(element))])
             self.trace.invalid.append(InvalidAccess(
-                op, name, first, program, line, _source_line(self.kernel_file, line), int(sel.size), element))
+                op, name, first, program, line, _source_line(self.kernel_file, line), int(sel.size), element,
+                shape=self._shape(name)))
+
+    def _shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self.trace.tensors.get(name, ((),))[0])
 
     def _kernel_line(self) -> int | None:
         """The innermost line being executed in the learner's code (not Triton's, not ours)."""

@@ -27,7 +27,8 @@ class SizeOutcome:
 
     sizes: dict[str, int]
     seed: int
-    status: str  # "passed", "wrong", "unwritten", "out of bounds", "error", "timeout", "not run"
+    # "passed", "wrong", "unwritten", "out of bounds", "store into input", "race", "error", "timeout", "not run"
+    status: str
     mismatch_count: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
     unwritten_count: int = 0
@@ -42,6 +43,8 @@ class SizeOutcome:
     trace: Trace | None = None
     expected: torch.Tensor | None = None
     output: torch.Tensor | None = None
+    transposed: bool = False  # the output is the expected one transposed
+    note: str = ""  # more about the wrong elements (which rows, by how much)
 
     @property
     def passed(self) -> bool:
@@ -63,21 +66,34 @@ class SizeOutcome:
         if self.error is not None:
             return self.error.describe().replace("\n  ", " ")
         parts = []
-        if self.invalid_accesses:
-            first = self.invalid_accesses[0].describe()
-            parts.append(f"{len(self.invalid_accesses)} out-of-bounds access(es): {first}")
+        outside = [a for a in self.invalid_accesses if a.kind == "out of bounds"]
+        into_inputs = [a for a in self.invalid_accesses if a.kind != "out of bounds"]
+        if outside:
+            parts.append(f"{len(outside)} out-of-bounds access(es): {outside[0].describe()}")
+        if into_inputs:
+            names = ", ".join(dict.fromkeys(a.tensor for a in into_inputs))
+            parts.append(f"the kernel stores into its input {names} (inputs are read-only: write the result "
+                         f"through the output pointer): {into_inputs[0].describe()}")
         total = max(1, _numel(self.output_shape))
-        if self.unwritten_count == total:
+        if self.unwritten_count == total and not parts:
             return f"the kernel wrote nothing: all {total} output elements never written (still the starter?)"
+        if self.unwritten_count == total:
+            parts.append(f"all {total} output elements never written")
+            return "; ".join(parts)
         if self.unwritten_count:
             first = _fmt_index(self.unwritten[0]) if self.unwritten else ""
             parts.append(f"{self.unwritten_count} of {total} output elements never written (first z{first})")
+        if self.transposed:
+            parts.append("the output is the expected one transposed (rows and columns swapped: check which index "
+                         "goes with the row stride in the store and the loads)")
         if self.mismatch_count:
             m = self.mismatches[0]
             parts.append(
                 f"{self.mismatch_count} of {total} elements wrong (first z{_fmt_index(m.index)}: "
                 f"expected {m.expected:.6g}, got {m.got:.6g})"
             )
+        if self.note:
+            parts.append(self.note)
         return "; ".join(parts) or self.status
 
 
@@ -139,13 +155,14 @@ class TestResult:
         failure = self.first_failure
         if failure is not None and failure.error is None:
             lines += _detail_lines(failure)
-        if failure is not None and failure.stdout.strip():
-            lines.append("  kernel printed:")
-            lines += ["    " + s for s in failure.stdout.strip().splitlines()[:20]]
+        printed = _printed(self)
+        if printed is not None:
+            lines.append(f"  kernel printed (at {printed.size_text()}):")
+            lines += ["    " + s for s in printed.stdout.strip().splitlines()[:20]]
         if self.perf is not None:
             lines.append("  " + self.perf.text())
-        if not self.passed and self.error is None:
-            lines.append(f"  reproduce with seed={self.seed}")
+        if failure is not None:
+            lines.append(f"  reproduce with seed={failure.seed}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -171,10 +188,18 @@ class TestResult:
         display(HTML(render_html(self)))
 
 
+def _printed(result: TestResult) -> SizeOutcome | None:
+    """The size whose print output to show, pass or fail: the failing one, else the first that printed."""
+    failure = result.first_failure
+    if failure is not None:
+        return failure if failure.stdout.strip() else None
+    return next((o for o in result.outcomes if o.stdout.strip()), None)
+
+
 def _detail_lines(o: SizeOutcome) -> list[str]:
     lines = []
     for a in o.invalid_accesses[:MAX_SHOWN]:
-        lines.append(f"  out of bounds: {a.describe()}")
+        lines.append(f"  {'out of bounds' if a.kind == 'out of bounds' else 'store into an input'}: {a.describe()}")
     if o.mismatches:
         lines.append("  first wrong elements (index: expected vs got):")
         lines += [f"    z{_fmt_index(m.index)}: {m.expected:.6g} vs {m.got:.6g}" for m in o.mismatches[:MAX_SHOWN]]
@@ -273,9 +298,11 @@ def render_html(result: TestResult) -> str:
                                   for k, label in ((0, "right"), (1, "wrong"), (2, "never written")))
                 parts.append(f"<div>output at the failing size: {legend}</div>")
                 parts.append(diff_svg(failure.status_map))
-            if failure.stdout.strip():
-                parts.append("<div>the kernel printed:</div><pre>" + e(failure.stdout.strip()[:4000]) + "</pre>")
-            parts.append(f"<div>reproduce with <code>seed={result.seed}</code></div>")
+            parts.append(f"<div>reproduce with <code>seed={failure.seed}</code></div>")
+    printed = _printed(result) if result.error is None else None
+    if printed is not None:
+        parts.append(f"<div>the kernel printed (at <code>{e(printed.size_text())}</code>):</div><pre>"
+                     + e(printed.stdout.strip()[:4000]) + "</pre>")
     if result.perf is not None:
         parts.append(f"<div>speed: {e(result.perf.text())}</div>")
     for n in result.notes:

@@ -7,6 +7,7 @@ at the real odd shapes (K = 11008, N = 4096 + 8) through the tuned configs and t
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 
@@ -394,7 +395,7 @@ def test_kernel_repacked_and_plain_weights_agree(m, fmt, act_order):
     k, n = odd_k(128), 256
     _, weight, tensors = make_layer(k, n, 128, fmt=fmt, act_order=act_order, device=DEVICE)
     assert weight.qweight_mma is not None
-    plain = GPTQWeight(**{**weight.__dict__, "qweight_mma": None})
+    plain = dataclasses.replace(weight, qweight=weight.plain_qweight(), qweight_mma=None)
     a = activations(m, k)
     ref = a.double() @ dequantize(weight)
     cfg = GPTQConfig(block_m=16, block_n=128, block_k=128, split_k=4, num_stages=2)
@@ -420,7 +421,7 @@ def test_repacked_weights_with_several_groups_per_step(group_size):
     # rows of K, so it lies in one group only when G is a multiple of 32 (G = 16 must read qweight).
     k, n = 384, 256
     _, weight, _ = make_layer(k, n, group_size, device=DEVICE)
-    assert weight.qweight_mma is not None
+    assert (weight.qweight_mma is not None) == (group_size % 32 == 0)  # else no repacked copy at all
     a = activations(5, k)
     cfg = GPTQConfig(block_m=16, block_n=128, block_k=128, split_k=1, num_stages=2)
     assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ dequantize(weight)) < TOL

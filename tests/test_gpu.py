@@ -52,3 +52,14 @@ def test_speed_is_reported_against_the_device_limits(number):
     assert 0 < report.roofline_fraction <= 1.2, report.text()
     assert "roofline" in str(result)
     torch.cuda.synchronize()
+
+
+def test_an_endless_loop_the_compiler_removed_still_fails_with_a_timeout():
+    # The compiled loop `i = 0; while i < 1: i = i * 1` has no effect and is removed; only the
+    # interpreter's access check runs it, forever: that timeout is the verdict, at one size.
+    result = test(wrong.add_mask2_kernel_forever, catalog.get(2).spec, quiet=True, timeout=2)
+    assert not result.passed
+    first = result.outcomes[0]
+    assert first.status == "timeout" and "timeout=" in first.reason() and "N0=200" in first.reason()
+    assert all(o.status == "not run" for o in result.outcomes[1:])
+    assert result.seconds < 30

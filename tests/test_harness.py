@@ -19,7 +19,10 @@ ALL = catalog.all_puzzles()
 def test_reference_passes_at_every_size(p):
     result = test(p.reference(), p.spec, quiet=True)
     assert result.passed, str(result)
-    assert [o.sizes for o in result.outcomes] == [dict(s) for s in p.sizes]
+    expected = [dict(s) for s in p.sizes]
+    if p.extra.get("autotune"):  # every size under every config, the config's meta-parameters in the sizes
+        expected = [{**s, **c.kwargs, "num_warps": c.num_warps} for c in p.reference().configs for s in p.sizes]
+    assert [o.sizes for o in result.outcomes] == expected
     assert len(p.sizes) >= 3
 
 
@@ -97,7 +100,9 @@ def test_endless_loop_is_stopped_and_the_process_survives(isolate):
     result = _grade(wrong.add_mask2_kernel_forever, 2, timeout=1.5, isolate=isolate)
     assert time.perf_counter() - started < 10
     assert result.outcomes[0].status == "timeout"
-    assert "time limit" in result.outcomes[0].reason()
+    reason = result.outcomes[0].reason()
+    assert "time limit of 1.5 s at N0=200 B0=32" in reason and "timeout=" in reason
+    assert "i = i * 1" in reason or "while i < 1" in reason  # the line the kernel was on
     assert all(o.status == "not run" for o in result.outcomes[1:])
     assert _grade(catalog.get(2).reference(), 2).passed  # still usable afterwards
 
@@ -126,6 +131,22 @@ def test_block_size_must_be_constexpr(load_kernel):
 def test_a_plain_function_is_not_a_kernel():
     result = _grade(wrong.add_kernel_not_jitted, 1)
     assert result.error.kind == "signature" and "@triton.jit" in result.error.message
+    assert "<function" not in str(result) and "add_kernel_not_jitted" in result.kernel
+    assert "expected: add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr)" in result.error.message
+
+
+@pytest.mark.parametrize(("kernel", "number", "says"), [
+    (wrong.add_mask2_kernel_no_size, 2, "no parameter N0"),
+    (wrong.add_mask2_kernel_no_output, 2, "N0 where the pointer z_ptr belongs"),
+    (wrong.add_kernel_swapped_pointers, 1, "(z_ptr, x_ptr)"),
+    (wrong.add_kernel_not_jitted, 1, "@triton.jit"),
+], ids=["missing-size", "missing-output", "swapped-pointers", "not-jitted"])
+def test_each_signature_mistake_gets_the_expected_signature(kernel, number, says):
+    result = _grade(kernel, number)
+    assert result.error is not None and result.error.kind == "signature", str(result)
+    assert says in result.error.message
+    assert "expected: " + catalog.get(number).expected_signature() in result.error.message
+    assert "Error" not in result.error.message  # never an exception from inside Triton
 
 
 def test_lite_signature_variant_without_unused_sizes_passes(load_kernel):
@@ -164,9 +185,12 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(x_ptr + offsets, x + 10.0)
     tl.store(z_ptr + offsets, x + 10.0)
 """
-    failure = _grade(load_kernel(source, "add_kernel"), 1).first_failure
-    assert failure.status == "out of bounds"
+    result = _grade(load_kernel(source, "add_kernel"), 1)
+    failure = result.first_failure
+    assert failure.status == "store into input"  # in bounds: named for what it is
     assert "writes into an input" in failure.invalid_accesses[0].describe()
+    assert "stores into its input x" in failure.reason() and "out-of-bounds" not in failure.reason()
+    assert "out of bounds" not in str(result)
 
 
 def test_same_seed_same_inputs_and_failures():
@@ -275,3 +299,161 @@ def add_kernel(x_ptr, z_ptr, N, B0: tl.constexpr):
 """, "add_kernel")
     error = _grade(kernel, 1).error
     assert error.kind == "signature" and error.source.startswith("def add_kernel(")
+
+
+def test_custom_size_derives_the_dependent_block_from_the_puzzles_rule():
+    p = catalog.get(1)  # B0 = N0
+    result = test(p.reference(), p.spec, nelem={"N0": 64}, quiet=True)
+    assert result.passed, str(result)
+    assert result.outcomes[0].sizes == {"N0": 64, "B0": 64}
+
+
+@pytest.mark.parametrize(("nelem", "B", "says"), [
+    ({"N0": 64}, {"B0": 32}, "needs B0 = N0"),
+    ({"N0": 50}, None, "power of two"),
+])
+def test_custom_sizes_that_break_the_rule_are_named(nelem, B, says):
+    p = catalog.get(1)
+    result = test(p.reference(), p.spec, nelem=nelem, B=B, quiet=True)
+    assert result.error is not None and result.error.kind == "sizes" and says in result.error.message
+
+
+def test_out_of_bounds_in_a_matrix_is_given_as_coordinates(load_kernel):
+    source = """
+@triton.jit
+def add_vec_block_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    x = tl.load(x_ptr + i, mask=i < N0, other=0.0)
+    y = tl.load(y_ptr + j, mask=j < N1, other=0.0)
+    tl.store(z_ptr + j[:, None] * N0 + i[None, :], x[None, :] + y[:, None], mask=i[None, :] < N0)
+"""
+    failure = _grade(load_kernel(source, "add_vec_block_kernel"), 4).first_failure
+    assert failure.status == "out of bounds"
+    assert "store of z[90, 0] (z is 90×100)" in failure.invalid_accesses[0].describe()
+
+
+def test_transposed_output_is_named():
+    result = _grade(wrong.add_vec_block_kernel_swapped, 4)
+    assert result.first_failure.transposed
+    assert "transposed" in result.first_failure.reason()
+    assert not _grade(wrong.mul_relu_block_kernel_no_relu, 5).first_failure.transposed
+
+
+def test_reproduce_seed_is_the_seed_of_the_failing_size():
+    result = _grade(wrong.add_mask2_kernel_hard_coded, 2, seed=500)
+    failure = result.first_failure
+    assert result.outcomes.index(failure) > 0  # a later size fails
+    assert f"reproduce with seed={failure.seed}" in str(result)
+    again = _grade(wrong.add_mask2_kernel_hard_coded, 2, seed=failure.seed)
+    assert again.first_failure.sizes == failure.sizes and again.first_failure.reason() == failure.reason()
+
+
+def test_a_timeout_in_the_gpu_check_pass_is_the_verdict():
+    # On a GPU the compiler may remove an endless loop: the compiled run "passes" and only the
+    # interpreter's access check runs forever. Simulated here with a compiled run that returns
+    # the right answer.
+    from puzzles import harness
+    from puzzles.execution import RunOutput
+
+    p = catalog.get(2)
+    kernel = wrong.add_mask2_kernel_forever
+    cases = [harness._make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
+    runs = harness._run_on_gpu(kernel, harness._bind(kernel, p.spec), cases, 1.0, True, True,
+                               run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
+    assert len(runs) == 1 and runs[0].error.kind == "timeout"  # stops after the first size
+
+
+_PRINTING = """
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    print("hello from the kernel")
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
+"""
+
+
+def test_what_the_kernel_printed_is_shown_when_it_passes(load_kernel):
+    result = _grade(load_kernel(_PRINTING, "add_kernel"), 1)
+    assert result.passed and "kernel printed" in str(result) and "hello from the kernel" in str(result)
+    assert "hello from the kernel" in result._repr_html_()
+
+
+def test_in_process_the_kernel_and_the_debugger_keep_the_real_streams(load_kernel, monkeypatch, capsys):
+    import io
+
+    result = _grade(load_kernel(_PRINTING, "add_kernel"), 1, isolate=False)
+    assert result.passed and "hello from the kernel" in capsys.readouterr().out  # printed live
+    source = """
+from puzzles import breakpoint_if
+
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    breakpoint_if(pid_0=[0])
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
+"""
+    monkeypatch.setattr("sys.stdin", io.StringIO("p offsets.handle.data.sum()\nc\n" * 3))
+    result = _grade(load_kernel(source, "add_kernel"), 1, isolate=False)
+    out = capsys.readouterr().out
+    assert result.passed and "(Pdb)" in out and str(sum(range(32))) in out  # the debugger answered
+
+
+def test_a_breakpoint_in_the_child_process_says_how_to_debug(load_kernel):
+    source = """
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    breakpoint()
+"""
+    failure = _grade(load_kernel(source, "add_kernel"), 1).first_failure
+    assert failure.status == "error" and "isolate=False" in failure.reason()
+
+
+@pytest.mark.parametrize(("kernel", "number", "index"), [
+    (wrong.softmax_kernel_masked_zero, 8, 2),  # masked lanes loaded as 0 inflate every row's sum
+    (wrong.softmax_kernel_unstable, 8, 2),  # no max subtraction: exp overflows on the ±100 rows
+    (wrong.softmax_kernel_no_rescale, 8, 2),  # running sum not rescaled: the growing rows are off
+    (wrong.flashatt_kernel_no_rescale, 9, 2),  # accumulator not rescaled: keys grow along the row
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_known_bugs_fail_at_every_seed(kernel, number, index):
+    # The verdict must not depend on the seed: the puzzle's size `index` fails each of these at
+    # 50 seeds. Only that size runs, without recording accesses, to keep the test fast.
+    from puzzles import harness
+
+    p = catalog.get(number)
+    args_for = harness._bind(kernel, p.spec)
+    for seed in range(1000, 1050):
+        case = harness._make_case(p.spec, p, p.sizes[index], seed, index)
+        outcome = harness._judge(case, harness._run_interpreted(kernel, args_for, case, record=False), None)
+        assert outcome.status == "wrong", f"seed {seed}: {outcome.reason()}"
+
+
+def test_a_softmax_row_that_is_all_slightly_off_is_wrong_in_every_element():
+    # Per-row tolerance: every element of the affected rows is reported, not the few largest.
+    failure = _grade(wrong.softmax_kernel_masked_zero, 8, seed=3).first_failure
+    rows_wrong = failure.status_map.any(axis=1)
+    assert failure.status == "wrong"
+    assert (failure.status_map[rows_wrong] == 1).all()
+    assert "4 of 4 rows wrong, by up to" in failure.reason()
+
+
+def test_time_at_the_debugger_prompt_does_not_count_against_the_limit(load_kernel, monkeypatch, capsys):
+    import time as _time
+
+    class SlowLearner:  # answers the (Pdb) prompt after longer than the kernel's time limit
+        def readline(self):
+            _time.sleep(1.5)
+            return "c\n"
+
+    source = """
+from puzzles import breakpoint_if
+
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    breakpoint_if(pid_0=[0])
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
+"""
+    monkeypatch.setattr("sys.stdin", SlowLearner())
+    result = _grade(load_kernel(source, "add_kernel"), 1, isolate=False, timeout=1.0, sizes=[{"N0": 8, "B0": 8}])
+    assert result.passed, str(result)

@@ -229,63 +229,54 @@ def grouped_order_swizzle2d(z_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, GRO
 
 
 @triton.jit
-def splitk_without_k_mask(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                          SPLIT_K: tl.constexpr):
+def _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                 SPLIT_K: tl.constexpr, MASK_K: tl.constexpr, ALL_K: tl.constexpr, WRITE: tl.constexpr):
+    """Puzzle 17's reference with one mistake switched on by a flag (kept in one place so only the flag differs).
+
+    MASK_K=0: no mask along K; ALL_K=1: every part reduces all of K; WRITE: 0 atomic add, 1 plain store,
+    2 load-add-store."""
     m = tl.program_id(0) * BM + tl.arange(0, BM)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(tl.program_id(2) * BK, K, BK * SPLIT_K):
+    # ALL_K forgets the part: every one of the SPLIT_K programs adds the whole product.
+    for k0 in range(tl.program_id(2) * BK * (1 - ALL_K), K, BK * (SPLIT_K - ALL_K * (SPLIT_K - 1))):
         k = k0 + tl.arange(0, BK)
-        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None], other=0.0)
-        b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=(n < N)[None, :], other=0.0)
+        k_in = (k < K) | (MASK_K == 0)
+        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & k_in[None, :], other=0.0)
+        b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=k_in[:, None] & (n < N)[None, :], other=0.0)
         acc += tl.dot(a, b)
-    tl.atomic_add(z_ptr + m[:, None] * N + n[None, :], acc, mask=(m < M)[:, None] & (n < N)[None, :])
+    tile = z_ptr + m[:, None] * N + n[None, :]
+    tile_in = (m < M)[:, None] & (n < N)[None, :]
+    if WRITE == 0:
+        tl.atomic_add(tile, acc, mask=tile_in)
+    elif WRITE == 1:  # each part overwrites the others: only the last part's share of K survives
+        tl.store(tile, acc, mask=tile_in)
+    else:  # right in the interpreter (programs run one by one), a lost update on a GPU
+        tl.store(tile, tl.load(tile, mask=tile_in) + acc, mask=tile_in)
+
+
+@triton.jit
+def splitk_without_k_mask(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                          SPLIT_K: tl.constexpr):
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 0, 0, 0)
 
 
 @triton.jit
 def splitk_store_instead_of_add(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                                 BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(tl.program_id(2) * BK, K, BK * SPLIT_K):
-        k = k0 + tl.arange(0, BK)
-        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
-        b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
-        acc += tl.dot(a, b)
-    # Each part overwrites the others: only the last part's share of K survives.
-    tl.store(z_ptr + m[:, None] * N + n[None, :], acc, mask=(m < M)[:, None] & (n < N)[None, :])
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 1, 0, 1)
 
 
 @triton.jit
 def splitk_load_add_store(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                           BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(tl.program_id(2) * BK, K, BK * SPLIT_K):
-        k = k0 + tl.arange(0, BK)
-        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
-        b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
-        acc += tl.dot(a, b)
-    # Right in the interpreter (programs run one by one), a lost update on a GPU.
-    tile = z_ptr + m[:, None] * N + n[None, :]
-    tile_in = (m < M)[:, None] & (n < N)[None, :]
-    tl.store(tile, tl.load(tile, mask=tile_in) + acc, mask=tile_in)
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 1, 0, 2)
 
 
 @triton.jit
 def splitk_every_part_takes_all_of_k(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                                      BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):  # forgets the part: every one of the SPLIT_K programs adds the whole product
-        k = k0 + tl.arange(0, BK)
-        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
-        b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
-        acc += tl.dot(a, b)
-    tl.atomic_add(z_ptr + m[:, None] * N + n[None, :], acc, mask=(m < M)[:, None] & (n < N)[None, :])
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 1, 1, 0)
 
 
 @triton.jit

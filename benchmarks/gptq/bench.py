@@ -54,8 +54,8 @@ METHODS = ("ours", "cublas", "published", "int4pack", "deq_mm")
 
 def torch_dequantize_fp16(w: GPTQWeight) -> torch.Tensor:
     """The dequantize-then-matmul baseline's first half, in plain torch ops on the GPU."""
-    shifts = torch.arange(0, 32, 4, device=w.qweight.device, dtype=torch.int32).view(1, 8, 1)
-    q = ((w.qweight.unsqueeze(1) >> shifts) & 0xF).reshape(w.k, w.n)
+    shifts = torch.arange(0, 32, 4, device=w.scales.device, dtype=torch.int32).view(1, 8, 1)
+    q = ((w.plain_qweight().unsqueeze(1) >> shifts) & 0xF).reshape(w.k, w.n)
     z = ((w.qzeros.unsqueeze(2) >> shifts.view(1, 1, 8)) & 0xF).reshape(-1, w.n) + w.zero_offset
     groups = torch.arange(w.k, device=q.device) // w.group_size
     return ((q - z[groups]).half() * w.scales[groups])
@@ -63,7 +63,7 @@ def torch_dequantize_fp16(w: GPTQWeight) -> torch.Tensor:
 
 def int4pack_operands(w: GPTQWeight, inner_k_tiles: int = 8):
     """torch's tinygemm layout for the same weights: w = (q - 8) * scale + zero, bf16 scale/zero."""
-    q = unpack_int4_along_k(w.qweight)  # (K, N)
+    q = unpack_int4_along_k(w.plain_qweight())  # (K, N)
     z = unpack_int4_along_n(w.qzeros) + w.zero_offset  # (K / G, N)
     s = w.scales.float()
     q_nk = q.t().contiguous()

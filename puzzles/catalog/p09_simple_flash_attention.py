@@ -3,6 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.bug_inputs import attention_growing_scores
 from puzzles.puzzle import Puzzle, cdiv
 
 
@@ -31,7 +32,8 @@ Each program handles `B0` queries (grid `(cdiv(N0, B0),)`) and walks the `T` key
 in chunks of `B1`. Do it in one pass, as flash attention does: keep for each query a running
 maximum `m`, a running denominator `l` and a running weighted sum `acc`; when a chunk raises
 the maximum, rescale `l` and `acc` by `exp(m_old - m_new)` before adding the chunk. `N0` and
-`T` are not multiples of the blocks; `B0` and `B1` are powers of two.
+`T` are not multiples of the blocks; `B0` and `B1` are powers of two. At one of the tested
+sizes the keys grow along the row, so the maximum changes in every chunk.
 """,
     sizes=(
         {"N0": 200, "T": 200, "B0": 64, "B1": 32},
@@ -46,4 +48,5 @@ the maximum, rescale `l` and `acc` by `exp(m_old - m_new)` before adding the chu
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     perf_size={"N0": 16384, "T": 16384, "B0": 64, "B1": 64},
+    extra={"draw_inputs": attention_growing_scores},
 )

@@ -537,6 +537,290 @@ def plan_split_k(k: int, block_k: int, split_k: int) -> tuple[int, int]:
     return k_per_split, triton.cdiv(k, k_per_split)
 
 
+@triton.jit
+def _dequant_to_fp16_kernel(
+    qweight_ptr, qzeros_ptr, scales_ptr, g_idx_ptr, a_perm_ptr, out_ptr,
+    K, N, n0, n_end,
+    stride_qk, stride_qn,  # plain qweight: (K / 8, N) strides; repacked: stride_qn = one block column (N / 128)
+    stride_zg, stride_zn, stride_sg, stride_sn, stride_ok, stride_on,
+    ZERO_OFFSET: tl.constexpr, HAS_G_IDX: tl.constexpr, HAS_A_PERM: tl.constexpr, W_MMA: tl.constexpr,
+    GROUP_SIZE: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """W[:, n0:n_end] as fp16 into ``out`` (K, n_end - n0), in A's row order: 128 rows of K x BLOCK_N
+    columns per program, each value (q - zero) * scale with one rounding, as the fused kernels compute it."""
+    pid_k = tl.program_id(0)
+    offs_p = tl.arange(0, 16)  # 16 words of 8 rows: 128 rows of K
+    offs_o = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)  # columns of out
+    offs_n = n0 + offs_o  # columns of W
+    n_mask = offs_n < n_end
+    if W_MMA:
+        # loader.repack_for_mma: block (n // 128, k // 128) of 128 columns x 16 words; word p of a
+        # column's run holds rows 32 (p % 4) + 2 (p // 4) + {0, 8, 16, 24} + {0, 1}.
+        w_ptrs = (qweight_ptr + (offs_n // 128)[None, :] * stride_qn + pid_k * 2048 + (offs_n % 128)[None, :] * 16
+                  + offs_p[:, None])
+        p_mask = offs_p < 16
+    else:
+        w_ptrs = qweight_ptr + (pid_k * 16 + offs_p)[:, None] * stride_qk + offs_n[None, :] * stride_qn
+        p_mask = pid_k * 16 + offs_p < K // 8
+    mask = p_mask[:, None] & n_mask[None, :]
+    words = tl.load(w_ptrs, mask=mask, other=0)
+    zero_shift = ((offs_n % 8) * 4)[None, :]
+    for j in tl.static_range(8):
+        if W_MMA:
+            rows = 32 * (offs_p % 4) + 16 * ((j // 2) % 2) + 8 * (j % 2) + 2 * (offs_p // 4) + j // 4
+        else:
+            rows = 8 * offs_p + j
+        rows = pid_k * 128 + rows  # stored rows of W
+        if HAS_G_IDX:
+            g = tl.load(g_idx_ptr + rows, mask=p_mask, other=0)
+        else:
+            g = rows // GROUP_SIZE
+        zw = tl.load(qzeros_ptr + g[:, None] * stride_zg + (offs_n // 8)[None, :] * stride_zn, mask=mask, other=0)
+        scale = tl.load(scales_ptr + g[:, None] * stride_sg + offs_n[None, :] * stride_sn, mask=mask, other=0.0)
+        zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
+        w = (((words >> (4 * j)) & 0xF) - zero).to(tl.float16) * scale
+        out_rows = tl.load(a_perm_ptr + rows, mask=p_mask, other=0) if HAS_A_PERM else rows
+        tl.store(out_ptr + out_rows[:, None] * stride_ok + offs_o[None, :] * stride_on, w, mask=mask)
+
+
+# ----------------------------------------------------------------------------- launching
+#
+# A call of a @triton.jit function from Python costs tens of us of CPU (binding the arguments,
+# specialisation keys, the cache lookup), more than a small GEMV takes on the GPU. gptq_matmul
+# therefore builds a launch plan once per (M, A's strides and alignment, device, options) and keeps
+# it on the weight: the config, the grid, every argument but A and C, and the compiled kernel, which
+# later calls launch the way JITFunction.run does (same launcher, same enter/exit hooks).
+
+DEQUANT_MM_MIN_M = 1024  # from this M on, dequantize to fp16 and call cuBLAS (benchmarks/gptq/prefill.py)
+DEQUANT_CHUNK_BYTES = 256 * 2**20  # the fp16 temporary holds at most this many bytes of W at a time
+
+
+def default_config(m: int, weight: GPTQWeight) -> GPTQConfig:
+    """The tuned or heuristic config for this M and weight (:func:`solutions.gptq.configs.select_config`),
+    moved to BLOCK_K = BLOCK_N = 128 on the swapped kernel where only the repacked copy is left."""
+    from solutions.gptq.configs import select_config  # configs imports GPTQConfig from here
+
+    cfg = select_config(m, weight.k, weight.n, weight.group_size)
+    if weight.qweight is None and not (cfg.swap_ab and cfg.block_k == 128 and 128 % cfg.block_n == 0):
+        cfg = replace(cfg, block_k=128, block_n=128, swap_ab=True)
+    return cfg
+
+
+class _Launch:
+    """One Triton kernel with every argument fixed except those at ``dynamic`` positions.
+
+    The first call goes through ``JITFunction.run`` (compiling if needed) and keeps the compiled
+    kernel; later calls hand the arguments straight to its launcher. Under the interpreter, or where
+    the kernel has pre-run hooks, every call takes the ordinary path.
+    """
+
+    def __init__(self, fn, grid: tuple[int, ...], args: list, kwargs: dict, options: dict):
+        import inspect
+
+        self.fn, self.grid, self.kwargs, self.options = fn, grid, kwargs, options
+        sig = inspect.signature(fn.fn)
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        self.args = list(bound.arguments.values())  # every parameter, constexprs included, in order
+        self.n_positional = len(args)
+        self.compiled = None
+
+    def __call__(self, *dynamic: tuple[int, object]) -> None:
+        args = self.args.copy()
+        for i, value in dynamic:
+            args[i] = value
+        if self.compiled is None:
+            compiled = self.fn[self.grid](*args[: self.n_positional], **self.kwargs, **self.options)
+            if compiled is not None and not getattr(self.fn, "pre_run_hooks", None) and hasattr(compiled, "run"):
+                from triton.runtime import driver
+
+                compiled._init_handles()
+                self.compiled = compiled
+                self.get_stream = driver.active.get_current_stream
+                self.device = driver.active.get_current_device()
+                self.fast = self._make_fast(sorted(i for i, _ in dynamic))
+            return
+        self.fast(*(value for _, value in sorted(dynamic, key=lambda d: d[0])))
+
+    def _make_fast(self, dynamic: list[int]):
+        """A launcher taking only the dynamic arguments (in position order): no per-call list building."""
+        from triton import knobs
+
+        compiled, run, function, packed = self.compiled, self.compiled.run, self.compiled.function, \
+            self.compiled.packed_metadata
+        get_stream, device, runtime = self.get_stream, self.device, knobs.runtime
+        g = self.grid
+        g0, g1, g2 = g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1
+        grid = (g0, g1, g2)
+        args = self.args
+        if len(dynamic) == 2 and dynamic[0] == 0:
+            mid, post = tuple(args[1:dynamic[1]]), tuple(args[dynamic[1] + 1:])
+
+            def fast(first, second):
+                stream = get_stream(device)
+                enter = runtime.launch_enter_hook
+                if enter is None:
+                    run(g0, g1, g2, stream, function, packed, None, None, runtime.launch_exit_hook,
+                        first, *mid, second, *post)
+                else:
+                    full = (first, *mid, second, *post)
+                    run(g0, g1, g2, stream, function, packed, compiled.launch_metadata(grid, stream, *full), enter,
+                        runtime.launch_exit_hook, *full)
+            return fast
+
+        def general(*values):
+            full = list(args)
+            for i, v in zip(dynamic, values, strict=True):
+                full[i] = v
+            stream = get_stream(device)
+            enter = runtime.launch_enter_hook
+            metadata = compiled.launch_metadata(grid, stream, *full) if enter is not None else None
+            run(g0, g1, g2, stream, function, packed, metadata, enter, runtime.launch_exit_hook, *full)
+        return general
+
+
+class _Plan:
+    """Everything a call of :func:`gptq_matmul` needs besides A (see the comment above _Launch)."""
+
+    def __init__(self, a2: Tensor, weight: GPTQWeight, cfg: GPTQConfig | None, deterministic: bool,
+                 method: str) -> None:
+        m, k = a2.shape
+        n = weight.n
+        self.m, self.n, self.mn, self.bias = m, n, (m, n), weight.bias
+        self.device = a2.device
+        self.device_index = a2.device.index if a2.is_cuda else None
+        has_g_idx = weight.g_idx is not None
+        w_mma_ok = (weight.qweight_mma is not None and not has_g_idx
+                    and (weight.group_size % 32 == 0 or weight.group_size >= k))
+        if method == "auto":
+            method = "dequant" if (cfg is None and a2.is_cuda and m >= DEQUANT_MM_MIN_M) else "fused"
+        self.method = method
+        self.launches: list[_Launch] = []
+        g = weight.group_size
+        if method == "dequant":
+            self._plan_dequant(weight, k, n, w_mma_ok)
+            return
+        if cfg is None:
+            cfg = default_config(m, weight)
+        if cfg.block_k % 32 or cfg.block_m < 16 or cfg.block_n < 16:
+            raise ValueError("block_k must be a multiple of 32; block_m and block_n at least 16 (tl.dot)")
+        k_per_split, splits = plan_split_k(k, cfg.block_k, cfg.split_k)
+        self.splits = splits
+        scales = weight.scales if weight.scales.stride(1) == 1 else weight.scales.contiguous()
+        # Split-K without determinism adds the shares into a zeroed C with atomics; deterministic
+        # split-K stores fp32 shares that a second kernel sums in order; one share stores C directly.
+        self.atomic = splits > 1 and not deterministic
+        self.partial = splits > 1 and deterministic
+        if self.partial:
+            stride_cs, stride_cm, stride_cn = m * n, n, 1
+        else:
+            stride_cs, stride_cm, stride_cn = 0, n, 1
+
+        unused = weight.scales  # pointers that a constexpr flag leaves unread still need a tensor
+        scales32 = scales.view(torch.int32)  # (K / G, N / 2): two fp16 scales per word
+        one_group_per_step = g % cfg.block_k == 0 or g >= k
+        swap_ab = cfg.swap_ab or has_g_idx
+        flags = dict(
+            ZERO_OFFSET=weight.zero_offset,
+            HAS_A_PERM=weight.a_perm is not None,
+            ONE_GROUP_PER_STEP=one_group_per_step,
+            # Scaling the MMA result costs BLOCK_M x BLOCK_N multiplies a step, scaling the weights
+            # BLOCK_K x BLOCK_N / 2 (half2): by default the cheaper, where the step has one group.
+            SCALE_AFTER_DOT=one_group_per_step and not has_g_idx and (
+                cfg.scale_after_dot if cfg.scale_after_dot is not None else 2 * cfg.block_m <= cfg.block_k),
+            PTX_DEQUANT=cfg.ptx_dequant and a2.is_cuda and not has_g_idx,
+            ATOMIC_OUT=self.atomic,
+            EVEN_K=k % cfg.block_k == 0,
+            EVEN_N=n % cfg.block_n == 0,
+            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m, GROUP_SIZE=g,
+        )
+        options = dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+        if cfg.maxnreg is not None and a2.is_cuda:
+            options["maxnreg"] = cfg.maxnreg
+        grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n), splits)
+        a_perm = weight.a_perm if weight.a_perm is not None else unused
+        if swap_ab:
+            # The repacked copy comes in blocks of 128 columns x 128 rows of K (BLOCK_K = 128), and each
+            # of its words holds rows from 32 consecutive rows of K: one group only if 32 divides G.
+            w_mma = w_mma_ok and cfg.block_k == 128 and (128 % cfg.block_n == 0 or cfg.block_n % 128 == 0)
+            if not w_mma and weight.qweight is None:
+                raise ValueError(f"{cfg} cannot read the repacked weights (BLOCK_K = 128 needed) and the plain "
+                                 "qweight was dropped at load time (load_gptq_layer(..., keep_plain=True))")
+            qw = weight.qweight_mma if w_mma else weight.qweight
+            stride_qk, stride_qn = (128, qw.stride(0)) if w_mma else (qw.stride(0), qw.stride(1))
+            args = [None, qw, scales32, scales, weight.qzeros, weight.g_idx if has_g_idx else unused, a_perm, None,
+                    m, n, k, k_per_split, a2.stride(0), a2.stride(1), stride_qk, stride_qn,
+                    scales.stride(0), scales.stride(1), scales32.stride(0),
+                    weight.qzeros.stride(0), weight.qzeros.stride(1), stride_cs, stride_cm, stride_cn]
+            self.launches.append(_Launch(_gptq_small_m_kernel, grid, args, dict(HAS_G_IDX=has_g_idx, W_MMA=w_mma,
+                                                                                 **flags), options))
+            self.c_index = 7
+        else:
+            if weight.qweight is None:
+                raise ValueError("swap_ab=False reads the plain qweight, which was dropped at load time "
+                                 "(load_gptq_layer(..., keep_plain=True) keeps it)")
+            qw = weight.qweight
+            args = [None, qw, scales32, weight.qzeros, a_perm, None, m, n, k, k_per_split,
+                    a2.stride(0), a2.stride(1), qw.stride(0), qw.stride(1), scales32.stride(0),
+                    weight.qzeros.stride(0), weight.qzeros.stride(1), stride_cs, stride_cm, stride_cn]
+            self.launches.append(_Launch(_gptq_large_m_kernel, grid, args, flags, options))
+            self.c_index = 5
+        if self.partial:
+            block = 1024
+            self.reduce = _Launch(_splitk_reduce_kernel, (triton.cdiv(m * n, block),), [None, None, m * n],
+                                  dict(SPLIT_K=splits, BLOCK=block), {})
+
+    def _plan_dequant(self, weight: GPTQWeight, k: int, n: int, w_mma: bool) -> None:
+        """Dequantize W into an fp16 temporary, a chunk of columns at a time, and multiply with cuBLAS."""
+        if not w_mma and weight.qweight is None:
+            raise ValueError("the dequantize path needs the plain qweight or the repacked copy")
+        block_n = 128
+        chunk = max(block_n, DEQUANT_CHUNK_BYTES // (2 * k) // block_n * block_n)
+        self.chunks = [(n0, min(n0 + chunk, n)) for n0 in range(0, n, chunk)]
+        self.temp_cols = min(chunk, n)
+        qw = weight.qweight_mma if w_mma else weight.qweight
+        stride_qk, stride_qn = (0, qw.stride(0)) if w_mma else (qw.stride(0), qw.stride(1))
+        unused = weight.scales
+        for n0, n_end in self.chunks:
+            args = [qw, weight.qzeros, weight.scales, weight.g_idx if weight.g_idx is not None else unused,
+                    weight.a_perm if weight.a_perm is not None else unused, None, k, n, n0, n_end,
+                    stride_qk, stride_qn, weight.qzeros.stride(0), weight.qzeros.stride(1),
+                    weight.scales.stride(0), weight.scales.stride(1), self.temp_cols, 1]
+            flags = dict(ZERO_OFFSET=weight.zero_offset, HAS_G_IDX=weight.g_idx is not None,
+                         HAS_A_PERM=weight.a_perm is not None, W_MMA=w_mma, GROUP_SIZE=weight.group_size,
+                         BLOCK_N=block_n)
+            grid = (triton.cdiv(k, 128), triton.cdiv(n_end - n0, block_n))
+            self.launches.append(_Launch(_dequant_to_fp16_kernel, grid, args, flags, dict(num_warps=4)))
+
+    def __call__(self, a2: Tensor) -> Tensor:
+        mn = self.mn
+        if self.method == "dequant":
+            out = a2.new_empty(mn)
+            temp = a2.new_empty((a2.shape[1], self.temp_cols))
+            for (n0, n_end), launch in zip(self.chunks, self.launches, strict=True):
+                w = temp if n_end - n0 == self.temp_cols else temp[:, : n_end - n0]
+                launch((5, w))
+                torch.mm(a2, w, out=out[:, n0:n_end])
+        else:
+            launch = self.launches[0]
+            if self.atomic:
+                out = c = a2.new_zeros(mn)  # the split-K shares are added into it
+            elif self.partial:
+                out = a2.new_empty(mn)
+                c = a2.new_empty((self.splits, *mn), dtype=torch.float32)
+            else:
+                out = c = a2.new_empty(mn)
+            if launch.compiled is not None:
+                launch.fast(a2, c)
+            else:
+                launch((0, a2), (self.c_index, c))
+            if self.partial:
+                self.reduce((0, c), (1, out))
+        if self.bias is not None:
+            out += self.bias
+        return out
+
+
 def gptq_matmul(
     a: Tensor,
     weight: GPTQWeight,
@@ -544,107 +828,42 @@ def gptq_matmul(
     split_k: int | None = None,
     config: GPTQConfig | None = None,
     deterministic: bool = False,
+    method: str = "auto",
 ) -> Tensor:
     """``a @ W`` for fp16 ``a`` of shape (..., K) and a 4-bit GPTQ weight W (K, N); fp16 (..., N).
 
     ``config`` defaults to the tuned table in :mod:`solutions.gptq.configs`; ``split_k`` overrides
     its split. Split-K shares are added with fp16 atomics (each share's fp32 tile is rounded once
     before the add); ``deterministic=True`` sums fp32 shares in a fixed order instead, so repeated
-    calls give identical bits.
+    calls give identical bits. ``method``: ``"fused"`` (the dequantize-and-multiply kernels),
+    ``"dequant"`` (dequantize W to fp16 in chunks, then cuBLAS: faster for large M), ``"auto"``
+    (dequant from M = ``DEQUANT_MM_MIN_M`` on a GPU, unless a config is given).
+
+    The launch is planned once per (M, A's strides and alignment, options) and cached on ``weight``;
+    replacing a weight's tensors in place needs ``weight.clear_plans()``.
     """
-    from solutions.gptq.configs import select_config  # configs imports GPTQConfig from here
-
-    k, n = weight.k, weight.n
-    if a.shape[-1] != k:
-        raise ValueError(f"a has {a.shape[-1]} columns, the weight has K={k} rows")
-    if a.dtype != torch.float16:
-        raise TypeError(f"a must be fp16, got {a.dtype}")
-    if a.device != weight.qweight.device:
-        raise ValueError(f"a is on {a.device}, the weight on {weight.qweight.device}")
-    lead = a.shape[:-1]
-    a2 = a.reshape(-1, k)
-    m = a2.shape[0]
-    cfg = config if config is not None else select_config(m, k, n, weight.group_size)
-    if split_k is not None:
-        cfg = replace(cfg, split_k=split_k)
-    if cfg.block_k % 32 or cfg.block_m < 16 or cfg.block_n < 16:
-        raise ValueError("block_k must be a multiple of 32; block_m and block_n at least 16 (tl.dot)")
-    k_per_split, splits = plan_split_k(k, cfg.block_k, cfg.split_k)
-    g = weight.group_size
-    scales = weight.scales
-    if scales.stride(1) != 1:
-        scales = scales.contiguous()
-
-    out = torch.empty((m, n), device=a.device, dtype=torch.float16)
-    if m == 0:
-        return out.reshape(*lead, n)
-    if splits == 1:
-        c, atomic = out, False
-    elif deterministic:
-        c, atomic = torch.empty((splits, m, n), device=a.device, dtype=torch.float32), False
-    else:
-        c, atomic = out.zero_(), True
-    c2 = c[0] if c.dim() == 3 else c
-    stride_cs = c.stride(0) if c.dim() == 3 else 0
-
-    # Pointers that a constexpr flag leaves unread still need a tensor.
-    unused = weight.qweight
-    scales32 = scales.view(torch.int32)  # (K / G, N / 2): two fp16 scales per word
-    one_group_per_step = g % cfg.block_k == 0 or g >= k
-    has_g_idx = weight.g_idx is not None
-    swap_ab = cfg.swap_ab or has_g_idx
-    flags = dict(
-        ZERO_OFFSET=weight.zero_offset,
-        HAS_A_PERM=weight.a_perm is not None,
-        ONE_GROUP_PER_STEP=one_group_per_step,
-        # Scaling the MMA result costs BLOCK_M x BLOCK_N multiplies a step, scaling the weights
-        # BLOCK_K x BLOCK_N / 2 (half2): by default the cheaper, where the step has one group.
-        SCALE_AFTER_DOT=one_group_per_step and not has_g_idx and (
-            cfg.scale_after_dot if cfg.scale_after_dot is not None else 2 * cfg.block_m <= cfg.block_k),
-        PTX_DEQUANT=cfg.ptx_dequant and a.is_cuda and not has_g_idx,
-        ATOMIC_OUT=atomic,
-        EVEN_K=k % cfg.block_k == 0,
-        EVEN_N=n % cfg.block_n == 0,
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m, GROUP_SIZE=g,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-    )
-    if cfg.maxnreg is not None and a.is_cuda:
-        flags["maxnreg"] = cfg.maxnreg
-    grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n), splits)
-    a_perm = weight.a_perm if weight.a_perm is not None else unused
-    if swap_ab:
-        # The repacked copy comes in blocks of 128 columns x 128 rows of K (BLOCK_K = 128), and each
-        # of its words holds rows from 32 consecutive rows of K: one group only if 32 divides G.
-        w_mma = (weight.qweight_mma is not None and not has_g_idx and cfg.block_k == 128
-                 and (128 % cfg.block_n == 0 or cfg.block_n % 128 == 0) and (g % 32 == 0 or g >= k))
-        qw = weight.qweight_mma if w_mma else weight.qweight
-        stride_qk, stride_qn = (128, qw.stride(0)) if w_mma else (qw.stride(0), qw.stride(1))
-        _gptq_small_m_kernel[grid](
-            a2, qw, scales32, scales, weight.qzeros,
-            weight.g_idx if has_g_idx else unused, a_perm, c,
-            m, n, k, k_per_split,
-            a2.stride(0), a2.stride(1),
-            stride_qk, stride_qn,
-            scales.stride(0), scales.stride(1),
-            scales32.stride(0),
-            weight.qzeros.stride(0), weight.qzeros.stride(1),
-            stride_cs, c2.stride(0), c2.stride(1),
-            HAS_G_IDX=has_g_idx, W_MMA=w_mma, **flags,
-        )
-    else:
-        _gptq_large_m_kernel[grid](
-            a2, weight.qweight, scales32, weight.qzeros, a_perm, c,
-            m, n, k, k_per_split,
-            a2.stride(0), a2.stride(1),
-            weight.qweight.stride(0), weight.qweight.stride(1),
-            scales32.stride(0),
-            weight.qzeros.stride(0), weight.qzeros.stride(1),
-            stride_cs, c2.stride(0), c2.stride(1),
-            **flags,
-        )
-    if c is not out and not atomic:
-        block = 1024
-        _splitk_reduce_kernel[(triton.cdiv(m * n, block),)](c, out, m * n, SPLIT_K=splits, BLOCK=block)
-    if weight.bias is not None:
-        out += weight.bias
-    return out.reshape(*lead, n)
+    a2 = a if a.dim() == 2 else a.reshape(-1, a.shape[-1])
+    # Everything a plan depends on is in the key, so a hit needs no further checks: Triton
+    # specialises on 16-byte alignment and on strides equal to 1, hence the strides and alignment.
+    key = (a2.shape, a2.stride(), a2.data_ptr() % 16 == 0, a2.get_device(), a2.dtype, config, split_k,
+           deterministic, method)
+    plan = weight._plans.get(key)
+    if plan is None:
+        k, n = weight.k, weight.n
+        if a.shape[-1] != k:
+            raise ValueError(f"a has {a.shape[-1]} columns, the weight has K={k} rows")
+        if a.dtype != torch.float16:
+            raise TypeError(f"a must be fp16, got {a.dtype}")
+        if a.device != weight.scales.device:
+            raise ValueError(f"a is on {a.device}, the weight on {weight.scales.device}")
+        if method not in ("auto", "fused", "dequant"):
+            raise ValueError(f"method must be 'auto', 'fused' or 'dequant', got {method!r}")
+        if a2.shape[0] == 0:
+            return a.new_empty((*a.shape[:-1], n))
+        cfg = config
+        if split_k is not None:
+            cfg = replace(cfg if cfg is not None else default_config(a2.shape[0], weight), split_k=split_k)
+        plan = _Plan(a2, weight, cfg, deterministic, method)
+        weight._plans[key] = plan
+    out = plan(a2)
+    return out if a2 is a else out.reshape(*a.shape[:-1], plan.n)

@@ -14,7 +14,7 @@ dtypes and the quantize config, resolves the zero-point convention (``gptq``: st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -40,7 +40,7 @@ class GPTQWeight:
     is set, ``r // group_size`` otherwise.
     """
 
-    qweight: Tensor  # int32 (K / 8, N), packed along K
+    qweight: Tensor | None  # int32 (K / 8, N), packed along K; None when dropped for qweight_mma
     qzeros: Tensor  # int32 (K / G, N / 8), packed along N, stored values (before zero_offset)
     scales: Tensor  # fp16 (K / G, N)
     group_size: int  # G; K for per-channel (-1 in the checkpoint)
@@ -49,14 +49,26 @@ class GPTQWeight:
     a_perm: Tensor | None = None  # int32 (K,): A's column for each stored row (act-order)
     bias: Tensor | None = None  # fp16 (N,), added to the output when present
     qweight_mma: Tensor | None = None  # int32 (N / 128, K / 128, 128, 16): qweight repacked (repack_for_mma)
+    # gptq_matmul's launch plans (kernel.py), per call signature; rebuilt by clear_plans().
+    _plans: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def k(self) -> int:
+        if self.qweight is None:
+            return self.qweight_mma.shape[1] * MMA_TILE
         return self.qweight.shape[0] * PACK
 
     @property
     def n(self) -> int:
-        return self.qweight.shape[1]
+        return self.scales.shape[1]
+
+    def clear_plans(self) -> None:
+        """Forget the cached launch plans (needed after replacing this weight's tensors)."""
+        self._plans.clear()
+
+    def plain_qweight(self) -> Tensor:
+        """qweight (K / 8, N), rebuilt from the repacked copy when it was dropped at load time."""
+        return self.qweight if self.qweight is not None else unrepack_for_mma(self.qweight_mma)
 
     def to(self, device: torch.device | str) -> GPTQWeight:
         """The same weight with every tensor on ``device``."""
@@ -103,13 +115,22 @@ def repack_for_mma(qweight: Tensor) -> Tensor:
     return words.permute(2, 0, 3, 1).contiguous()
 
 
+def unrepack_for_mma(qweight_mma: Tensor) -> Tensor:
+    """Inverse of :func:`repack_for_mma`: (N / 128, K / 128, 128, 16) -> qweight (K / 8, N)."""
+    nb, kb = qweight_mma.shape[:2]
+    words = qweight_mma.permute(1, 3, 0, 2).reshape(kb * 16, nb * MMA_TILE)  # (kb, 4l + c, nb, n)
+    q = unpack_int4_along_k(words).reshape(kb, 4, 4, 2, 2, 2, nb * MMA_TILE)  # (kb, l, c, h, b2, b1, n)
+    q = q.permute(0, 2, 4, 5, 1, 3, 6).reshape(kb * MMA_TILE, nb * MMA_TILE)  # rows (kb, c, b2, b1, l, h)
+    return pack_int4_along_k(q)
+
+
 def _require(cond: bool, message: str) -> None:
     if not cond:
         raise ValueError(message)
 
 
 def load_gptq_layer(tensors: dict[str, Tensor], quantize_config: dict, *, reorder_act_order: bool = True,
-                    repack: bool = True) -> GPTQWeight:
+                    repack: bool = True, keep_plain: bool | None = None) -> GPTQWeight:
     """Validate an AutoGPTQ layer (``qweight``, ``qzeros``, ``scales``, optional ``g_idx``, ``bias``).
 
     ``quantize_config`` is the checkpoint's ``quantize_config.json`` as a dict: ``bits`` (must be
@@ -117,7 +138,11 @@ def load_gptq_layer(tensors: dict[str, Tensor], quantize_config: dict, *, reorde
     default, or "gptq_v2"). With ``reorder_act_order=False`` an act-order ``g_idx`` is kept as is
     (slower kernel path; useful to test that path). With ``repack`` (default) and K, N multiples of 128, the
     weight also gets ``qweight_mma`` (:func:`repack_for_mma`), which the small-M kernel reads with
-    fewer, wider loads; it costs a second copy of the packed weights (K * N / 2 bytes).
+    fewer, wider loads. ``keep_plain`` (default: only where there is no repacked copy) keeps the plain
+    ``qweight`` beside it; every path of :func:`~solutions.gptq.kernel.gptq_matmul` with its default
+    configs reads the repacked copy when there is one, so by default it is dropped (no second copy).
+    No repack where G is not a multiple of 32 (a repacked word spans 32 rows of K: the kernels could
+    never read it).
     """
     unknown = set(tensors) - _KNOWN_KEYS
     _require(not unknown, f"unexpected tensors {sorted(unknown)}; a GPTQ layer has {sorted(_KNOWN_KEYS)}")
@@ -171,14 +196,17 @@ def load_gptq_layer(tensors: dict[str, Tensor], quantize_config: dict, *, reorde
             weight.a_perm = perm.to(torch.int32)
         else:
             weight.g_idx = g_idx.contiguous()
-    if repack and weight.g_idx is None and k % MMA_TILE == 0 and n % MMA_TILE == 0:
+    if (repack and weight.g_idx is None and k % MMA_TILE == 0 and n % MMA_TILE == 0
+            and (g % 32 == 0 or g >= k)):
         weight.qweight_mma = repack_for_mma(weight.qweight)
+        if not keep_plain:
+            weight.qweight = None
     return weight
 
 
 def dequantize(weight: GPTQWeight, dtype: torch.dtype = torch.float64) -> Tensor:
     """The reference: W (K, N) in original row order, ``(q - (z + offset)) * s`` computed in ``dtype``."""
-    q = unpack_int4_along_k(weight.qweight)
+    q = unpack_int4_along_k(weight.plain_qweight())
     z = unpack_int4_along_n(weight.qzeros) + weight.zero_offset
     rows = torch.arange(weight.k, device=q.device)
     groups = weight.g_idx.long() if weight.g_idx is not None else rows // weight.group_size

@@ -1,0 +1,144 @@
+"""A transformers Llama with GPTQLinear layers: correctness against its dequantized twin, and decode tokens/s.
+
+    python3 benchmarks/gptq/decode.py --out benchmarks/gptq/results/NAME [--layers 2] [--batch 1 8 32]
+
+The model is ``LlamaForCausalLM`` built from a config (hidden 4096, intermediate 11008, 32 heads,
+``--layers`` blocks, vocab 32000) with random weights, in fp16 on the GPU; no download. Its
+``nn.Linear`` layers (not ``lm_head``) are quantized by ``quantize_linears`` (our round-to-nearest
+quantizer, G = 128). Checks: logits of the int4 model against the same model with every GPTQLinear
+replaced by an fp16 ``nn.Linear`` holding the dequantized weight.
+
+Decode speed: ``generate`` with greedy decoding and a fixed number of new tokens; decode time =
+time(1 + T new tokens) - time(1 new token) (the prompt's prefill cancels), tokens/s = batch x T /
+decode time. ``eager``: the default dynamic cache, no compilation. ``compiled``: a static cache and
+transformers' compile of the decoding forward with ``CompileConfig(fullgraph=True,
+mode="reduce-overhead")`` (inductor + CUDA graphs), the custom op ``gptq::matmul`` inside the graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+from pathlib import Path
+
+import torch
+from common import environment
+
+from solutions.gptq.layer import GPTQLinear, dequantize_linears, quantize_linears
+
+
+def timed_generate(model, ids, new_tokens: int, **kwargs) -> float:
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                         min_new_tokens=new_tokens, do_sample=False, pad_token_id=0, **kwargs)
+    torch.cuda.synchronize()
+    assert out.shape[1] == ids.shape[1] + new_tokens
+    return time.perf_counter() - t0
+
+
+def decode_tps(model, batch: int, prompt: int, new_tokens: int, compiled: bool) -> float:
+    ids = torch.randint(1, model.config.vocab_size, (batch, prompt), device="cuda")
+    kwargs: dict = {}
+    if compiled:
+        try:
+            from transformers import CompileConfig
+        except ImportError:
+            from transformers.generation import CompileConfig
+        kwargs = dict(cache_implementation="static", compile_config=CompileConfig(fullgraph=True,
+                                                                                     mode="reduce-overhead"))
+    else:
+        kwargs = dict(disable_compile=True)
+    for _ in range(2):  # warm-up: compilation, CUDA-graph recording, plans
+        timed_generate(model, ids, 1 + new_tokens, **kwargs)
+    full = min(timed_generate(model, ids, 1 + new_tokens, **kwargs) for _ in range(3))
+    first = min(timed_generate(model, ids, 1, **kwargs) for _ in range(3))
+    return batch * new_tokens / (full - first)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--batch", type=int, nargs="*", default=[1, 8, 32])
+    parser.add_argument("--prompt", type=int, default=32)
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--modes", nargs="*", default=["eager", "compiled"])
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("decode.py needs a CUDA GPU (none found); nothing was measured.")
+        return 0
+    import transformers
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = environment()
+    env["transformers"] = transformers.__version__
+    config = transformers.LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=args.layers,
+                                      num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
+                                      max_position_embeddings=4096)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        fp16 = transformers.LlamaForCausalLM(config).half().eval()
+    int4 = quantize_linears(copy.deepcopy(fp16), group_size=128)
+    n_gptq = sum(isinstance(m, GPTQLinear) for m in int4.modules())
+    ref = dequantize_linears(copy.deepcopy(int4))
+    ids = torch.randint(1, config.vocab_size, (4, 48), device="cuda")
+    with torch.no_grad():
+        logits, ref_logits, fp16_logits = int4(ids).logits.float(), ref(ids).logits.float(), fp16(ids).logits.float()
+    check = {
+        "gptq_layers": n_gptq,
+        "rel_err_vs_dequantized": ((logits - ref_logits).norm() / ref_logits.norm()).item(),
+        "rel_err_vs_fp16_original": ((logits - fp16_logits).norm() / fp16_logits.norm()).item(),
+        "argmax_agreement_vs_dequantized": (logits.argmax(-1) == ref_logits.argmax(-1)).float().mean().item(),
+    }
+    print(json.dumps(check), flush=True)
+    del ref
+    torch.cuda.empty_cache()
+
+    rows = []
+    for mode in args.modes:
+        for batch in args.batch:
+            row = {"mode": mode, "batch": batch}
+            for name, model in (("fp16", fp16), ("int4", int4)):
+                try:
+                    row[f"{name}_tps"] = decode_tps(model, batch, args.prompt, args.new_tokens, mode == "compiled")
+                except Exception as e:  # noqa: BLE001 - record and go on to the next configuration
+                    row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                    print(f"{mode} batch {batch} {name}: {row[f'{name}_error']}", flush=True)
+                torch._dynamo.reset()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    (args.out / "decode.json").write_text(json.dumps({"env": env, "check": check, "rows": rows}, indent=1))
+
+    def cell(r, key):
+        return f"{r[key]:.0f}" if key in r else "error"
+
+    lines = [
+        f"# transformers Llama decode, GPTQ int4 vs fp16, on {env['device']}",
+        "",
+        f"- command: `{env['command']}`; torch {env['torch']}, triton {env['triton']},"
+        f" transformers {env['transformers']}",
+        f"- LlamaForCausalLM(hidden 4096, intermediate 11008, 32 heads, {args.layers} layers, vocab 32000), random"
+        f" weights, fp16; {n_gptq} nn.Linear layers quantized (G = 128, lm_head kept fp16)",
+        f"- logits vs the dequantized model: rel err {check['rel_err_vs_dequantized']:.1e}, argmax agreement"
+        f" {check['argmax_agreement_vs_dequantized'] * 100:.1f}%; vs the original fp16 model (quantization error):"
+        f" {check['rel_err_vs_fp16_original']:.1e}",
+        f"- greedy generate, prompt {args.prompt}, {args.new_tokens} decode tokens (time of 1 + T minus time of 1);"
+        " eager: dynamic cache, no compile; compiled: static cache, CompileConfig(fullgraph=True,"
+        " mode='reduce-overhead')",
+        "",
+        "| mode | batch | fp16 tokens/s | int4 tokens/s | int4 / fp16 |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        ratio = f"{r['int4_tps'] / r['fp16_tps']:.2f}" if "int4_tps" in r and "fp16_tps" in r else "n/a"
+        lines.append(f"| {r['mode']} | {r['batch']} | {cell(r, 'fp16_tps')} | {cell(r, 'int4_tps')} | {ratio} |")
+    (args.out / "decode.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,91 @@
+"""Grade an `@triton.autotune` kernel under every one of its configs.
+
+An autotuner picks one config per shape by timing them all, so a kernel that is right under
+only some configs is wrong on some machine or some shape. `test()` hands an autotuned kernel
+here: each config's meta-parameters (its `B0`, ...) join the puzzle's sizes, and the kernel
+under the autotuner is graded with them (on a GPU, launched with the config's `num_warps` and
+`num_stages`). One verdict covers every config; a failure names the config it failed under.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import triton
+
+from puzzles.puzzle import Puzzle, Sizes
+from puzzles.result import TestResult
+
+
+class ConfigLaunch:
+    """The autotuner's kernel, launched as one config would launch it."""
+
+    def __init__(self, jit: Any, config: triton.Config) -> None:
+        self.fn = jit  # where unwrap_kernel looks for the kernel's Python function
+        self.config = config
+
+    def __getitem__(self, grid: Any) -> Any:
+        launch = self.fn[grid]
+        options = {"num_warps": self.config.num_warps, "num_stages": self.config.num_stages}
+        return lambda *args, **kwargs: launch(*args, **kwargs, **options)
+
+
+def describe(config: triton.Config) -> str:
+    """`B0=64, num_warps=2`: a config as a learner wrote it."""
+    meta = ", ".join(f"{k}={v}" for k, v in config.kwargs.items())
+    return f"{meta}, num_warps={config.num_warps}" if meta else f"num_warps={config.num_warps}"
+
+
+def is_autotuned(kernel: Any) -> bool:
+    return isinstance(kernel, triton.runtime.Autotuner)
+
+
+def test_every_config(kernel: Any, spec: Any, puzzle: Puzzle | None, sizes: list[Sizes] | None,
+                      nelem: Sizes | None, **options: Any) -> TestResult:
+    """One verdict over every config of an autotuned kernel (the options are `test()`'s)."""
+    from puzzles.harness import present, test
+
+    started = time.perf_counter()
+    quiet, viz = options.pop("quiet", False), options.pop("viz", False)
+    base = list(sizes) if sizes is not None else (
+        [dict(s) for s in puzzle.sizes] if puzzle is not None else [dict(nelem or {})])
+    if nelem and sizes is None:
+        base[0] = {**base[0], **nelem}
+    configs = list(kernel.configs)
+    results: list[tuple[triton.Config, TestResult]] = []
+    for config in configs:
+        # The config's meta-parameters replace the sizes' (B0 comes from the config, not the puzzle).
+        # num_warps rides along in the sizes so that every verdict names the whole config.
+        tuned = [{**s, **config.kwargs, "num_warps": config.num_warps} for s in base]
+        p = dataclasses.replace(puzzle, sizes=tuple(tuned)) if puzzle is not None else None
+        r = test(ConfigLaunch(kernel.fn, config), spec, puzzle=p, sizes=tuned, quiet=True, **options)
+        results.append((config, r))
+        if r.error is not None:
+            break  # a signature error is the same under every config
+    first = results[0][1]
+    merged = TestResult(first.puzzle, first.kernel, [o for _, r in results for o in r.outcomes], 0.0, first.seed,
+                        device=first.device)
+    merged.error = next((r.error for _, r in results if r.error is not None), None)
+    for i, (config, r) in enumerate(results, 1):
+        verdict = "passed" if r.passed else f"FAILED {r.reason()}"
+        merged.notes.append(f"config {i} of {len(configs)} ({describe(config)}): {verdict}")
+    merged.notes += sorted({n for _, r in results for n in r.notes})
+    merged.perf = next((r.perf for _, r in results if r.perf is not None), None)
+    merged.seconds = time.perf_counter() - started
+    return present(merged, quiet, viz, puzzle)
+
+
+def autotune_missing(kernel: Any, puzzle: Puzzle | None, seed: int, quiet: bool) -> TestResult | None:
+    """The verdict on a plain @triton.jit kernel given to a puzzle that grades its autotuning."""
+    if puzzle is None or not puzzle.extra.get("autotune") or isinstance(kernel, ConfigLaunch) or is_autotuned(kernel):
+        return None
+    from puzzles.execution import KernelError, unwrap_kernel
+    from puzzles.harness import _device_name, present
+
+    name = getattr(unwrap_kernel(kernel), "__name__", repr(kernel))
+    result = TestResult(f"Puzzle {puzzle.number}: {puzzle.title}", name, [], 0.0, seed, device=_device_name())
+    result.error = KernelError("rule", f"Puzzle {puzzle.number} grades an autotuned kernel: keep the "
+                               "@triton.autotune(configs=[...], key=[...]) decorator above @triton.jit")
+    return present(result, quiet, False, puzzle)

@@ -1,0 +1,40 @@
+"""Inputs that make a puzzle's known bugs fail at every seed, not at some.
+
+Uniform random inputs let some classic mistakes through at some seeds (a flash attention that
+never rescales its accumulator is off by a few percent only where the running maximum happens
+to grow), so a puzzle may shape some of its inputs at one of its sizes: its catalog record
+names the function as `extra["draw_inputs"]`, and the grader calls it with the size, the size's
+index and the size's random generator; it returns the inputs it replaces, by name.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from puzzles.puzzle import Sizes
+
+
+def softmax_mixed_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 8, at its last size, three kinds of row: rows reaching ±100 (exp without the
+    maximum subtracted overflows), rows in ±1 (masked lanes of the ragged last chunk loaded as 0
+    add 56 · exp(-max) to the sum), and rows growing along the row (the maximum changes in every
+    chunk, so a running sum that is not rescaled is wrong)."""
+    if index != 2:
+        return {}
+    n, t = sizes["N0"], sizes["T"]
+    x = torch.rand((n, t), generator=gen) * 2 - 1
+    kind = torch.arange(n) % 3
+    x = torch.where((kind == 0)[:, None], x * 100, x)
+    return {"x": torch.where((kind == 2)[:, None], x + torch.linspace(0, 4, t), x)}
+
+
+def attention_growing_scores(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 9, at its last size: keys growing along the row (so, for q > 0, do the scores, and
+    the running maximum changes in every chunk) and positive values (so the errors of a kernel
+    that does not rescale its accumulator add up instead of cancelling)."""
+    if index != 2:
+        return {}
+    t = sizes["T"]
+    keys = torch.sort((torch.rand(t, generator=gen) * 2 - 1) * 2).values
+    return {"k": keys, "v": torch.rand(t, generator=gen) + 0.5}

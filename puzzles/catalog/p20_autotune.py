@@ -1,0 +1,115 @@
+"""Puzzle 20: autotuning and benchmarking."""
+
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.puzzle import Puzzle
+
+
+def silu_mul_spec(x: Float32[Tensor, "N0"], y: Float32[Tensor, "N0"]) -> Float32[Tensor, "N0"]:
+    """z_i = x_i * sigmoid(x_i) * y_i"""
+    return x * (1 / (1 + (-x).exp())) * y
+
+
+BENCHMARK_TEXT = """\
+## Benchmark: the sweep
+
+`triton.testing.do_bench` runs a launch many times and returns the median time in milliseconds;
+`triton.testing.perf_report` runs a function over a range of sizes and providers and prints the
+table (and draws the plot) of the results. The cell below times the kernel under each of your
+configs, then the autotuned kernel against the PyTorch spec, in GB/s (three tensors of `N0` floats
+move through memory).
+
+**On a GPU** the numbers are real: the autotuner's pick (`silu_mul_kernel.best_config`) should be
+at or near the best row of the first table, and a memory-bound kernel like this one should reach
+a good fraction of the GPU's bandwidth at large `N0` (small sizes are dominated by launch
+overhead, a few microseconds). The PyTorch spec runs one kernel per operation, each reading and
+writing a whole temporary, so the fused kernel should win several times over at large sizes (on
+an H100, about 3000 against 560 GB/s at `N0 = 2**26`).
+
+**On a CPU** (Triton's interpreter) there is nothing to measure: the interpreter runs each
+program as NumPy code, one after another, so its times say nothing about a GPU, and `num_warps`
+has no meaning there. The cell says so and skips the sweep; the grade above (every config
+correct) is the part that counts.
+"""
+
+BENCHMARK_CODE = """\
+from puzzles import on_gpu
+
+if on_gpu():
+    x_names, sizes = ["N0"], [2**i for i in range(12, 27, 2)]
+
+    def gbps(ms, n):  # x and y read, z written: 12 bytes per element
+        return 12 * n / (ms * 1e-3) / 1e9
+
+    for config in silu_mul_kernel.configs:  # each config alone: the sweep the autotuner runs
+        x = torch.rand(2**24, device="cuda")
+        y, z = torch.rand_like(x), torch.empty_like(x)
+        grid = (triton.cdiv(x.numel(), config.kwargs["B0"]),)
+        ms = triton.testing.do_bench(lambda: silu_mul_kernel.fn[grid](x, y, z, x.numel(), **config.kwargs,
+                                                                     num_warps=config.num_warps))
+        print(f"{config}: {ms * 1e3:8.1f} us  {gbps(ms, x.numel()):7.1f} GB/s at N0=2**24")
+
+    @triton.testing.perf_report(triton.testing.Benchmark(
+        x_names=x_names, x_vals=sizes, line_arg="provider", line_vals=["triton", "torch"],
+        line_names=["Triton (autotuned)", "PyTorch spec"], ylabel="GB/s", plot_name="silu_mul", args={}))
+    def bench(N0, provider):
+        x = torch.rand(N0, device="cuda")
+        y, z = torch.rand_like(x), torch.empty_like(x)
+        if provider == "triton":
+            grid = lambda meta: (triton.cdiv(N0, meta["B0"]),)  # noqa: E731 - the autotuner picks B0
+            ms = triton.testing.do_bench(lambda: silu_mul_kernel[grid](x, y, z, N0))
+        else:
+            ms = triton.testing.do_bench(lambda: silu_mul_spec(x, y))
+        return gbps(ms, N0)
+
+    bench.run(print_data=True, show_plots=True)
+    print("the autotuner picked", silu_mul_kernel.best_config)
+else:
+    print("No GPU: Triton's interpreter runs kernels as NumPy code, so a time measured here says nothing about "
+          "a GPU, and num_warps means nothing. The grade above (correct under every config) is what counts here; "
+          "on a GPU this cell prints each config's time and the autotuned kernel against PyTorch in GB/s.")
+"""
+
+PUZZLE = Puzzle(
+    number=20,
+    slug="autotune",
+    title="Autotuning and benchmarking",
+    kernel_name="silu_mul_kernel",
+    spec=silu_mul_spec,
+    statement=r"""
+The gate of a SwiGLU layer, fused into one pass: $z_i = x_i \,\sigma(x_i)\, y_i$ with
+$\sigma(t) = 1 / (1 + e^{-t})$. The kernel itself is puzzle 2 with a little arithmetic; the
+lesson is the decorator above it.
+
+**`@triton.autotune`.** Which block size and how many warps are fastest depends on the GPU
+and on `N0`. The starter's kernel is already wrapped in
+`@triton.autotune(configs=[...], key=["N0"])`: each `triton.Config({"B0": ...}, num_warps=...)`
+is one candidate. The first time the kernel runs for a new `N0`, the autotuner launches every
+config, times them, and keeps the fastest for that `N0`. So `B0` is **not** yours to pass: it
+comes from the config, and the grid must ask for it, `grid = lambda meta: (triton.cdiv(N0,
+meta["B0"]),)`.
+
+**Graded under every config.** Any config can be the one picked, on some GPU or some size, so
+the grader runs your kernel under each of them (each config's `B0`, at every size below) and
+reports each config's verdict; a failure names its config. The `B0` in the sizes below is
+only the one the diagram uses. Write the kernel for any power-of-two `B0`: offsets from
+`B0`, never from a number.
+
+After the grade, a benchmark cell sweeps the configs and compares the autotuned kernel with the
+PyTorch spec using `triton.testing` (on a GPU; on a CPU it says why it does not).
+""",
+    sizes=(
+        {"N0": 300, "B0": 64},
+        {"N0": 3000, "B0": 64},  # several programs even under the largest config
+        {"N0": 97, "B0": 64},
+    ),
+    hints=(
+        "Inside the kernel, `B0` is an ordinary `tl.constexpr`: `offsets = tl.program_id(0) * B0 + "
+        "tl.arange(0, B0)` and `mask = offsets < N0`, as in puzzle 2.",
+        "`tl.sigmoid(x)` exists; so does `1 / (1 + tl.exp(-x))`.",
+        "A kernel right under only one config usually hides a number where `B0` belongs (`* 64`).",
+    ),
+    notebook_cells=(("markdown", BENCHMARK_TEXT), ("code", BENCHMARK_CODE)),
+    extra={"autotune": True},  # the grader asks for an @triton.autotune kernel and runs each config
+)

@@ -1,0 +1,126 @@
+"""Puzzle 21: multi-tensor apply (a fused SGD-with-momentum step over many tensors)."""
+
+import torch
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.puzzle import Puzzle
+from puzzles.tensor_lists import TensorLists, list_sizes
+
+
+def sgd_spec(params: Float32[Tensor, "T"], grads: Float32[Tensor, "T"], moms: Float32[Tensor, "T"], *,
+             lr: float, momentum: float, weight_decay: float) -> Float32[Tensor, "2 T"]:
+    """g = grad + wd * p;  m' = momentum * m + g;  p' = p - lr * m'  (z[0] = p', z[1] = m')"""
+    g = grads + weight_decay * params
+    new_moms = momentum * moms + g
+    return torch.stack([params - lr * new_moms, new_moms])
+
+LOOP_TEXT = """\
+## One launch against a loop of launches
+
+A model has hundreds of parameter tensors, many of them small (biases, norms). Updating them one
+launch per tensor pays the launch overhead (several microseconds on a GPU) hundreds of times and
+leaves most of the GPU idle during each small launch; one launch over the chunk map keeps every
+program busy with a chunk of `B0` elements, whichever tensor it belongs to. The cell below builds
+the tables for a list of real tensors with `puzzles.tensor_lists.tables` (what a fused optimizer
+does once per step), checks your kernel against a loop of per-tensor launches of a plain kernel,
+and counts the launches. On a GPU it also times both; on a CPU the interpreter's times mean
+nothing (every program is NumPy code run one after another), so it reports only the counts.
+"""
+
+LOOP_CODE = """\
+from puzzles import on_gpu
+from puzzles.tensor_lists import tables
+
+
+@triton.jit
+def sgd_one_kernel(p_ptr, g_ptr, m_ptr, po_ptr, mo_ptr, N, lr, momentum, weight_decay, B0: tl.constexpr):
+    offs = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offs < N
+    p, g, m = tl.load(p_ptr + offs, mask=mask), tl.load(g_ptr + offs, mask=mask), tl.load(m_ptr + offs, mask=mask)
+    m = momentum * m + g + weight_decay * p
+    tl.store(mo_ptr + offs, m, mask=mask)
+    tl.store(po_ptr + offs, p - lr * m, mask=mask)
+
+
+device = "cuda" if on_gpu() else "cpu"
+torch.manual_seed(0)
+lengths = [4096 * 1024, 4096, 1024, 1024 * 1024, 1024, 1024] * 40 if on_gpu() else [300, 7, 64, 129, 1, 50]
+params, grads, moms = ([torch.randn(n, device=device) for n in lengths] for _ in range(3))
+out_p, out_m = [torch.empty_like(p) for p in params], [torch.empty_like(p) for p in params]
+B0, hyper = 1024 if on_gpu() else 64, {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01}
+addresses, numels, chunks = tables([params, grads, moms, out_p, out_m], B0)
+
+
+def one_launch():
+    sgd_kernel[(chunks.shape[0],)](addresses, numels, chunks, out_p[0], len(lengths), **hyper, B0=B0)
+
+
+def loop_of_launches():
+    for p, g, m, po, mo in zip(params, grads, moms, out_p, out_m):
+        sgd_one_kernel[(triton.cdiv(p.numel(), B0),)](p, g, m, po, mo, p.numel(), **hyper, B0=B0)
+
+
+one_launch()
+fused = [t.clone() for t in out_p + out_m]
+loop_of_launches()
+same = all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(fused, out_p + out_m))
+print(f"{len(lengths)} tensors, {sum(lengths):,} elements, {chunks.shape[0]} chunks of {B0}: "
+      f"1 launch against {len(lengths)}; same result: {same}")
+if on_gpu():
+    fused_ms = triton.testing.do_bench(one_launch)
+    loop_ms = triton.testing.do_bench(loop_of_launches)
+    print(f"one launch: {fused_ms * 1e3:,.0f} us   loop of launches: {loop_ms * 1e3:,.0f} us")
+else:
+    print("No GPU: the interpreter's times say nothing about a GPU, so only the launches are counted.")
+"""
+
+PUZZLE = Puzzle(
+    number=21,
+    slug="multi_tensor_apply",
+    title="Multi-tensor apply",
+    kernel_name="sgd_kernel",
+    spec=sgd_spec,
+    statement=r"""
+One optimizer step over **many tensors of different sizes in one launch**: the trick behind
+PyTorch's `foreach`/fused optimizers and Apex's `multi_tensor_apply`. The step is SGD with
+momentum (weight decay `wd`, no dampening), element by element for each parameter tensor $p$,
+its gradient $g$ and its momentum buffer $m$:
+
+$$m' = \mu\, m + (g + \mathrm{wd}\; p), \qquad p' = p - \mathrm{lr}\; m'$$
+
+There are `K` parameter tensors of lengths `L0, L1, ...` (all different), each in its **own
+allocation**. The host cannot pass `3K` pointers, so it passes tables (the kernel reads them):
+
+* `addresses` (`int64`, `5 × K`): row 0 the parameters, row 1 the gradients, row 2 the momentum
+  buffers, row 3 where the new parameters go, row 4 where the new momentum goes; column `t` is
+  tensor `t`'s address. Turn one back into a pointer with
+  `tl.load(addresses_ptr + row * K + t).to(tl.pointer_type(tl.float32))`.
+* `numels` (`int32`, `K`): tensor `t` has `numels[t]` elements.
+* `chunks` (`int32`, `C × 2`), the **program-to-chunk map**: program `pid` updates chunk
+  `chunks[pid, 1]` (elements `chunk*B0` to `chunk*B0 + B0 - 1`) of tensor `chunks[pid, 0]`.
+  Each tensor is cut into `cdiv(L, B0)` chunks, so the grid is `(C,)` and the last chunk of
+  a tensor is usually partial: mask it with that tensor's own size.
+
+`lr`, `momentum` and `weight_decay` come as scalars. The grader writes the new values into
+the output `z` (row 0 the parameters, row 1 the momentum, each list end to end, which is how the
+spec reads them); rows 3 and 4 of the table point into it, so `z_ptr` itself is not needed.
+`T` (the total size) and the `L`s are the grader's, not the kernel's.
+""",
+    sizes=(
+        list_sizes([100, 37, 256, 5], 64, lr=0.1, momentum=0.9, weight_decay=0.01),
+        list_sizes([300, 3, 130], 128, lr=0.05, momentum=0.8, weight_decay=0.0),
+        list_sizes([64, 64, 1, 200, 77, 9], 32, lr=0.2, momentum=0.95, weight_decay=0.001),
+    ),
+    hints=(
+        "First the map: `t = tl.load(chunks_ptr + 2 * pid)` and `c = tl.load(chunks_ptr + 2 * pid + 1)`; "
+        "then `n = tl.load(numels_ptr + t)`.",
+        "Five pointers from one table: `tl.load(addresses_ptr + r * K + t).to(tl.pointer_type(tl.float32))` for "
+        "r = 0 .. 4. From here on it is puzzle 2: `offs = c * B0 + tl.arange(0, B0)`, `mask = offs < n`.",
+        "The offset inside the tensor comes from the chunk index, not from the program id: program ids run "
+        "across all the tensors.",
+    ),
+    grid=lambda s: (s["C"],),
+    tensor_lists=TensorLists(lists=("params", "grads", "moms"), outputs=("params", "moms")),
+    notebook_cells=(("markdown", LOOP_TEXT), ("code", LOOP_CODE)),
+)
