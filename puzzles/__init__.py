@@ -50,6 +50,13 @@ except ImportError as _err:
         if name in __all__:
             raise ImportError(f"puzzles.{name} is unavailable: {_WHY}") from _CAUSE
         raise AttributeError(f"module 'puzzles' has no attribute {name!r}")
+else:
+    if _os.environ.get("TRITON_INTERPRET") == "1":
+        # Load the GPU compiler in its workers now, while the learner reads: the first grading cell
+        # then finds it ready (see puzzles/compile_check.py; PUZZLES_COMPILE_CHECK=0 turns it off).
+        from puzzles import compile_check as _compile_check
+
+        _compile_check.warm_up()
 
 __all__ = [
     "PUZZLES",

@@ -157,7 +157,7 @@ def grade(paths: list[Path], puzzles: list[Puzzle], timeout: float = 20.0, viz_d
         if not attempts:
             grades.append(Grade(p, "not attempted", "still the starter", origin))
             continue
-        result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout)
+        result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full")
         if viz_dir is not None:
             from puzzles import viz
 

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from puzzles import catalog, compat
+from puzzles import compile_check as _compile_check
 from puzzles.autotune import autotune_missing, is_autotuned, test_every_config
 from puzzles.execution import (
     KernelError,
@@ -95,6 +96,7 @@ def test(
     record: bool = True,
     quiet: bool = False,
     perf: bool = False,
+    compile_check: bool | str = True,
 ) -> TestResult:
     """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
 
@@ -109,6 +111,8 @@ def test(
         prints use the notebook's own streams (otherwise prints are shown under the verdict).
     perf: on a GPU, once the kernel is right, time it at the puzzle's performance size and
         compare with this device's measured limits and with torch.
+    compile_check: without a GPU, also compile the kernel for real GPU targets (beside the
+        interpreted run) and fail it if it would not compile; "full" waits for the whole compile.
 
     An @triton.autotune kernel is graded under each of its configs (puzzles/autotune.py).
     """
@@ -121,7 +125,7 @@ def test(
         return missing
     if is_autotuned(kernel):  # graded under each of its configs, in one verdict
         return test_every_config(kernel, spec, found, sizes, nelem, seed=seed, viz=viz, timeout=timeout,
-                                 isolate=isolate, record=record, quiet=quiet, perf=perf)
+                                 isolate=isolate, record=record, quiet=quiet, perf=perf, compile_check=compile_check)
     name = getattr(unwrap_kernel(kernel), "__name__", None) or getattr(kernel, "__name__", repr(kernel))
     title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
     result = TestResult(title, name, [], 0.0, seed, device=_device_name())
@@ -147,7 +151,9 @@ def test(
         result.error = problem
     else:
         fn = _bind(kernel, spec, found)
+        check = None if on_gpu() else _compile_check.begin(kernel, fn, cases, found, compile_check)
         result.outcomes = _run_cases(kernel, fn, cases, timeout, isolate, record)
+        _compile_check.apply(check, result, started, compile_check)
         if found is None:
             result.notes.append("unknown puzzle: tested only the sizes given")
         if perf and result.passed:

@@ -80,6 +80,9 @@ class Puzzle:
     # Cells the notebook adds after the grading cell, as (kind, source): "markdown" or "code".
     notebook_cells: tuple[tuple[str, str], ...] = ()
     flops: Callable[[Sizes], int] | None = None
+    # The oldest GPU (compute capability x10) the puzzle's kernel must compile for, besides
+    # sm_80 and sm_90: 75 is Colab's free T4; raise it where the puzzle needs newer hardware.
+    min_sm: int = 75
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -1,0 +1,94 @@
+"""Kernels that Triton's interpreter runs correctly but its GPU compiler rejects.
+
+Each was met in answers to the earlier courses; each passes every size under the interpreter,
+so only the ahead-of-time compile check can fail it. `BAD_LINE` marks the line the compiler
+names (the tests find it by that marker).
+"""
+
+import triton
+import triton.language as tl
+
+OFFSET = 10.0  # a plain global, not tl.constexpr: the GPU compiler refuses to read it
+HELPER_OFFSET = tl.constexpr(10.0)
+
+
+@triton.jit
+def sum_kernel_dynamic_arange(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j in range(0, T, B1):
+        cols = tl.arange(j, j + B1)  # BAD_LINE
+        mask = (rows[:, None] < N0) & (cols[None, :] < T)
+        acc += tl.sum(tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0), axis=1)
+    tl.store(z_ptr + rows, acc, mask=rows < N0)
+
+
+@triton.jit
+def add_mask2_kernel_lambda(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    plus_ten = lambda v: v + 10.0  # noqa: E731  BAD_LINE
+    tl.store(z_ptr + offsets, plus_ten(tl.load(x_ptr + offsets, mask=offsets < N0)), mask=offsets < N0)
+
+
+@triton.jit
+def sum_kernel_scalar_accumulator(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = 0.0
+    for j in range(0, T, B1):  # BAD_LINE
+        cols = j + tl.arange(0, B1)
+        mask = (rows[:, None] < N0) & (cols[None, :] < T)
+        acc += tl.sum(tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0), axis=1)
+    tl.store(z_ptr + rows, acc, mask=rows < N0)
+
+
+@triton.jit
+def add_mask2_kernel_global(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, x + OFFSET, mask=offsets < N0)  # BAD_LINE
+
+
+@triton.jit
+def add_mask2_kernel_nested_def(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+
+    def load(ptr):  # BAD_LINE
+        return tl.load(ptr + offsets, mask=offsets < N0)
+
+    tl.store(z_ptr + offsets, load(x_ptr) + 10.0, mask=offsets < N0)
+
+
+@triton.jit
+def _plus_offset_bad(v):
+    return v + OFFSET  # BAD_LINE
+
+
+@triton.jit
+def add_mask2_kernel_bad_helper(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, _plus_offset_bad(x), mask=offsets < N0)
+
+
+@triton.jit
+def _plus_offset(v):
+    return v + HELPER_OFFSET
+
+
+@triton.jit
+def add_mask2_kernel_good_helper(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, _plus_offset(x), mask=offsets < N0)
+
+
+from puzzles import breakpoint_if, print_if  # noqa: E402 - the course's debugging helpers
+
+
+@triton.jit
+def add_mask2_kernel_debugging(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    print_if("offsets", offsets, pid_0=[1])
+    breakpoint_if(pid_0=[99])
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)

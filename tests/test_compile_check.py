@@ -1,0 +1,161 @@
+"""The ahead-of-time compile check (CPU only, no GPU needed): kernels that only Triton's
+interpreter accepts fail with the compiler's message at the learner's line; references pass."""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+
+import compile_kernels as ck
+import pytest
+import torch
+
+from puzzles import catalog, compile_check, test
+from puzzles.harness import _bind, _make_case, on_gpu
+
+pytestmark = pytest.mark.skipif(on_gpu(), reason="on a GPU the kernel is really compiled; no ahead-of-time check")
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path / "compile-cache"))
+    monkeypatch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
+
+
+def bad_line(kernel_or_fn) -> int:
+    """The file line marked BAD_LINE in the kernel or helper's source."""
+    fn = getattr(kernel_or_fn, "fn", kernel_or_fn)
+    lines, first = inspect.getsourcelines(fn)
+    return next(first + i for i, text in enumerate(lines) if "BAD_LINE" in text)
+
+
+CONSTRUCTS = [  # kernel, puzzle, what the compiler says, the helper holding the bad line (if any)
+    ("sum_kernel_dynamic_arange", 7, "arange's arguments must be of type tl.constexpr", None),
+    ("add_mask2_kernel_lambda", 2, "Lambda", None),
+    ("sum_kernel_scalar_accumulator", 7, "Loop-carried variable acc", None),
+    ("add_mask2_kernel_global", 2, "Cannot access global variable OFFSET", None),
+    ("add_mask2_kernel_nested_def", 2, "function defined inside the kernel", None),
+    ("add_mask2_kernel_bad_helper", 2, "Cannot access global variable OFFSET", "_plus_offset_bad"),
+]
+
+
+@pytest.mark.parametrize(("name", "number", "says", "helper"), CONSTRUCTS, ids=[c[0] for c in CONSTRUCTS])
+def test_interpreter_only_kernel_fails_with_the_compilers_message_and_line(name, number, says, helper):
+    kernel = getattr(ck, name)
+    result = test(kernel, puzzle=number, quiet=True, seed=1, compile_check="full")
+    assert not result.passed
+    failure = result.first_failure
+    assert failure.status == "compile error", str(result)
+    assert "would not compile for a GPU" in failure.error.message
+    if name != "add_mask2_kernel_nested_def":  # Triton 3.7's interpreter fails a nested def too
+        assert failure.error.message.startswith("runs in the interpreter but would not compile for a GPU: ")
+    assert says in failure.error.message
+    where = getattr(ck, helper) if helper else kernel
+    assert failure.error.line == bad_line(where), str(result)
+    assert failure.error.filename == ck.__file__
+    assert "BAD_LINE" in failure.error.source
+    assert "Traceback" not in str(result) and "code_generator" not in str(result)
+    # Every size fails the same way (the front end runs at each of them).
+    assert all(o.status == "compile error" for o in result.outcomes if o.status != "not run")
+
+
+def test_the_same_kernels_pass_without_the_check(monkeypatch):
+    assert test(ck.add_mask2_kernel_lambda, puzzle=2, quiet=True, compile_check=False).passed
+    monkeypatch.setenv("PUZZLES_COMPILE_CHECK", "0")
+    assert test(ck.add_mask2_kernel_global, puzzle=2, quiet=True).passed
+
+
+def test_helpers_and_constexpr_globals_compile():
+    result = test(ck.add_mask2_kernel_good_helper, puzzle=2, quiet=True, compile_check="full")
+    assert result.passed, str(result)
+
+
+def _calls(p):
+    kernel = p.reference()
+    args_for = _bind(kernel, p.spec)
+    return kernel, [args_for(_make_case(p.spec, p, s, 1, i)) for i, s in enumerate(p.sizes)]
+
+
+@pytest.mark.parametrize("p", catalog.all_puzzles(), ids=lambda p: p.id)
+def test_every_reference_compiles_for_every_target(p):
+    kernel, calls = _calls(p)
+    check = compile_check.start(kernel, calls, p.min_sm)
+    assert check is not None
+    targets = {item["target"] for item in check.items if item["stage"] == "full"}
+    assert targets >= {80, 90} and (75 in targets) == (p.min_sm <= 75)
+    report = check.report(wait_full=True)
+    assert report.problems == [] and report.pending == []
+    assert not any(v.get("skipped") for v in check.results.values()), check.results  # really compiled
+
+
+def test_a_rerun_is_answered_from_the_cache():
+    p = catalog.get(2)
+    kernel, calls = _calls(p)
+    first = compile_check.start(kernel, calls)
+    first.report(wait_full=True)
+    again = compile_check.start(kernel, calls)
+    assert again.jobs == {}  # nothing sent to the compiler
+    assert len(again.results) == len(again.items)
+
+
+def test_shared_memory_past_a_targets_limit_is_a_note():
+    kernel = catalog.get(11).reference()
+    t = torch.empty(4)
+    sizes = dict(N0=512, N1=512, N2=1, MID=512, B0=128, B1=128, B2=1, B_MID=128)
+    report = compile_check.start(kernel, [([t, t, t], sizes)]).report(wait_full=True)
+    assert report.problems == []
+    assert any("sm_75" in n and "shared memory" in n for n in report.notes), report.notes
+
+
+def test_grade_fails_an_interpreter_only_kernel(tmp_path):
+    from puzzles.grade import grade
+
+    source = inspect.getsource(ck.add_mask2_kernel_lambda.fn).replace("add_mask2_kernel_lambda", "add_mask2_kernel")
+    path = tmp_path / "answers.py"
+    path.write_text("import triton\nimport triton.language as tl\n\n\n" + source)
+    (g,) = grade([path], [catalog.get(2)])
+    assert g.status == "failed"
+    assert "would not compile for a GPU" in g.reason and "Lambda" in g.reason
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "BAD_LINE" in text)
+    assert f"at line {line}:" in g.reason
+    linecache.checkcache(str(path))
+
+
+def test_the_courses_debugging_helpers_compile_to_nothing():
+    result = test(ck.add_mask2_kernel_debugging, puzzle=2, quiet=True, compile_check="full")
+    assert result.passed, str(result)
+
+
+def test_sizes_that_compile_alike_share_one_check_and_all_fail():
+    sizes = [{"N0": 4, "N1": 32, "T": 200, "B0": 1, "B1": 32}, {"N0": 5, "N1": 32, "T": 77, "B0": 1, "B1": 32}]
+    p = catalog.get(7)
+    kernel = ck.sum_kernel_dynamic_arange
+    args_for = _bind(kernel, p.spec)
+    check = compile_check.start(kernel, [args_for(_make_case(p.spec, p, s, 1, i)) for i, s in enumerate(sizes)])
+    assert [item["sizes"] for item in check.items if item["stage"] == "front"] == [[0, 1]]
+    result = test(kernel, puzzle=7, sizes=sizes, quiet=True)
+    assert [o.status for o in result.outcomes] == ["compile error", "compile error"], str(result)
+
+
+def test_an_autotune_config_is_compiled_with_its_launch_options():
+    from puzzles.autotune import ConfigLaunch
+
+    p = catalog.get(20)
+    tuner = p.reference()
+    config = tuner.configs[0]
+    launch = ConfigLaunch(tuner.fn, config)
+    sizes = {**p.sizes[0], **config.kwargs}
+    args_for = _bind(launch, p.spec, p)
+    check = compile_check.start(launch, [args_for(_make_case(p.spec, p, sizes, 1, 0))])
+    assert all(item["options"]["num_warps"] == config.num_warps for item in check.items)
+    report = check.report(wait_full=True)
+    assert report.problems == [] and not any(v.get("skipped") for v in check.results.values())
+
+
+def test_a_dead_worker_is_replaced():
+    old = compile_check._worker("front")
+    old.proc.kill()
+    old.proc.wait()
+    result = test(ck.add_mask2_kernel_lambda, puzzle=2, quiet=True)
+    assert result.first_failure.status == "compile error", str(result)
+    assert compile_check._worker("front") is not old
