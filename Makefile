@@ -4,34 +4,40 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lab test grade lint notebooks diagrams bench doctor clean
+.PHONY: setup lab workspace test grade lint notebooks diagrams bench doctor clean
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+# scripts/setup.py installs torch's CPU build on a machine without an NVIDIA GPU (`--plan` shows how).
+$(STAMP): requirements.txt pyproject.toml scripts/setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) scripts/setup.py
 	touch $(STAMP)
 
-lab: setup  ## open the course in JupyterLab
-	$(VENV)/bin/jupyter lab notebooks/00_primer.ipynb
+# Extra JupyterLab arguments: make lab ARGS="--port 8890 --no-browser"
+ARGS ?=
+lab: workspace  ## open your copy of the course (my-notebooks/) in JupyterLab
+	$(VENV)/bin/jupyter lab $$(test "$$(id -u)" = 0 && echo --allow-root) $(ARGS) my-notebooks/00_primer.ipynb
 
-test: setup  ## the whole suite: engine, puzzles, notebooks, grading command, lint
+workspace: setup  ## make my-notebooks/, your copy of the notebooks (copies missing ones, never overwrites)
+	$(PY) -m puzzles workspace
+
+test: setup  ## (maintainers) the whole suite: engine, puzzles, notebooks, grading command, lint
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
-grade: setup  ## your scoreboard over notebooks/
+grade: setup  ## your scoreboard over my-notebooks/ (notebooks/ when you have no copy yet)
 	$(PY) -m puzzles grade
 
 doctor: setup
 	$(PY) -m puzzles doctor
 
-notebooks: setup  ## rebuild notebooks/ from the catalog
+notebooks: setup  ## (maintainers) rebuild notebooks/ from the catalog; refuses to overwrite an edited one
 	$(PY) -m puzzles notebooks
 
-diagrams: setup  ## redraw assets/ from the puzzles' shapes
+diagrams: setup  ## (maintainers) redraw assets/ from the puzzles' shapes, then `make notebooks` embeds them
 	$(PY) -m puzzles diagrams
+	$(PY) -m puzzles notebooks
 
 bench: setup  ## GPU benchmarks (each prints a message and exits without a GPU)
 	$(PY) benchmarks/run_all.py

@@ -23,6 +23,12 @@ def main(argv: list[str] | None = None) -> int:
 
     n = sub.add_parser("notebooks", help="rebuild notebooks/ from the catalog (or --check for drift)")
     n.add_argument("--check", action="store_true", help="exit 1 if a committed notebook differs from the catalog")
+    n.add_argument("--force", action="store_true", help="also overwrite notebooks that were edited by hand")
+
+    w = sub.add_parser("workspace", help="make my-notebooks/, your copy of the notebooks (never overwritten)")
+    w.add_argument("--update", action="store_true",
+                   help="merge a newer course into your copies, keeping your kernels and grading cells")
+    w.add_argument("--dir", type=Path, help="the workspace folder (default: my-notebooks/)")
 
     sub.add_parser("diagrams", help="redraw assets/ from the puzzles' shapes")
 
@@ -54,13 +60,28 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             stale = notebooks.drift()
             for name in stale:
-                print(f"out of date: notebooks/{name}")
+                path = notebooks.NOTEBOOK_DIR / name
+                edited = path.exists() and notebooks.edited(path)
+                hand = " (edited by hand: learners work in my-notebooks/)" if edited else ""
+                print(f"out of date: notebooks/{name}{hand}")
             if stale:
                 print("run `python -m puzzles notebooks` to rebuild them from the catalog")
             return 1 if stale else 0
-        for path in notebooks.write():
+        written, refused = notebooks.write(force=args.force)
+        for path in written:
             print(f"wrote {path}")
-        return 0
+        for path in refused:
+            print(f"refused: {path} was edited by hand (it may hold a learner's answers) and was not rewritten",
+                  file=sys.stderr)
+        if refused:
+            print("Learners work in my-notebooks/ (`make lab` makes it; `python -m puzzles workspace` alone makes "
+                  "it without opening JupyterLab): copy your work there first. To discard the edits and rebuild: "
+                  "`python -m puzzles notebooks --force`.", file=sys.stderr)
+        return 1 if refused else 0
+    if args.command == "workspace":
+        from puzzles import workspace
+
+        return workspace.main(args.dir, merge_newer=args.update)
     if args.command == "diagrams":
         from puzzles import diagrams
 

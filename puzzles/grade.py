@@ -12,7 +12,9 @@ from __future__ import annotations
 import ast
 import json
 import linecache
+import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,9 +73,15 @@ def _is_constexpr_call(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr == "constexpr"
 
 
-def load_definitions(path: Path) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+_DEF = re.compile(r"^\s*def\s+(\w+)\s*\(", re.MULTILINE)
+
+
+def load_definitions(path: Path, broken: dict[str, str] | None = None,
+                     ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """Execute only the definitions of a file; return the namespace, where each name was
-    defined, and the problems met (a cell that does not parse, a definition that raised)."""
+    defined, and the problems met (a cell that does not parse, a definition that raised).
+    `broken`, when given, receives for each function that could not be defined why (so a
+    syntax error in a kernel's cell is a failure, not "not attempted")."""
     namespace: dict[str, Any] = {"__name__": f"graded_{path.stem}"}
     origins: dict[str, str] = {}
     problems: list[str] = []
@@ -82,7 +90,11 @@ def load_definitions(path: Path) -> tuple[dict[str, Any], dict[str, str], list[s
         try:
             tree = ast.parse(text)
         except SyntaxError as err:
-            problems.append(f"{label}: line {err.lineno}: {err.msg}")
+            problem = f"{label}: line {err.lineno}: SyntaxError: {err.msg}"
+            problems.append(problem)
+            if broken is not None:
+                for name in _DEF.findall(text):
+                    broken[name] = problem
             continue
         # Register the source so Triton (and error messages) can read it by file name.
         linecache.cache[label] = (len(text), None, text.splitlines(keepends=True), label)
@@ -92,7 +104,10 @@ def load_definitions(path: Path) -> tuple[dict[str, Any], dict[str, str], list[s
             try:
                 exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), namespace)
             except Exception as err:  # noqa: BLE001 - a learner's cell can raise anything
-                problems.append(f"{label}: line {node.lineno}: {type(err).__name__}: {err}")
+                problem = f"{label}: line {node.lineno}: {type(err).__name__}: {err}"
+                problems.append(problem)
+                if broken is not None and isinstance(node, ast.FunctionDef):
+                    broken[node.name] = problem
                 continue
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                 origins[node.name] = label
@@ -109,22 +124,37 @@ def _kernel_source(label: str, name: str) -> str:
 
 
 def grade(paths: list[Path], puzzles: list[Puzzle], timeout: float = 20.0, viz_dir: Path | None = None) -> list[Grade]:
-    """Grade every puzzle whose kernel the files define (later files win)."""
-    found: dict[str, tuple[Any, str]] = {}
+    """Grade every puzzle whose kernel the files define. When several files define a kernel, the
+    last one that is not the starter is graded and the others are named in a warning (stderr)."""
+    found: dict[str, list[tuple[Any, str]]] = {}
+    broken: dict[str, str] = {}
     problems: list[str] = []
     for path in paths:
-        namespace, origins, file_problems = load_definitions(path)
+        file_broken: dict[str, str] = {}
+        namespace, origins, file_problems = load_definitions(path, file_broken)
         problems += file_problems
         for p in puzzles:
             if p.kernel_name in namespace:
-                found[p.kernel_name] = (namespace[p.kernel_name], origins.get(p.kernel_name, str(path)))
+                found.setdefault(p.kernel_name, []).append(
+                    (namespace[p.kernel_name], origins.get(p.kernel_name, str(path))))
+            elif p.kernel_name in file_broken:
+                broken[p.kernel_name] = file_broken[p.kernel_name]
     grades = []
     for p in puzzles:
-        if p.kernel_name not in found:
+        candidates = found.get(p.kernel_name, [])
+        attempts = [c for c in candidates if not is_starter(_kernel_source(c[1], p.kernel_name), p)]
+        if not attempts and p.kernel_name in broken:  # the learner wrote it, but it does not even define
+            grades.append(Grade(p, "failed", broken[p.kernel_name], broken[p.kernel_name].split(": line")[0]))
+            continue
+        if not candidates:
             grades.append(Grade(p, "not attempted", f"no {p.kernel_name} found"))
             continue
-        kernel, origin = found[p.kernel_name]
-        if is_starter(_kernel_source(origin, p.kernel_name), p):
+        kernel, origin = (attempts or candidates)[-1]
+        others = [o for _, o in candidates if o != origin]
+        if others:
+            problems.append(f"{p.kernel_name} is defined in {len(candidates)} places; graded the one in {origin}, "
+                            f"not {', '.join(others)}")
+        if not attempts:
             grades.append(Grade(p, "not attempted", "still the starter", origin))
             continue
         result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full")
@@ -135,7 +165,7 @@ def grade(paths: list[Path], puzzles: list[Puzzle], timeout: float = 20.0, viz_d
         grades.append(Grade(p, "passed" if result.passed else "failed", "" if result.passed else result.reason(),
                             origin, result.seconds, result))
     for problem in problems:
-        print(f"warning: {problem}")
+        print(f"warning: {problem}", file=sys.stderr)
     return grades
 
 
@@ -154,10 +184,16 @@ def scoreboard(grades: list[Grade]) -> str:
     return "\n".join(lines)
 
 
-def default_paths() -> list[Path]:
+def default_folder() -> Path:
+    """The learner's workspace (my-notebooks/) when it holds notebooks, else the course's notebooks/."""
     from puzzles.notebooks import NOTEBOOK_DIR
+    from puzzles.workspace import WORKSPACE
 
-    return sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+    return WORKSPACE if any(WORKSPACE.glob("*.ipynb")) else NOTEBOOK_DIR
+
+
+def default_paths() -> list[Path]:
+    return sorted(default_folder().glob("*.ipynb"))
 
 
 def expand(paths: list[str]) -> list[Path]:
@@ -177,3 +213,48 @@ def select(numbers: list[int] | None) -> list[Puzzle]:
     if not numbers:
         return catalog.all_puzzles()
     return [catalog.get(n) for n in numbers]
+
+
+class Progress:
+    """The scoreboard of a folder, shown in a notebook as a table with a link to each puzzle."""
+
+    def __init__(self, grades: list[Grade], folder: Path, links: dict[int, str]):
+        self.grades, self.folder, self.links = grades, folder, links
+
+    def __str__(self) -> str:
+        return scoreboard(self.grades)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = []
+        for g in self.grades:
+            mark = {"passed": "✓", "failed": "✗", "not attempted": "·"}[g.status]
+            title = f"{g.puzzle.number:02d} {escape(g.puzzle.title)}"
+            link = self.links.get(g.puzzle.number)
+            name = f'<a href="{escape(link)}">{title}</a>' if link else title
+            detail = escape(g.reason.splitlines()[0][:200]) if g.reason else f"{g.seconds:.2f} s"
+            rows.append(f"<tr><td>{mark}</td><td style='text-align:left'>{name}</td><td>{g.status}</td>"
+                        f"<td style='text-align:left'>{detail}</td></tr>")
+        passed = sum(g.status == "passed" for g in self.grades)
+        return (f"<p><b>{passed} of {len(self.grades)} puzzles passed</b> (notebooks in {escape(str(self.folder))})</p>"
+                "<table><tr><th></th><th style='text-align:left'>puzzle</th><th>status</th>"
+                "<th style='text-align:left'>details</th></tr>" + "".join(rows) + "</table>")
+
+
+def progress(folder: str | Path | None = None, timeout: float = 20.0) -> Progress:
+    """Grade the puzzle notebooks of `folder` (default: the current folder when it holds them, as in
+    the progress notebook, else `make grade`'s folder) and return the scoreboard."""
+    if folder is None:
+        here = Path.cwd()
+        folder = here if any(here.glob("[0-9][0-9]_*.ipynb")) else default_folder()
+    folder = Path(folder)
+    puzzles = catalog.all_puzzles()
+    grades = grade(sorted(folder.glob("*.ipynb")), puzzles, timeout=timeout)
+    # Links relative to the notebook showing the table (the current folder), as Jupyter resolves them.
+    links = {p.number: os.path.relpath(folder / f"{p.id}.ipynb", Path.cwd()) for p in puzzles
+             if (folder / f"{p.id}.ipynb").exists()}
+    return Progress(grades, folder, links)

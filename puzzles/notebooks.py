@@ -11,6 +11,8 @@ cell (tagged `grade`). Notebooks are written without outputs.
 from __future__ import annotations
 
 import ast
+import base64
+import hashlib
 import json
 import math
 import textwrap
@@ -23,21 +25,83 @@ from puzzles.puzzle import Puzzle
 from puzzles.solution_source import ROOT, kernel_signature, starter_source
 
 NOTEBOOK_DIR = ROOT / "notebooks"
-# Where the course is published; the Colab links and the Colab set-up cell point here.
-GITHUB_REPO = "triton-puzzles/triton-puzzles-course"
+ASSET_DIR = ROOT / "assets"
+# The key under which a generated notebook records the digest of its generated content.
+META_KEY = "triton_puzzles"
+# The course's public home when neither pyproject.toml nor the installed metadata says otherwise.
+DEFAULT_URL = "https://github.com/triton-puzzles/triton-puzzles-course"
+
+
+def course_url() -> str:
+    """The course's public home: `[project.urls] Repository` in pyproject.toml (one setting for the
+    Colab badge and the Colab install), or the installed package's metadata outside a checkout."""
+    pyproject = ROOT / "pyproject.toml"
+    if pyproject.is_file():
+        url = _repository_from_pyproject(pyproject.read_text())
+        if url:
+            return url
+    try:
+        from importlib.metadata import PackageNotFoundError, metadata
+
+        for entry in metadata("triton-puzzles-course").get_all("Project-URL") or []:
+            label, _, url = entry.partition(",")
+            if label.strip().lower() == "repository":
+                return url.strip()
+    except PackageNotFoundError:
+        pass
+    return DEFAULT_URL
+
+
+def _repository_from_pyproject(text: str) -> str | None:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: read the one line this needs
+        section = None
+        for line in text.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("["):
+                section = line.strip("[] ")
+            elif section == "project.urls" and "=" in line:
+                key, _, value = line.partition("=")
+                if key.strip().strip('"') == "Repository":
+                    return value.strip().strip('"\'')
+        return None
+    return tomllib.loads(text).get("project", {}).get("urls", {}).get("Repository")
+
+
+def github_repo(url: str) -> str:
+    """`owner/name` of a GitHub URL (the Colab badge opens notebooks by that path)."""
+    return url.removesuffix("/").removesuffix(".git").split("github.com/", 1)[-1]
+
+
+COURSE_URL = course_url()
+GITHUB_REPO = github_repo(COURSE_URL)
 COLAB_URL = "https://colab.research.google.com/github/{repo}/blob/main/notebooks/{name}"
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 SETUP_SOURCE = f"""\
-# Set-up. In Colab this installs the course; after `make lab` it is installed already; a checkout
-# opened in another environment (VS Code, plain Jupyter) finds the course one folder up.
+# Set-up: use the installed course (`make lab` installs it), else a checkout in a folder above this
+# notebook, else (Colab) install it. TRITON_PUZZLES_PIP replaces what is installed (a fork, a wheel).
+import importlib
+import importlib.util
+import os
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
-if "google.colab" in sys.modules:
-    %pip install -q "git+https://github.com/{GITHUB_REPO}"
-elif (Path.cwd().parent / "puzzles").is_dir():
-    sys.path.insert(0, str(Path.cwd().parent))
+if importlib.util.find_spec("puzzles") is None:
+    _course = next((d for d in [Path.cwd(), *Path.cwd().parents]
+                    if (d / "pyproject.toml").is_file() and (d / "puzzles" / "catalog").is_dir()), None)
+    if _course is not None:
+        sys.path.insert(0, str(_course))
+    elif "google.colab" in sys.modules or "TRITON_PUZZLES_PIP" in os.environ:
+        _what = shlex.split(os.environ.get("TRITON_PUZZLES_PIP", "git+{COURSE_URL}"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_what], check=True)
+        importlib.invalidate_caches()
+    else:
+        raise ModuleNotFoundError("the course is not installed: run `make lab` in the course's folder, "
+                                  "or `pip install git+{COURSE_URL}`")
 """
 
 IMPORTS_SOURCE = """\
@@ -47,6 +111,13 @@ import triton.language as tl
 
 from puzzles import Float32, Int32, Tensor, test  # `import puzzles` picks the interpreter when there is no GPU
 """
+
+
+def diagram_markdown(p: Puzzle) -> str:
+    """The puzzle's diagram inlined as a data: URI, so the notebook renders on its own (Colab,
+    nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it."""
+    svg = base64.b64encode((ASSET_DIR / f"{p.id}.svg").read_bytes()).decode("ascii")
+    return f"![diagram of puzzle {p.number}](data:image/svg+xml;base64,{svg})"
 
 
 def notebook_name(p: Puzzle) -> str:
@@ -123,9 +194,9 @@ def puzzle_notebook(p: Puzzle) -> dict:
               f"# Puzzle {p.number}: {p.title}", f"p{p.number}-title"),
         _cell("code", SETUP_SOURCE, f"p{p.number}-setup"),
         _cell("code", IMPORTS_SOURCE, f"p{p.number}-imports"),
-        _cell("markdown", textwrap.dedent(p.statement).strip()
-              + f"\n\n![diagram of puzzle {p.number}](../assets/{p.id}.svg)",
-              f"p{p.number}-statement"),
+        _cell("markdown", textwrap.dedent(p.statement).strip(), f"p{p.number}-statement"),
+        # In a cell of its own, so the statement's source stays readable.
+        _cell("markdown", diagram_markdown(p), f"p{p.number}-diagram"),
         _cell("markdown", "## The spec\n\nWhat the kernel must compute, in plain PyTorch. The annotations give each "
               "tensor's dtype and shape; the grader draws random inputs from them.", f"p{p.number}-spec-title"),
         _cell("code", spec_source(p), f"p{p.number}-spec"),
@@ -163,29 +234,72 @@ def speed_text(p: Puzzle) -> str:
             "bandwidth and matmul rate, measured once and cached), and the time of the PyTorch spec beside it.")
 
 
+PROGRESS_NAME = "progress.ipynb"
+
+
+def progress_notebook() -> dict:
+    colab = COLAB_URL.format(repo=GITHUB_REPO, name=PROGRESS_NAME)
+    return _notebook([
+        _cell("markdown", f"[![Open In Colab]({COLAB_BADGE})]({colab})\n\n# Your progress\n\n"
+              "Run the cells below to grade every puzzle notebook in this folder: the kernel you wrote in each "
+              "one is run by the same `test()` as its grading cell. Each row links to its puzzle. "
+              "`make grade` prints the same scoreboard in a terminal.", "progress-title"),
+        _cell("code", SETUP_SOURCE, "progress-setup"),
+        _cell("code", "from puzzles.grade import progress\n\nprogress()  # or progress(\"path/to/folder\")",
+              "progress-board"),
+    ])
+
+
 def all_notebooks() -> dict[str, dict]:
     from puzzles.primer import primer_notebook
 
     books = {"00_primer.ipynb": primer_notebook()}
     for p in catalog.all_puzzles():
         books[notebook_name(p)] = puzzle_notebook(p)
+    books[PROGRESS_NAME] = progress_notebook()
+    for nb in books.values():
+        nb["metadata"][META_KEY] = {"digest": content_digest(nb)}
     return books
+
+
+def content_digest(nb: dict) -> str:
+    """A digest of what a learner can edit (each cell's kind, source and attachments): outputs and
+    metadata do not count, so running a notebook does not make it look edited."""
+    cells = [[c.get("cell_type"), "".join(c.get("source", "")), c.get("attachments")] for c in nb.get("cells", [])]
+    return hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def edited(path: Path) -> bool:
+    """True when a generated notebook's content no longer matches the digest it was written with
+    (someone typed into it), or it carries no digest (it may hold work this command cannot see)."""
+    try:
+        nb = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return True
+    recorded = nb.get("metadata", {}).get(META_KEY, {}).get("digest")
+    return recorded != content_digest(nb)
 
 
 def dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
-def write(directory: Path = NOTEBOOK_DIR) -> list[Path]:
+def write(directory: Path = NOTEBOOK_DIR, force: bool = False) -> tuple[list[Path], list[Path]]:
+    """Rewrite the notebooks that differ from the catalog. A notebook that was edited by hand is
+    left alone (it may hold a learner's answers) and returned second, unless `force`."""
     directory.mkdir(parents=True, exist_ok=True)
-    written = []
+    written, refused = [], []
     for name, nb in all_notebooks().items():
         path = directory / name
         text = dumps(nb)
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-            written.append(path)
-    return written
+        if path.exists() and path.read_text() == text:
+            continue
+        if path.exists() and not force and edited(path):
+            refused.append(path)
+            continue
+        path.write_text(text)
+        written.append(path)
+    return written, refused
 
 
 def drift(directory: Path = NOTEBOOK_DIR) -> list[str]:

@@ -75,7 +75,7 @@ def test_notebook_with_a_solution_passes_and_is_not_modified(tmp_path):
 
 
 def test_shipped_notebooks_are_all_not_attempted():
-    proc = run_grade("--json")
+    proc = run_grade(str(ROOT / "notebooks"), "--json")
     assert proc.returncode == 1
     statuses = {r["status"] for r in records(proc).values()}
     assert statuses == {"not attempted"}

@@ -1,0 +1,151 @@
+"""The Colab path, without Colab: a fresh virtual environment in which only the preinstalled stack
+(torch, triton, numpy, jaxtyping, Jupyter) is importable, the course installed by the notebook's own
+set-up cell from a wheel (not editable, no checkout on the path), a notebook copied to a folder
+outside the checkout and executed headless. Every puzzle's grading cell then works: the starter is
+"Not yet" and the reference passes.
+
+The set-up cell's Colab branch runs when `google.colab` is imported or TRITON_PUZZLES_PIP is set;
+that variable also replaces `git+<repository>` (here: the wheel just built)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from puzzles import catalog, notebooks
+from puzzles.solution_source import reference_source
+
+ROOT = Path(__file__).resolve().parent.parent
+# The course's own distribution in this environment (an editable install) must not be visible.
+HIDDEN = ("__editable__", "triton_puzzles_course", "puzzles", "solutions")
+
+DRIVER = """
+import sys
+import nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True).execute()
+nbformat.write(nb, sys.argv[1])
+"""
+
+
+def _wheel(tmp: Path) -> Path:
+    # Build from a copy of the package's files, so the checkout gets no build/ or egg-info.
+    src = tmp / "src"
+    for name in ("puzzles", "solutions"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    # With setuptools here, build offline; without it (a Python 3.12 venv), pip fetches the build backend.
+    offline = ["--no-build-isolation", "--no-index"] if importlib.util.find_spec("setuptools") else []
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", *offline,
+                    "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp / "dist").glob("triton_puzzles_course-*.whl")
+    return wheel
+
+
+def _venv(tmp: Path) -> Path:
+    """A venv whose only packages are this environment's third-party ones, seen through a folder of
+    links (so the editable course and its .pth files stay out)."""
+    base = tmp / "preinstalled"
+    base.mkdir()
+    site = Path(sysconfig.get_paths()["purelib"])
+    for entry in site.iterdir():
+        if not entry.name.startswith(HIDDEN) and entry.suffix != ".pth":
+            (base / entry.name).symlink_to(entry)
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    python = venv / "bin" / "python"
+    venv_site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    Path(venv_site, "preinstalled.pth").write_text(f"{base}\n")
+    return python
+
+
+def _combined_notebook(work: Path) -> Path:
+    """Notebook 1 copied as shipped, then for every puzzle its spec, starter and grading cell, and the
+    reference with the grading cell again: one kernel grades them all (fast enough for CI)."""
+    first = catalog.get(1)
+    nb = nbformat.read(notebooks.NOTEBOOK_DIR / f"{first.id}.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import puzzles\nprint(puzzles.__file__)"))
+    # Outside a checkout the repository URL comes from the installed package's metadata.
+    nb.cells.append(nbformat.v4.new_code_cell("from puzzles.notebooks import COURSE_URL\nprint('url', COURSE_URL)"))
+    for p in catalog.all_puzzles():
+        book = nbformat.read(notebooks.NOTEBOOK_DIR / f"{p.id}.ipynb", as_version=4)
+        spec = [c for c in book.cells if c.get("id", "").endswith("-spec")]
+        starter = [c for c in book.cells if "starter" in c.metadata.get("tags", [])]
+        grade = [c for c in book.cells if "grade" in c.metadata.get("tags", [])]
+        if p is not first:
+            nb.cells += spec + starter + grade
+        reference = nbformat.v4.new_code_cell(reference_source(p))
+        check = nbformat.v4.new_code_cell(grade[0].source, metadata={"tags": ["grade-reference"]})
+        nb.cells += [reference, check]
+    nb.cells.append(nbformat.v4.new_code_cell("from puzzles.grade import progress\n\nprogress()",
+                                              metadata={"tags": ["progress"]}))
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"c{i}"
+    path = work / f"{first.id}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def _html(cell) -> str:
+    def text(value) -> str:
+        return "".join(value) if isinstance(value, list) else value
+
+    return "".join(text(o.get("data", {}).get("text/html", "")) + text(o.get("text", "")) for o in cell["outputs"])
+
+
+@pytest.mark.notebooks
+@pytest.mark.skipif(sys.platform != "linux", reason="the course's CPU stack is tested on Linux")
+def test_a_notebook_runs_from_the_wheel_outside_the_checkout(tmp_path):
+    wheel = _wheel(tmp_path)
+    python = _venv(tmp_path)
+    work = tmp_path / "content"  # as Colab's /content: no course anywhere above it
+    work.mkdir()
+    path = _combined_notebook(work)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
+    env["TRITON_PUZZLES_PIP"] = f"--no-index {wheel}"
+    proc = subprocess.run([str(python), "-c", DRIVER, str(path)], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    nb = json.loads(path.read_text())
+    errors = [f"{o['ename']}: {o['evalue']}" for c in nb["cells"] if c["cell_type"] == "code"
+              for o in c["outputs"] if o["output_type"] == "error"]
+    assert errors == []
+    # The course was installed by the set-up cell, into the fresh environment, not found in a checkout.
+    where = [_html(c) for c in nb["cells"] if "print(puzzles.__file__)" in "".join(c["source"])]
+    assert str(tmp_path / "venv") in where[0] and str(ROOT) not in where[0]
+    (url,) = [_html(c) for c in nb["cells"] if "print('url'" in "".join(c["source"])]
+    assert url.split()[-1] == notebooks.course_url()
+    starters = [_html(c) for c in nb["cells"] if "grade" in c["metadata"].get("tags", [])]
+    references = [_html(c) for c in nb["cells"] if "grade-reference" in c["metadata"].get("tags", [])]
+    count = len(catalog.all_puzzles())
+    assert len(starters) == len(references) == count
+    assert all("Not yet" in h for h in starters), [h[:300] for h in starters if "Not yet" not in h]
+    assert all("Passed" in h and "Not yet" not in h for h in references)
+    (board,) = [_html(c) for c in nb["cells"] if "progress" in c["metadata"].get("tags", [])]
+    # The progress board grades the file on disk (its reference cells come last, so they are graded).
+    assert 'href="01_constant_add.ipynb"' in board and f"{count} of {count} puzzles passed" in board
+
+
+def test_the_repository_url_is_one_setting(monkeypatch):
+    text = (ROOT / "pyproject.toml").read_text()
+    url = notebooks._repository_from_pyproject(text)
+    assert url and url.startswith("https://github.com/") and notebooks.course_url() == url
+    assert f"git+{url}" in notebooks.SETUP_SOURCE
+    assert f"colab.research.google.com/github/{notebooks.github_repo(url)}/" in json.dumps(notebooks.all_notebooks())
+    # Python 3.10 has no tomllib: the small reader finds the same line.
+    monkeypatch.setitem(sys.modules, "tomllib", None)
+    assert notebooks._repository_from_pyproject(text) == url
+    forked = text.replace(url, "https://github.com/someone/fork")
+    assert notebooks._repository_from_pyproject(forked) == "https://github.com/someone/fork"

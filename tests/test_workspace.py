@@ -1,0 +1,152 @@
+"""The learner's work is never lost: `my-notebooks/` is made once and never overwritten, a newer course
+merges in keeping the answers, and the maintainers' commands (`make notebooks`, `make diagrams`, the
+suite's checks) neither touch it nor are disturbed by it; an answer typed into the course's own
+notebook is refused, not overwritten."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from puzzles import catalog, notebooks, workspace
+from puzzles.solution_source import reference_source
+
+ROOT = Path(__file__).resolve().parent.parent
+P1 = catalog.get(1)
+NAME = f"{P1.id}.ipynb"
+
+
+def _answer(path: Path, source: str) -> None:
+    nb = json.loads(path.read_text())
+    (cell,) = [c for c in nb["cells"] if "starter" in c.get("metadata", {}).get("tags", [])]
+    cell["source"] = source
+    path.write_text(json.dumps(nb, indent=1))
+
+
+def _kernel(path: Path) -> str:
+    nb = json.loads(path.read_text())
+    (cell,) = [c for c in nb["cells"] if "starter" in c.get("metadata", {}).get("tags", [])]
+    return "".join(cell["source"])
+
+
+def test_workspace_copies_missing_notebooks_and_never_overwrites(tmp_path):
+    copied, stale = workspace.create(tmp_path)
+    assert {p.name for p in copied} == {p.name for p in notebooks.NOTEBOOK_DIR.glob("*.ipynb")} and stale == []
+    _answer(tmp_path / NAME, "# my answer\n")
+    (tmp_path / "02_constant_add_block.ipynb").unlink()
+    copied, stale = workspace.create(tmp_path)
+    assert [p.name for p in copied] == ["02_constant_add_block.ipynb"] and stale == []
+    assert _kernel(tmp_path / NAME) == "# my answer\n"
+
+
+def test_update_merges_a_newer_course_keeping_answers_and_own_cells(tmp_path, monkeypatch):
+    mine = tmp_path / "mine"
+    workspace.create(mine)
+    _answer(mine / NAME, "# my answer\n")
+    nb = json.loads((mine / NAME).read_text())
+    nb["cells"].append({"cell_type": "code", "id": "a1b2c3d4", "metadata": {}, "source": "print('mine')",
+                        "outputs": [], "execution_count": None})
+    (mine / NAME).write_text(json.dumps(nb))
+    # A newer course: puzzle 1's statement changed (and so its digest).
+    course = tmp_path / "course"
+    shutil.copytree(notebooks.NOTEBOOK_DIR, course)
+    new = json.loads((course / NAME).read_text())
+    new["cells"][0]["source"] = ["# Puzzle 1, revised"]
+    new["metadata"][notebooks.META_KEY]["digest"] = notebooks.content_digest(new)
+    (course / NAME).write_text(notebooks.dumps(new))
+    monkeypatch.setattr(workspace, "NOTEBOOK_DIR", course)
+
+    assert [p.name for p in workspace.create(mine)[1]] == [NAME]  # told, not touched
+    assert _kernel(mine / NAME) == "# my answer\n"
+    changed, backup = workspace.update(mine)
+    assert [p.name for p in changed] == [NAME]
+    merged = json.loads((mine / NAME).read_text())
+    assert "".join(merged["cells"][0]["source"]) == "# Puzzle 1, revised"
+    assert _kernel(mine / NAME) == "# my answer\n"
+    assert merged["cells"][-1]["source"] == "print('mine')"
+    assert _kernel(backup / NAME) == "# my answer\n" and backup.parent.name == workspace.BACKUP
+    assert workspace.update(mine) == ([], None)  # now up to date
+
+
+def _copy_repo(dest: Path) -> None:
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None or not (ROOT / ".git").exists(),
+                    reason="needs make and a git checkout")
+def test_maintainer_commands_leave_the_learner_answer_intact(tmp_path):
+    repo = tmp_path / "course"
+    _copy_repo(repo)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the copy's own `puzzles`
+    # This interpreter's environment, marked as set up (-o): the copy must not install anything.
+    venv = Path(sys.prefix)
+    make = ["make", "--no-print-directory", "-o", str(venv / ".installed"), f"VENV={venv}", f"PY={sys.executable}"]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*args], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+
+    # `make lab`, with a stand-in for JupyterLab that records its arguments.
+    fake = tmp_path / "fake-venv"
+    (fake / "bin").mkdir(parents=True)
+    (fake / "bin" / "jupyter").write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/jupyter-args\n')
+    (fake / "bin" / "jupyter").chmod(0o755)
+    proc = run("make", "--no-print-directory", "-o", str(fake / ".installed"), f"VENV={fake}", f"PY={sys.executable}",
+               "lab", "ARGS=--port 8890 --no-browser")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    args = (tmp_path / "jupyter-args").read_text().split()
+    assert args[0] == "lab" and args[-1] == "my-notebooks/00_primer.ipynb" and "--port" in args
+    assert ("--allow-root" in args) == (os.geteuid() == 0)  # as root (Docker, cloud notebooks) it must start
+    learner = repo / "my-notebooks" / NAME
+    _answer(learner, reference_source(P1))
+    for target in ("notebooks", "diagrams"):
+        proc = run(*make, target)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert _kernel(learner) == reference_source(P1)
+    # What `make test` checks about the course's files passes beside a learner's workspace.
+    proc = run(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_notebooks.py",
+               "-m", "not notebooks")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    ruff = shutil.which("ruff") or str(venv / "bin" / "ruff")
+    if Path(ruff).exists():
+        proc = run(ruff, "check", "--no-cache", "--output-format", "concise", ".")
+        assert "my-notebooks" not in proc.stdout
+    # `make grade` grades the learner's copy.
+    proc = run(*make, "grade")
+    assert f"✓   1 {P1.title}" in proc.stdout, proc.stdout + proc.stderr
+
+    # An answer typed into the course's own notebook: regenerating refuses and names it.
+    course = repo / "notebooks" / NAME
+    _answer(course, reference_source(P1))
+    proc = run(*make, "notebooks")
+    assert proc.returncode != 0 and f"notebooks/{NAME}" in proc.stderr and "--force" in proc.stderr
+    assert _kernel(course) == reference_source(P1) and _kernel(learner) == reference_source(P1)
+    proc = run(sys.executable, "-m", "puzzles", "notebooks", "--force")
+    assert proc.returncode == 0 and _kernel(course) != reference_source(P1)
+
+
+def test_regenerating_refuses_an_edited_notebook_unless_forced(tmp_path):
+    written, refused = notebooks.write(tmp_path)
+    assert refused == [] and len(written) == len(notebooks.all_notebooks())
+    # Running a notebook (outputs only) does not count as an edit; typing into a cell does.
+    ran = json.loads((tmp_path / NAME).read_text())
+    ran["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hi"}]
+    (tmp_path / NAME).write_text(json.dumps(ran))
+    assert not notebooks.edited(tmp_path / NAME)
+    _answer(tmp_path / NAME, "# my answer\n")
+    assert notebooks.edited(tmp_path / NAME)
+    written, refused = notebooks.write(tmp_path)
+    assert refused == [tmp_path / NAME] and written == [] and _kernel(tmp_path / NAME) == "# my answer\n"
+    written, refused = notebooks.write(tmp_path, force=True)
+    assert written == [tmp_path / NAME] and refused == [] and notebooks.drift(tmp_path) == []
