@@ -63,3 +63,17 @@ def test_an_endless_loop_the_compiler_removed_still_fails_with_a_timeout():
     assert first.status == "timeout" and "timeout=" in first.reason() and "N0=200" in first.reason()
     assert all(o.status == "not run" for o in result.outcomes[1:])
     assert result.seconds < 30
+
+
+@pytest.mark.parametrize(("kernel", "number"), [
+    (wrong.softmax_kernel_masked_zero, 8),
+    (wrong.softmax_kernel_unstable, 8),
+    (wrong.softmax_kernel_no_rescale, 8),
+    (wrong.flashatt_kernel_no_rescale, 9),
+], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_known_bugs_fail_compiled_at_every_seed(kernel, number):
+    # The shaped inputs of puzzles 8 and 9 (puzzles/bug_inputs.py) must catch these compiled too.
+    for seed in range(1000, 1010):
+        result = test(kernel, catalog.get(number).spec, quiet=True, seed=seed)
+        assert not result.passed, f"seed {seed} passed"
+        assert result.first_failure.status == "wrong", str(result)

@@ -8,9 +8,13 @@ import pytest
 import torch
 import wrong_kernels as wrong
 
-from puzzles import catalog, test
+from puzzles import catalog, on_gpu, test
 from puzzles.inputs import build_arena, poison_, random_tensor, unwritten_mask
 from puzzles.solution_source import starter_source
+
+# Debugging and the in-process interpreter path exist only where kernels are interpreted; on a GPU
+# tests/test_gpu.py grades the same kernels compiled.
+interpreted_only = pytest.mark.skipif(on_gpu(), reason="runs the interpreter in-process")
 
 ALL = catalog.all_puzzles()
 
@@ -381,6 +385,7 @@ def test_what_the_kernel_printed_is_shown_when_it_passes(load_kernel):
     assert "hello from the kernel" in result._repr_html_()
 
 
+@interpreted_only
 def test_in_process_the_kernel_and_the_debugger_keep_the_real_streams(load_kernel, monkeypatch, capsys):
     import io
 
@@ -401,6 +406,7 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     assert result.passed and "(Pdb)" in out and str(sum(range(32))) in out  # the debugger answered
 
 
+@interpreted_only
 def test_a_breakpoint_in_the_child_process_says_how_to_debug(load_kernel):
     source = """
 @triton.jit
@@ -417,6 +423,7 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     (wrong.softmax_kernel_no_rescale, 8, 2),  # running sum not rescaled: the growing rows are off
     (wrong.flashatt_kernel_no_rescale, 9, 2),  # accumulator not rescaled: keys grow along the row
 ], ids=lambda v: getattr(v, "__name__", str(v)))
+@interpreted_only
 def test_known_bugs_fail_at_every_seed(kernel, number, index):
     # The verdict must not depend on the seed: the puzzle's size `index` fails each of these at
     # 50 seeds. Only that size runs, without recording accesses, to keep the test fast.
@@ -442,6 +449,7 @@ def test_a_softmax_row_that_is_all_slightly_off_is_wrong_in_every_element():
     assert "4 of 4 rows wrong, by up to" in failure.reason()
 
 
+@interpreted_only
 def test_time_at_the_debugger_prompt_does_not_count_against_the_limit(load_kernel, monkeypatch, capsys):
     import time as _time
 
