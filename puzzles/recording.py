@@ -9,6 +9,7 @@ happens and cannot corrupt memory. Masked-off lanes are counted but never checke
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass, field
@@ -114,6 +115,13 @@ class Recorder:
             self._saved[name] = getattr(b, name)
         orig_load, orig_store = self._saved["create_masked_load"], self._saved["create_masked_store"]
         orig_rmw, orig_cas = self._saved["create_atomic_rmw"], self._saved["create_atomic_cas"]
+        # The interpreter recomputes every 32-bit integer add, sub and mul in 64 bits to check for
+        # overflow, then drops the check's assert unless debug=True: half of puzzle 10's grading time
+        # for nothing. Off, the kernel wraps as compiled code does (a wrapped offset is caught as an
+        # out-of-bounds access).
+        self._saved["options"] = b.options
+        if hasattr(b.options, "sanitize_overflow"):
+            b.options = dataclasses.replace(b.options, sanitize_overflow=False)
 
         def masked_load(ptrs, mask, other, *rest):
             safe = self._check("load", ptrs, mask)

@@ -470,3 +470,18 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     monkeypatch.setattr("sys.stdin", SlowLearner())
     result = _grade(load_kernel(source, "add_kernel"), 1, isolate=False, timeout=1.0, sizes=[{"N0": 8, "B0": 8}])
     assert result.passed, str(result)
+
+
+def test_int32_offsets_wrap_as_on_a_gpu(load_kernel):
+    # Compiled without debug=True, a 32-bit offset that overflows wraps; the grader's interpreter
+    # (overflow check off, see puzzles/recording.py) wraps too, and the wild load is named.
+    source = """
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0) + 2147483647
+    offsets = offsets + 1
+    tl.store(z_ptr + tl.arange(0, B0), tl.load(x_ptr + offsets) + 10.0)
+"""
+    failure = _grade(load_kernel(source, "add_kernel"), 1).first_failure
+    assert failure.status == "out of bounds", failure.reason()
+    assert failure.invalid_accesses[0].op == "load"
