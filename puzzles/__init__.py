@@ -51,7 +51,12 @@ except ImportError as _err:
             raise ImportError(f"puzzles.{name} is unavailable: {_WHY}") from _CAUSE
         raise AttributeError(f"module 'puzzles' has no attribute {name!r}")
 else:
-    if _os.environ.get("TRITON_INTERPRET") == "1":
+    import sys as _sys
+
+    # `python -m puzzles CMD` imports this package while sys.argv[0] is still "-m": only `grade`
+    # among the commands compiles kernels (the workers start on first use anyway).
+    _cli_without_grading = _sys.argv[:1] == ["-m"] and _sys.argv[1:2] != ["grade"]
+    if _os.environ.get("TRITON_INTERPRET") == "1" and not _cli_without_grading:
         # Load the GPU compiler in its workers now, while the learner reads: the first grading cell
         # then finds it ready (see puzzles/compile_check.py; PUZZLES_COMPILE_CHECK=0 turns it off).
         from puzzles import compile_check as _compile_check
