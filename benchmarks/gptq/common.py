@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import shlex
 import sys
@@ -66,6 +67,22 @@ def environment() -> dict[str, str]:
         "python": platform.python_version(),
         "command": "python3 " + " ".join(shlex.quote(a) for a in sys.argv),
     }
+
+
+def start_gpu_run(script: str, out: Path) -> dict[str, str] | None:
+    """The environment of a run that writes under `out`; None, after saying so, without a GPU."""
+    if not torch.cuda.is_available():
+        print(f"{script} needs a CUDA GPU (none found); nothing was measured.")
+        return None
+    out.mkdir(parents=True, exist_ok=True)
+    return environment()
+
+
+def write_report(out: Path, name: str, data: dict, lines: list[str]) -> None:
+    """`name`.json (the raw rows) and `name`.md (the table, also printed) under `out`."""
+    (out / f"{name}.json").write_text(json.dumps(data, indent=1))
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def gpu_time_us(calls, min_calls: int = 16, warmup: int = 25, rep: int = 100) -> float:

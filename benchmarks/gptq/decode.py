@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import environment
+from common import start_gpu_run, write_report
 
 from solutions.gptq.layer import GPTQLinear, dequantize_linears, quantize_linears
 
@@ -67,13 +67,11 @@ def main() -> int:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--modes", nargs="*", default=["eager", "compiled"])
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("decode.py needs a CUDA GPU (none found); nothing was measured.")
+    env = start_gpu_run("decode.py", args.out)
+    if env is None:
         return 0
     import transformers
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    env = environment()
     env["transformers"] = transformers.__version__
     config = transformers.LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=args.layers,
                                       num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
@@ -110,7 +108,6 @@ def main() -> int:
                 torch._dynamo.reset()
             rows.append(row)
             print(json.dumps(row), flush=True)
-    (args.out / "decode.json").write_text(json.dumps({"env": env, "check": check, "rows": rows}, indent=1))
 
     def cell(r, key):
         return f"{r[key]:.0f}" if key in r else "error"
@@ -135,8 +132,7 @@ def main() -> int:
     for r in rows:
         ratio = f"{r['int4_tps'] / r['fp16_tps']:.2f}" if "int4_tps" in r and "fp16_tps" in r else "n/a"
         lines.append(f"| {r['mode']} | {r['batch']} | {cell(r, 'fp16_tps')} | {cell(r, 'int4_tps')} | {ratio} |")
-    (args.out / "decode.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(args.out, "decode", {"env": env, "check": check, "rows": rows}, lines)
     return 0
 
 

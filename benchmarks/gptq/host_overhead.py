@@ -18,12 +18,11 @@ called as a module). Each loop cycles through weight copies larger than twice th
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import torch
-from common import copies_to_beat_l2, environment, gpu_time_us, random_layer
+from common import copies_to_beat_l2, gpu_time_us, random_layer, start_gpu_run, write_report
 
 from solutions.gptq import dequantize, gptq_matmul
 from solutions.gptq.layer import GPTQLinear, _op_args, register_weight
@@ -57,11 +56,9 @@ def main() -> int:
     parser.add_argument("--m", type=int, nargs="*", default=[1, 16, 128])
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("host_overhead.py needs a CUDA GPU (none found); nothing was measured.")
+    env = start_gpu_run("host_overhead.py", args.out)
+    if env is None:
         return 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    env = environment()
     rows = []
     for k, n in SHAPES:
         copies = [random_layer(k, n, seed=s) for s in range(copies_to_beat_l2(k * n // 2))]
@@ -88,7 +85,6 @@ def main() -> int:
         del copies, w16, modules
         torch.cuda.empty_cache()
 
-    (args.out / "host_overhead.json").write_text(json.dumps({"env": env, "rows": rows}, indent=1))
     lines = [
         f"# GPTQ host overhead on {env['device']}",
         "",
@@ -109,8 +105,7 @@ def main() -> int:
             f"{r['ours_host_us'] / r['matmul_host_us']:.2f} | {r['op_host_us']:.1f} | {r['module_host_us']:.1f} | "
             f"{r['matmul_eager_us']:.1f} | {r['ours_eager_us']:.1f} | {r['module_eager_us']:.1f} | "
             f"{r['matmul_graph_us']:.1f} | {r['ours_graph_us']:.1f} |")
-    (args.out / "host_overhead.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(args.out, "host_overhead", {"env": env, "rows": rows}, lines)
     return 0
 
 

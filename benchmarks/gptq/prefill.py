@@ -16,11 +16,10 @@ Each output is checked against an fp32 reference.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import torch
-from common import SHAPES, environment, gpu_time_us, random_layer
+from common import SHAPES, gpu_time_us, random_layer, start_gpu_run, write_report
 
 from solutions.gptq import dequantize, gptq_matmul
 from solutions.gptq import kernel as gptq_kernel
@@ -34,11 +33,9 @@ def main() -> int:
     parser.add_argument("--m", type=int, nargs="*", default=list(M_VALUES))
     parser.add_argument("--shapes", type=int, nargs="*", default=list(range(len(SHAPES))))
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("prefill.py needs a CUDA GPU (none found); nothing was measured.")
+    env = start_gpu_run("prefill.py", args.out)
+    if env is None:
         return 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    env = environment()
     env["DEQUANT_MM_MIN_M"] = gptq_kernel.DEQUANT_MM_MIN_M
     env["DEQUANT_CHUNK_BYTES"] = gptq_kernel.DEQUANT_CHUNK_BYTES
     rows = []
@@ -69,7 +66,6 @@ def main() -> int:
                   f"  auto {row['auto_us']:8.1f} ({row['auto_x_cublas']:.2f}x)", flush=True)
         del w, w_ref, w16
         torch.cuda.empty_cache()
-    (args.out / "prefill.json").write_text(json.dumps({"env": env, "rows": rows}, indent=1))
     lines = [
         f"# GPTQ prefill (M = 256..4096) on {env['device']}",
         "",
@@ -86,8 +82,7 @@ def main() -> int:
         lines.append(f"| {r['M']} | {r['K']} | {r['N']} | {r['cublas_us']:.1f} | {r['fused_us']:.1f} | "
                      f"{r['fused_x_cublas']:.2f} | {r['dequant_us']:.1f} | {r['dequant_x_cublas']:.2f} | "
                      f"{r['auto_us']:.1f} | {r['auto_x_cublas']:.2f} | {r['auto_err']:.1e} |")
-    (args.out / "prefill.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(args.out, "prefill", {"env": env, "rows": rows}, lines)
     return 0
 
 
