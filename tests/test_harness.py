@@ -378,6 +378,16 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
 """
 
+_STOPPING = """
+from puzzles import breakpoint_if
+
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    breakpoint_if(pid_0=[0])
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
+"""
+
 
 def test_what_the_kernel_printed_is_shown_when_it_passes(load_kernel):
     result = _grade(load_kernel(_PRINTING, "add_kernel"), 1)
@@ -391,17 +401,8 @@ def test_in_process_the_kernel_and_the_debugger_keep_the_real_streams(load_kerne
 
     result = _grade(load_kernel(_PRINTING, "add_kernel"), 1, isolate=False)
     assert result.passed and "hello from the kernel" in capsys.readouterr().out  # printed live
-    source = """
-from puzzles import breakpoint_if
-
-@triton.jit
-def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    offsets = tl.arange(0, B0)
-    breakpoint_if(pid_0=[0])
-    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
-"""
     monkeypatch.setattr("sys.stdin", io.StringIO("p offsets.handle.data.sum()\nc\n" * 3))
-    result = _grade(load_kernel(source, "add_kernel"), 1, isolate=False)
+    result = _grade(load_kernel(_STOPPING, "add_kernel"), 1, isolate=False)
     out = capsys.readouterr().out
     assert result.passed and "(Pdb)" in out and str(sum(range(32))) in out  # the debugger answered
 
@@ -458,17 +459,8 @@ def test_time_at_the_debugger_prompt_does_not_count_against_the_limit(load_kerne
             _time.sleep(1.5)
             return "c\n"
 
-    source = """
-from puzzles import breakpoint_if
-
-@triton.jit
-def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    offsets = tl.arange(0, B0)
-    breakpoint_if(pid_0=[0])
-    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
-"""
     monkeypatch.setattr("sys.stdin", SlowLearner())
-    result = _grade(load_kernel(source, "add_kernel"), 1, isolate=False, timeout=1.0, sizes=[{"N0": 8, "B0": 8}])
+    result = _grade(load_kernel(_STOPPING, "add_kernel"), 1, isolate=False, timeout=1.0, sizes=[{"N0": 8, "B0": 8}])
     assert result.passed, str(result)
 
 
