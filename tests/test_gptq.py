@@ -405,9 +405,10 @@ def test_kernel_repacked_and_plain_weights_agree(m, fmt, act_order):
     assert rel_err(gptq_matmul(a, plain, config=cfg, deterministic=True), ref) < TOL
 
 
-@pytest.mark.parametrize("block_m, block_n, num_warps", [(128, 64, 4), (16, 256, 8)])
+@pytest.mark.parametrize("block_m, block_n, num_warps", [(128, 64, 4), (16, 256, 8), (32, 128, 8)])
 def test_kernel_reads_part_or_several_of_the_repacked_blocks(block_m, block_n, num_warps):
     # BLOCK_N = 64 reads half of a 128-column block, 256 two of them; N = 384 leaves a ragged 256 tile.
+    # 8 warps load the columns of a tile in wgmma's row order (kernel._mma_row_order) and put them back.
     k, n = 384, 384
     _, weight, _ = make_layer(k, n, 128, device=DEVICE)
     a = activations(block_m + 3, k)

@@ -5,10 +5,11 @@
 Methods, GPU time per call from CUDA-graph replays (``common.gpu_time_us``):
 
 * ``cublas``  fp16 torch.matmul on the dequantized weight
-* ``fused``   gptq_matmul(method="fused"): the dequantize-and-multiply kernel, tuned M = 128 config
+* ``fused``   gptq_matmul(method="fused"): the dequantize-and-multiply kernel with its default config
+              (``configs.select_config``: the tuned prefill buckets M = 256..4096 where there are any)
 * ``dequant`` gptq_matmul(method="dequant"): W dequantized into an fp16 temporary in column chunks
               of at most ``kernel.DEQUANT_CHUNK_BYTES``, each chunk multiplied with cuBLAS
-* ``auto``    gptq_matmul() as shipped (dequant from M = ``kernel.DEQUANT_MM_MIN_M``)
+* ``auto``    gptq_matmul() as shipped: the method ``configs.select_method`` picks (column ``chosen``)
 
 Each output is checked against an fp32 reference.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 import torch
 from common import SHAPES, gpu_time_us, random_layer, start_gpu_run, write_report
 
+from solutions.gptq import configs as gptq_configs
 from solutions.gptq import dequantize, gptq_matmul
 from solutions.gptq import kernel as gptq_kernel
 
@@ -36,7 +38,6 @@ def main() -> int:
     env = start_gpu_run("prefill.py", args.out)
     if env is None:
         return 0
-    env["DEQUANT_MM_MIN_M"] = gptq_kernel.DEQUANT_MM_MIN_M
     env["DEQUANT_CHUNK_BYTES"] = gptq_kernel.DEQUANT_CHUNK_BYTES
     rows = []
     for si in args.shapes:
@@ -53,7 +54,10 @@ def main() -> int:
                 "dequant": lambda a=a, w=w: gptq_matmul(a, w, method="dequant"),
                 "auto": lambda a=a, w=w: gptq_matmul(a, w),
             }
-            row = {"M": m, "K": k, "N": n}
+            cfg = gptq_configs.select_config(m, k, n)
+            row = {"M": m, "K": k, "N": n, "chosen": gptq_configs.select_method(m, k, n),
+                   "fused_cfg": f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k} w{cfg.num_warps} s{cfg.num_stages}"
+                                f" split{cfg.split_k}"}
             for name, call in methods.items():
                 out = call()
                 row[f"{name}_err"] = ((out.float() - ref).norm() / ref.norm()).item()
@@ -63,7 +67,8 @@ def main() -> int:
             rows.append(row)
             print(f"M={m:5d} K={k:6d} N={n:6d} cublas {row['cublas_us']:8.1f}  fused {row['fused_us']:8.1f} "
                   f"({row['fused_x_cublas']:.2f}x)  dequant {row['dequant_us']:8.1f} ({row['dequant_x_cublas']:.2f}x)"
-                  f"  auto {row['auto_us']:8.1f} ({row['auto_x_cublas']:.2f}x)", flush=True)
+                  f"  auto {row['auto_us']:8.1f} ({row['auto_x_cublas']:.2f}x, {row['chosen']})  {row['fused_cfg']}",
+                  flush=True)
         del w, w_ref, w16
         torch.cuda.empty_cache()
     lines = [
@@ -71,17 +76,19 @@ def main() -> int:
         "",
         f"- command: `{env['command']}`; torch {env['torch']}, triton {env['triton']}",
         f"- GPU us per call from CUDA-graph replays; dequant chunk <= {env['DEQUANT_CHUNK_BYTES'] >> 20} MiB of fp16 W;"
-        f" auto = gptq_matmul() as shipped (dequant from M = {env['DEQUANT_MM_MIN_M']})",
+        " auto = gptq_matmul() as shipped, using the method in column `chosen` (configs.select_method);"
+        " fused config: BLOCK_M x BLOCK_N x BLOCK_K, warps, stages, split-K",
         "- x cuBLAS = cuBLAS time / method time (>= 1: as fast or faster)",
         "",
-        "| M | K | N | cuBLAS us | fused us | x cuBLAS | dequant+cuBLAS us | x cuBLAS | auto us | x cuBLAS "
-        "| auto err |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| M | K | N | cuBLAS us | fused us | x cuBLAS | dequant+cuBLAS us | x cuBLAS | chosen | auto us | x cuBLAS "
+        "| auto err | fused config |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
     ]
     for r in rows:
         lines.append(f"| {r['M']} | {r['K']} | {r['N']} | {r['cublas_us']:.1f} | {r['fused_us']:.1f} | "
                      f"{r['fused_x_cublas']:.2f} | {r['dequant_us']:.1f} | {r['dequant_x_cublas']:.2f} | "
-                     f"{r['auto_us']:.1f} | {r['auto_x_cublas']:.2f} | {r['auto_err']:.1e} |")
+                     f"{r['chosen']} | {r['auto_us']:.1f} | {r['auto_x_cublas']:.2f} | {r['auto_err']:.1e} | "
+                     f"{r['fused_cfg']} |")
     write_report(args.out, "prefill", {"env": env, "rows": rows}, lines)
     return 0
 

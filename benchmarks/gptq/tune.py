@@ -1,13 +1,19 @@
 """Offline tuner for gptq_matmul: times candidate configs per (M bucket, K, N) on the GPU.
 
     python3 benchmarks/gptq/tune.py --out DIR [--budget-s 420] [--m 16 32 64 128] [--shapes 0 1 2 3 4]
-                                    [--extra] [--include BEST.json] [--candidates JSON]
+                                    [--extra] [--include BEST.json] [--candidates JSON] [--jobs 16]
 
 Every candidate is first checked against an fp32 reference (rel. error < 1e-2), then timed with
 triton.testing.do_bench (median; L2 flushed between runs, weight copies rotated). Writes
 DIR/tune.jsonl (every measurement) and DIR/best.json (fastest per key), and prints the winners
 as Python lines for solutions/gptq/configs.py. M <= 16 shares one kernel (BLOCK_M = 16), so it is
 tuned at M = 16 and the winner serves the buckets 1..16.
+
+Prefill buckets (M >= 256) time the large-tile candidates (:func:`large_m_candidates`), the M = 128
+winner of the shape, dequantize-then-cuBLAS (``method="dequant"``) and cuBLAS fp16, and print the
+per-shape method table (``DEQUANT_FROM``). ``--jobs`` compiles every candidate first in that many
+processes (each compile takes seconds; the kernels do not depend on the shape beyond what the
+proxy shape shares with the real ones: multiples of 128, 16-byte alignment).
 """
 
 from __future__ import annotations
@@ -20,9 +26,27 @@ import time
 from pathlib import Path
 
 import torch
+import triton
 from common import SHAPES, buckets_for, copies_to_beat_l2, environment, gptq_bytes, gpu_time_us, random_layer
 
 from solutions.gptq import GPTQConfig, dequantize, gptq_matmul
+from solutions.gptq.configs import LARGE_M_BUCKETS, TUNED
+
+SMS = 132  # H100 SXM: only bounds the split-K candidates
+
+
+def large_m_candidates(m: int, k: int, n: int) -> list[GPTQConfig]:
+    """Prefill tiles (M >= 256): the swapped kernel on the repacked weights with 8 warps (two warpgroups of
+    64 rows of W^T each, words loaded in wgmma's row order), BLOCK_M = 128 or 256 rows of A per weight
+    tile, 2-4 stages (256 x 128 x 128 fp16 A tiles take 64 KB a stage: 3 fit in shared memory); split-K
+    only where the tiles alone leave SMs idle (one program per SM at these tiles)."""
+    out = []
+    for bm, stages in ((128, 2), (128, 3), (128, 4), (256, 2), (256, 3)):
+        tiles = triton.cdiv(m, bm) * triton.cdiv(n, 128)
+        for split in (1, 2, 4):
+            if split == 1 or (tiles * split <= 2 * SMS and k // split >= 1024):
+                out.append(GPTQConfig(bm, 128, 128, 8, split, 8, stages))
+    return out
 
 
 def candidates(m: int, extra: bool = False) -> list[GPTQConfig]:
@@ -64,6 +88,37 @@ def candidates(m: int, extra: bool = False) -> list[GPTQConfig]:
     return out
 
 
+_PROXY: dict = {}
+
+
+def _precompile(cfg: GPTQConfig) -> str | None:
+    """Compile ``cfg`` into Triton's on-disk cache by running it once on a 1024 x 1024 layer at M = 256
+    (a worker process; the benchmark shapes specialise the same way). None, or the error."""
+    try:
+        if not _PROXY:
+            _PROXY["w"] = random_layer(1024, 1024)
+            _PROXY["a"] = torch.randn(256, 1024, device="cuda", dtype=torch.float16)
+        gptq_matmul(_PROXY["a"], _PROXY["w"], config=cfg)
+        torch.cuda.synchronize()
+        return None
+    except Exception as e:  # noqa: BLE001 - reported, and the config is timed (and fails) later anyway
+        return f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def precompile(cfgs: list[GPTQConfig], jobs: int) -> None:
+    """Compile the distinct configs in ``jobs`` processes (Triton compiles one kernel per process at a time)."""
+    import multiprocessing
+
+    distinct = list(dict.fromkeys(cfgs))
+    t0 = time.time()
+    with multiprocessing.get_context("spawn").Pool(min(jobs, len(distinct))) as pool:
+        errors = pool.map(_precompile, distinct, chunksize=1)
+    for cfg, err in zip(distinct, errors, strict=True):
+        if err:
+            print(f"precompile {cfg}: {err}", file=sys.stderr)
+    print(f"precompiled {len(distinct)} configs in {time.time() - t0:.0f} s", flush=True)
+
+
 def _json_list(text: str) -> list:
     """A JSON list given inline or as the path of a file that holds it."""
     return json.loads(text if text.lstrip().startswith("[") else Path(text).read_text())
@@ -77,6 +132,7 @@ def main() -> int:
     parser.add_argument("--shapes", type=int, nargs="*", default=list(range(len(SHAPES))))
     parser.add_argument("--extra", action="store_true", help="second round: the extra candidates")
     parser.add_argument("--include", type=Path, help="a previous best.json whose winners compete again")
+    parser.add_argument("--jobs", type=int, default=0, help="precompile every candidate in this many processes")
     parser.add_argument("--candidates", type=_json_list,
                         help="configs to time instead of the built-in lists: a JSON list or a file holding one, "
                              'e.g. [{"block_m": 64, "split_k": 8}] (missing fields take GPTQConfig\'s defaults)')
@@ -92,6 +148,20 @@ def main() -> int:
     best: dict[str, dict] = {}
     previous = json.loads(args.include.read_text()) if args.include else {}
     given = [GPTQConfig(**c) for c in args.candidates or []]
+
+    def configs_for(m: int, k: int, n: int) -> list[GPTQConfig]:
+        key = f"{m},{k},{n}"
+        again = [GPTQConfig(**previous[key]["cfg"])] if key in previous else []
+        if m < 16 and f"16,{k},{n}" in previous:
+            again.append(GPTQConfig(**previous[f"16,{k},{n}"]["cfg"]))
+        if m in LARGE_M_BUCKETS and (128, k, n) in TUNED:
+            again.append(TUNED[(128, k, n)])  # the config these M got before the prefill buckets
+        if given:
+            return again + given
+        return again + (large_m_candidates(m, k, n) if m in LARGE_M_BUCKETS else candidates(m, args.extra))
+
+    if args.jobs:
+        precompile([c for m in args.m for si in args.shapes for c in configs_for(m, *SHAPES[si])], args.jobs)
     layers: dict[tuple[int, int], tuple[list, torch.Tensor]] = {}
     for m in args.m:  # the most important bucket first: a spent budget cuts the tail
         for si in args.shapes:
@@ -106,10 +176,15 @@ def main() -> int:
             w16 = [dequantize(c, torch.float16) for c in copies[:2]]
             cublas_us = gpu_time_us([lambda a=a, w=w: a @ w for w in w16], warmup=5, rep=20)
             del w16
-            again = [GPTQConfig(**previous[key]["cfg"])] if key in previous else []
-            if m < 16 and f"16,{k},{n}" in previous:
-                again.append(GPTQConfig(**previous[f"16,{k},{n}"]["cfg"]))
-            for cfg in again + (given or candidates(m, args.extra)):
+            dequant_us = None
+            if m in LARGE_M_BUCKETS and time.time() - t_start <= args.budget_s:
+                out = gptq_matmul(a, copies[0], method="dequant")
+                assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2
+                dequant_us = gpu_time_us([lambda a=a, w=w: gptq_matmul(a, w, method="dequant") for w in copies],
+                                         warmup=5, rep=20)
+                log.write(json.dumps({"m": m, "k": k, "n": n, "method": "dequant", "us": dequant_us,
+                                      "cublas_us": cublas_us}) + "\n")
+            for cfg in configs_for(m, k, n):
                 if time.time() - t_start > args.budget_s:
                     break
                 rec = {"m": m, "k": k, "n": n, "cfg": cfg.__dict__}
@@ -133,8 +208,11 @@ def main() -> int:
             if key in best:
                 b = best[key]
                 b["cublas_us"] = cublas_us
-                print(f"M={m:4d} K={k:6d} N={n:6d}: {b['us']:8.1f} us {b['gbps']:6.0f} GB/s (cuBLAS {cublas_us:.1f} us)"
-                      f"  {b['cfg']}", flush=True)
+                if dequant_us is not None:
+                    b["dequant_us"] = dequant_us
+                dq = f", dequant {dequant_us:.1f} us" if dequant_us is not None else ""
+                print(f"M={m:4d} K={k:6d} N={n:6d}: {b['us']:8.1f} us {b['gbps']:6.0f} GB/s (cuBLAS {cublas_us:.1f} us"
+                      f"{dq})  {b['cfg']}", flush=True)
             (args.out / "best.json").write_text(json.dumps(best, indent=1))
     (args.out / "best.json").write_text(json.dumps(best, indent=1))
     print("\n# for solutions/gptq/configs.py: TUNED entries")
@@ -144,6 +222,12 @@ def main() -> int:
                            if value != getattr(GPTQConfig(), name) or name in ("block_m", "block_n", "block_k"))
         for bucket in buckets_for(m, k, n, best):
             print(f"    ({bucket}, {k}, {n}): GPTQConfig({fields}),  # {b['us']:.1f} us")
+    print("\n# for solutions/gptq/configs.py: DEQUANT_FROM (smallest measured M from which dequant was faster)")
+    for si in args.shapes:
+        k, n = SHAPES[si]
+        faster = [m for m in sorted(args.m) if f"{m},{k},{n}" in best and "dequant_us" in best[f"{m},{k},{n}"]
+                  and best[f"{m},{k},{n}"]["dequant_us"] < best[f"{m},{k},{n}"]["us"]]
+        print(f"    ({k}, {n}): {faster[0] if faster else None},  # dequant faster at M = {faster}")
     print(f"tuning took {time.time() - t_start:.0f} s", file=sys.stderr)
     return 0
 

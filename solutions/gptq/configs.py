@@ -3,6 +3,8 @@
 ``TUNED`` maps (M bucket, K, N) to the config that measured fastest on an NVIDIA H100 (see
 ``benchmarks/gptq/tune.py`` and ``benchmarks/gptq/results/``). Shapes outside the table get a
 heuristic from the same measurements: the M bucket picks the tile, split-K fills the SMs.
+``DEQUANT_FROM`` and :func:`select_method` choose, per shape and M, between the fused kernel and
+dequantize-then-cuBLAS (prefill sizes), from the same tuning runs.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import triton
 
 from solutions.gptq.kernel import GPTQConfig
 
-M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+SMALL_M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+LARGE_M_BUCKETS = (256, 512, 1024, 2048, 4096)  # prefill; larger M takes the 4096 entry
+M_BUCKETS = SMALL_M_BUCKETS + LARGE_M_BUCKETS
 
 
 def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int, num_stages: int,
@@ -25,7 +29,12 @@ def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int,
 
 def _buckets(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int], GPTQConfig]:
     """The entries of one (K, N): the config tuned at M = 1 serves the buckets 1..8, then 16, 32, 64, 128."""
-    return dict(zip([(m, k, n) for m in M_BUCKETS], configs[:1] * 3 + configs, strict=True))
+    return dict(zip([(m, k, n) for m in SMALL_M_BUCKETS], configs[:1] * 3 + configs, strict=True))
+
+
+def _large(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int], GPTQConfig]:
+    """The prefill entries of one (K, N): one config per bucket of LARGE_M_BUCKETS, in order."""
+    return dict(zip([(m, k, n) for m in LARGE_M_BUCKETS], configs, strict=True))
 
 
 # (M bucket, K, N) -> config: the winners of benchmarks/gptq/tune.py on an NVIDIA H100 80GB HBM3,
@@ -68,8 +77,20 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
 }
 
 
+# Prefill (M >= 256) for shapes outside TUNED: (BLOCK_M, num_stages) of the swapped kernel with 8 warps
+# and BLOCK_N = 128 (heuristic_config), by M bucket. PLACEHOLDER until tuned.
+LARGE_M_TILE: dict[int, tuple[int, int]] = {256: (128, 3), 512: (128, 3), 1024: (256, 3), 2048: (256, 3),
+                                            4096: (256, 3)}
+
+# (K, N) -> the smallest M bucket from which dequantize-then-cuBLAS measured faster than the fused
+# kernel (None: never, up to 4096). PLACEHOLDER until tuned.
+DEQUANT_FROM: dict[tuple[int, int], int | None] = {}
+# Other shapes: dequantize from this M bucket on (None: never).
+DEQUANT_RULE_MIN_M: int | None = 1024
+
+
 def m_bucket(m: int) -> int:
-    """The smallest bucket >= m (128 for anything larger)."""
+    """The smallest bucket >= m (the largest bucket for anything larger)."""
     for b in M_BUCKETS:
         if m <= b:
             return b
@@ -91,9 +112,12 @@ def _block_k_for(k: int, group_size: int) -> int:
 
 
 def heuristic_config(m: int, k: int, n: int, group_size: int = 128) -> GPTQConfig:
-    """A config for any shape: a tile by M bucket, then split-K until about 4 programs per SM."""
+    """A config for any shape: a tile by M bucket, then split-K until about 4 programs per SM
+    (prefill tiles: about one per SM, the most that fit)."""
     bucket = m_bucket(m)
     block_k = _block_k_for(k, group_size)
+    if bucket in LARGE_M_BUCKETS:
+        return _large_m_heuristic(m, k, n, block_k)
     # Swapped kernel: weights in wgmma's register operand. Up to 64 rows of A per tile (the measured
     # winners at every M up to 128); from M = 64 on, scaling the weights keeps the MMA asynchronous.
     block_m = min(64, max(16, bucket))
@@ -105,6 +129,25 @@ def heuristic_config(m: int, k: int, n: int, group_size: int = 128) -> GPTQConfi
     while tiles * split * 2 <= target and k // (split * 2) >= 4 * cfg.block_k:
         split *= 2
     return GPTQConfig(**{**cfg.__dict__, "split_k": split})
+
+
+def _large_m_heuristic(m: int, k: int, n: int, block_k: int) -> GPTQConfig:
+    """Prefill: the swapped kernel with 8 warps and 128 columns, the measured winners' BLOCK_M and stages."""
+    block_m, stages = LARGE_M_TILE[m_bucket(m)]
+    tiles = triton.cdiv(m, block_m) * triton.cdiv(n, 128)
+    split = 1
+    while tiles * split * 2 <= _sm_count() and k // (split * 2) >= 8 * block_k:
+        split *= 2
+    return GPTQConfig(block_m=block_m, block_n=128, block_k=block_k, split_k=split, num_warps=8,
+                      num_stages=stages)
+
+
+def select_method(m: int, k: int, n: int) -> str:
+    """``"dequant"`` (dequantize W to fp16, then cuBLAS) or ``"fused"`` for gptq_matmul(method="auto"):
+    measured per tuned shape (DEQUANT_FROM), else the rule DEQUANT_RULE_MIN_M derived from those runs."""
+    bucket = m_bucket(m)
+    first = DEQUANT_FROM[(k, n)] if (k, n) in DEQUANT_FROM else DEQUANT_RULE_MIN_M
+    return "dequant" if first is not None and bucket >= first else "fused"
 
 
 def select_config(m: int, k: int, n: int, group_size: int = 128) -> GPTQConfig:

@@ -318,6 +318,22 @@ def _next_k_step(offs_k, offs_kw, a_ptrs, w_ptrs, stride_ak, stride_qk, HAS_A_PE
 
 
 @triton.jit
+def _mma_row_order(r, LOAD_WARPS: tl.constexpr):
+    """Which column of W the loaded row r holds when the word tile is loaded in wgmma's row order.
+
+    The (BLOCK_N, 16)-word load gives each warp 8 rows at a time (4 threads x 16 bytes per row):
+    row r = 8 (LOAD_WARPS j + w) + i for warp w, repetition j. The wgmma register fragment gives each
+    warp 16 rows (i and i + 8): column 16 (LOAD_WARPS (j // 2) + w) + 8 (j % 2) + i. Loading that column
+    as row r lets the dequantized tile feed the MMA without a layout conversion (with 8 warps Triton
+    otherwise converts it through shared memory every K step; with 4 warps it finds the layout itself).
+    """
+    i = r % 8
+    w = (r // 8) % LOAD_WARPS
+    j = r // (8 * LOAD_WARPS)
+    return 16 * (LOAD_WARPS * (j // 2) + w) + 8 * (j % 2) + i
+
+
+@triton.jit
 def _gptq_small_m_kernel(
     a_ptr, qweight_ptr, scales32_ptr, scales_ptr, qzeros_ptr, g_idx_ptr, a_perm_ptr, c_ptr,
     M, N, K, k_per_split,
@@ -340,6 +356,7 @@ def _gptq_small_m_kernel(
     GROUP_M: tl.constexpr,
     GROUP_SIZE: tl.constexpr,  # G: a constant, so k // G is a shift, not a division per step
     W_MMA: tl.constexpr = False,  # qweight_ptr is GPTQWeight.qweight_mma, see loader.repack_for_mma
+    LOAD_WARPS: tl.constexpr = 0,  # num_warps when the words are loaded in wgmma's row order (_mma_row_order)
 ):
     PACK: tl.constexpr = 8  # 4-bit values per int32 word
     BLOCK_KW: tl.constexpr = BLOCK_K // PACK  # packed rows per K step
@@ -365,6 +382,9 @@ def _gptq_small_m_kernel(
                          "the repacked weights come in blocks of 128 columns x 16 words")
         n0 = pid_n * BLOCK_N
         rows = tl.arange(0, BLOCK_N)
+        if LOAD_WARPS:
+            tl.static_assert(BLOCK_N % (16 * LOAD_WARPS) == 0, "LOAD_WARPS needs BLOCK_N a multiple of 16 warps")
+            rows = _mma_row_order(rows, LOAD_WARPS)
         if BLOCK_N > 128:
             row_offs = (rows // 128) * stride_qn + (rows % 128) * BLOCK_KW
         else:
@@ -401,6 +421,11 @@ def _gptq_small_m_kernel(
             words = tl.load(w_ptrs)
         else:
             words = tl.load(w_ptrs, mask=w_mask, other=0)
+        if LOAD_WARPS:
+            # Row r of the loaded tile holds column _mma_row_order(r): put the columns back in order.
+            # Only labels change: each thread keeps the rows its wgmma fragment needs. Axes (j // 2, j % 2, w, i).
+            words = tl.reshape(words, (BLOCK_N // (16 * LOAD_WARPS), 2, LOAD_WARPS, 8, BLOCK_KW))
+            words = tl.reshape(tl.permute(words, (0, 2, 1, 3, 4)), (BLOCK_N, BLOCK_KW))
         if W_MMA:
             # Stored position 4l + c of each 16-word run is word 4c + l: a thread's 4 words are
             # adjacent in memory (one 16-byte load); back to word order in registers.
@@ -601,8 +626,15 @@ def _dequant_to_fp16_kernel(
 # it on the weight: the config, the grid, every argument but A and C, and the compiled kernel, which
 # later calls launch the way JITFunction.run does (same launcher, same enter/exit hooks).
 
-DEQUANT_MM_MIN_M = 1024  # from this M on, dequantize to fp16 and call cuBLAS (benchmarks/gptq/prefill.py)
 DEQUANT_CHUNK_BYTES = 256 * 2**20  # the fp16 temporary holds at most this many bytes of W at a time
+
+
+def use_dequant(m: int, weight: GPTQWeight) -> bool:
+    """Whether ``method="auto"`` dequantizes W and calls cuBLAS for this M (:func:`solutions.gptq.configs.
+    select_method`: measured per tuned shape, a rule derived from those measurements elsewhere)."""
+    from solutions.gptq.configs import select_method
+
+    return select_method(m, weight.k, weight.n) == "dequant"
 
 
 def default_config(m: int, weight: GPTQWeight) -> GPTQConfig:
@@ -703,7 +735,7 @@ class _Plan:
         w_mma_ok = (weight.qweight_mma is not None and not has_g_idx
                     and (weight.group_size % 32 == 0 or weight.group_size >= k))
         if method == "auto":
-            method = "dequant" if (cfg is None and a2.is_cuda and m >= DEQUANT_MM_MIN_M) else "fused"
+            method = "dequant" if (cfg is None and a2.is_cuda and use_dequant(m, weight)) else "fused"
         self.method = method
         self.launches: list[_Launch] = []
         g = weight.group_size
@@ -762,8 +794,11 @@ class _Plan:
                     m, n, k, k_per_split, a2.stride(0), a2.stride(1), stride_qk, stride_qn,
                     scales.stride(0), scales.stride(1), scales32.stride(0),
                     weight.qzeros.stride(0), weight.qzeros.stride(1), stride_cs, stride_cm, stride_cn]
+            # 8 warps: load the words in wgmma's row order (see _mma_row_order); 4 warps need no help.
+            load_warps = 8 if w_mma and cfg.num_warps == 8 and cfg.block_n % 128 == 0 else 0
             self.launches.append(_Launch(_gptq_small_m_kernel, grid, args, dict(HAS_G_IDX=has_g_idx, W_MMA=w_mma,
-                                                                                 **flags), options))
+                                                                                 LOAD_WARPS=load_warps, **flags),
+                                         options))
             self.c_index = 7
         else:
             if weight.qweight is None:
@@ -847,7 +882,7 @@ def gptq_matmul(
     before the add); ``deterministic=True`` sums fp32 shares in a fixed order instead, so repeated
     calls give identical bits. ``method``: ``"fused"`` (the dequantize-and-multiply kernels),
     ``"dequant"`` (dequantize W to fp16 in chunks, then cuBLAS: faster for large M), ``"auto"``
-    (dequant from M = ``DEQUANT_MM_MIN_M`` on a GPU, unless a config is given).
+    (dequant where :func:`solutions.gptq.configs.select_method` says so, on a GPU, unless a config is given).
 
     The launch is planned once per (M, A's strides and alignment, options) and cached on ``weight``;
     replacing a weight's tensors in place needs ``weight.clear_plans()``.
