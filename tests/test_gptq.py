@@ -31,7 +31,17 @@ from solutions.gptq import (  # noqa: E402
     unpack_int4_along_k,
     unpack_int4_along_n,
 )
-from solutions.gptq.configs import TUNED, heuristic_config, m_bucket, select_config  # noqa: E402
+from solutions.gptq.configs import (  # noqa: E402
+    DEQUANT_FROM,
+    DEQUANT_RULE_MIN_M,
+    LARGE_M_BUCKETS,
+    M_BUCKETS,
+    TUNED,
+    heuristic_config,
+    m_bucket,
+    select_config,
+    select_method,
+)
 
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
@@ -272,16 +282,58 @@ def test_kernel_rejects_bad_inputs():
 
 
 def test_configs_cover_every_m_bucket():
-    assert [m_bucket(m) for m in (1, 2, 3, 16, 17, 100, 128, 4096)] == [1, 2, 4, 16, 32, 128, 128, 128]
+    assert [m_bucket(m) for m in (1, 2, 3, 16, 17, 100, 128, 129, 300, 4096, 9000)] == \
+        [1, 2, 4, 16, 32, 128, 128, 256, 512, 4096, 4096]
     for (bucket, k, n), cfg in TUNED.items():
-        assert bucket in (1, 2, 4, 8, 16, 32, 64, 128) and k % 8 == 0 and n % 8 == 0
+        assert bucket in M_BUCKETS and k % 8 == 0 and n % 8 == 0
         assert cfg.block_k % 32 == 0 and cfg.block_m >= 16 and cfg.block_n >= 16
-    for m in (1, 16, 64, 512):
+    shapes = {(k, n) for _, k, n in TUNED}
+    assert {(b, k, n) for b in M_BUCKETS for k, n in shapes} == set(TUNED)  # every shape, every bucket
+    for m in (1, 16, 64, 512, 4096):
         assert select_config(m, 4096 + 32, 1000 * 8) == heuristic_config(m, 4096 + 32, 8000)
         assert select_config(m, 4096, 4096) == TUNED[(m_bucket(m), 4096, 4096)]
         # The table was tuned at G = 128: other group sizes keep each K step inside one group.
         for g in (32, 64, 128, 4096):
             assert g % select_config(m, 4096, 4096, g).block_k == 0 or g == 4096
+
+
+def _smem_bytes(cfg: GPTQConfig) -> int:
+    """Shared memory of the swapped kernel's pipeline: per stage an fp16 A tile and a packed W tile."""
+    return cfg.num_stages * (cfg.block_k * cfg.block_m * 2 + cfg.block_n * cfg.block_k // 2)
+
+
+@pytest.mark.parametrize("bucket", LARGE_M_BUCKETS)
+def test_prefill_configs_fit_the_kernel(bucket):
+    """Every prefill entry (tuned or heuristic) runs the swapped kernel on the repacked weights: BLOCK_K =
+    128 and whole 128-column blocks, 8 warps loading the words in wgmma's row order (BLOCK_N a multiple of
+    16 rows x 8 warps), one wgmma N (BLOCK_M <= 256), and a pipeline that fits the H100's 227 KB."""
+    entries = [cfg for (b, _, _), cfg in TUNED.items() if b == bucket]
+    entries += [heuristic_config(bucket, k, n) for k, n in ((5120, 13824), (4096, 4096), (13824, 5120))]
+    for cfg in entries:
+        assert cfg.swap_ab and cfg.block_k == 128 and cfg.block_n % 128 == 0 and cfg.num_warps == 8
+        assert cfg.block_m in (128, 256) and _smem_bytes(cfg) <= 227 * 1024
+        assert cfg.scale_after_dot is None and 2 * cfg.block_m > cfg.block_k  # weights scaled: async MMA
+
+
+def test_prefill_heuristic_fills_the_sms_with_split_k_only_when_the_tiles_do_not():
+    # 256 x 128 tiles: M = 256 on N = 4096 is 32 tiles (split 4 -> 128 programs), N = 13824 is 108 (no split).
+    assert heuristic_config(256, 4096, 4096).split_k == 4 and heuristic_config(256, 4096, 13824).split_k == 1
+    assert heuristic_config(2048, 5120, 5120).split_k == 1
+    assert heuristic_config(256, 1024, 4096).split_k == 1  # K too short to share: 8 steps of 128
+
+
+def test_method_choice_follows_the_measurements():
+    for (k, n), first in DEQUANT_FROM.items():
+        for m in (1, 128, 256, 1000, 2048, 3000, 4096, 10000):
+            expected = "dequant" if first is not None and m_bucket(m) >= first else "fused"
+            assert select_method(m, k, n) == expected
+    # The measured choice, checked by name: fused up to 1024 everywhere, dequant at 4096 everywhere.
+    assert select_method(2048, 4096, 4096) == "fused" and select_method(2048, 8192, 28672) == "dequant"
+    assert all(select_method(4096, k, n) == "dequant" and select_method(1024, k, n) == "fused"
+               for k, n in DEQUANT_FROM)
+    # Untuned shapes follow the rule; small M never dequantizes.
+    assert select_method(DEQUANT_RULE_MIN_M, 5120, 13824) == "dequant"
+    assert select_method(DEQUANT_RULE_MIN_M // 2, 5120, 13824) == "fused" and select_method(128, 5120, 13824) == "fused"
 
 
 # --------------------------------------------------------------------------- known-wrong variants must fail
@@ -368,6 +420,23 @@ def test_gpu_general_g_idx_at_real_shape():
     _, weight, _ = make_layer(k, n, 128, act_order=True, reorder=False, device="cuda")
     a = activations(17, k)
     assert rel_err(gptq_matmul(a, weight), a.double() @ dequantize(weight)) < TOL
+
+
+@gpu
+def test_gpu_prefill_configs_and_methods_match_reference():
+    """Every distinct prefill config of the table, at an M that leaves a ragged last tile, and the
+    method that gptq_matmul picks by itself at M = 2048 and 4096 (dequant on this shape)."""
+    k, n = 1024, 1024 + 128
+    _, weight, _ = make_layer(k, n, 128, device="cuda")
+    assert weight.qweight is None and weight.qweight_mma is not None  # the default load: repacked only
+    w = dequantize(weight)
+    for cfg in dict.fromkeys(cfg for (b, _, _), cfg in TUNED.items() if b in LARGE_M_BUCKETS):
+        a = activations(cfg.block_m + 37, k)
+        assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ w) < TOL, cfg
+    for m in (300, 2048, 4096):
+        a = activations(m, k)
+        for method in ("auto", "fused", "dequant"):
+            assert rel_err(gptq_matmul(a, weight, method=method), a.double() @ w) < TOL, (m, method)
 
 
 # --------------------------------------------------------------------------- repacked weights (small-M kernel)

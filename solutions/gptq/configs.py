@@ -42,7 +42,7 @@ def _large(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int], G
 # earlier rounds in results/). The comment is the tuner's median time per call (CUDA-graph replays) at
 # the M it was tuned at: M = 1 stands for the buckets 1..8 (BLOCK_M = 16 serves them all).
 # _cfg(block_m, block_n, block_k, split_k, num_warps, num_stages, ...). Every entry is the swapped kernel
-# on the repacked weights (BLOCK_K = 128).
+# on the repacked weights (BLOCK_K = 128); the prefill buckets (M >= 256) follow the M <= 128 ones.
 TUNED: dict[tuple[int, int, int], GPTQConfig] = {
     **_buckets(4096, 4096,
                _cfg(16, 128, 128, 16, 4, 2, maxnreg=128),  # 7.7 us (M=1)
@@ -74,19 +74,60 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
                _cfg(32, 128, 128, 4, 4, 3),  # 51.5 us (M=32)
                _cfg(64, 128, 128, 4, 4, 3),  # 62.5 us (M=64)
                _cfg(64, 128, 128, 2, 4, 3)),  # 116.5 us (M=128)
+    # Prefill buckets (results/h100_prefill/tune): the swapped kernel with 8 warps (two warpgroups of 64
+    # columns each, words loaded in wgmma's row order) and 128 x 128 weight tiles. Comment: the tuner's
+    # median at that M, cuBLAS fp16 and dequantize-then-cuBLAS in the same run (see DEQUANT_FROM).
+    **_large(4096, 4096,
+             _cfg(256, 128, 128, 4, 8, 3),  # 19.8 us (M=256; cuBLAS 18.5, dequant 35.1)
+             _cfg(128, 128, 128, 1, 8, 3),  # 32.2 us (M=512; cuBLAS 30.4, dequant 46.3)
+             _cfg(256, 128, 128, 1, 8, 3),  # 55.7 us (M=1024; cuBLAS 46.5, dequant 62.5)
+             _cfg(256, 128, 128, 1, 8, 3),  # 113.6 us (M=2048; cuBLAS 95.1, dequant 116.2)
+             _cfg(256, 128, 128, 1, 8, 3)),  # 260.2 us (M=4096; cuBLAS 196.6, dequant 242.3)
+    **_large(4096, 11008,
+             _cfg(256, 128, 128, 1, 8, 3),  # 52.8 us (M=256; cuBLAS 39.5, dequant 87.1)
+             _cfg(128, 128, 128, 1, 8, 3),  # 95.7 us (M=512; cuBLAS 72.9, dequant 123.3)
+             _cfg(256, 128, 128, 1, 8, 3),  # 165.5 us (M=1024; cuBLAS 136.1, dequant 191.1)
+             _cfg(256, 128, 128, 1, 8, 3),  # 337.1 us (M=2048; cuBLAS 286.2, dequant 349.3)
+             _cfg(256, 128, 128, 1, 8, 3)),  # 721.9 us (M=4096; cuBLAS 614.4, dequant 661.1)
+    **_large(8192, 28672,
+             _cfg(256, 128, 128, 1, 8, 3),  # 218.7 us (M=256; cuBLAS 191.3, dequant 404.9)
+             _cfg(256, 128, 128, 1, 8, 3),  # 467.1 us (M=512; cuBLAS 376.2, dequant 575.0)
+             _cfg(256, 128, 128, 1, 8, 3),  # 883.1 us (M=1024; cuBLAS 732.3, dequant 928.8)
+             _cfg(256, 128, 128, 1, 8, 3),  # 1693.3 us (M=2048; cuBLAS 1463.1, dequant 1633.1)
+             _cfg(256, 128, 128, 1, 8, 3)),  # 3546.5 us (M=4096; cuBLAS 2952.7, dequant 3053.1)
+    **_large(11008, 4096,
+             _cfg(256, 128, 128, 4, 8, 3),  # 40.8 us (M=256; cuBLAS 45.3, dequant 91.0)
+             _cfg(256, 128, 128, 2, 8, 3),  # 74.0 us (M=512; cuBLAS 65.1, dequant 111.2)
+             _cfg(256, 128, 128, 1, 8, 3),  # 141.8 us (M=1024; cuBLAS 121.6, dequant 174.5)
+             _cfg(128, 128, 128, 1, 8, 3),  # 360.2 us (M=2048; cuBLAS 267.3, dequant 328.3)
+             _cfg(256, 128, 128, 1, 8, 3)),  # 669.4 us (M=4096; cuBLAS 590.6, dequant 558.0)
+    **_large(28672, 8192,
+             _cfg(256, 128, 128, 2, 8, 3),  # 185.5 us (M=256; cuBLAS 182.5, dequant 440.6)
+             _cfg(256, 128, 128, 1, 8, 3),  # 402.6 us (M=512; cuBLAS 369.6, dequant 597.3)
+             _cfg(256, 128, 128, 1, 8, 3),  # 846.3 us (M=1024; cuBLAS 746.4, dequant 946.8)
+             _cfg(256, 128, 128, 1, 8, 3),  # 1641.8 us (M=2048; cuBLAS 1473.6, dequant 1606.6)
+             _cfg(256, 128, 128, 1, 8, 3)),  # 3347.9 us (M=4096; cuBLAS 2903.9, dequant 3248.0)
 }
 
 
 # Prefill (M >= 256) for shapes outside TUNED: (BLOCK_M, num_stages) of the swapped kernel with 8 warps
-# and BLOCK_N = 128 (heuristic_config), by M bucket. PLACEHOLDER until tuned.
-LARGE_M_TILE: dict[int, tuple[int, int]] = {256: (128, 3), 512: (128, 3), 1024: (256, 3), 2048: (256, 3),
-                                            4096: (256, 3)}
+# and BLOCK_N = 128 (heuristic_config), by M bucket. 256 x 128 with 3 stages won 22 of the 25 tuned
+# (M, shape) keys; 2 stages lost to 3 in all 71 pairs (by 2-60%), and 4 stages only fit BLOCK_M = 128.
+LARGE_M_TILE: dict[int, tuple[int, int]] = {m: (256, 3) for m in LARGE_M_BUCKETS}
 
 # (K, N) -> the smallest M bucket from which dequantize-then-cuBLAS measured faster than the fused
-# kernel (None: never, up to 4096). PLACEHOLDER until tuned.
-DEQUANT_FROM: dict[tuple[int, int], int | None] = {}
-# Other shapes: dequantize from this M bucket on (None: never).
-DEQUANT_RULE_MIN_M: int | None = 1024
+# kernel (None: never, up to 4096), from the same tuning run (the comments in TUNED). Dequantizing costs
+# about K N 2.5 bytes of memory traffic whatever M is, so it only pays where the GEMM is long enough.
+DEQUANT_FROM: dict[tuple[int, int], int | None] = {
+    (4096, 4096): 4096,  # M = 2048: fused 113.6 us, dequant 116.2
+    (4096, 11008): 4096,  # M = 2048: fused 337.1, dequant 349.3
+    (8192, 28672): 2048,
+    (11008, 4096): 2048,
+    (28672, 8192): 2048,
+}
+# Other shapes: dequantize from this M bucket on (None: never). At M = 2048 dequant won on three of the
+# five tuned shapes (by 2-10%) and lost on two (by 2-4%); at 4096 it won on all five, at 1024 on none.
+DEQUANT_RULE_MIN_M: int | None = 2048
 
 
 def m_bucket(m: int) -> int:

@@ -10,7 +10,7 @@ order.
 Two kernels share the unpacking and dequantization helpers (design notes and measurements in
 benchmarks/gptq/NOTES.md):
 
-* ``_gptq_small_m_kernel`` (``swap_ab=True``; every entry of the tuned table, M = 1 to 128)
+* ``_gptq_small_m_kernel`` (``swap_ab=True``; every entry of the tuned table, M = 1 to 4096)
   computes the transposed tile ``C^T = W^T @ A^T``: the dequantized weights are the *first* MMA
   operand, which Hopper's wgmma reads straight from registers, so W never goes through shared
   memory; only the A tile does. The 8 nibbles of a word are placed at the K positions that the
@@ -21,10 +21,14 @@ benchmarks/gptq/NOTES.md):
   one 16-byte vector. On the plain ``qweight`` (word i holds rows 8i..8i+7) A's rows are permuted
   to match (``_rows_to_mma_order``: a dot product does not care about the order of K as long as
   both operands agree), at the cost of a shared-memory round trip of the A tile per step.
+  Prefill sizes (M >= 256) use it with 8 warps, 128 columns and 128-256 rows of A per tile: each
+  warpgroup dequantizes 64 columns once per K step for all those rows, and the words are loaded
+  in wgmma's row order (``_mma_row_order``) so that no layout conversion is needed there either.
 * ``_gptq_large_m_kernel`` (``swap_ab=False``) computes ``C = A @ W`` in natural K order; the
   dequantized W tile goes to shared memory as wgmma's B operand and is reused by BLOCK_M rows of
   A. Since the natural-order repacking it is slower at every measured M <= 128 and no tuned
-  config picks it; it stays for ``swap_ab=False`` and larger M (prefill), where it is untuned.
+  config picks it; it reads only the plain ``qweight``, which the default load drops (prefill
+  runs the swapped kernel with 8 warps instead). It stays for ``swap_ab=False``; untuned.
 
 Dequantization on GPU is inline PTX on pairs: ``w & 0x000F000F | 0x64006400`` turns nibbles 0 and
 4 into the fp16 pair (1024 + q_0, 1024 + q_4) and one ``sub.f16x2`` of (1024 + zero) leaves the exact
@@ -58,9 +62,11 @@ class GPTQConfig:
 
     ``ptx_dequant`` selects the inline-PTX dequantization on GPU; it is ignored (plain Triton) under
     the interpreter and when the weight has a general g_idx. ``swap_ab`` picks the kernel: True
-    computes C^T = W^T A^T with the weights as wgmma's register operand (small M); False computes
-    C = A W with the dequantized weights staged in shared memory (large M, where a weight tile is
-    reused by many rows of A). A general g_idx always uses the swapped kernel.
+    computes C^T = W^T A^T with the weights as wgmma's register operand (every tuned config, M = 1
+    to 4096); False computes C = A W with the dequantized weights staged in shared memory, a weight
+    tile reused by BLOCK_M rows of A (needs the plain qweight). A general g_idx always uses the
+    swapped kernel. With ``num_warps=8`` and BLOCK_N a multiple of 128 on the repacked weights, the
+    swapped kernel loads the words in wgmma's row order (``_mma_row_order``).
     """
 
     block_m: int = 16
