@@ -655,7 +655,7 @@ def driver_memset() -> tuple:
 def zero_on_stream(t: Tensor, stream: int) -> None:
     """Zero the contiguous CUDA tensor ``t`` with one driver memset on ``stream`` (torch's ``zero_()``
     where the driver call is unavailable or fails, e.g. no CUDA context current on this thread)."""
-    d32, d16 = driver_memset()
+    d32, d16 = driver_memset() if t.is_cuda else (None, None)
     nbytes = t.numel() * t.element_size()
     ptr = t.data_ptr()
     if d32 is not None and nbytes % 4 == 0 and ptr % 4 == 0:
@@ -773,7 +773,7 @@ def _direct_launcher(run) -> tuple | None:
     what ``run`` would do (no scratch memory, one CTA per program, no tensor descriptors); else None."""
     launch = getattr(run, "launch", None)
     if not (triton.__version__.startswith("3.6.") and type(run).__name__ == "CudaLauncher"
-            and type(launch).__name__ == "builtin_function_or_method" and not hasattr(run, "arg_annotations")
+            and launch is not None and type(launch).__name__ != "function" and not hasattr(run, "arg_annotations")
             and getattr(run, "global_scratch_size", 1) == 0 and getattr(run, "profile_scratch_size", 1) == 0
             and getattr(run, "num_ctas", 1) == 1):
         return None
