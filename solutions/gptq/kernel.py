@@ -765,7 +765,7 @@ def _first(item: tuple) -> int:
     return item[0]
 
 
-a2_empty, a2_zeros = Tensor.new_empty, Tensor.new_zeros
+_new_empty, _new_zeros = Tensor.new_empty, Tensor.new_zeros
 
 
 def _direct_launcher(run) -> tuple | None:
@@ -948,7 +948,7 @@ class _Plan:
         fast, mn, bias = launch.fast, self.mn, self.bias
         get_stream, device = driver.active.get_current_stream, launch.device
         if not self.atomic or (bias is not None and not self.bias_init):
-            zero = a2_zeros if self.atomic else a2_empty
+            zero = _new_zeros if self.atomic else _new_empty
 
             def hot(a2: Tensor) -> Tensor:
                 c = zero(a2, mn)
