@@ -297,7 +297,19 @@ def test_gpu_launch_hooks_still_run_on_the_fast_path():
 
 @gpu
 @pytest.mark.parametrize("split_k", [1, 4])
-def test_gpu_cuda_graph_replays_of_gptq_matmul(split_k):
+def test_gpu_cuda_graph_replays_of_gptq_matmul(monkeypatch, split_k):
+    from solutions.gptq import kernel
+
+    d32, d16 = kernel.driver_memset()
+    memsets = []
+
+    def counted(fn):
+        def call(*args):
+            memsets.append(args)
+            return fn(*args)
+        return call
+
+    monkeypatch.setattr(kernel, "_DRIVER_MEMSET", [counted(d32), counted(d16)])
     w = layer(2048, 512, 128)
     a = activations(4, 2048)
     static_a = a.clone()
@@ -307,10 +319,13 @@ def test_gpu_cuda_graph_replays_of_gptq_matmul(split_k):
     with torch.cuda.stream(side):
         gptq_matmul(static_a, w, split_k=split_k)  # warm-up on the capture stream
     torch.cuda.current_stream().wait_stream(side)
+    eager_memsets = len(memsets)
+    assert eager_memsets == (1 if split_k > 1 else 0)  # the warm-up (the first call compiled, with new_zeros)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = gptq_matmul(static_a, w, split_k=split_k)
-    for _ in range(3):  # each replay zeroes C again (a missing memset would double the result)
+    assert len(memsets) == eager_memsets  # captured: torch's fill kernel, not a memset node
+    for _ in range(3):  # each replay zeroes C again (a missing zero-fill would double the result)
         graph.replay()
         torch.cuda.synchronize()
         assert rel_err(out, eager.double()) < 1e-3

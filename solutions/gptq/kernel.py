@@ -610,9 +610,10 @@ def _dequant_to_fp16_kernel(
 #   passed as JITFunction.run passes it.
 # * On Triton 3.6 the generated C launcher is called directly: CudaLauncher.__call__ only adds a
 #   closure and two scratch allocations, which our kernels (no scratch memory) do not need.
-# * Split-K with atomics needs C zeroed: one driver memset (cuMemsetD32Async) on the launch stream
-#   instead of torch's new_zeros (an allocation plus a fill kernel through the dispatcher). It is a
-#   memset node under CUDA-graph capture, as the fill kernel was a kernel node.
+# * Split-K with atomics needs C zeroed: in eager mode one driver memset (cuMemsetD32Async) on the
+#   launch stream instead of torch's fill kernel (new_zeros): 1-3 us less CPU per call on the H100
+#   host. Under CUDA-graph capture, where CPU time is not replayed, torch's fill kernel stays: as a
+#   graph node it measured as fast as the memset node or up to 0.1 us faster (host_breakdown.md).
 
 DEQUANT_MM_MIN_M = 1024  # from this M on, dequantize to fp16 and call cuBLAS (benchmarks/gptq/prefill.py)
 DEQUANT_CHUNK_BYTES = 256 * 2**20  # the fp16 temporary holds at most this many bytes of W at a time
@@ -653,9 +654,10 @@ def driver_memset() -> tuple:
 
 
 def zero_on_stream(t: Tensor, stream: int) -> None:
-    """Zero the contiguous CUDA tensor ``t`` with one driver memset on ``stream`` (torch's ``zero_()``
-    where the driver call is unavailable or fails, e.g. no CUDA context current on this thread)."""
-    d32, d16 = driver_memset() if t.is_cuda else (None, None)
+    """Zero the contiguous CUDA tensor ``t`` with one driver memset on ``stream``; torch's ``zero_()``
+    under CUDA-graph capture (see the comment above) and where the driver call is unavailable or fails
+    (e.g. no CUDA context current on this thread yet)."""
+    d32, d16 = driver_memset() if t.is_cuda and not torch.cuda.is_current_stream_capturing() else (None, None)
     nbytes = t.numel() * t.element_size()
     ptr = t.data_ptr()
     if d32 is not None and nbytes % 4 == 0 and ptr % 4 == 0:
@@ -972,11 +974,14 @@ class _Plan:
                 return c
             return hot_zeroed
 
+        capturing = torch.cuda.is_current_stream_capturing
+
         def hot_memset(a2: Tensor) -> Tensor:
             c = a2.new_empty(mn)
             ptr = c.data_ptr()
             stream = get_stream(device)
-            if d32(ptr, 0, words, stream):  # nonzero status: e.g. no CUDA context on this thread yet
+            # A nonzero status (e.g. no CUDA context on this thread yet): torch zeroes C instead.
+            if capturing() or d32(ptr, 0, words, stream):
                 c.zero_()
             fast(stream, a2.data_ptr(), ptr)
             return c
