@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import start_gpu_run, write_report
+from common import copy_bandwidth, start_gpu_run, write_report
 
 from solutions.gptq.layer import GPTQLinear, dequantize_linears, quantize_linears
 
@@ -56,6 +56,14 @@ def decode_tps(model, batch: int, prompt: int, new_tokens: int, compiled: bool) 
     full = min(timed_generate(model, ids, 1 + new_tokens, **kwargs) for _ in range(3))
     first = min(timed_generate(model, ids, 1, **kwargs) for _ in range(3))
     return batch * new_tokens / (full - first)
+
+
+def weight_bytes(model: torch.nn.Module) -> int:
+    """Bytes a decode step reads in full: every parameter and buffer except the embedding table
+    (of which a step reads one row per sequence)."""
+    skip = {id(t) for mod in model.modules() if isinstance(mod, torch.nn.Embedding) for t in mod.parameters()}
+    tensors = {id(t): t for t in (*model.parameters(), *model.buffers()) if id(t) not in skip}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
 def main() -> int:
@@ -91,9 +99,14 @@ def main() -> int:
         "rel_err_vs_fp16_original": ((logits - fp16_logits).norm() / fp16_logits.norm()).item(),
         "argmax_agreement_vs_dequantized": (logits.argmax(-1) == ref_logits.argmax(-1)).float().mean().item(),
     }
-    print(json.dumps(check), flush=True)
     del ref
     torch.cuda.empty_cache()
+    # The floor of a batch-1 decode step: its weights read once at the device's copy bandwidth.
+    bandwidth = copy_bandwidth()
+    check.update({f"{name}_weight_gb": weight_bytes(model) / 1e9 for name, model in (("fp16", fp16), ("int4", int4))})
+    check["copy_bandwidth_gb_s"] = bandwidth / 1e9
+    floor_ms = {name: check[f"{name}_weight_gb"] * 1e9 / bandwidth * 1e3 for name in ("fp16", "int4")}
+    print(json.dumps(check), flush=True)
 
     rows = []
     for mode in args.modes:
@@ -112,6 +125,9 @@ def main() -> int:
     def cell(r, key):
         return f"{r[key]:.0f}" if key in r else "error"
 
+    def ms_per_step(r, name):
+        return f"{r['batch'] / r[name + '_tps'] * 1e3:.2f}" if name + "_tps" in r else "error"
+
     lines = [
         f"# transformers Llama decode, GPTQ int4 vs fp16, on {env['device']}",
         "",
@@ -125,13 +141,17 @@ def main() -> int:
         f"- greedy generate, prompt {args.prompt}, {args.new_tokens} decode tokens (time of 1 + T minus time of 1);"
         " eager: dynamic cache, no compile; compiled: static cache, CompileConfig(fullgraph=True,"
         " mode='reduce-overhead')",
+        f"- weights read per decode step (all but the embedding table): fp16 {check['fp16_weight_gb']:.2f} GB, int4"
+        f" {check['int4_weight_gb']:.2f} GB; at the copy bandwidth ({check['copy_bandwidth_gb_s']:.0f} GB/s) a step"
+        f" cannot take less than {floor_ms['fp16']:.2f} ms (fp16) / {floor_ms['int4']:.2f} ms (int4)",
         "",
-        "| mode | batch | fp16 tokens/s | int4 tokens/s | int4 / fp16 |",
-        "|---|---:|---:|---:|---:|",
+        "| mode | batch | fp16 tokens/s | int4 tokens/s | int4 / fp16 | fp16 ms/step | int4 ms/step |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         ratio = f"{r['int4_tps'] / r['fp16_tps']:.2f}" if "int4_tps" in r and "fp16_tps" in r else "n/a"
-        lines.append(f"| {r['mode']} | {r['batch']} | {cell(r, 'fp16_tps')} | {cell(r, 'int4_tps')} | {ratio} |")
+        lines.append(f"| {r['mode']} | {r['batch']} | {cell(r, 'fp16_tps')} | {cell(r, 'int4_tps')} | {ratio} |"
+                     f" {ms_per_step(r, 'fp16')} | {ms_per_step(r, 'int4')} |")
     write_report(args.out, "decode", {"env": env, "check": check, "rows": rows}, lines)
     return 0
 
