@@ -117,6 +117,225 @@ def test_plans_are_cached_per_shape_and_alignment():
     assert not w._plans
 
 
+def test_default_options_given_explicitly_share_the_default_plan():
+    w = layer(256, 128, 128)
+    a = activations(2, 256)
+    gptq_matmul(a, w)
+    gptq_matmul(a, w, method="auto", deterministic=False, split_k=None, config=None)
+    assert len(w._plans) == 1
+    gptq_matmul(a, w, split_k=2)
+    assert len(w._plans) == 2
+
+
+def test_launch_hook_check_sees_through_empty_hook_chains():
+    from solutions.gptq.kernel import _hook_set
+
+    class Chain:  # the shape of Triton 3.6's knobs.HookChain
+        def __init__(self, calls):
+            self.calls = calls
+
+    assert not _hook_set(None) and not _hook_set(Chain([]))
+    assert _hook_set(Chain([print])) and _hook_set(print)
+
+
+@pytest.mark.parametrize("version", ["3.6.0", "3.7.1"])
+@pytest.mark.parametrize("hooked", [False, True])
+def test_fast_launch_hands_the_launcher_what_jit_run_would(monkeypatch, version, hooked):
+    """The plan's launcher against a stand-in compiled kernel shaped like Triton 3.6's: with no hook
+    set, the same C launch call as CudaLauncher.__call__ makes (called directly on 3.6, through
+    run elsewhere) with addresses for pointers; with a hook set, metadata and hooks as JITFunction.run."""
+    import triton
+    from triton import knobs
+
+    from solutions.gptq import kernel
+
+    class Launch:  # the generated C launcher
+        def __init__(self):
+            self.calls = []
+
+        def __call__(self, *args):
+            self.calls.append(args)
+
+    class CudaLauncher:
+        def __init__(self):
+            self.launch, self.global_scratch_size, self.profile_scratch_size, self.num_ctas = Launch(), 0, 0, 1
+            self.launch_cooperative_grid, self.launch_pdl = False, True
+
+        def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+            self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid, self.launch_pdl,
+                        None, None, *args)
+
+    class Compiled:
+        function, packed_metadata = 1234, (4, 1, 0)
+
+        def __init__(self):
+            self.run = CudaLauncher()
+
+        def launch_metadata(self, grid, stream, *args):
+            return ("metadata", grid, stream, args)
+
+    class Chain:
+        def __init__(self, calls):
+            self.calls = calls
+
+    monkeypatch.setattr(triton, "__version__", version)
+    enter, leave = Chain([print] if hooked else []), Chain([])
+    monkeypatch.setattr(knobs.runtime, "launch_enter_hook", enter)
+    monkeypatch.setattr(knobs.runtime, "launch_exit_hook", leave)
+    weight_like = torch.zeros(4)
+    launch = kernel._Launch(kernel._splitk_reduce_kernel, (3, 2), [None, weight_like, 640], dict(SPLIT_K=4, BLOCK=8),
+                            {})
+    launch.compiled = Compiled()
+    fast = launch._make_fast([0, 2])
+    assert launch.direct == version.startswith("3.6.")
+    fast(77, 111, 222)
+    args = (111, weight_like.data_ptr(), 222, 4, 8)
+    if hooked:
+        expect = (3, 2, 1, 77, 1234, False, True, None, None, (4, 1, 0), ("metadata", (3, 2, 1), 77, args), enter,
+                  leave, *args)
+    else:
+        expect = (3, 2, 1, 77, 1234, False, True, None, None, (4, 1, 0), None, None, None, *args)
+    assert launch.compiled.run.launch.calls == [expect]
+
+
+def test_zero_on_stream_zeroes_cpu_and_odd_sized_tensors():
+    from solutions.gptq.kernel import zero_on_stream
+
+    buf = torch.full((1 + 2 * 7 * 9,), float("nan"), dtype=torch.float16, device=DEVICE)
+    for t in (buf[1:].view(7, 18), buf[1:8], buf[:7]):  # 4-byte aligned and not; even and odd counts
+        buf.fill_(float("nan"))
+        zero_on_stream(t, torch.cuda.current_stream().cuda_stream if CUDA else 0)
+        if CUDA:
+            torch.cuda.synchronize()
+        assert torch.equal(t, torch.zeros_like(t))
+        assert torch.isnan(buf).sum() == buf.numel() - t.numel()  # nothing beyond t
+
+
+def _fresh_nan_memory(numel: int) -> None:
+    """Leave a freed block full of NaN in the caching allocator, so that a missing zero-fill shows."""
+    torch.full((numel,), float("nan"), dtype=torch.float16, device=DEVICE)
+
+
+@gpu
+@pytest.mark.parametrize("bias", [False, True])
+def test_gpu_split_k_hot_path_matches_first_call_and_deterministic(bias):
+    from solutions.gptq.kernel import _Plan
+
+    w = layer(1024, 384, 128)
+    if bias:
+        w = dataclasses.replace(w, bias=torch.randn(384, device=DEVICE).half())
+    a = activations(5, 1024)
+    ref = a.double() @ dequantize(w) + (w.bias.double() if bias else 0)
+    first = gptq_matmul(a, w, split_k=4)  # compiles; zero-fill by new_zeros
+    plan = next(iter(w._plans.values()))
+    assert isinstance(plan, _Plan) and plan.atomic and plan.splits == 4 and plan.hot is not None
+    assert plan.bias_init == bias
+    for _ in range(3):
+        _fresh_nan_memory(5 * 384 * 4)
+        again = gptq_matmul(a, w, split_k=4)  # the hot closure: driver memset (or C from the bias)
+        assert rel_err(again, ref) < TOL and rel_err(again, first.double()) < 1e-3
+    exact = gptq_matmul(a, w, split_k=4, deterministic=True)
+    assert rel_err(exact, again.double()) < 1e-3
+
+
+@gpu
+def test_gpu_fast_launch_uses_the_direct_launcher_on_triton_3_6():
+    import triton
+
+    w = layer(512, 256, 128)
+    a = activations(3, 512)
+    gptq_matmul(a, w)
+    gptq_matmul(a, w)
+    launch = next(iter(w._plans.values())).launches[0]
+    assert launch.fast is not None
+    assert launch.direct == triton.__version__.startswith("3.6.")
+
+
+@gpu
+def test_gpu_split_k_falls_back_to_zero_when_the_driver_memset_fails(monkeypatch):
+    from solutions.gptq import kernel
+
+    calls = []
+
+    def failing(ptr, value, count, stream):
+        calls.append(count)
+        return 201  # CUDA_ERROR_INVALID_CONTEXT
+
+    kernel.driver_memset()
+    monkeypatch.setattr(kernel, "_DRIVER_MEMSET", [failing, failing])
+    w = layer(1024, 256, 128)
+    a = activations(2, 1024)
+    ref = a.double() @ dequantize(w)
+    for _ in range(3):
+        _fresh_nan_memory(2 * 256 * 4)
+        assert rel_err(gptq_matmul(a, w, split_k=4), ref) < TOL
+    assert calls  # the hot path tried the driver, then zeroed C itself
+
+
+@gpu
+def test_gpu_launch_hooks_still_run_on_the_fast_path():
+    from triton import knobs
+
+    chain = knobs.runtime.launch_enter_hook
+    if not hasattr(chain, "add"):
+        pytest.skip("this Triton has no launch hook chains")
+    w = layer(512, 256, 128)
+    a = activations(3, 512)
+    gptq_matmul(a, w)
+    gptq_matmul(a, w)  # fast and hot from here on
+    seen = []
+    hook = seen.append
+    chain.add(hook)
+    try:
+        out = gptq_matmul(a, w)
+    finally:
+        chain.remove(hook)
+    assert len(seen) == 1 and rel_err(out, a.double() @ dequantize(w)) < TOL
+    gptq_matmul(a, w)
+    assert len(seen) == 1
+
+
+@gpu
+@pytest.mark.parametrize("split_k", [1, 4])
+def test_gpu_cuda_graph_replays_of_gptq_matmul(monkeypatch, split_k):
+    from solutions.gptq import kernel
+
+    d32, d16 = kernel.driver_memset()
+    memsets = []
+
+    def counted(fn):
+        def call(*args):
+            memsets.append(args)
+            return fn(*args)
+        return call
+
+    monkeypatch.setattr(kernel, "_DRIVER_MEMSET", [counted(d32), counted(d16)])
+    w = layer(2048, 512, 128)
+    a = activations(4, 2048)
+    static_a = a.clone()
+    eager = gptq_matmul(a, w, split_k=split_k)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        gptq_matmul(static_a, w, split_k=split_k)  # warm-up on the capture stream
+    torch.cuda.current_stream().wait_stream(side)
+    eager_memsets = len(memsets)
+    assert eager_memsets == (1 if split_k > 1 else 0)  # the warm-up (the first call compiled, with new_zeros)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = gptq_matmul(static_a, w, split_k=split_k)
+    assert len(memsets) == eager_memsets  # captured: torch's fill kernel, not a memset node
+    for _ in range(3):  # each replay zeroes C again (a missing zero-fill would double the result)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel_err(out, eager.double()) < 1e-3
+    b = activations(4, 2048, seed=7)
+    static_a.copy_(b)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert rel_err(out, b.double() @ dequantize(w)) < TOL
+
+
 def test_explicit_config_that_needs_the_dropped_qweight_is_refused():
     from solutions.gptq import GPTQConfig
 

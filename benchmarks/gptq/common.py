@@ -119,3 +119,38 @@ def buckets_for(m: int, k: int, n: int, tuned_keys) -> tuple[int, ...]:
     if m == 16:
         return (16,) if f"1,{k},{n}" in tuned_keys else (1, 2, 4, 8, 16)
     return (m,)
+
+
+def host_times(methods: dict[str, list], n_calls: int = 200, rounds: int = 9) -> dict[str, tuple[float, float]]:
+    """{name: (host us per call, eager wall us per call)}, medians over ``rounds`` rounds.
+
+    Each round times every method once, in an order rotated by one per round (so that no method
+    always runs first or right after a particular other one), as ``n_calls`` back-to-back calls
+    cycling through the method's closures: host = CPU time of the loop (no sync inside), wall = the
+    same loop including the final synchronize. The host time of even a plain cuBLAS call moves by
+    several us between runs, so methods are compared within a round and summarised by medians.
+    """
+    import statistics
+    import time
+
+    names = list(methods)
+    seqs = {name: [calls[i % len(calls)] for i in range(n_calls)] for name, calls in methods.items()}
+    for calls in methods.values():  # warm-up: plans, compilation, cuBLAS handles
+        for call in calls:
+            call()
+    torch.cuda.synchronize()
+    host: dict[str, list[float]] = {name: [] for name in names}
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            seq = seqs[name]
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for call in seq:
+                call()
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+            host[name].append((t1 - t0) / n_calls * 1e6)
+            wall[name].append((t2 - t0) / n_calls * 1e6)
+    return {name: (statistics.median(host[name]), statistics.median(wall[name])) for name in names}

@@ -630,7 +630,21 @@ def _dequant_to_fp16_kernel(
 # specialisation keys, the cache lookup), more than a small GEMV takes on the GPU. gptq_matmul
 # therefore builds a launch plan once per (M, A's strides and alignment, device, options) and keeps
 # it on the weight: the config, the grid, every argument but A and C, and the compiled kernel, which
-# later calls launch the way JITFunction.run does (same launcher, same enter/exit hooks).
+# later calls launch the way JITFunction.run does (same launcher, same enter/exit hooks), minus the
+# parts that cost CPU and do nothing here (benchmarks/gptq/host_breakdown.py measures each piece):
+#
+# * Pointers go to the launcher as ints. Given a tensor, Triton's launcher calls its data_ptr() and
+#   asks the driver (cuPointerGetAttribute) for the device address, for every pointer on every call.
+# * Triton 3.6 keeps its launch hooks in HookChain objects that are never None, so JITFunction.run
+#   builds the launch metadata and calls two empty hook chains on every launch. With no hook
+#   registered the plan passes None (no metadata, no calls); with one registered, everything is
+#   passed as JITFunction.run passes it.
+# * On Triton 3.6 the generated C launcher is called directly: CudaLauncher.__call__ only adds a
+#   closure and two scratch allocations, which our kernels (no scratch memory) do not need.
+# * Split-K with atomics needs C zeroed: in eager mode one driver memset (cuMemsetD32Async) on the
+#   launch stream instead of torch's fill kernel (new_zeros): 1-3 us less CPU per call on the H100
+#   host. Under CUDA-graph capture, where CPU time is not replayed, torch's fill kernel stays: as a
+#   graph node it measured as fast as the memset node or up to 0.1 us faster (host_breakdown.md).
 
 DEQUANT_CHUNK_BYTES = 256 * 2**20  # the fp16 temporary holds at most this many bytes of W at a time
 
@@ -654,12 +668,58 @@ def default_config(m: int, weight: GPTQWeight) -> GPTQConfig:
     return cfg
 
 
+_DRIVER_MEMSET: list = []  # [cuMemsetD32Async, cuMemsetD16Async] through ctypes, or [None, None]
+
+
+def driver_memset() -> tuple:
+    """(cuMemsetD32Async, cuMemsetD16Async) from the CUDA driver, each ``f(ptr, value, count, stream) -> status``
+    (0 = success), or (None, None) where libcuda cannot be loaded."""
+    if not _DRIVER_MEMSET:
+        import ctypes
+
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            fns = []
+            for name, value_type in (("cuMemsetD32Async", ctypes.c_uint32), ("cuMemsetD16Async", ctypes.c_uint16)):
+                fn = getattr(lib, name)
+                fn.argtypes = [ctypes.c_uint64, value_type, ctypes.c_size_t, ctypes.c_void_p]
+                fn.restype = ctypes.c_int
+                fns.append(fn)
+            _DRIVER_MEMSET.extend(fns)
+        except (OSError, AttributeError):
+            _DRIVER_MEMSET.extend((None, None))
+    return _DRIVER_MEMSET[0], _DRIVER_MEMSET[1]
+
+
+def zero_on_stream(t: Tensor, stream: int) -> None:
+    """Zero the contiguous CUDA tensor ``t`` with one driver memset on ``stream``; torch's ``zero_()``
+    under CUDA-graph capture (see the comment above) and where the driver call is unavailable or fails
+    (e.g. no CUDA context current on this thread yet)."""
+    d32, d16 = driver_memset() if t.is_cuda and not torch.cuda.is_current_stream_capturing() else (None, None)
+    nbytes = t.numel() * t.element_size()
+    ptr = t.data_ptr()
+    if d32 is not None and nbytes % 4 == 0 and ptr % 4 == 0:
+        status = d32(ptr, 0, nbytes // 4, stream)
+    elif d16 is not None and nbytes % 2 == 0 and ptr % 2 == 0:
+        status = d16(ptr, 0, nbytes // 2, stream)
+    else:
+        status = -1
+    if status != 0:
+        t.zero_()
+
+
+def _hook_set(hook) -> bool:
+    """Whether a launch hook would do anything: None and an empty HookChain (Triton 3.6) do not."""
+    return bool(getattr(hook, "calls", hook))
+
+
 class _Launch:
     """One Triton kernel with every argument fixed except those at ``dynamic`` positions.
 
     The first call goes through ``JITFunction.run`` (compiling if needed) and keeps the compiled
-    kernel; later calls hand the arguments straight to its launcher. Under the interpreter, or where
-    the kernel has pre-run hooks, every call takes the ordinary path.
+    kernel; later calls go to ``fast``, which takes the stream and the dynamic arguments (in position
+    order, tensors or ints holding their addresses) and hands them to the kernel's launcher. Under the
+    interpreter, or where the kernel has pre-run hooks, every call takes the ordinary path.
     """
 
     def __init__(self, fn, grid: tuple[int, ...], args: list, kwargs: dict, options: dict):
@@ -672,63 +732,100 @@ class _Launch:
         self.args = list(bound.arguments.values())  # every parameter, constexprs included, in order
         self.n_positional = len(args)
         self.compiled = None
+        self.fast = None
+        self.direct = False  # whether fast calls Triton 3.6's generated C launcher itself
 
     def __call__(self, *dynamic: tuple[int, object]) -> None:
+        if self.fast is not None:
+            from triton.runtime import driver
+
+            self.fast(driver.active.get_current_stream(self.device), *(v for _, v in sorted(dynamic, key=_first)))
+            return
         args = self.args.copy()
         for i, value in dynamic:
             args[i] = value
-        if self.compiled is None:
-            compiled = self.fn[self.grid](*args[: self.n_positional], **self.kwargs, **self.options)
-            if compiled is not None and not getattr(self.fn, "pre_run_hooks", None) and hasattr(compiled, "run"):
-                from triton.runtime import driver
+        compiled = self.fn[self.grid](*args[: self.n_positional], **self.kwargs, **self.options)
+        if compiled is not None and not getattr(self.fn, "pre_run_hooks", None) and hasattr(compiled, "run"):
+            from triton.runtime import driver
 
-                compiled._init_handles()
-                self.compiled = compiled
-                self.get_stream = driver.active.get_current_stream
-                self.device = driver.active.get_current_device()
-                self.fast = self._make_fast(sorted(i for i, _ in dynamic))
-            return
-        self.fast(*(value for _, value in sorted(dynamic, key=lambda d: d[0])))
+            compiled._init_handles()
+            self.compiled = compiled
+            self.device = driver.active.get_current_device()
+            self.fast = self._make_fast(sorted(i for i, _ in dynamic))
 
     def _make_fast(self, dynamic: list[int]):
-        """A launcher taking only the dynamic arguments (in position order): no per-call list building."""
+        """A launcher taking the stream and the dynamic arguments (in position order)."""
         from triton import knobs
 
         compiled, run, function, packed = self.compiled, self.compiled.run, self.compiled.function, \
             self.compiled.packed_metadata
-        get_stream, device, runtime = self.get_stream, self.device, knobs.runtime
+        runtime = knobs.runtime
         g = self.grid
         g0, g1, g2 = g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1
         grid = (g0, g1, g2)
-        args = self.args
-        if len(dynamic) == 2 and dynamic[0] == 0:
-            mid, post = tuple(args[1:dynamic[1]]), tuple(args[dynamic[1] + 1:])
+        # The plan's own tensors (weights, scales: kept alive by self.args) go in as addresses.
+        static = [a.data_ptr() if isinstance(a, Tensor) else a for a in self.args]
+        direct = _direct_launcher(run)
+        self.direct = direct is not None
 
-            def fast(first, second):
-                stream = get_stream(device)
-                enter = runtime.launch_enter_hook
-                if enter is None:
-                    run(g0, g1, g2, stream, function, packed, None, None, runtime.launch_exit_hook,
-                        first, *mid, second, *post)
-                else:
-                    full = (first, *mid, second, *post)
-                    run(g0, g1, g2, stream, function, packed, compiled.launch_metadata(grid, stream, *full), enter,
-                        runtime.launch_exit_hook, *full)
+        def hooked(stream, full):
+            enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+            metadata = compiled.launch_metadata(grid, stream, *full)
+            run(g0, g1, g2, stream, function, packed, metadata, enter, leave, *full)
+
+        if len(dynamic) == 2:
+            i, j = dynamic
+            pre, mid, post = tuple(static[:i]), tuple(static[i + 1:j]), tuple(static[j + 1:])
+            if direct is not None:
+                launch, coop, pdl = direct
+
+                def fast(stream, first, second):
+                    if _hook_set(runtime.launch_enter_hook) or _hook_set(runtime.launch_exit_hook):
+                        return hooked(stream, (*pre, first, *mid, second, *post))
+                    launch(g0, g1, g2, stream, function, coop, pdl, None, None, packed, None, None, None,
+                           *pre, first, *mid, second, *post)
+            else:
+                def fast(stream, first, second):
+                    if _hook_set(runtime.launch_enter_hook) or _hook_set(runtime.launch_exit_hook):
+                        return hooked(stream, (*pre, first, *mid, second, *post))
+                    run(g0, g1, g2, stream, function, packed, None, None, None, *pre, first, *mid, second, *post)
             return fast
 
-        def general(*values):
-            full = list(args)
+        def general(stream, *values):
+            full = list(static)
             for i, v in zip(dynamic, values, strict=True):
                 full[i] = v
-            stream = get_stream(device)
-            enter = runtime.launch_enter_hook
-            metadata = compiled.launch_metadata(grid, stream, *full) if enter is not None else None
-            run(g0, g1, g2, stream, function, packed, metadata, enter, runtime.launch_exit_hook, *full)
+            if _hook_set(runtime.launch_enter_hook) or _hook_set(runtime.launch_exit_hook):
+                return hooked(stream, full)
+            run(g0, g1, g2, stream, function, packed, None, None, None, *full)
         return general
 
 
+def _first(item: tuple) -> int:
+    return item[0]
+
+
+_new_empty, _new_zeros = Tensor.new_empty, Tensor.new_zeros
+
+
+def _direct_launcher(run) -> tuple | None:
+    """(launch, cooperative, pdl) of Triton 3.6's CudaLauncher where calling its C ``launch`` directly is
+    what ``run`` would do (no scratch memory, one CTA per program, no tensor descriptors); else None."""
+    launch = getattr(run, "launch", None)
+    if not (triton.__version__.startswith("3.6.") and type(run).__name__ == "CudaLauncher"
+            and launch is not None and type(launch).__name__ != "function" and not hasattr(run, "arg_annotations")
+            and getattr(run, "global_scratch_size", 1) == 0 and getattr(run, "profile_scratch_size", 1) == 0
+            and getattr(run, "num_ctas", 1) == 1):
+        return None
+    return launch, run.launch_cooperative_grid, run.launch_pdl
+
+
 class _Plan:
-    """Everything a call of :func:`gptq_matmul` needs besides A (see the comment above _Launch)."""
+    """Everything a call of :func:`gptq_matmul` needs besides A (see the comment above _Launch).
+
+    ``hot`` is set once the kernel is compiled, for the common fused call without deterministic
+    split-K: a closure doing only the allocation, the zero-fill (split-K) and the launch.
+    """
 
     def __init__(self, a2: Tensor, weight: GPTQWeight, cfg: GPTQConfig | None, deterministic: bool,
                  method: str) -> None:
@@ -737,6 +834,7 @@ class _Plan:
         self.m, self.n, self.mn, self.bias = m, n, (m, n), weight.bias
         self.device = a2.device
         self.device_index = a2.device.index if a2.is_cuda else None
+        self.hot = None
         has_g_idx = weight.g_idx is not None
         w_mma_ok = (weight.qweight_mma is not None and not has_g_idx
                     and (weight.group_size % 32 == 0 or weight.group_size >= k))
@@ -744,6 +842,7 @@ class _Plan:
             method = "dequant" if (cfg is None and a2.is_cuda and use_dequant(m, weight)) else "fused"
         self.method = method
         self.launches: list[_Launch] = []
+        self.atomic = self.partial = self.bias_init = False
         g = weight.group_size
         if method == "dequant":
             self._plan_dequant(weight, k, n, w_mma_ok)
@@ -759,6 +858,9 @@ class _Plan:
         # split-K stores fp32 shares that a second kernel sums in order; one share stores C directly.
         self.atomic = splits > 1 and not deterministic
         self.partial = splits > 1 and deterministic
+        # With atomics, C can start as the bias instead of zeros: one kernel instead of a fill and an add.
+        self.bias_init = (self.atomic and weight.bias is not None and weight.bias.dtype == torch.float16
+                          and tuple(weight.bias.shape) == (n,))
         if self.partial:
             stride_cs, stride_cm, stride_cn = m * n, n, 1
         else:
@@ -852,24 +954,79 @@ class _Plan:
                 w = temp if n_end - n0 == self.temp_cols else temp[:, : n_end - n0]
                 launch((5, w))
                 torch.mm(a2, w, out=out[:, n0:n_end])
-        else:
-            launch = self.launches[0]
-            if self.atomic:
-                out = c = a2.new_zeros(mn)  # the split-K shares are added into it
-            elif self.partial:
-                out = a2.new_empty(mn)
-                c = a2.new_empty((self.splits, *mn), dtype=torch.float32)
+            if self.bias is not None:
+                out += self.bias
+            return out
+        launch = self.launches[0]
+        first = launch.fast is None
+        if self.atomic:
+            # The split-K shares are added into C: zeroed, or holding the bias (no add afterwards).
+            if self.bias_init:
+                out = c = self.bias.expand(mn).contiguous()
+            elif first:
+                out = c = a2.new_zeros(mn)
             else:
                 out = c = a2.new_empty(mn)
-            if launch.compiled is not None:
-                launch.fast(a2, c)
-            else:
-                launch((0, a2), (self.c_index, c))
-            if self.partial:
-                self.reduce((0, c), (1, out))
-        if self.bias is not None:
+                from triton.runtime import driver
+
+                zero_on_stream(c, driver.active.get_current_stream(launch.device))
+        elif self.partial:
+            out = a2.new_empty(mn)
+            c = a2.new_empty((self.splits, *mn), dtype=torch.float32)
+        else:
+            out = c = a2.new_empty(mn)
+        launch((0, a2), (self.c_index, c))
+        if self.partial:
+            self.reduce((0, c), (1, out))
+        if self.bias is not None and not self.bias_init:
             out += self.bias
+        if first and launch.fast is not None and not self.partial:
+            self.hot = self._make_hot(launch)
         return out
+
+    def _make_hot(self, launch: _Launch):
+        """The call of a compiled plan (fused kernel, one share or atomic split-K), as one closure."""
+        from triton.runtime import driver
+
+        fast, mn, bias = launch.fast, self.mn, self.bias
+        get_stream, device = driver.active.get_current_stream, launch.device
+        if not self.atomic or (bias is not None and not self.bias_init):
+            zero = _new_zeros if self.atomic else _new_empty
+
+            def hot(a2: Tensor) -> Tensor:
+                c = zero(a2, mn)
+                fast(get_stream(device), a2.data_ptr(), c.data_ptr())
+                if bias is not None:
+                    c += bias
+                return c
+            return hot
+        if bias is not None:
+            def hot_bias(a2: Tensor) -> Tensor:
+                c = bias.expand(mn).contiguous()  # the shares are added to the bias
+                fast(get_stream(device), a2.data_ptr(), c.data_ptr())
+                return c
+            return hot_bias
+        d32, d16 = driver_memset()
+        words = self.m * self.n // 2  # N is a multiple of 8: the fp16 C is a whole number of 32-bit words
+        if d32 is None or self.m * self.n % 2:
+            def hot_zeroed(a2: Tensor) -> Tensor:
+                c = a2.new_zeros(mn)
+                fast(get_stream(device), a2.data_ptr(), c.data_ptr())
+                return c
+            return hot_zeroed
+
+        capturing = torch.cuda.is_current_stream_capturing
+
+        def hot_memset(a2: Tensor) -> Tensor:
+            c = a2.new_empty(mn)
+            ptr = c.data_ptr()
+            stream = get_stream(device)
+            # A nonzero status (e.g. no CUDA context on this thread yet): torch zeroes C instead.
+            if capturing() or d32(ptr, 0, words, stream):
+                c.zero_()
+            fast(stream, a2.data_ptr(), ptr)
+            return c
+        return hot_memset
 
 
 def gptq_matmul(
@@ -896,9 +1053,14 @@ def gptq_matmul(
     a2 = a if a.dim() == 2 else a.reshape(-1, a.shape[-1])
     # Everything a plan depends on is in the key, so a hit needs no further checks: Triton
     # specialises on 16-byte alignment and on strides equal to 1, hence the strides and alignment.
-    key = (a2.shape, a2.stride(), a2.data_ptr() % 16 == 0, a2.get_device(), a2.dtype, config, split_k,
-           deterministic, method)
+    # The options join the key only where one differs from its default (a shorter key to build).
+    key = (a2.shape, a2.stride(), a2.data_ptr() % 16 == 0, a2.get_device(), a2.dtype)
+    if config is not None or split_k is not None or deterministic or method != "auto":
+        key += (config, split_k, deterministic, method)
     plan = weight._plans.get(key)
+    if plan is not None and plan.hot is not None:
+        out = plan.hot(a2)
+        return out if a2 is a else out.reshape(*a.shape[:-1], plan.n)
     if plan is None:
         k, n = weight.k, weight.n
         if a.shape[-1] != k:

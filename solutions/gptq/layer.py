@@ -30,7 +30,8 @@ _WEIGHTS: weakref.WeakValueDictionary[tuple, GPTQWeight] = weakref.WeakValueDict
 
 
 def _key(tensors: tuple, group_size: int, zero_offset: int) -> tuple:
-    return tuple(None if t is None else (t.data_ptr(), t.device, tuple(t.shape)) for t in tensors) + (
+    # get_device() and torch.Size: the cheapest hashable forms of a tensor's device and shape.
+    return tuple(None if t is None else (t.data_ptr(), t.get_device(), t.shape) for t in tensors) + (
         group_size, zero_offset)
 
 
