@@ -44,7 +44,7 @@ def pieces(m: int, k: int, n: int) -> tuple[dict, dict]:
     launch = plan.launches[0]
     mn, dev = plan.mn, launch.device
     get_stream = driver.active.get_current_stream
-    d32, _ = driver_memset()
+    d32 = driver_memset()
     c = a.new_zeros(mn)
     words = m * n // 2
     compiled = launch.compiled
@@ -120,7 +120,7 @@ def zero_fill_gpu(m: int, k: int, n: int) -> dict:
         gptq_matmul(a, w)
         plans.append(next(iter(w._plans.values())))
 
-    d32, _ = driver_memset()
+    d32 = driver_memset()
 
     def fill(plan):
         def call():

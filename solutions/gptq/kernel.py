@@ -668,44 +668,23 @@ def default_config(m: int, weight: GPTQWeight) -> GPTQConfig:
     return cfg
 
 
-_DRIVER_MEMSET: list = []  # [cuMemsetD32Async, cuMemsetD16Async] through ctypes, or [None, None]
+_DRIVER_MEMSET: list = []  # [cuMemsetD32Async through ctypes], or [None] where libcuda cannot be loaded
 
 
-def driver_memset() -> tuple:
-    """(cuMemsetD32Async, cuMemsetD16Async) from the CUDA driver, each ``f(ptr, value, count, stream) -> status``
-    (0 = success), or (None, None) where libcuda cannot be loaded."""
+def driver_memset():
+    """cuMemsetD32Async from the CUDA driver, ``f(ptr, value, count, stream) -> status`` (0 = success),
+    or None where libcuda cannot be loaded."""
     if not _DRIVER_MEMSET:
         import ctypes
 
         try:
-            lib = ctypes.CDLL("libcuda.so.1")
-            fns = []
-            for name, value_type in (("cuMemsetD32Async", ctypes.c_uint32), ("cuMemsetD16Async", ctypes.c_uint16)):
-                fn = getattr(lib, name)
-                fn.argtypes = [ctypes.c_uint64, value_type, ctypes.c_size_t, ctypes.c_void_p]
-                fn.restype = ctypes.c_int
-                fns.append(fn)
-            _DRIVER_MEMSET.extend(fns)
+            fn = ctypes.CDLL("libcuda.so.1").cuMemsetD32Async
+            fn.argtypes = [ctypes.c_uint64, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_void_p]
+            fn.restype = ctypes.c_int
+            _DRIVER_MEMSET.append(fn)
         except (OSError, AttributeError):
-            _DRIVER_MEMSET.extend((None, None))
-    return _DRIVER_MEMSET[0], _DRIVER_MEMSET[1]
-
-
-def zero_on_stream(t: Tensor, stream: int) -> None:
-    """Zero the contiguous CUDA tensor ``t`` with one driver memset on ``stream``; torch's ``zero_()``
-    under CUDA-graph capture (see the comment above) and where the driver call is unavailable or fails
-    (e.g. no CUDA context current on this thread yet)."""
-    d32, d16 = driver_memset() if t.is_cuda and not torch.cuda.is_current_stream_capturing() else (None, None)
-    nbytes = t.numel() * t.element_size()
-    ptr = t.data_ptr()
-    if d32 is not None and nbytes % 4 == 0 and ptr % 4 == 0:
-        status = d32(ptr, 0, nbytes // 4, stream)
-    elif d16 is not None and nbytes % 2 == 0 and ptr % 2 == 0:
-        status = d16(ptr, 0, nbytes // 2, stream)
-    else:
-        status = -1
-    if status != 0:
-        t.zero_()
+            _DRIVER_MEMSET.append(None)
+    return _DRIVER_MEMSET[0]
 
 
 def _hook_set(hook) -> bool:
@@ -832,8 +811,6 @@ class _Plan:
         m, k = a2.shape
         n = weight.n
         self.m, self.n, self.mn, self.bias = m, n, (m, n), weight.bias
-        self.device = a2.device
-        self.device_index = a2.device.index if a2.is_cuda else None
         self.hot = None
         has_g_idx = weight.g_idx is not None
         w_mma_ok = (weight.qweight_mma is not None and not has_g_idx
@@ -961,15 +938,11 @@ class _Plan:
         first = launch.fast is None
         if self.atomic:
             # The split-K shares are added into C: zeroed, or holding the bias (no add afterwards).
+            # Only calls without a hot closure get here; that closure zeroes C by a driver memset.
             if self.bias_init:
                 out = c = self.bias.expand(mn).contiguous()
-            elif first:
-                out = c = a2.new_zeros(mn)
             else:
-                out = c = a2.new_empty(mn)
-                from triton.runtime import driver
-
-                zero_on_stream(c, driver.active.get_current_stream(launch.device))
+                out = c = a2.new_zeros(mn)
         elif self.partial:
             out = a2.new_empty(mn)
             c = a2.new_empty((self.splits, *mn), dtype=torch.float32)
@@ -1006,7 +979,7 @@ class _Plan:
                 fast(get_stream(device), a2.data_ptr(), c.data_ptr())
                 return c
             return hot_bias
-        d32, d16 = driver_memset()
+        d32 = driver_memset()
         words = self.m * self.n // 2  # N is a multiple of 8: the fp16 C is a whole number of 32-bit words
         if d32 is None or self.m * self.n % 2:
             def hot_zeroed(a2: Tensor) -> Tensor:
