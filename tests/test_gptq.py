@@ -485,6 +485,55 @@ def test_kernel_reads_part_or_several_of_the_repacked_blocks(block_m, block_n, n
     assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ dequantize(weight)) < TOL
 
 
+def _hopper() -> bool:
+    return torch.cuda.get_device_capability()[0] >= 9
+
+
+def _launch_flags(weight: GPTQWeight) -> list[dict]:
+    """The constexpr flags of every planned fused launch of ``weight``."""
+    return [launch.kwargs for plan in weight._plans.values() for launch in plan.launches]
+
+
+@pytest.mark.parametrize("block_m, split_k", [(32, 1), (16, 2)])
+def test_a_through_a_tma_descriptor_matches_pointer_loads(block_m, split_k):
+    # tma_a: A's tiles come from a TMA descriptor (on a GPU of compute capability 9.0+; the interpreter
+    # runs descriptors too), which fills the ragged last rows (M = block_m + 5) and K past 320 with zeros.
+    k, n = 320, 256
+    _, weight, _ = make_layer(k, n, 64, device=DEVICE)
+    a = activations(block_m + 5, k)
+    ref = a.double() @ dequantize(weight)
+    cfg = GPTQConfig(block_m=block_m, block_n=128, block_k=128, split_k=split_k, num_warps=4, num_stages=2)
+    pointers = gptq_matmul(a, weight, config=cfg, deterministic=True)
+    tma = gptq_matmul(a, weight, config=dataclasses.replace(cfg, tma_a=True), deterministic=True)
+    assert [f["A_DESC"] for f in _launch_flags(weight)] == [False, not CUDA or _hopper()]
+    assert rel_err(tma, ref) < TOL and torch.equal(tma, pointers)  # the same products in the same order
+
+
+def test_tma_descriptor_only_where_the_copy_engine_can_serve():
+    k, n = 256, 128
+    _, weight, _ = make_layer(k, n, 128, device=DEVICE)
+    w = dequantize(weight)
+    cfg = GPTQConfig(block_m=16, block_n=128, block_k=128, split_k=1, num_warps=4, num_stages=2, tma_a=True)
+    # A whose base is not 16-byte aligned, and one with a row stride of 260 elements (520 bytes: aligned,
+    # but the copy engine reads rows of whole 16-byte units only where the stride is a multiple of 8).
+    storage = activations(1, 8 * 260 + 1).reshape(-1)
+    for a in (storage[1: 1 + 8 * k].view(8, k), storage[: 8 * 260].view(8, 260)[:, :k]):
+        weight.clear_plans()
+        out = gptq_matmul(a, weight, config=cfg)
+        aligned = a.data_ptr() % 16 == 0 and a.stride(0) % 8 == 0
+        assert [f["A_DESC"] for f in _launch_flags(weight)] == [aligned and (not CUDA or _hopper())]
+        assert rel_err(out, a.double() @ w) < TOL
+    # BLOCK_M = 256 with 3 stages gave wrong results with descriptors on Triton 3.6: pointer loads instead.
+    from solutions.gptq.kernel import _use_tma_a
+
+    a = activations(300, k)
+    assert not _use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=3), a, has_a_perm=False)
+    assert not _use_tma_a(cfg, a, has_a_perm=True)  # A's columns gathered through a_perm
+    assert _use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=2), a, has_a_perm=False) == (
+        not CUDA or _hopper())
+    assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ w) < TOL
+
+
 @pytest.mark.parametrize("group_size", [16, 32, 64])
 def test_repacked_weights_with_several_groups_per_step(group_size):
     # BLOCK_K = 128 spans several groups: each word of the repacked copy holds rows from 32 consecutive

@@ -10,9 +10,12 @@ replaced by an fp16 ``nn.Linear`` holding the dequantized weight.
 
 Decode speed: ``generate`` with greedy decoding and a fixed number of new tokens; decode time =
 time(1 + T new tokens) - time(1 new token) (the prompt's prefill cancels), tokens/s = batch x T /
-decode time. ``eager``: the default dynamic cache, no compilation. ``compiled``: a static cache and
-transformers' compile of the decoding forward with ``CompileConfig(fullgraph=True,
-mode="reduce-overhead")`` (inductor + CUDA graphs), the custom op ``gptq::matmul`` inside the graph.
+decode time, the median of ``--rounds`` measurements. ``eager``: the default dynamic cache, no
+compilation. ``compiled``: a static cache and transformers' compile of the decoding forward with
+``CompileConfig(fullgraph=True, mode="reduce-overhead")`` (inductor + CUDA graphs), the custom op
+``gptq::matmul`` inside the graph.
+Eager steps are host-bound and the host's speed drifts, so in eager mode fp16 and int4 take turns in
+every round; compiled models are measured one after the other (each compiles and records its graphs).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -39,23 +43,49 @@ def timed_generate(model, ids, new_tokens: int, **kwargs) -> float:
     return time.perf_counter() - t0
 
 
-def decode_tps(model, batch: int, prompt: int, new_tokens: int, compiled: bool) -> float:
-    ids = torch.randint(1, model.config.vocab_size, (batch, prompt), device="cuda")
-    kwargs: dict = {}
+def generate_kwargs(compiled: bool) -> dict:
     if compiled:
         try:
             from transformers import CompileConfig
         except ImportError:
             from transformers.generation import CompileConfig
-        kwargs = dict(cache_implementation="static", compile_config=CompileConfig(fullgraph=True,
-                                                                                     mode="reduce-overhead"))
-    else:
-        kwargs = dict(disable_compile=True)
-    for _ in range(2):  # warm-up: compilation, CUDA-graph recording, plans
-        timed_generate(model, ids, 1 + new_tokens, **kwargs)
-    full = min(timed_generate(model, ids, 1 + new_tokens, **kwargs) for _ in range(3))
-    first = min(timed_generate(model, ids, 1, **kwargs) for _ in range(3))
-    return batch * new_tokens / (full - first)
+        return dict(cache_implementation="static", compile_config=CompileConfig(fullgraph=True,
+                                                                                 mode="reduce-overhead"))
+    return dict(disable_compile=True)
+
+
+def step_seconds(model, ids, new_tokens: int, kwargs: dict) -> float:
+    """One measurement of a decode step: (time of 1 + T new tokens - time of 1) / T."""
+    full = timed_generate(model, ids, 1 + new_tokens, **kwargs)
+    return (full - timed_generate(model, ids, 1, **kwargs)) / new_tokens
+
+
+def decode_tps(models: dict, batch: int, prompt: int, new_tokens: int, compiled: bool, rounds: int) -> dict:
+    """Tokens/s of each model: the median step of ``rounds`` rounds, the models taking turns in each
+    round (so that a slow stretch of the host hits all of them). Compiled models are measured one after
+    the other instead (each with its own dynamo state, reset afterwards)."""
+    kwargs = generate_kwargs(compiled)
+    vocab = next(iter(models.values())).config.vocab_size
+    ids = torch.randint(1, vocab, (batch, prompt), device="cuda")
+    steps: dict[str, list[float]] = {name: [] for name in models}
+    errors: dict[str, str] = {}
+    order = [[name] for name in models] if compiled else [list(models)]
+    for names in order:
+        try:
+            for name in names:
+                for _ in range(2):  # warm-up: compilation, CUDA-graph recording, plans
+                    timed_generate(models[name], ids, 1 + new_tokens, **kwargs)
+            for _ in range(rounds):
+                for name in names:
+                    steps[name].append(step_seconds(models[name], ids, new_tokens, kwargs))
+        except Exception as e:  # noqa: BLE001 - record and go on to the next model
+            for name in names:
+                errors[name] = f"{type(e).__name__}: {str(e)[:300]}"
+        if compiled:
+            torch._dynamo.reset()
+    out = {f"{name}_tps": batch / statistics.median(v) for name, v in steps.items() if v and name not in errors}
+    out.update({f"{name}_error": err for name, err in errors.items()})
+    return out
 
 
 def weight_bytes(model: torch.nn.Module) -> int:
@@ -74,6 +104,7 @@ def main() -> int:
     parser.add_argument("--prompt", type=int, default=32)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--modes", nargs="*", default=["eager", "compiled"])
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     env = start_gpu_run("decode.py", args.out)
     if env is None:
@@ -112,13 +143,8 @@ def main() -> int:
     for mode in args.modes:
         for batch in args.batch:
             row = {"mode": mode, "batch": batch}
-            for name, model in (("fp16", fp16), ("int4", int4)):
-                try:
-                    row[f"{name}_tps"] = decode_tps(model, batch, args.prompt, args.new_tokens, mode == "compiled")
-                except Exception as e:  # noqa: BLE001 - record and go on to the next configuration
-                    row[f"{name}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
-                    print(f"{mode} batch {batch} {name}: {row[f'{name}_error']}", flush=True)
-                torch._dynamo.reset()
+            row.update(decode_tps({"fp16": fp16, "int4": int4}, batch, args.prompt, args.new_tokens,
+                                  mode == "compiled", args.rounds))
             rows.append(row)
             print(json.dumps(row), flush=True)
 
@@ -138,9 +164,9 @@ def main() -> int:
         f"- logits vs the dequantized model: rel err {check['rel_err_vs_dequantized']:.1e}, argmax agreement"
         f" {check['argmax_agreement_vs_dequantized'] * 100:.1f}%; vs the original fp16 model (quantization error):"
         f" {check['rel_err_vs_fp16_original']:.1e}",
-        f"- greedy generate, prompt {args.prompt}, {args.new_tokens} decode tokens (time of 1 + T minus time of 1);"
-        " eager: dynamic cache, no compile; compiled: static cache, CompileConfig(fullgraph=True,"
-        " mode='reduce-overhead')",
+        f"- greedy generate, prompt {args.prompt}, {args.new_tokens} decode tokens (time of 1 + T minus time of 1),"
+        f" median of {args.rounds} rounds; eager: dynamic cache, no compile, fp16 and int4 taking turns in each round;"
+        " compiled: static cache, CompileConfig(fullgraph=True, mode='reduce-overhead'), one model after the other",
         f"- weights read per decode step (all but the embedding table): fp16 {check['fp16_weight_gb']:.2f} GB, int4"
         f" {check['int4_weight_gb']:.2f} GB; at the copy bandwidth ({check['copy_bandwidth_gb_s']:.0f} GB/s) a step"
         f" cannot take less than {floor_ms['fp16']:.2f} ms (fp16) / {floor_ms['int4']:.2f} ms (int4)",

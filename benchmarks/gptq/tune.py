@@ -39,13 +39,16 @@ def large_m_candidates(m: int, k: int, n: int) -> list[GPTQConfig]:
     """Prefill tiles (M >= 256): the swapped kernel on the repacked weights with 8 warps (two warpgroups of
     64 rows of W^T each, words loaded in wgmma's row order), BLOCK_M = 128 or 256 rows of A per weight
     tile, 2-4 stages (256 x 128 x 128 fp16 A tiles take 64 KB a stage: 3 fit in shared memory); split-K
-    only where the tiles alone leave SMs idle (one program per SM at these tiles)."""
+    only where the tiles alone leave SMs idle (one program per SM at these tiles). Then the tiles that read
+    A through the TMA engine (``tma_a``): 128 x 128 and 128 x 256 (W^T rows x A rows), 3-4 stages."""
     out = []
     for bm, stages in ((128, 2), (128, 3), (128, 4), (256, 2), (256, 3)):
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, 128)
         for split in (1, 2, 4):
             if split == 1 or (tiles * split <= 2 * SMS and k // split >= 1024):
                 out.append(GPTQConfig(bm, 128, 128, 8, split, 8, stages))
+    for bn, stages in ((128, 3), (128, 4), (256, 3), (256, 4)):
+        out.append(GPTQConfig(128, bn, 128, 8, 1, 8, stages, tma_a=True))
     return out
 
 

@@ -21,10 +21,10 @@ M_BUCKETS = SMALL_M_BUCKETS + LARGE_M_BUCKETS
 
 def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int, num_stages: int,
          swap_ab: bool = True, maxnreg: int | None = None, group_m: int = 8,
-         scale_after_dot: bool | None = None) -> GPTQConfig:
+         scale_after_dot: bool | None = None, tma_a: bool = False) -> GPTQConfig:
     return GPTQConfig(block_m=block_m, block_n=block_n, block_k=block_k, group_m=group_m, split_k=split_k,
                       num_warps=num_warps, num_stages=num_stages, swap_ab=swap_ab, maxnreg=maxnreg,
-                      scale_after_dot=scale_after_dot)
+                      scale_after_dot=scale_after_dot, tma_a=tma_a)
 
 
 def _buckets(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int], GPTQConfig]:
@@ -77,15 +77,17 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
     # Prefill buckets (results/h100_prefill/tune): the swapped kernel with 8 warps (two warpgroups of 64
     # columns each, words loaded in wgmma's row order) and 128 x 128 weight tiles. Comment: the tuner's
     # median at that M, cuBLAS fp16 and dequantize-then-cuBLAS in the same run (see DEQUANT_FROM).
+    # tma_a=True entries: A read by the TMA engine, chosen where it won by 5% or more in the interleaved
+    # A/B of results/h100_tma/ab_tma.md (the comment gives that run's medians instead).
     **_large(4096, 4096,
              _cfg(256, 128, 128, 4, 8, 3),  # 19.8 us (M=256; cuBLAS 18.5, dequant 35.1)
-             _cfg(128, 128, 128, 1, 8, 3),  # 32.2 us (M=512; cuBLAS 30.4, dequant 46.3)
+             _cfg(128, 128, 128, 1, 8, 3, tma_a=True),  # 30.7 us (M=512; cuBLAS 27.9, pointer loads 34.8)
              _cfg(256, 128, 128, 1, 8, 3),  # 55.7 us (M=1024; cuBLAS 46.5, dequant 62.5)
              _cfg(256, 128, 128, 1, 8, 3),  # 113.6 us (M=2048; cuBLAS 95.1, dequant 116.2)
              _cfg(256, 128, 128, 1, 8, 3)),  # 260.2 us (M=4096; cuBLAS 196.6, dequant 242.3)
     **_large(4096, 11008,
              _cfg(256, 128, 128, 1, 8, 3),  # 52.8 us (M=256; cuBLAS 39.5, dequant 87.1)
-             _cfg(128, 128, 128, 1, 8, 3),  # 95.7 us (M=512; cuBLAS 72.9, dequant 123.3)
+             _cfg(128, 128, 128, 1, 8, 3, tma_a=True),  # 92.5 us (M=512; cuBLAS 85.3, pointer loads 100.4)
              _cfg(256, 128, 128, 1, 8, 3),  # 165.5 us (M=1024; cuBLAS 136.1, dequant 191.1)
              _cfg(256, 128, 128, 1, 8, 3),  # 337.1 us (M=2048; cuBLAS 286.2, dequant 349.3)
              _cfg(256, 128, 128, 1, 8, 3)),  # 721.9 us (M=4096; cuBLAS 614.4, dequant 661.1)
@@ -99,7 +101,7 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
              _cfg(256, 128, 128, 4, 8, 3),  # 40.8 us (M=256; cuBLAS 45.3, dequant 91.0)
              _cfg(256, 128, 128, 2, 8, 3),  # 74.0 us (M=512; cuBLAS 65.1, dequant 111.2)
              _cfg(256, 128, 128, 1, 8, 3),  # 141.8 us (M=1024; cuBLAS 121.6, dequant 174.5)
-             _cfg(128, 128, 128, 1, 8, 3),  # 360.2 us (M=2048; cuBLAS 267.3, dequant 328.3)
+             _cfg(128, 256, 128, 1, 8, 4, tma_a=True),  # 317.0 us (M=2048; cuBLAS 282.6, 128x128 pointers 350.2)
              _cfg(256, 128, 128, 1, 8, 3)),  # 669.4 us (M=4096; cuBLAS 590.6, dequant 558.0)
     **_large(28672, 8192,
              _cfg(256, 128, 128, 2, 8, 3),  # 185.5 us (M=256; cuBLAS 182.5, dequant 440.6)

@@ -66,7 +66,10 @@ class GPTQConfig:
     to 4096); False computes C = A W with the dequantized weights staged in shared memory, a weight
     tile reused by BLOCK_M rows of A (needs the plain qweight). A general g_idx always uses the
     swapped kernel. With ``num_warps=8`` and BLOCK_N a multiple of 128 on the repacked weights, the
-    swapped kernel loads the words in wgmma's row order (``_mma_row_order``).
+    swapped kernel loads the words in wgmma's row order (``_mma_row_order``). ``tma_a`` (swapped
+    kernel, row-major 16-byte-aligned A, no a_perm; a CUDA GPU of compute capability 9.0+ or the
+    interpreter) loads A through a TMA descriptor; elsewhere, and for BLOCK_M >= 256 with 3 or more
+    stages (wrong results on Triton 3.6, see _use_tma_a), A is read with pointers as usual.
     """
 
     block_m: int = 16
@@ -83,6 +86,10 @@ class GPTQConfig:
     # group). None: when that is fewer multiplies (2 BLOCK_M <= BLOCK_K). Scaling the result needs
     # the MMA finished before the multiply, and a second accumulator's worth of registers.
     scale_after_dot: bool | None = None
+    # Read A's tiles with the TMA engine (Hopper and later; see _use_tma_a): one bulk copy per stage
+    # instead of per-thread address and mask arithmetic, which frees registers and issue slots for the
+    # dequantization. Measured faster only for some prefill tiles, so the tuned table turns it on per entry.
+    tma_a: bool = False
 
 
 # The PTX of _dequant_word_ptx, built once from its parts (the scaled variant only adds the mul
@@ -363,6 +370,7 @@ def _gptq_small_m_kernel(
     GROUP_SIZE: tl.constexpr,  # G: a constant, so k // G is a shift, not a division per step
     W_MMA: tl.constexpr = False,  # qweight_ptr is GPTQWeight.qweight_mma, see loader.repack_for_mma
     LOAD_WARPS: tl.constexpr = 0,  # num_warps when the words are loaded in wgmma's row order (_mma_row_order)
+    A_DESC: tl.constexpr = False,  # a_ptr is a TMA descriptor of A (M, K), block (BLOCK_M, BLOCK_K)
 ):
     PACK: tl.constexpr = 8  # 4-bit values per int32 word
     BLOCK_KW: tl.constexpr = BLOCK_K // PACK  # packed rows per K step
@@ -375,7 +383,10 @@ def _gptq_small_m_kernel(
     zero_shift, scale_shift = _column_shifts(offs_n)
     # Pointers advance by one step per iteration; only the ragged last step needs K masks. With
     # HAS_A_PERM, a_ptrs walks a_perm, which names the columns of A to gather.
-    if HAS_A_PERM:
+    if A_DESC:
+        m_start = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)[0] * BLOCK_M
+        a_ptrs = a_perm_ptr  # advanced by _next_k_step, never read
+    elif HAS_A_PERM:
         a_ptrs = a_perm_ptr + offs_k
     else:
         a_ptrs = a_ptr + offs_k[:, None] * stride_ak + offs_m[None, :] * stride_am
@@ -412,7 +423,10 @@ def _gptq_small_m_kernel(
             w_mask = w_mask & kw_in_bounds[None, :]
 
         # Masked A is 0, so the (finite) weights of rows past k_end add nothing.
-        if HAS_A_PERM:
+        if A_DESC:
+            # The copy engine fills rows past M and columns past K with zeros; shares hold whole steps.
+            a_t = a_ptr.load([m_start, k0]).T
+        elif HAS_A_PERM:
             a_rows = tl.load(a_ptrs, mask=k_in_bounds, other=0)
             a_t = tl.load(a_ptr + a_rows[:, None] * stride_ak + offs_m[None, :] * stride_am, mask=a_mask, other=0.0)
         else:
@@ -799,6 +813,39 @@ def _direct_launcher(run) -> tuple | None:
     return launch, run.launch_cooperative_grid, run.launch_pdl
 
 
+def _use_tma_a(cfg: GPTQConfig, a2: Tensor, has_a_perm: bool) -> bool:
+    """Whether the swapped kernel reads A through a TMA descriptor (``cfg.tma_a``, where it can).
+
+    The copy engine needs a row-major A with 16-byte-aligned base and row stride, and a GPU of compute
+    capability 9.0 or later (the interpreter runs descriptors too). BLOCK_M >= 256 with 3+ stages is
+    refused: on Triton 3.6 (H100) those tiles computed garbage with descriptors, with 2 stages or
+    BLOCK_M = 128 they were right (seen 2026-11-23, cause not established; NOTES.md, "TMA for A").
+    """
+    if not cfg.tma_a or has_a_perm or (cfg.block_m >= 256 and cfg.num_stages >= 3):
+        return False
+    if a2.stride(1) != 1 or a2.data_ptr() % 16 or (a2.stride(0) * a2.element_size()) % 16:
+        return False
+    if a2.is_cuda and torch.cuda.get_device_capability(a2.device)[0] < 9:
+        return False
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401
+    except ImportError:  # a Triton without host-side descriptors
+        return False
+    return True
+
+
+def _a_descriptor(block_m: int, block_k: int):
+    """A function making the TMA descriptor of A (M, K) with block (block_m, block_k), once per call
+    (the descriptor holds A's address)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    block = [block_m, block_k]
+
+    def make(a2: Tensor):
+        return TensorDescriptor(a2, a2.shape, a2.stride(), block)
+    return make
+
+
 class _Plan:
     """Everything a call of :func:`gptq_matmul` needs besides A (see the comment above _Launch).
 
@@ -866,6 +913,7 @@ class _Plan:
             options["maxnreg"] = cfg.maxnreg
         grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n), splits)
         a_perm = weight.a_perm if weight.a_perm is not None else unused
+        self.a_arg = Tensor.data_ptr  # what the launch gets for A: its address, or a TMA descriptor
         if swap_ab:
             # The repacked copy comes in blocks of 128 columns x 128 rows of K (BLOCK_K = 128), and each
             # of its words holds rows from 32 consecutive rows of K: one group only if 32 divides G.
@@ -881,8 +929,12 @@ class _Plan:
                     weight.qzeros.stride(0), weight.qzeros.stride(1), stride_cs, stride_cm, stride_cn]
             # 8 warps: load the words in wgmma's row order (see _mma_row_order); 4 warps need no help.
             load_warps = 8 if w_mma and cfg.num_warps == 8 and cfg.block_n % 128 == 0 else 0
+            a_desc = _use_tma_a(cfg, a2, weight.a_perm is not None)
+            if a_desc:
+                self.a_arg = _a_descriptor(cfg.block_m, cfg.block_k)
             self.launches.append(_Launch(_gptq_small_m_kernel, grid, args, dict(HAS_G_IDX=has_g_idx, W_MMA=w_mma,
-                                                                                 LOAD_WARPS=load_warps, **flags),
+                                                                                 LOAD_WARPS=load_warps, A_DESC=a_desc,
+                                                                                 **flags),
                                          options))
             self.c_index = 7
         else:
@@ -948,7 +1000,7 @@ class _Plan:
             c = a2.new_empty((self.splits, *mn), dtype=torch.float32)
         else:
             out = c = a2.new_empty(mn)
-        launch((0, a2), (self.c_index, c))
+        launch((0, a2 if self.a_arg is Tensor.data_ptr else self.a_arg(a2)), (self.c_index, c))
         if self.partial:
             self.reduce((0, c), (1, out))
         if self.bias is not None and not self.bias_init:
@@ -961,14 +1013,14 @@ class _Plan:
         """The call of a compiled plan (fused kernel, one share or atomic split-K), as one closure."""
         from triton.runtime import driver
 
-        fast, mn, bias = launch.fast, self.mn, self.bias
+        fast, mn, bias, a_arg = launch.fast, self.mn, self.bias, self.a_arg
         get_stream, device = driver.active.get_current_stream, launch.device
         if not self.atomic or (bias is not None and not self.bias_init):
             zero = _new_zeros if self.atomic else _new_empty
 
             def hot(a2: Tensor) -> Tensor:
                 c = zero(a2, mn)
-                fast(get_stream(device), a2.data_ptr(), c.data_ptr())
+                fast(get_stream(device), a_arg(a2), c.data_ptr())
                 if bias is not None:
                     c += bias
                 return c
@@ -976,7 +1028,7 @@ class _Plan:
         if bias is not None:
             def hot_bias(a2: Tensor) -> Tensor:
                 c = bias.expand(mn).contiguous()  # the shares are added to the bias
-                fast(get_stream(device), a2.data_ptr(), c.data_ptr())
+                fast(get_stream(device), a_arg(a2), c.data_ptr())
                 return c
             return hot_bias
         d32 = driver_memset()
@@ -984,7 +1036,7 @@ class _Plan:
         if d32 is None or self.m * self.n % 2:
             def hot_zeroed(a2: Tensor) -> Tensor:
                 c = a2.new_zeros(mn)
-                fast(get_stream(device), a2.data_ptr(), c.data_ptr())
+                fast(get_stream(device), a_arg(a2), c.data_ptr())
                 return c
             return hot_zeroed
 
@@ -997,7 +1049,7 @@ class _Plan:
             # A nonzero status (e.g. no CUDA context on this thread yet): torch zeroes C instead.
             if capturing() or d32(ptr, 0, words, stream):
                 c.zero_()
-            fast(stream, a2.data_ptr(), ptr)
+            fast(stream, a_arg(a2), ptr)
             return c
         return hot_memset
 
