@@ -1,4 +1,4 @@
-"""Prefill-sized GPTQ matmuls (M = 256..4096): the fused kernel and dequantize-then-cuBLAS against cuBLAS fp16.
+"""Prefill-sized GPTQ matmuls (M = 256..4096): each method of gptq_matmul against cuBLAS fp16.
 
     python3 benchmarks/gptq/prefill.py --out benchmarks/gptq/results/NAME [--m 256 512] [--shapes 0 3]
 
@@ -9,7 +9,10 @@ Methods, GPU time per call from CUDA-graph replays (``common.gpu_time_us``):
               (``configs.select_config``: the tuned prefill buckets M = 256..4096 where there are any)
 * ``dequant`` gptq_matmul(method="dequant"): W dequantized into an fp16 temporary in column chunks
               of at most ``kernel.DEQUANT_CHUNK_BYTES``, each chunk multiplied with cuBLAS
-* ``auto``    gptq_matmul() as shipped: the method ``configs.select_method`` picks (column ``chosen``)
+* ``ws``      gptq_matmul(method="ws"): the warp-specialised Gluon kernel (solutions/gptq/ws_prefill.py,
+              Hopper only; tile from ``configs.ws_tile``, or the default tile where that says None)
+* ``auto``    gptq_matmul() as shipped: the method it picks (column ``chosen``: ws where ``configs.ws_tile``
+              gives a tile and the GPU is a Hopper, else ``configs.select_method``)
 
 Each output is checked against an fp32 reference. The methods take turns in ``--rounds`` rounds and each
 time is the median (identical work measured minutes apart differs by up to 8% on the H100).
@@ -57,8 +60,12 @@ def main() -> int:
                 "dequant": lambda a=a, w=w: gptq_matmul(a, w, method="dequant"),
                 "auto": lambda a=a, w=w: gptq_matmul(a, w),
             }
+            if gptq_kernel._ws_choice(a, w, explicit=True):
+                methods["ws"] = lambda a=a, w=w: gptq_matmul(a, w, method="ws")
             cfg = gptq_configs.select_config(m, k, n)
-            row = {"M": m, "K": k, "N": n, "chosen": gptq_configs.select_method(m, k, n),
+            tile = gptq_kernel._ws_choice(a, w, explicit=False)
+            chosen = f"ws {tile[0]}/{tile[1]}" if tile else gptq_configs.select_method(m, k, n)
+            row = {"M": m, "K": k, "N": n, "chosen": chosen,
                    "fused_cfg": f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k} w{cfg.num_warps} s{cfg.num_stages}"
                                 f" split{cfg.split_k}"}
             for name, call in methods.items():
@@ -70,13 +77,13 @@ def main() -> int:
                     times[name].append(gpu_time_us([call], min_calls=4, warmup=10, rep=60))
             for name, values in times.items():
                 row[f"{name}_us"] = statistics.median(values)
-            for name in ("fused", "dequant", "auto"):
+            for name in methods:
                 row[f"{name}_x_cublas"] = row["cublas_us"] / row[f"{name}_us"]
             rows.append(row)
-            print(f"M={m:5d} K={k:6d} N={n:6d} cublas {row['cublas_us']:8.1f}  fused {row['fused_us']:8.1f} "
-                  f"({row['fused_x_cublas']:.2f}x)  dequant {row['dequant_us']:8.1f} ({row['dequant_x_cublas']:.2f}x)"
-                  f"  auto {row['auto_us']:8.1f} ({row['auto_x_cublas']:.2f}x, {row['chosen']})  {row['fused_cfg']}",
-                  flush=True)
+            print(f"M={m:5d} K={k:6d} N={n:6d} cublas {row['cublas_us']:8.1f}  "
+                  + "  ".join(f"{name} {row[name + '_us']:8.1f} ({row[name + '_x_cublas']:.2f}x)"
+                              for name in ("fused", "dequant", "ws", "auto") if name in methods)
+                  + f"  [{row['chosen']}]  {row['fused_cfg']}", flush=True)
         del w, w_ref, w16
         torch.cuda.empty_cache()
     lines = [
@@ -85,17 +92,19 @@ def main() -> int:
         f"- command: `{env['command']}`; torch {env['torch']}, triton {env['triton']}",
         f"- GPU us per call from CUDA-graph replays, median of {args.rounds} rounds in which the methods take turns;"
         f" dequant chunk <= {env['DEQUANT_CHUNK_BYTES'] >> 20} MiB of fp16 W;"
-        " auto = gptq_matmul() as shipped, using the method in column `chosen` (configs.select_method);"
+        " ws = the warp-specialised kernel (method='ws'; - where it cannot run);"
+        " auto = gptq_matmul() as shipped, using the method in column `chosen`;"
         " fused config: BLOCK_M x BLOCK_N x BLOCK_K, warps, stages, split-K",
         "- x cuBLAS = cuBLAS time / method time (>= 1: as fast or faster)",
         "",
-        "| M | K | N | cuBLAS us | fused us | x cuBLAS | dequant+cuBLAS us | x cuBLAS | chosen | auto us | x cuBLAS "
-        "| auto err | fused config |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
+        "| M | K | N | cuBLAS us | fused us | x cuBLAS | dequant+cuBLAS us | x cuBLAS | ws us | x cuBLAS | chosen "
+        "| auto us | x cuBLAS | auto err | fused config |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|",
     ]
     for r in rows:
+        ws = f"{r['ws_us']:.1f} | {r['ws_x_cublas']:.2f}" if "ws_us" in r else "- | -"
         lines.append(f"| {r['M']} | {r['K']} | {r['N']} | {r['cublas_us']:.1f} | {r['fused_us']:.1f} | "
-                     f"{r['fused_x_cublas']:.2f} | {r['dequant_us']:.1f} | {r['dequant_x_cublas']:.2f} | "
+                     f"{r['fused_x_cublas']:.2f} | {r['dequant_us']:.1f} | {r['dequant_x_cublas']:.2f} | {ws} | "
                      f"{r['chosen']} | {r['auto_us']:.1f} | {r['auto_x_cublas']:.2f} | {r['auto_err']:.1e} | "
                      f"{r['fused_cfg']} |")
     write_report(args.out, "prefill", {"env": env, "rows": rows}, lines)

@@ -4,7 +4,9 @@
 ``benchmarks/gptq/tune.py`` and ``benchmarks/gptq/results/``). Shapes outside the table get a
 heuristic from the same measurements: the M bucket picks the tile, split-K fills the SMs.
 ``DEQUANT_FROM`` and :func:`select_method` choose, per shape and M, between the fused kernel and
-dequantize-then-cuBLAS (prefill sizes), from the same tuning runs.
+dequantize-then-cuBLAS (prefill sizes), from the same tuning runs. On Hopper GPUs prefill sizes go to
+the warp-specialised kernel first: ``WS_TILES`` / :func:`ws_tile` give its tile, or None where the
+other methods measured faster.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int,
 def _buckets(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int], GPTQConfig]:
     """The entries of one (K, N): the config tuned at M = 1 serves the buckets 1..8, then 16, 32, 64, 128."""
     return dict(zip([(m, k, n) for m in SMALL_M_BUCKETS], configs[:1] * 3 + configs, strict=True))
+
+
+def _large_ws(k: int, n: int, *tiles: tuple[int, int] | None) -> dict[tuple[int, int, int], tuple[int, int] | None]:
+    """The warp-specialised prefill tiles of one (K, N), one per bucket of LARGE_M_BUCKETS, in order."""
+    return dict(zip([(m, k, n) for m in LARGE_M_BUCKETS], tiles, strict=True))
 
 
 def _large(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int], GPTQConfig]:
@@ -183,6 +190,34 @@ def _large_m_heuristic(m: int, k: int, n: int, block_k: int) -> GPTQConfig:
         split *= 2
     return GPTQConfig(block_m=block_m, block_n=128, block_k=block_k, split_k=split, num_warps=8,
                       num_stages=stages)
+
+
+# Prefill on Hopper: the warp-specialised Gluon kernel (solutions/gptq/ws_prefill.py), (BLOCK_M, STAGES)
+# per (M bucket, K, N), the fastest tile of results/h100_ws/ (two runs at M = 512-2048, one at 256 and
+# 4096; methods taking turns, medians). None: the Triton kernel or the dequant path was faster (M = 256
+# on 4096^2 and 11008 x 4096, where 32 column tiles leave most SMs idle without split-K; 28672 x 8192 tied).
+WS_TILES: dict[tuple[int, int, int], tuple[int, int] | None] = {
+    **_large_ws(4096, 4096, None, (128, 4), (256, 2), (256, 3), (256, 3)),
+    **_large_ws(4096, 11008, (256, 3), (128, 4), (256, 2), (256, 3), (256, 3)),
+    **_large_ws(11008, 4096, None, (128, 4), (256, 2), (256, 3), (256, 3)),
+    **_large_ws(8192, 28672, (256, 3), (128, 4), (256, 3), (256, 3), (256, 3)),
+    **_large_ws(28672, 8192, None, (256, 2), (256, 3), (256, 3), (256, 3)),
+}
+# Other shapes: 128-row tiles at M = 512, 256-row tiles from 1024; at M = 256 only where the 256 x 128
+# tiles number at least WS_MIN_TILES (the measured winners had 86 and 224, the losers 32 and 64).
+WS_MIN_TILES = 80
+
+
+def ws_tile(m: int, k: int, n: int) -> tuple[int, int] | None:
+    """(BLOCK_M, STAGES) of the warp-specialised prefill kernel for this call, or None (use the others)."""
+    bucket = m_bucket(m)
+    if bucket not in LARGE_M_BUCKETS:
+        return None
+    if (bucket, k, n) in WS_TILES:
+        return WS_TILES[(bucket, k, n)]
+    if bucket == 256:
+        return (256, 3) if triton.cdiv(m, 256) * (n // 128) >= WS_MIN_TILES else None
+    return (128, 4) if bucket == 512 else (256, 3)
 
 
 def select_method(m: int, k: int, n: int) -> str:

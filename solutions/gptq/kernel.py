@@ -42,6 +42,9 @@ products) instead of every weight (BLOCK_N x BLOCK_K / 2 ``mul.f16x2``; ``scale_
 multiplies when 2 BLOCK_M <= BLOCK_K, but the MMA must finish first, while scaling the weights lets
 Triton issue the step's MMAs asynchronously.
 The interpreter and the general g_idx path run the same arithmetic in plain Triton.
+
+On Hopper GPUs, prefill sizes go to a third kernel, written in Gluon with warp specialisation
+(:mod:`solutions.gptq.ws_prefill`), where ``configs.ws_tile`` says it measured faster.
 """
 
 from __future__ import annotations
@@ -846,6 +849,25 @@ def _a_descriptor(block_m: int, block_k: int):
     return make
 
 
+class _Replan(Exception):
+    """Raised by a plan whose kernel turned out to be unavailable: plan the call again."""
+
+
+def _ws_choice(a2: Tensor, weight: GPTQWeight, explicit: bool) -> tuple[int, int] | None:
+    """(BLOCK_M, STAGES) of the warp-specialised prefill kernel for this call (configs.ws_tile), or None
+    where it cannot run or measured slower. ``explicit``: asked for by name, so any M gets a tile."""
+    from solutions.gptq import ws_prefill
+    from solutions.gptq.configs import ws_tile
+
+    if not ws_prefill.supported(a2, weight):
+        return None
+    m = a2.shape[0]
+    tile = ws_tile(m, weight.k, weight.n)
+    if tile is None and explicit:
+        tile = (128, 4) if m <= 512 else (256, 3)
+    return tile
+
+
 class _Plan:
     """Everything a call of :func:`gptq_matmul` needs besides A (see the comment above _Launch).
 
@@ -862,14 +884,29 @@ class _Plan:
         has_g_idx = weight.g_idx is not None
         w_mma_ok = (weight.qweight_mma is not None and not has_g_idx
                     and (weight.group_size % 32 == 0 or weight.group_size >= k))
+        self.requested = method
+        ws_tile = _ws_choice(a2, weight, explicit=method == "ws") if method in ("auto", "ws") and cfg is None \
+            else None
+        if method == "ws" and ws_tile is None:
+            raise ValueError("method='ws' needs a Hopper GPU, Gluon, the repacked weights, K and N multiples of "
+                             "128, one group per 128 rows of K, no act-order permutation, and no config")
         if method == "auto":
-            method = "dequant" if (cfg is None and a2.is_cuda and use_dequant(m, weight)) else "fused"
+            method = "ws" if ws_tile else (
+                "dequant" if (cfg is None and a2.is_cuda and use_dequant(m, weight)) else "fused")
         self.method = method
         self.launches: list[_Launch] = []
         self.atomic = self.partial = self.bias_init = False
+        self.a_arg = Tensor.data_ptr  # what the launch gets for A: its address, or a TMA descriptor
         g = weight.group_size
         if method == "dequant":
             self._plan_dequant(weight, k, n, w_mma_ok)
+            return
+        if method == "ws":
+            from solutions.gptq import ws_prefill
+
+            kernel, grid, args, options, self.a_arg = ws_prefill.launch_spec(m, weight, *ws_tile)
+            self.launches.append(_Launch(kernel, grid, args, {}, options))
+            self.c_index, self.splits = 4, 1
             return
         if cfg is None:
             cfg = default_config(m, weight)
@@ -913,7 +950,6 @@ class _Plan:
             options["maxnreg"] = cfg.maxnreg
         grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n), splits)
         a_perm = weight.a_perm if weight.a_perm is not None else unused
-        self.a_arg = Tensor.data_ptr  # what the launch gets for A: its address, or a TMA descriptor
         if swap_ab:
             # The repacked copy comes in blocks of 128 columns x 128 rows of K (BLOCK_K = 128), and each
             # of its words holds rows from 32 consecutive rows of K: one group only if 32 divides G.
@@ -1000,7 +1036,17 @@ class _Plan:
             c = a2.new_empty((self.splits, *mn), dtype=torch.float32)
         else:
             out = c = a2.new_empty(mn)
-        launch((0, a2 if self.a_arg is Tensor.data_ptr else self.a_arg(a2)), (self.c_index, c))
+        try:
+            launch((0, a2 if self.a_arg is Tensor.data_ptr else self.a_arg(a2)), (self.c_index, c))
+        except Exception as error:
+            if not (first and self.method == "ws" and self.requested == "auto"):
+                raise
+            # The Gluon kernel did not compile or launch here (another Triton's Gluon API, say): warn
+            # once, and gptq_matmul plans this call again without it.
+            from solutions.gptq import ws_prefill
+
+            ws_prefill.mark_unavailable(error)
+            raise _Replan from error
         if self.partial:
             self.reduce((0, c), (1, out))
         if self.bias is not None and not self.bias_init:
@@ -1068,9 +1114,13 @@ def gptq_matmul(
     ``config`` defaults to the tuned table in :mod:`solutions.gptq.configs`; ``split_k`` overrides
     its split. Split-K shares are added with fp16 atomics (each share's fp32 tile is rounded once
     before the add); ``deterministic=True`` sums fp32 shares in a fixed order instead, so repeated
-    calls give identical bits. ``method``: ``"fused"`` (the dequantize-and-multiply kernels),
-    ``"dequant"`` (dequantize W to fp16 in chunks, then cuBLAS: faster for large M), ``"auto"``
-    (dequant where :func:`solutions.gptq.configs.select_method` says so, on a GPU, unless a config is given).
+    calls give identical bits. ``method``: ``"fused"`` (the dequantize-and-multiply Triton kernels),
+    ``"dequant"`` (dequantize W to fp16 in chunks, then cuBLAS), ``"ws"`` (the warp-specialised Gluon
+    kernel of :mod:`solutions.gptq.ws_prefill`, Hopper only), ``"auto"`` (unless a config is given: on a
+    Hopper GPU the warp-specialised kernel where :func:`solutions.gptq.configs.ws_tile` gives a tile,
+    prefill sizes; else dequant where :func:`solutions.gptq.configs.select_method` says so, on a GPU; else
+    fused). If the Gluon kernel fails to build once (another Triton's Gluon API), ``"auto"`` warns once
+    and uses the others from then on.
 
     The launch is planned once per (M, A's strides and alignment, options) and cached on ``weight``;
     replacing a weight's tensors in place needs ``weight.clear_plans()``.
@@ -1094,8 +1144,8 @@ def gptq_matmul(
             raise TypeError(f"a must be fp16, got {a.dtype}")
         if a.device != weight.scales.device:
             raise ValueError(f"a is on {a.device}, the weight on {weight.scales.device}")
-        if method not in ("auto", "fused", "dequant"):
-            raise ValueError(f"method must be 'auto', 'fused' or 'dequant', got {method!r}")
+        if method not in ("auto", "fused", "dequant", "ws"):
+            raise ValueError(f"method must be 'auto', 'fused', 'dequant' or 'ws', got {method!r}")
         if a2.shape[0] == 0:
             return a.new_empty((*a.shape[:-1], n))
         cfg = config
@@ -1103,5 +1153,9 @@ def gptq_matmul(
             cfg = replace(cfg if cfg is not None else default_config(a2.shape[0], weight), split_k=split_k)
         plan = _Plan(a2, weight, cfg, deterministic, method)
         weight._plans[key] = plan
-    out = plan(a2)
+    try:
+        out = plan(a2)
+    except _Replan:  # the warp-specialised kernel failed once: ws_prefill.supported() is False from now on
+        plan = weight._plans[key] = _Plan(a2, weight, config, deterministic, method)
+        out = plan(a2)
     return out if a2 is a else out.reshape(*a.shape[:-1], plan.n)

@@ -3,11 +3,22 @@
 Eager decode: fp16 vs int4 interleaved in rounds (medians), then torch.profiler around one generate
 (9 new tokens, batch 8) per model after a warm-up. decode.py --rounds now does the first part.
 """
-import copy, json, os, statistics, sys, time
-sys.path.insert(0, os.getcwd()); sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks/gptq"))
-import torch, transformers
-from decode import timed_generate
-from solutions.gptq.layer import quantize_linears
+import copy
+import json
+import os
+import statistics
+import sys
+
+import torch
+import transformers
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks/gptq"))
+from decode import timed_generate  # noqa: E402
+
+from solutions.gptq.layer import quantize_linears  # noqa: E402
+
 out = os.environ.get("OUT", "/tmp")
 layers = int(sys.argv[1]) if len(sys.argv) > 1 else 16
 cfg = transformers.LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=layers,
@@ -31,17 +42,19 @@ for batch in (1, 8, 32):
             first = timed_generate(m, ids, 1, disable_compile=True)
             res[n].append((full - first) / T * 1e3)
     med = {n: statistics.median(v) for n, v in res.items()}
-    print(json.dumps({"batch": batch, "ms_per_step": med, "spread": {n: [round(min(v), 2), round(max(v), 2)] for n, v in res.items()},
+    spread = {n: [round(min(v), 2), round(max(v), 2)] for n, v in res.items()}
+    print(json.dumps({"batch": batch, "ms_per_step": med, "spread": spread,
                       "int4_over_fp16_speed": med["fp16"] / med["int4"]}), flush=True)
-from torch.profiler import profile, ProfilerActivity
 ids = torch.randint(1, 32000, (8, 32), device="cuda")
 for n, m in models.items():
     timed_generate(m, ids, 9, disable_compile=True)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         timed_generate(m, ids, 9, disable_compile=True)
     ka = prof.key_averages()
-    txt = ka.table(sort_by="self_cpu_time_total", row_limit=25) + "\n\n" + ka.table(sort_by="self_cuda_time_total", row_limit=20)
+    txt = (ka.table(sort_by="self_cpu_time_total", row_limit=25) + "\n\n"
+           + ka.table(sort_by="self_cuda_time_total", row_limit=20))
     open(f"{out}/prof_{n}_b8.txt", "w").write(txt)
     tot_cpu = sum(e.self_cpu_time_total for e in ka) / 1e3
     tot_gpu = sum(getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0)) for e in ka) / 1e3
-    print(n, f"profiled generate(9 tokens) b8: self CPU total {tot_cpu:.1f} ms, self GPU total {tot_gpu:.1f} ms", flush=True)
+    print(n, f"profiled generate(9 tokens) b8: self CPU total {tot_cpu:.1f} ms, self GPU total {tot_gpu:.1f} ms",
+          flush=True)

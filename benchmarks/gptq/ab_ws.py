@@ -1,0 +1,79 @@
+"""The warp-specialised Gluon prefill kernel (solutions/gptq/ws_prefill.py) against gptq_matmul as
+shipped, dequantize-then-cuBLAS and cuBLAS fp16: correctness at ragged M, then GPU time (CUDA-graph
+replays, the methods taking turns in rounds, medians, weights rotated past the L2).
+
+    python3 benchmarks/gptq/ab_ws.py [--m 512 1024 2048] [--shapes 0 1 2 3 4] [--rounds 3] [--tiles 128,3 256,2]
+
+``--tiles``: BLOCK_M,STAGES of the Gluon kernel (BLOCK_N = BLOCK_K = 128, two consumer warpgroups).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import torch
+from common import SHAPES, copies_to_beat_l2, gpu_time_us, random_layer
+
+from solutions.gptq import dequantize, gptq_matmul, ws_prefill
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--m", type=int, nargs="*", default=[256, 512, 1024, 2048, 4096])
+    parser.add_argument("--shapes", type=int, nargs="*", default=list(range(len(SHAPES))))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tiles", nargs="*", default=["128,3", "128,4", "256,2", "256,3"])
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("ab_ws.py needs a CUDA GPU; nothing to do.")
+        return 0
+    tiles = [tuple(int(x) for x in t.split(",")) for t in args.tiles]
+    # Correctness first, on a small layer and ragged M (a wrong kernel must not reach the timings).
+    w = random_layer(1024, 1152)
+    ref_w = dequantize(w, torch.float32)
+    for m in (1, 77, 300):
+        a = torch.randn(m, 1024, device="cuda", dtype=torch.float16)
+        assert ws_prefill.supported(a, w)
+        ref = a.float() @ ref_w
+        for bm, st in tiles:
+            out = ws_prefill.gptq_matmul_ws(a, w, block_m=bm, stages=st)
+            err = ((out.float() - ref).norm() / ref.norm()).item()
+            print(f"check M={m} tile {bm}/{st}: rel err {err:.1e}", flush=True)
+            assert err < 1e-2, (m, bm, st, err)
+    names = ["cublas", "shipped", "dequant", *(f"ws{bm}/{st}" for bm, st in tiles)]
+    print("| M | K | N | " + " | ".join(f"{x} us" for x in names) + " | "
+          + " | ".join(f"cuBLAS/{x}" for x in names[1:]) + " |")
+    print("|---:|---:|---:|" + "---:|" * (2 * len(names) - 1))
+    for si in args.shapes:
+        k, n = SHAPES[si]
+        copies = [random_layer(k, n, seed=s) for s in range(copies_to_beat_l2(k * n // 2))]
+        w_ref = dequantize(copies[0], torch.float32)
+        w16 = [dequantize(c, torch.float16) for c in copies[: max(1, copies_to_beat_l2(k * n * 2))]]
+        for m in args.m:
+            a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+            ref = a.float() @ w_ref
+            calls = {"cublas": [lambda a=a, w=w: a @ w for w in w16],
+                     "shipped": [lambda a=a, w=w: gptq_matmul(a, w) for w in copies],
+                     "dequant": [lambda a=a, w=w: gptq_matmul(a, w, method="dequant") for w in copies]}
+            for (bm, st), name in zip(tiles, names[3:], strict=True):
+                out = ws_prefill.gptq_matmul_ws(a, copies[0], block_m=bm, stages=st)
+                err = ((out.float() - ref).norm() / ref.norm()).item()
+                assert err < 1e-2, (m, k, n, bm, st, err)
+                calls[name] = [lambda a=a, w=w, bm=bm, st=st: ws_prefill.gptq_matmul_ws(a, w, block_m=bm, stages=st)
+                               for w in copies]
+            times = {name: [] for name in names}
+            for _ in range(args.rounds):
+                for name in names:
+                    times[name].append(gpu_time_us(calls[name]))
+            med = {name: statistics.median(v) for name, v in times.items()}
+            print(f"| {m} | {k} | {n} | " + " | ".join(f"{med[x]:.1f}" for x in names) + " | "
+                  + " | ".join(f"{med['cublas'] / med[x]:.2f}" for x in names[1:]) + " |", flush=True)
+        del copies, w16, w_ref
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""GPTQ prefill on Hopper with warp specialisation (Gluon): loads, dequantization and MMA in separate warps.
+
+The fused Triton kernel (``kernel._gptq_small_m_kernel``) has the same warps dequantize a K step and
+issue its wgmma, and Triton waits for most of a step's MMA before the next step's dequantization can
+start, so the tensor cores idle for part of every step (benchmarks/gptq/NOTES.md, "Prefill tiles").
+Here each program computes a 128 x BLOCK_M tile of C^T = W^T A^T with three partitions:
+
+* a loader warp issues the TMA copies of every K step (A's BLOCK_M x 128 tile and the repacked words
+  of 128 columns, one contiguous 8 KB block of ``GPTQWeight.qweight_mma``) into a ring of STAGES
+  shared-memory buffers, completing on a "ready" mbarrier per buffer;
+* two consumer warpgroups, each its own partition owning 64 columns of W (rows of W^T): wait for a
+  buffer, read their words with the wgmma register-fragment layout (each thread's 16 bytes are the
+  32 K positions its fragment needs, see ``loader.repack_for_mma``; the dequantized tile reaches the
+  wgmma with no layout conversion, which ``convert_layout(..., assert_trivial=True)`` checks at compile
+  time), dequantize in registers, run the step's 8 wgmma with the weights as the register operand,
+  and release the buffer ("empty" mbarrier, one arrival per warpgroup).
+
+The overlap comes from the partitions, not from within a warpgroup: while one consumer dequantizes,
+the other's wgmma keeps the tensor cores busy, and the loader's copies run ahead of both. (Keeping a
+step's wgmma in flight while the same warpgroup dequantizes the next step made ptxas serialise every
+wgmma, C7515, in the variants tried; tests/test_gptq_ws.py compiles the kernel for sm_90 and fails if
+ptxas reports serialised wgmma.) Registers: 168 per thread at launch for 12 warps, redistributed by
+``setmaxnreg`` as 240 for each consumer warpgroup and 24 for the loader's.
+
+Restrictions (``supported``): CUDA compute capability 9.x, Gluon with warp_specialize (Triton 3.6+),
+the repacked weights, K and N multiples of 128, one group per K step (G a multiple of 128, or G >= K),
+no g_idx/act-order permutation, fp16 A row-major and 16-byte aligned. Everything else goes to the
+Triton kernel. GPU only: Gluon does not run in the interpreter.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from solutions.gptq.kernel import DEQUANT_SCALED_PTX
+from solutions.gptq.loader import GPTQWeight
+
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    HAVE_GLUON = hasattr(gl, "warp_specialize")
+except ImportError:  # a Triton without Gluon
+    HAVE_GLUON = False
+
+BLOCK_N = 128  # columns of W (rows of C^T) per program: two consumer warpgroups of 64
+BLOCK_K = 128  # one K step: one repacked block per 128 columns
+
+
+if HAVE_GLUON:
+    _BLOCK_N = gl.constexpr(BLOCK_N)
+    _BLOCK_K = gl.constexpr(BLOCK_K)
+
+    @gluon.jit
+    def _dequant_words(words, zero, scale_bits, layout: gl.constexpr):
+        """(q - zero) * scale of the 8 nibbles of each word, fp16; output j is nibble j (kernel.DEQUANT_SCALED_PTX)."""
+        zero2 = gl.expand_dims((0x6400 + zero) * 0x10001, 1)
+        neg_zero2 = gl.expand_dims((0xD400 + 16 * zero) * 0x10001, 1)
+        scale2 = gl.expand_dims(scale_bits * 0x10001, 1)
+        zero2, _ = gl.broadcast(zero2, words)
+        neg_zero2, _ = gl.broadcast(neg_zero2, words)
+        scale2, _ = gl.broadcast(scale2, words)
+        return gl.inline_asm_elementwise(
+            asm=DEQUANT_SCALED_PTX,
+            constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r,r,r",
+            args=[words, zero2, neg_zero2, scale2],
+            dtype=(gl.float16,) * 8,
+            is_pure=True,
+            pack=1,
+        )
+
+    @gluon.jit
+    def _consumer(args, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
+                  STAGES: gl.constexpr, WG: gl.constexpr):
+        """One warpgroup: 64 columns of W, the whole K loop, then its 64 x BLOCK_M slice of C^T."""
+        (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, a_desc, w_desc, M, N, m0, n0, w_row0, n_steps,
+         stride_sg, stride_zg) = args
+        ROWS: gl.constexpr = 64
+        # Words of this warpgroup's 64 columns: thread (warp w, lane t) holds columns 16w + t // 4 and
+        # + 8, stored positions 4 (t % 4) .. + 3 (one 16-byte read each): wgmma's A-fragment rows and K.
+        word_layout: gl.constexpr = gl.DistributedLinearLayout(
+            reg_bases=[[0, 1], [0, 2], [8, 0]], lane_bases=[[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]],
+            warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[ROWS, 16])
+        mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BLOCK_M, 16])
+        w_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout, k_width=2)
+        col_layout: gl.constexpr = gl.SliceLayout(1, word_layout)
+
+        cols = n0 + WG * ROWS + gl.arange(0, ROWS, layout=col_layout)
+        zero_shift = (cols % 8) * 4
+        acc = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=mma_layout)
+        # This step's zero points and scales, loaded one step ahead (L2 latency off the critical path).
+        g = 0
+        zw = gl.load(zeros_ptr + g * stride_zg + cols // 8)
+        sw = gl.load(scales_ptr + g * stride_sg + cols)
+        for i in range(n_steps):
+            s = i % STAGES
+            zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
+            scale_bits = sw.to(gl.int16, bitcast=True).to(gl.int32) & 0xFFFF
+            g_next = gl.minimum((i + 1) * _BLOCK_K, (n_steps - 1) * _BLOCK_K) // GROUP_SIZE
+            zw = gl.load(zeros_ptr + g_next * stride_zg + cols // 8)
+            sw = gl.load(scales_ptr + g_next * stride_sg + cols)
+
+            mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+            words = w_bufs.index(s).slice(WG * ROWS, ROWS).load(word_layout)
+            x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, scale_bits, word_layout)
+            # (column, position p = 4l + c, h, b1, b2) -> K = 32c + 16 b2 + 8 b1 + 2l + h (nibble 4h + 2b2 + b1).
+            w = gl.join(gl.join(gl.join(x0, x4), gl.join(x1, x5)), gl.join(gl.join(x2, x6), gl.join(x3, x7)))
+            w = gl.reshape(w, [ROWS, 4, 4, 2, 2, 2])  # (n, l, c, h, b1, b2)
+            w = gl.permute(w, [0, 2, 5, 4, 1, 3])  # (n, c, b2, b1, l, h)
+            w = gl.convert_layout(gl.reshape(w, [ROWS, _BLOCK_K]), w_layout, assert_trivial=True)
+
+            acc = warpgroup_mma(w, a_bufs.index(s).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            mbarrier.arrive(empty.index(s))  # after a partition barrier: the whole warpgroup is done with s
+
+        # C[m, n] = acc[n, m]: 8 consecutive columns of C per thread, one 16-byte store.
+        out_layout: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1])
+        out = gl.convert_layout(acc.to(gl.float16), out_layout)
+        offs_n = n0 + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, out_layout))
+        offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, out_layout))
+        ptrs = c_ptr + gl.expand_dims(offs_m, 0) * N + gl.expand_dims(offs_n, 1)
+        gl.store(ptrs, out, mask=gl.expand_dims(offs_m < M, 0))
+
+    @gluon.jit
+    def _second_consumer(args, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
+                         STAGES: gl.constexpr):
+        _consumer(args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, 1)
+
+    @gluon.jit
+    def _loader(args, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
+                STAGES: gl.constexpr):
+        """One warp: TMA copies of A's tile and the weights' block for every K step, STAGES ahead."""
+        (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, a_desc, w_desc, M, N, m0, n0, w_row0, n_steps,
+         stride_sg, stride_zg) = args
+        for i in range(n_steps):
+            s = i % STAGES
+            # Buffers start free: the first pass waits on the phase before an mbarrier's first.
+            mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + w_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [m0, i * _BLOCK_K], ready.index(s), a_bufs.index(s))
+            tma.async_copy_global_to_shared(w_desc, [w_row0 + i * _BLOCK_K, 0], ready.index(s), w_bufs.index(s))
+
+    @gluon.jit
+    def _gptq_prefill_ws_kernel(a_desc, w_desc, scales_ptr, zeros_ptr, c_ptr, M, N, K, stride_sg, stride_zg,
+                                ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
+                                STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+        # Grouped tile order, as kernel._tile_ids: GROUP_M row tiles sweep the columns together.
+        pid = gl.program_id(0)
+        num_pid_m = gl.cdiv(M, BLOCK_M)
+        num_pid_n = N // _BLOCK_N
+        per_group = GROUP_M * num_pid_n
+        first_m = (pid // per_group) * GROUP_M
+        rows_in_group = gl.minimum(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + (pid % per_group) % rows_in_group
+        pid_n = (pid % per_group) // rows_in_group
+        m0 = pid_m * BLOCK_M
+        n0 = pid_n * _BLOCK_N
+        n_steps = K // _BLOCK_K
+        w_row0 = pid_n * n_steps * _BLOCK_K  # the repacked words: (N / 128, K / 128, 128, 16) as rows of 16
+
+        a_bufs = gl.allocate_shared_memory(gl.float16, [STAGES, BLOCK_M, _BLOCK_K], a_desc.layout)
+        w_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, _BLOCK_N, 16], w_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for s in gl.static_range(STAGES):
+            mbarrier.init(ready.index(s), count=1)
+            mbarrier.init(empty.index(s), count=2)  # one arrival per consumer warpgroup
+
+        args = (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, a_desc, w_desc, M, N, m0, n0, w_row0,
+                n_steps, stride_sg, stride_zg)
+        gl.warp_specialize([(_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, 0)),
+                            (_second_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES)),
+                            (_loader, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES))],
+                           [4, 4], [240, 24])
+
+
+_UNAVAILABLE: list[str] = []  # why the kernel failed once in this process (then every call falls back)
+
+
+def supported(a2: Tensor, weight: GPTQWeight) -> bool:
+    """Whether the warp-specialised kernel can run this call (see the module docstring)."""
+    if _UNAVAILABLE or not (HAVE_GLUON and a2.is_cuda and a2.dtype == torch.float16
+                            and weight.qweight_mma is not None):
+        return False
+    k, n, g = weight.k, weight.n, weight.group_size
+    return (torch.cuda.get_device_capability(a2.device)[0] == 9 and k % BLOCK_K == 0 and n % BLOCK_N == 0
+            and (g % BLOCK_K == 0 or g >= k) and weight.g_idx is None and weight.a_perm is None
+            and a2.stride(1) == 1 and a2.data_ptr() % 16 == 0 and (a2.stride(0) * 2) % 16 == 0)
+
+
+def mark_unavailable(error: BaseException) -> None:
+    """Record that the kernel failed (e.g. a Triton whose Gluon API differs) and warn once."""
+    import warnings
+
+    if not _UNAVAILABLE:
+        _UNAVAILABLE.append(f"{type(error).__name__}: {error}")
+        warnings.warn(f"GPTQ warp-specialised prefill kernel unavailable, using the Triton kernel instead "
+                      f"({_UNAVAILABLE[0][:300]})", RuntimeWarning, stacklevel=3)
+
+
+def launch_spec(m: int, weight: GPTQWeight, block_m: int, stages: int, group_m: int = 8):
+    """(kernel, grid, args, options, a_descriptor): ``args`` holds None for A's descriptor (position 0,
+    made per call by ``a_descriptor(a2)``: it holds A's address) and for C (position 4)."""
+    k, n = weight.k, weight.n
+    a_layout = gl.NVMMASharedLayout.get_default_for([block_m, BLOCK_K], gl.float16)
+    words = weight.qweight_mma.view(-1, 16)  # (N / 128, K / 128, 128, 16): one 8 KB block per 16 x 128 rows
+    w_desc = TensorDescriptor(words, list(words.shape), [16, 1], [BLOCK_N, 16],
+                              gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2))
+    scales = weight.scales if weight.scales.stride(1) == 1 else weight.scales.contiguous()
+    args = [None, w_desc, scales, weight.qzeros, None, m, n, k, scales.stride(0), weight.qzeros.stride(0),
+            weight.zero_offset, weight.group_size, block_m, stages, group_m]
+    grid = (-(-m // block_m) * (n // BLOCK_N),)
+    block = [block_m, BLOCK_K]
+
+    def a_descriptor(a2: Tensor):
+        return TensorDescriptor(a2, [m, k], [a2.stride(0), 1], block, a_layout)
+    # 4 warps per partition; maxnreg 168 x 12 warps is the register file, shared out by setmaxnreg
+    # as 240 for each consumer warpgroup and 24 for the loader.
+    return _gptq_prefill_ws_kernel, grid, args, dict(num_warps=4, maxnreg=168), a_descriptor
+
+
+def gptq_matmul_ws(a2: Tensor, weight: GPTQWeight, block_m: int = 256, stages: int = 3) -> Tensor:
+    """``a2 @ W`` by the warp-specialised kernel with an explicit tile (benchmarks, tests); the caller
+    checks :func:`supported`. ``gptq_matmul`` picks this kernel and its tile by itself (configs.ws_tile)."""
+    kernel, grid, args, options, a_descriptor = launch_spec(a2.shape[0], weight, block_m, stages)
+    c = a2.new_empty((a2.shape[0], weight.n))
+    args[0], args[4] = a_descriptor(a2), c
+    kernel[grid](*args, **options)
+    if weight.bias is not None:
+        c += weight.bias
+    return c
