@@ -233,3 +233,54 @@ def gptq_matmul_ws(a2: Tensor, weight: GPTQWeight, block_m: int = 256, stages: i
     if weight.bias is not None:
         c += weight.bias
     return c
+
+
+def compile_report(block_m: int, stages: int) -> dict:
+    """Compile the kernel for sm_90 without a GPU (Triton's own compiler and ptxas) and report what
+    matters: the wgmma count in the PTX and ptxas's verbose output (serialised wgmma, spills).
+
+        python -m solutions.gptq.ws_prefill 128,4 256,3     (needs TRITON_INTERPRET unset or 0)
+    """
+    import os
+    import subprocess
+    import tempfile
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.runtime.jit import create_function_from_signature
+
+    from solutions.gptq.loader import load_gptq_layer
+    from solutions.gptq.quantize import quantize_rtn
+
+    m, k, n = 1024, 512, 256
+    layer = quantize_rtn(torch.randn(k, n, generator=torch.Generator().manual_seed(0)) * 0.02, 128)
+    weight = load_gptq_layer(layer.tensors, layer.quantize_config)
+    kernel, grid, args, options, a_descriptor = launch_spec(m, weight, block_m, stages)
+    args[0], args[4] = a_descriptor(torch.empty(m, k, dtype=torch.float16)), torch.empty(m, n, dtype=torch.float16)
+    target = GPUTarget("cuda", 90, 32)
+    backend = make_backend(target)
+    binder = create_function_from_signature(kernel.signature, kernel.params, backend)
+    bound, specialization, opts = binder(*args, **options)
+    opts, signature, constexprs, attrs = kernel._pack_args(backend, options, bound, specialization, opts)
+    compiled = triton.compile(GluonASTSource(kernel, signature, constexprs, attrs), target=target,
+                              options=opts.__dict__)
+    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = os.path.join(tmp, "ws.ptx")
+        with open(ptx, "w") as f:
+            f.write(compiled.asm["ptx"])
+        report = subprocess.run([ptxas, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "ws.cubin")],
+                                capture_output=True, text=True, check=True).stderr
+    return {"tile": [block_m, stages], "wgmma": compiled.asm["ptx"].count("wgmma.mma_async"),
+            "shared_bytes": compiled.metadata.shared, "ptxas": report}
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    for spec in sys.argv[1:] or ["128,4", "256,2", "256,3"]:
+        print(json.dumps(compile_report(*(int(x) for x in spec.split(",")))))
+
