@@ -14,7 +14,7 @@ import statistics
 import sys
 
 import torch
-from common import SHAPES, copies_to_beat_l2, gpu_time_us, random_layer
+from common import SHAPES, gpu_time_us, random_layer, rotated_layers
 
 from solutions.gptq import dequantize, gptq_matmul, ws_prefill
 
@@ -48,9 +48,7 @@ def main() -> int:
     print("|---:|---:|---:|" + "---:|" * (2 * len(names) - 1))
     for si in args.shapes:
         k, n = SHAPES[si]
-        copies = [random_layer(k, n, seed=s) for s in range(copies_to_beat_l2(k * n // 2))]
-        w_ref = dequantize(copies[0], torch.float32)
-        w16 = [dequantize(c, torch.float16) for c in copies[: max(1, copies_to_beat_l2(k * n * 2))]]
+        copies, w_ref, w16 = rotated_layers(k, n)
         for m in args.m:
             a = torch.randn(m, k, device="cuda", dtype=torch.float16)
             ref = a.float() @ w_ref

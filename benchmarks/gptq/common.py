@@ -34,6 +34,15 @@ def random_layer(k: int, n: int, group: int = GROUP, device: str = "cuda", seed:
     return load_gptq_layer(tensors, {"bits": 4, "group_size": group, "desc_act": False})
 
 
+def rotated_layers(k: int, n: int) -> tuple[list[GPTQWeight], torch.Tensor, list[torch.Tensor]]:
+    """Weight copies to rotate past the L2 (int4, and fp16 for cuBLAS) and the fp32 reference of the first."""
+    from solutions.gptq import dequantize
+
+    copies = [random_layer(k, n, seed=s) for s in range(copies_to_beat_l2(k * n // 2))]
+    w16 = [dequantize(c, torch.float16) for c in copies[: max(1, copies_to_beat_l2(k * n * 2))]]
+    return copies, dequantize(copies[0], torch.float32), w16
+
+
 def gptq_bytes(m: int, k: int, n: int, group: int = GROUP) -> int:
     """The fewest bytes a GPTQ matmul must move: int4 weights, scales, zeros, A and C once each."""
     return k * n // 2 + (k // group) * n * 2 + (k // group) * (n // 8) * 4 + m * k * 2 + m * n * 2

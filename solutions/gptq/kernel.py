@@ -126,6 +126,8 @@ _WRITE_PTX = """
 """
 DEQUANT_PTX = tl.constexpr("{" + _UNPACK_PTX + _WRITE_PTX + "}")
 DEQUANT_SCALED_PTX = tl.constexpr("{" + _UNPACK_PTX + _SCALE_PTX + _WRITE_PTX + "}")
+# 8 fp16 results ($0-$7, each half of a pair), then the word, fp16(1024 + zero) x2, -(64 + zero) x2, scale x2.
+DEQUANT_CONSTRAINTS = tl.constexpr("=h,=h,=h,=h,=h,=h,=h,=h,r,r,r,r")
 
 
 @triton.jit
@@ -138,7 +140,7 @@ def _dequant_word_ptx(words, zero2, neg_zero2, scale2, APPLY_SCALE: tl.constexpr
     """
     return tl.inline_asm_elementwise(
         asm=DEQUANT_SCALED_PTX if APPLY_SCALE else DEQUANT_PTX,
-        constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r,r,r",
+        constraints=DEQUANT_CONSTRAINTS,
         args=[words, zero2, neg_zero2, scale2],
         dtype=(tl.float16,) * 8,
         is_pure=True,

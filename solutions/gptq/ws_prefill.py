@@ -33,7 +33,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from solutions.gptq.kernel import DEQUANT_SCALED_PTX
+from solutions.gptq.kernel import DEQUANT_CONSTRAINTS, DEQUANT_SCALED_PTX
 from solutions.gptq.loader import GPTQWeight
 
 try:
@@ -65,7 +65,7 @@ if HAVE_GLUON:
         scale2, _ = gl.broadcast(scale2, words)
         return gl.inline_asm_elementwise(
             asm=DEQUANT_SCALED_PTX,
-            constraints="=h,=h,=h,=h,=h,=h,=h,=h,r,r,r,r",
+            constraints=DEQUANT_CONSTRAINTS,
             args=[words, zero2, neg_zero2, scale2],
             dtype=(gl.float16,) * 8,
             is_pure=True,
