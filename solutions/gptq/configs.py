@@ -11,11 +11,14 @@ other methods measured faster.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import torch
 import triton
 
 from solutions.gptq.kernel import GPTQConfig
 
+T = TypeVar("T")
 SMALL_M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 LARGE_M_BUCKETS = (256, 512, 1024, 2048, 4096)  # prefill; larger M takes the 4096 entry
 M_BUCKETS = SMALL_M_BUCKETS + LARGE_M_BUCKETS
@@ -34,14 +37,9 @@ def _buckets(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int],
     return dict(zip([(m, k, n) for m in SMALL_M_BUCKETS], configs[:1] * 3 + configs, strict=True))
 
 
-def _large_ws(k: int, n: int, *tiles: tuple[int, int] | None) -> dict[tuple[int, int, int], tuple[int, int] | None]:
-    """The warp-specialised prefill tiles of one (K, N), one per bucket of LARGE_M_BUCKETS, in order."""
-    return dict(zip([(m, k, n) for m in LARGE_M_BUCKETS], tiles, strict=True))
-
-
-def _large(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int], GPTQConfig]:
-    """The prefill entries of one (K, N): one config per bucket of LARGE_M_BUCKETS, in order."""
-    return dict(zip([(m, k, n) for m in LARGE_M_BUCKETS], configs, strict=True))
+def _large(k: int, n: int, *entries: T) -> dict[tuple[int, int, int], T]:
+    """The prefill entries of one (K, N) (configs, or ws tiles): one per bucket of LARGE_M_BUCKETS, in order."""
+    return dict(zip([(m, k, n) for m in LARGE_M_BUCKETS], entries, strict=True))
 
 
 # (M bucket, K, N) -> config: the winners of benchmarks/gptq/tune.py on an NVIDIA H100 80GB HBM3,
@@ -197,11 +195,11 @@ def _large_m_heuristic(m: int, k: int, n: int, block_k: int) -> GPTQConfig:
 # 4096; methods taking turns, medians). None: the Triton kernel or the dequant path was faster (M = 256
 # on 4096^2 and 11008 x 4096, where 32 column tiles leave most SMs idle without split-K; 28672 x 8192 tied).
 WS_TILES: dict[tuple[int, int, int], tuple[int, int] | None] = {
-    **_large_ws(4096, 4096, None, (128, 4), (256, 2), (256, 3), (256, 3)),
-    **_large_ws(4096, 11008, (256, 3), (128, 4), (256, 2), (256, 3), (256, 3)),
-    **_large_ws(11008, 4096, None, (128, 4), (256, 2), (256, 3), (256, 3)),
-    **_large_ws(8192, 28672, (256, 3), (128, 4), (256, 3), (256, 3), (256, 3)),
-    **_large_ws(28672, 8192, None, (256, 2), (256, 3), (256, 3), (256, 3)),
+    **_large(4096, 4096, None, (128, 4), (256, 2), (256, 3), (256, 3)),
+    **_large(4096, 11008, (256, 3), (128, 4), (256, 2), (256, 3), (256, 3)),
+    **_large(11008, 4096, None, (128, 4), (256, 2), (256, 3), (256, 3)),
+    **_large(8192, 28672, (256, 3), (128, 4), (256, 3), (256, 3), (256, 3)),
+    **_large(28672, 8192, None, (256, 2), (256, 3), (256, 3), (256, 3)),
 }
 # Other shapes: 128-row tiles at M = 512, 256-row tiles from 1024; at M = 256 only where the 256 x 128
 # tiles number at least WS_MIN_TILES (the measured winners had 86 and 224, the losers 32 and 64).
