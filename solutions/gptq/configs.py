@@ -206,16 +206,18 @@ WS_TILES: dict[tuple[int, int, int], tuple[int, int] | None] = {
 WS_MIN_TILES = 80
 
 
-def ws_tile(m: int, k: int, n: int) -> tuple[int, int] | None:
-    """(BLOCK_M, STAGES) of the warp-specialised prefill kernel for this call, or None (use the others)."""
+def ws_tile(m: int, k: int, n: int, explicit: bool = False) -> tuple[int, int] | None:
+    """(BLOCK_M, STAGES) of the warp-specialised prefill kernel for this call, or None (use the others).
+    ``explicit``: the kernel was asked for by name, so every M gets a tile."""
     bucket = m_bucket(m)
-    if bucket not in LARGE_M_BUCKETS:
-        return None
+    rule = (128, 4) if bucket <= 512 else (256, 3)  # 128-row tiles up to M = 512, 256-row tiles above
     if (bucket, k, n) in WS_TILES:
-        return WS_TILES[(bucket, k, n)]
-    if bucket == 256:
-        return (256, 3) if triton.cdiv(m, 256) * (n // 128) >= WS_MIN_TILES else None
-    return (128, 4) if bucket == 512 else (256, 3)
+        tile = WS_TILES[(bucket, k, n)]
+    elif bucket == 256:
+        tile = (256, 3) if triton.cdiv(m, 256) * (n // 128) >= WS_MIN_TILES else None
+    else:
+        tile = rule if bucket in LARGE_M_BUCKETS else None
+    return rule if tile is None and explicit else tile
 
 
 def select_method(m: int, k: int, n: int) -> str:

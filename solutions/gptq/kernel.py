@@ -861,13 +861,7 @@ def _ws_choice(a2: Tensor, weight: GPTQWeight, explicit: bool) -> tuple[int, int
     from solutions.gptq import ws_prefill
     from solutions.gptq.configs import ws_tile
 
-    if not ws_prefill.supported(a2, weight):
-        return None
-    m = a2.shape[0]
-    tile = ws_tile(m, weight.k, weight.n)
-    if tile is None and explicit:
-        tile = (128, 4) if m <= 512 else (256, 3)
-    return tile
+    return ws_tile(a2.shape[0], weight.k, weight.n, explicit) if ws_prefill.supported(a2, weight) else None
 
 
 class _Plan:

@@ -55,7 +55,7 @@ if HAVE_GLUON:
     _BLOCK_K = gl.constexpr(BLOCK_K)
 
     @gluon.jit
-    def _dequant_words(words, zero, scale_bits, layout: gl.constexpr):
+    def _dequant_words(words, zero, scale_bits):
         """(q - zero) * scale of the 8 nibbles of each word, fp16; output j is nibble j (kernel.DEQUANT_SCALED_PTX)."""
         zero2 = gl.expand_dims((0x6400 + zero) * 0x10001, 1)
         neg_zero2 = gl.expand_dims((0xD400 + 16 * zero) * 0x10001, 1)
@@ -93,9 +93,8 @@ if HAVE_GLUON:
         zero_shift = (cols % 8) * 4
         acc = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=mma_layout)
         # This step's zero points and scales, loaded one step ahead (L2 latency off the critical path).
-        g = 0
-        zw = gl.load(zeros_ptr + g * stride_zg + cols // 8)
-        sw = gl.load(scales_ptr + g * stride_sg + cols)
+        zw = gl.load(zeros_ptr + cols // 8)  # group 0
+        sw = gl.load(scales_ptr + cols)
         for i in range(n_steps):
             s = i % STAGES
             zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
@@ -106,7 +105,7 @@ if HAVE_GLUON:
 
             mbarrier.wait(ready.index(s), (i // STAGES) & 1)
             words = w_bufs.index(s).slice(WG * ROWS, ROWS).load(word_layout)
-            x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, scale_bits, word_layout)
+            x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, scale_bits)
             # (column, position p = 4l + c, h, b1, b2) -> K = 32c + 16 b2 + 8 b1 + 2l + h (nibble 4h + 2b2 + b1).
             w = gl.join(gl.join(gl.join(x0, x4), gl.join(x1, x5)), gl.join(gl.join(x2, x6), gl.join(x3, x7)))
             w = gl.reshape(w, [ROWS, 4, 4, 2, 2, 2])  # (n, l, c, h, b1, b2)
