@@ -22,12 +22,13 @@ import triton
 
 from solutions.gptq import dequantize, gptq_matmul, load_gptq_layer, quantize_rtn, ws_prefill
 from solutions.gptq import kernel as gptq_kernel
-from solutions.gptq.configs import LARGE_M_BUCKETS, WS_TILES, m_bucket, ws_tile
+from solutions.gptq.configs import LARGE_M_BUCKETS, WS_TILES, WSTile, m_bucket, ws_tile
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = torch.cuda.is_available()
 HOPPER = CUDA and torch.cuda.get_device_capability()[0] == 9
 TILES = sorted({tile for tile in WS_TILES.values() if tile is not None})
+KERNELS = sorted({(tile.block_m, tile.stages) for tile in TILES})  # stream-K is a launch, not a kernel
 SMEM_BYTES = 227 * 1024  # H100 / H200 shared memory per block
 TOL = 1e-2
 
@@ -38,16 +39,20 @@ def _smem(block_m: int, stages: int) -> int:
 
 
 def test_ws_tiles_fit_and_follow_the_measured_rules():
-    assert TILES and all(tile in ((128, 3), (128, 4), (256, 2), (256, 3)) for tile in TILES)
-    assert all(_smem(*tile) + 1024 <= SMEM_BYTES for tile in TILES)
+    assert KERNELS and all(kernel in ((128, 3), (128, 4), (256, 2), (256, 3)) for kernel in KERNELS)
+    assert all(_smem(*kernel) + 1024 <= SMEM_BYTES for kernel in KERNELS)
+    assert any(tile.stream_k for tile in TILES) and any(not tile.stream_k for tile in TILES)
     assert {b for b, _, _ in WS_TILES} == set(LARGE_M_BUCKETS)
     for (bucket, k, n), tile in WS_TILES.items():
         assert ws_tile(bucket, k, n) == tile
     # Decode and small prefill stay on the Triton kernel; other shapes follow the rule.
     assert ws_tile(128, 4096, 4096) is None and ws_tile(16, 8192, 28672) is None
-    assert ws_tile(512, 5120, 13824) == (128, 4) and ws_tile(3000, 5120, 13824) == (256, 3)
-    assert ws_tile(256, 5120, 13824) == (256, 3) and ws_tile(256, 5120, 5120) is None  # 108 vs 40 tiles
-    assert m_bucket(300) == 512 and ws_tile(300, 4096, 4096) == (128, 4)
+    assert ws_tile(512, 5120, 13824) == WSTile(128, 4) and ws_tile(3000, 5120, 13824) == WSTile(256, 3)
+    assert ws_tile(256, 5120, 13824) == WSTile(256, 3) and ws_tile(256, 5120, 5120) is None  # 108 vs 40 tiles
+    assert m_bucket(300) == 512 and ws_tile(300, 4096, 4096) == WSTile(128, 4)
+    # Stream-K only where it measured faster; an explicit request off the table gets one program per tile.
+    assert ws_tile(512, 8192, 28672).stream_k and not ws_tile(512, 28672, 8192).stream_k
+    assert not ws_tile(512, 5120, 13824, explicit=True).stream_k
 
 
 def test_cpu_and_unsupported_weights_never_take_the_ws_path():
@@ -66,13 +71,13 @@ def test_ws_kernel_compiles_for_sm90_with_asynchronous_wgmma():
     # assert_trivial=True fails otherwise); ptxas then reports whether it kept the wgmma asynchronous.
     # In a subprocess: `import puzzles` switched this process to the interpreter, which cannot compile.
     env = dict(os.environ, TRITON_INTERPRET="0")
-    run = subprocess.run([sys.executable, "-m", "solutions.gptq.ws_prefill", *(f"{bm},{st}" for bm, st in TILES)],
+    run = subprocess.run([sys.executable, "-m", "solutions.gptq.ws_prefill", *(f"{bm},{st}" for bm, st in KERNELS)],
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     if run.returncode and re.search(r"ImportError|AttributeError|TypeError", run.stderr):
         pytest.skip(f"offline Gluon compile not available on triton {triton.__version__}: {run.stderr[-300:]}")
     assert run.returncode == 0, run.stderr[-3000:]
     reports = [json.loads(line) for line in run.stdout.splitlines()]
-    assert [tuple(r["tile"]) for r in reports] == TILES
+    assert [tuple(r["tile"]) for r in reports] == KERNELS
     for r in reports:
         # 8 k16 wgmma per step in each of the two consumer partitions; no serialisation, no spills.
         assert r["wgmma"] == 16 and r["shared_bytes"] <= SMEM_BYTES, r
@@ -102,6 +107,68 @@ def test_gpu_every_ws_tile_matches_reference_at_ragged_m(tile):
         a = torch.randn(m, 1024, device="cuda").half()
         out = ws_prefill.gptq_matmul_ws(a, weight, *tile)
         assert out.shape == (m, 1152) and _rel_err(out, a.double() @ w) < TOL, (tile, m)
+        assert torch.equal(ws_prefill.gptq_matmul_ws(a, weight, *tile), out)  # stream-K: flags ready again
+
+
+def _flags_are_zero(device: torch.device) -> bool:
+    """Every stream-K flag of every cached scratch is back at zero (what the next launch needs)."""
+    programs = ws_prefill.sm_count(device)
+    return all(bool((buf[: ws_prefill._flag_words(programs)] == 0).all()) for buf in ws_prefill._SCRATCH.values())
+
+
+@pytest.mark.gpu
+@hopper
+def test_gpu_stream_k_shares_tiles_between_programs_exactly():
+    # Tiles split between up to 9 programs (fewer tiles than SMs), a tile and a half per SM, several
+    # whole waves before the shared ones, and programs with no K steps at all (M = 1).
+    for k, n, m, block_m in ((1024, 1152, 1, 128), (1024, 1152, 300, 256), (2048, 4096, 700, 128),
+                             (4096, 11008, 512, 256), (1152, 2304, 1000, 256)):
+        weight, w = _layer(k, n, seed=k + m)
+        a = torch.randn(m, k, device="cuda").half()
+        ref = a.double() @ w
+        sk = ws_prefill.gptq_matmul_ws(a, weight, block_m, 3, stream_k=True)
+        per_tile = ws_prefill.gptq_matmul_ws(a, weight, block_m, 3)
+        assert _rel_err(sk, ref) < TOL and _rel_err(per_tile, ref) < TOL, (k, n, m)
+        # The shares add up in fp32 before the one rounding to fp16: at most one fp16 step apart.
+        assert (sk.float() - per_tile.float()).abs().max().item() <= 2 ** -10 * per_tile.float().abs().max().item()
+        torch.cuda.synchronize()
+        assert _flags_are_zero(a.device)
+
+
+@pytest.mark.gpu
+@hopper
+def test_gpu_stream_k_under_cuda_graphs_and_on_two_streams():
+    weight, w = _layer(4096, 11008)
+    a = torch.randn(512, 4096, device="cuda").half()
+    assert gptq_kernel._ws_choice(a, weight, explicit=False).stream_k  # the table's stream-K entry
+    ws_prefill._SCRATCH.clear()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # compiles the kernel; the scratch it caches is this stream's
+        gptq_matmul(a, weight)
+    torch.cuda.synchronize()
+    # Captured before any eager call on the capture stream: the scratch and its zeroing are captured.
+    graph = torch.cuda.CUDAGraph()
+    out = torch.empty(512, 11008, device="cuda", dtype=torch.float16)
+    with torch.cuda.graph(graph):
+        out.copy_(gptq_matmul(a, weight))
+    for _ in range(3):
+        a.copy_(torch.randn_like(a))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert _rel_err(out, a.double() @ w) < TOL
+    # Eager calls on two streams at once: each stream has its own flags and partial sums.
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    inputs = [torch.randn(512, 4096, device="cuda").half() for _ in streams]
+    outs = []
+    torch.cuda.synchronize()
+    for stream, x in zip(streams, inputs, strict=True):
+        with torch.cuda.stream(stream):
+            outs.append([gptq_matmul(x, weight) for _ in range(4)])
+    torch.cuda.synchronize()
+    for x, results in zip(inputs, outs, strict=True):
+        ref = x.double() @ w
+        assert all(_rel_err(r, ref) < TOL for r in results)
+    assert len(ws_prefill._SCRATCH) >= 2 and _flags_are_zero(a.device)
 
 
 @pytest.mark.gpu

@@ -10,11 +10,10 @@ methods interleaved in rounds, medians of CUDA-graph replays, weights rotated to
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 
 import torch
-from common import SHAPES, gpu_time_us, rotated_layers
+from common import SHAPES, gpu_time_us, interleaved_medians, rotated_layers
 
 from solutions.gptq import GPTQConfig, gptq_matmul
 from solutions.gptq import configs as gptq_configs
@@ -55,11 +54,7 @@ def main() -> int:
             calls = {"cublas": [lambda a=a, w=w: a @ w for w in w16]}
             for name, cfg in cfgs.items():
                 calls[name] = [lambda a=a, w=w, cfg=cfg: gptq_matmul(a, w, config=cfg) for w in copies]
-            times = {name: [] for name in names}
-            for _ in range(args.rounds):
-                for name in names:
-                    times[name].append(gpu_time_us(calls[name]))
-            med = {name: statistics.median(v) for name, v in times.items()}
+            med = interleaved_medians({name: lambda c=calls[name]: gpu_time_us(c) for name in names}, args.rounds)
             tag = (f"{base.block_m}x{base.block_n}x{base.block_k} w{base.num_warps} s{base.num_stages}"
                    f" split{base.split_k}")
             ratios = " | ".join(f"{med['cublas'] / med[x]:.2f}" for x in names[1:])

@@ -4,17 +4,17 @@ replays, the methods taking turns in rounds, medians, weights rotated past the L
 
     python3 benchmarks/gptq/ab_ws.py [--m 512 1024 2048] [--shapes 0 1 2 3 4] [--rounds 3] [--tiles 128,3 256,2]
 
-``--tiles``: BLOCK_M,STAGES of the Gluon kernel (BLOCK_N = BLOCK_K = 128, two consumer warpgroups).
+``--tiles``: BLOCK_M,STAGES[,sk] of the Gluon kernel (BLOCK_N = BLOCK_K = 128, two consumer warpgroups;
+``sk``: stream-K over the SMs instead of a program per tile).
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 
 import torch
-from common import SHAPES, gpu_time_us, random_layer, rotated_layers
+from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, rotated_layers
 
 from solutions.gptq import dequantize, gptq_matmul, ws_prefill
 
@@ -29,7 +29,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("ab_ws.py needs a CUDA GPU; nothing to do.")
         return 0
-    tiles = [tuple(int(x) for x in t.split(",")) for t in args.tiles]
+    tiles = [(int(t.split(",")[0]), int(t.split(",")[1]), t.endswith(",sk")) for t in args.tiles]
     # Correctness first, on a small layer and ragged M (a wrong kernel must not reach the timings).
     w = random_layer(1024, 1152)
     ref_w = dequantize(w, torch.float32)
@@ -37,12 +37,13 @@ def main() -> int:
         a = torch.randn(m, 1024, device="cuda", dtype=torch.float16)
         assert ws_prefill.supported(a, w)
         ref = a.float() @ ref_w
-        for bm, st in tiles:
-            out = ws_prefill.gptq_matmul_ws(a, w, block_m=bm, stages=st)
-            err = ((out.float() - ref).norm() / ref.norm()).item()
-            print(f"check M={m} tile {bm}/{st}: rel err {err:.1e}", flush=True)
-            assert err < 1e-2, (m, bm, st, err)
-    names = ["cublas", "shipped", "dequant", *(f"ws{bm}/{st}" for bm, st in tiles)]
+        for bm, st, sk in tiles:
+            for _ in range(2):  # twice: stream-K must leave its flags ready for the next launch
+                out = ws_prefill.gptq_matmul_ws(a, w, block_m=bm, stages=st, stream_k=sk)
+                err = ((out.float() - ref).norm() / ref.norm()).item()
+                print(f"check M={m} tile {bm}/{st}{'/sk' * sk}: rel err {err:.1e}", flush=True)
+                assert err < 1e-2, (m, bm, st, sk, err)
+    names = ["cublas", "shipped", "dequant", *(f"ws{bm}/{st}{'/sk' * sk}" for bm, st, sk in tiles)]
     print("| M | K | N | " + " | ".join(f"{x} us" for x in names) + " | "
           + " | ".join(f"cuBLAS/{x}" for x in names[1:]) + " |")
     print("|---:|---:|---:|" + "---:|" * (2 * len(names) - 1))
@@ -55,17 +56,13 @@ def main() -> int:
             calls = {"cublas": [lambda a=a, w=w: a @ w for w in w16],
                      "shipped": [lambda a=a, w=w: gptq_matmul(a, w) for w in copies],
                      "dequant": [lambda a=a, w=w: gptq_matmul(a, w, method="dequant") for w in copies]}
-            for (bm, st), name in zip(tiles, names[3:], strict=True):
-                out = ws_prefill.gptq_matmul_ws(a, copies[0], block_m=bm, stages=st)
+            for (bm, st, sk), name in zip(tiles, names[3:], strict=True):
+                out = ws_prefill.gptq_matmul_ws(a, copies[0], block_m=bm, stages=st, stream_k=sk)
                 err = ((out.float() - ref).norm() / ref.norm()).item()
-                assert err < 1e-2, (m, k, n, bm, st, err)
-                calls[name] = [lambda a=a, w=w, bm=bm, st=st: ws_prefill.gptq_matmul_ws(a, w, block_m=bm, stages=st)
-                               for w in copies]
-            times = {name: [] for name in names}
-            for _ in range(args.rounds):
-                for name in names:
-                    times[name].append(gpu_time_us(calls[name]))
-            med = {name: statistics.median(v) for name, v in times.items()}
+                assert err < 1e-2, (m, k, n, bm, st, sk, err)
+                calls[name] = [lambda a=a, w=w, bm=bm, st=st, sk=sk: ws_prefill.gptq_matmul_ws(
+                    a, w, block_m=bm, stages=st, stream_k=sk) for w in copies]
+            med = interleaved_medians({name: lambda c=calls[name]: gpu_time_us(c) for name in names}, args.rounds)
             print(f"| {m} | {k} | {n} | " + " | ".join(f"{med[x]:.1f}" for x in names) + " | "
                   + " | ".join(f"{med['cublas'] / med[x]:.2f}" for x in names[1:]) + " |", flush=True)
         del copies, w16, w_ref

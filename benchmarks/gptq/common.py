@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import platform
 import shlex
+import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -41,6 +43,18 @@ def rotated_layers(k: int, n: int) -> tuple[list[GPTQWeight], torch.Tensor, list
     copies = [random_layer(k, n, seed=s) for s in range(copies_to_beat_l2(k * n // 2))]
     w16 = [dequantize(c, torch.float16) for c in copies[: max(1, copies_to_beat_l2(k * n * 2))]]
     return copies, dequantize(copies[0], torch.float32), w16
+
+
+def interleaved_medians(timers: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
+    """Median over ``rounds`` of each timer. The methods take turns, and each round starts one method later,
+    so that a slow stretch (clocks, power) hits them all and no method always runs first or after the same one."""
+    names = list(timers)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(timers[name]())
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def gptq_bytes(m: int, k: int, n: int, group: int = GROUP) -> int:

@@ -21,11 +21,10 @@ time is the median (identical work measured minutes apart differs by up to 8% on
 from __future__ import annotations
 
 import argparse
-import statistics
 from pathlib import Path
 
 import torch
-from common import SHAPES, gpu_time_us, random_layer, start_gpu_run, write_report
+from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, start_gpu_run, write_report
 
 from solutions.gptq import configs as gptq_configs
 from solutions.gptq import dequantize, gptq_matmul
@@ -64,19 +63,18 @@ def main() -> int:
                 methods["ws"] = lambda a=a, w=w: gptq_matmul(a, w, method="ws")
             cfg = gptq_configs.select_config(m, k, n)
             tile = gptq_kernel._ws_choice(a, w, explicit=False)
-            chosen = f"ws {tile[0]}/{tile[1]}" if tile else gptq_configs.select_method(m, k, n)
+            chosen = (f"ws {tile.block_m}/{tile.stages}{'/sk' * tile.stream_k}" if tile
+                      else gptq_configs.select_method(m, k, n))
             row = {"M": m, "K": k, "N": n, "chosen": chosen,
                    "fused_cfg": f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k} w{cfg.num_warps} s{cfg.num_stages}"
                                 f" split{cfg.split_k}"}
             for name, call in methods.items():
                 out = call()
                 row[f"{name}_err"] = ((out.float() - ref).norm() / ref.norm()).item()
-            times: dict[str, list[float]] = {name: [] for name in methods}
-            for _ in range(args.rounds):  # the methods take turns, so that a slow stretch hits them all
-                for name, call in methods.items():
-                    times[name].append(gpu_time_us([call], min_calls=4, warmup=10, rep=60))
-            for name, values in times.items():
-                row[f"{name}_us"] = statistics.median(values)
+            medians = interleaved_medians({name: lambda c=call: gpu_time_us([c], min_calls=4, warmup=10, rep=60)
+                                           for name, call in methods.items()}, args.rounds)
+            for name, value in medians.items():
+                row[f"{name}_us"] = value
             for name in methods:
                 row[f"{name}_x_cublas"] = row["cublas_us"] / row[f"{name}_us"]
             rows.append(row)

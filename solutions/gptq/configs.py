@@ -11,7 +11,7 @@ other methods measured faster.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import torch
 import triton
@@ -190,31 +190,46 @@ def _large_m_heuristic(m: int, k: int, n: int, block_k: int) -> GPTQConfig:
                       num_stages=stages)
 
 
-# Prefill on Hopper: the warp-specialised Gluon kernel (solutions/gptq/ws_prefill.py), (BLOCK_M, STAGES)
-# per (M bucket, K, N), the fastest tile of results/h100_ws/ (two runs at M = 512-2048, one at 256 and
-# 4096; methods taking turns, medians). None: the Triton kernel or the dequant path was faster (M = 256
-# on 4096^2 and 11008 x 4096, where 32 column tiles leave most SMs idle without split-K; 28672 x 8192 tied).
-WS_TILES: dict[tuple[int, int, int], tuple[int, int] | None] = {
-    **_large(4096, 4096, None, (128, 4), (256, 2), (256, 3), (256, 3)),
-    **_large(4096, 11008, (256, 3), (128, 4), (256, 2), (256, 3), (256, 3)),
-    **_large(11008, 4096, None, (128, 4), (256, 2), (256, 3), (256, 3)),
-    **_large(8192, 28672, (256, 3), (128, 4), (256, 3), (256, 3), (256, 3)),
-    **_large(28672, 8192, None, (256, 2), (256, 3), (256, 3), (256, 3)),
+class WSTile(NamedTuple):
+    """A launch of the warp-specialised prefill kernel: rows per tile, ring stages, and whether the
+    programs are one per SM sharing the K steps out evenly (stream-K) instead of one per tile."""
+
+    block_m: int
+    stages: int
+    stream_k: bool = False
+
+
+_SK = True  # stream-K, in the table below
+# Prefill on Hopper: the warp-specialised Gluon kernel (solutions/gptq/ws_prefill.py), a WSTile per
+# (M bucket, K, N): the fastest of results/h100_ws/ (two runs at M = 512-2048, one at 256 and 4096)
+# and, for stream-K, results/h100_streamk/ (methods taking turns, medians). Stream-K won where the
+# tiles fill the SMs unevenly and K is short enough that A stays in the L2 (M = 512 on 4096 x 11008
+# and 8192 x 28672: 0.97-0.98x cuBLAS instead of 0.88-0.95x); with K = 28672 it lost (its programs
+# read different K slices at once). None: the Triton kernel or the dequant path was faster (M = 256 on
+# 4096^2 and 11008 x 4096, where 32 column tiles leave most SMs idle without split-K; 28672 x 8192 tied).
+WS_TILES: dict[tuple[int, int, int], WSTile | None] = {
+    **_large(4096, 4096, None, WSTile(128, 4), WSTile(256, 2), WSTile(256, 3), WSTile(256, 3)),
+    **_large(4096, 11008, WSTile(256, 3), WSTile(256, 3, _SK), WSTile(256, 2), WSTile(256, 2, _SK),
+             WSTile(256, 2, _SK)),
+    **_large(11008, 4096, None, WSTile(128, 4), WSTile(256, 2), WSTile(256, 3), WSTile(256, 3)),
+    **_large(8192, 28672, WSTile(256, 3), WSTile(256, 3, _SK), WSTile(256, 3), WSTile(256, 3), WSTile(256, 3)),
+    **_large(28672, 8192, None, WSTile(256, 2), WSTile(256, 3), WSTile(256, 3), WSTile(256, 3)),
 }
-# Other shapes: 128-row tiles at M = 512, 256-row tiles from 1024; at M = 256 only where the 256 x 128
-# tiles number at least WS_MIN_TILES (the measured winners had 86 and 224, the losers 32 and 64).
+# Other shapes: 128-row tiles at M = 512, 256-row tiles from 1024, one program per tile; at M = 256
+# only where the 256 x 128 tiles number at least WS_MIN_TILES (the measured winners had 86 and 224,
+# the losers 32 and 64).
 WS_MIN_TILES = 80
 
 
-def ws_tile(m: int, k: int, n: int, explicit: bool = False) -> tuple[int, int] | None:
-    """(BLOCK_M, STAGES) of the warp-specialised prefill kernel for this call, or None (use the others).
+def ws_tile(m: int, k: int, n: int, explicit: bool = False) -> WSTile | None:
+    """The warp-specialised prefill kernel's launch for this call, or None (use the other methods).
     ``explicit``: the kernel was asked for by name, so every M gets a tile."""
     bucket = m_bucket(m)
-    rule = (128, 4) if bucket <= 512 else (256, 3)  # 128-row tiles up to M = 512, 256-row tiles above
+    rule = WSTile(128, 4) if bucket <= 512 else WSTile(256, 3)  # 128-row tiles up to M = 512, 256 above
     if (bucket, k, n) in WS_TILES:
         tile = WS_TILES[(bucket, k, n)]
     elif bucket == 256:
-        tile = (256, 3) if triton.cdiv(m, 256) * (n // 128) >= WS_MIN_TILES else None
+        tile = WSTile(256, 3) if triton.cdiv(m, 256) * (n // 128) >= WS_MIN_TILES else None
     else:
         tile = rule if bucket in LARGE_M_BUCKETS else None
     return rule if tile is None and explicit else tile

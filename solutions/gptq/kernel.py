@@ -851,12 +851,19 @@ def _a_descriptor(block_m: int, block_k: int):
     return make
 
 
+def _ws_scratch(a2: Tensor, c: Tensor, programs: int) -> Tensor:
+    """The ws kernel's scratch argument: the stream's stream-K scratch, or C where it has no stream-K."""
+    from solutions.gptq.ws_prefill import scratch
+
+    return scratch(a2.device, torch.cuda.current_stream(a2.device).cuda_stream, programs) if programs else c
+
+
 class _Replan(Exception):
     """Raised by a plan whose kernel turned out to be unavailable: plan the call again."""
 
 
-def _ws_choice(a2: Tensor, weight: GPTQWeight, explicit: bool) -> tuple[int, int] | None:
-    """(BLOCK_M, STAGES) of the warp-specialised prefill kernel for this call (configs.ws_tile), or None
+def _ws_choice(a2: Tensor, weight: GPTQWeight, explicit: bool):
+    """The warp-specialised prefill kernel's WSTile for this call (configs.ws_tile), or None
     where it cannot run or measured slower. ``explicit``: asked for by name, so any M gets a tile."""
     from solutions.gptq import ws_prefill
     from solutions.gptq.configs import ws_tile
@@ -893,6 +900,7 @@ class _Plan:
         self.launches: list[_Launch] = []
         self.atomic = self.partial = self.bias_init = False
         self.a_arg = Tensor.data_ptr  # what the launch gets for A: its address, or a TMA descriptor
+        self.stream_k_programs = None  # the ws kernel's scratch (argument 5): its programs with stream-K, else 0
         g = weight.group_size
         if method == "dequant":
             self._plan_dequant(weight, k, n, w_mma_ok)
@@ -903,6 +911,7 @@ class _Plan:
             kernel, grid, args, options, self.a_arg = ws_prefill.launch_spec(m, weight, *ws_tile)
             self.launches.append(_Launch(kernel, grid, args, {}, options))
             self.c_index, self.splits = 4, 1
+            self.stream_k_programs = grid[0] if ws_tile.stream_k else 0
             return
         if cfg is None:
             cfg = default_config(m, weight)
@@ -1032,8 +1041,11 @@ class _Plan:
             c = a2.new_empty((self.splits, *mn), dtype=torch.float32)
         else:
             out = c = a2.new_empty(mn)
+        dynamic = [(0, a2 if self.a_arg is Tensor.data_ptr else self.a_arg(a2)), (self.c_index, c)]
+        if self.stream_k_programs is not None:
+            dynamic.append((5, _ws_scratch(a2, c, self.stream_k_programs)))
         try:
-            launch((0, a2 if self.a_arg is Tensor.data_ptr else self.a_arg(a2)), (self.c_index, c))
+            launch(*dynamic)
         except Exception as error:
             if not (first and self.method == "ws" and self.requested == "auto"):
                 raise
@@ -1057,6 +1069,19 @@ class _Plan:
 
         fast, mn, bias, a_arg = launch.fast, self.mn, self.bias, self.a_arg
         get_stream, device = driver.active.get_current_stream, launch.device
+        if self.stream_k_programs is not None:
+            from solutions.gptq.ws_prefill import scratch
+
+            programs = self.stream_k_programs
+
+            def hot_ws(a2: Tensor) -> Tensor:
+                c = _new_empty(a2, mn)
+                stream = get_stream(device)
+                fast(stream, a_arg(a2), c.data_ptr(), scratch(a2.device, stream, programs) if programs else c)
+                if bias is not None:
+                    c += bias
+                return c
+            return hot_ws
         if not self.atomic or (bias is not None and not self.bias_init):
             zero = _new_zeros if self.atomic else _new_empty
 

@@ -72,11 +72,78 @@ if HAVE_GLUON:
             pack=1,
         )
 
+    # Stream-K hand-off between programs, per thread (each consumer thread of the owner reads exactly
+    # the partial sums that the thread in the same position of the contributor wrote; the layouts match).
+    # Labels inside { } are local to that block, so the asm can be instantiated many times.
+    _SIGNAL_PTX = gl.constexpr("red.release.gpu.global.add.s32 [$1], 1;\n mov.b32 $0, 0;")
+    _WAIT_PTX = gl.constexpr("""{
+        .reg .pred p;
+        .reg .b32 v;
+        WAIT:
+        ld.acquire.gpu.global.b32 v, [$1];
+        setp.lt.s32 p, v, 128;
+        @p bra WAIT;
+        and.b32 $0, v, 0;
+        }""")
+    # Two consecutive fp32 partial sums (the accumulator's pairs of columns), added to the accumulator.
+    _ADD_PARTIAL_PTX = gl.constexpr(
+        "{ .reg .f32 t0, t1; ld.global.cg.v2.f32 {t0, t1}, [$4]; add.f32 $0, $2, t0; add.f32 $1, $3, t1; }")
+    # The owner's 128 threads count past the contributor's 128; the last one (it saw 255) rezeroes the
+    # flag for the next launch, once every owner thread has passed its wait.
+    _RELEASE_PTX = gl.constexpr("""{
+        .reg .pred p;
+        .reg .b32 old;
+        atom.relaxed.gpu.global.add.s32 old, [$1], 1;
+        setp.eq.s32 p, old, 255;
+        @p st.relaxed.gpu.global.b32 [$1], 0;
+        mov.b32 $0, 0;
+        }""")
+
+    @gluon.jit
+    def _schedule(M, N, K, dp_tiles, BLOCK_M: gl.constexpr):
+        """This program's work: ``n_dp`` whole tiles (c, c + G, ...), then the K steps [sk_begin, sk_end)
+        of the stream-K tiles (those from ``dp_tiles`` on, counted in K steps across tiles)."""
+        c = gl.program_id(0)
+        n_programs = gl.num_programs(0)
+        n_steps = K // _BLOCK_K
+        n_tiles = gl.cdiv(M, BLOCK_M) * (N // _BLOCK_N)
+        n_dp = (dp_tiles - c + n_programs - 1) // n_programs
+        sk_steps = (n_tiles - dp_tiles) * n_steps
+        sk_begin = c * sk_steps // n_programs
+        sk_end = (c + 1) * sk_steps // n_programs
+        n_segments = n_dp
+        if sk_end > sk_begin:
+            n_segments = n_dp + (sk_end - 1) // n_steps - sk_begin // n_steps + 1
+        return n_dp, sk_begin, sk_end, sk_steps, n_segments
+
+    @gluon.jit
+    def _segment(j, n_dp, sk_begin, sk_end, dp_tiles, K, M, N, BLOCK_M: gl.constexpr, GROUP_M: gl.constexpr):
+        """Segment j of this program: (m0, n0, w_row0, tile, first K step, end K step)."""
+        n_steps = K // _BLOCK_K
+        tile = gl.program_id(0) + j * gl.num_programs(0)
+        k_begin = 0
+        k_end = n_steps
+        if j >= n_dp:
+            sk_tile = sk_begin // n_steps + (j - n_dp)
+            tile = dp_tiles + sk_tile
+            k_begin = gl.maximum(sk_begin - sk_tile * n_steps, 0)
+            k_end = gl.minimum(sk_end - sk_tile * n_steps, n_steps)
+        # Grouped tile order, as kernel._tile_ids: GROUP_M row tiles sweep the columns together.
+        num_pid_m = gl.cdiv(M, BLOCK_M)
+        per_group = GROUP_M * (N // _BLOCK_N)
+        first_m = (tile // per_group) * GROUP_M
+        rows_in_group = gl.minimum(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + (tile % per_group) % rows_in_group
+        pid_n = (tile % per_group) // rows_in_group
+        # The repacked words: (N / 128, K / 128, 128, 16) as rows of 16, K rows per column tile.
+        return pid_m * BLOCK_M, pid_n * _BLOCK_N, pid_n * K, tile, k_begin, k_end
+
     @gluon.jit
     def _consumer(args, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
-                  STAGES: gl.constexpr, WG: gl.constexpr):
-        """One warpgroup: 64 columns of W, the whole K loop, then its 64 x BLOCK_M slice of C^T."""
-        (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, a_desc, w_desc, M, N, m0, n0, w_row0, n_steps,
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, WG: gl.constexpr):
+        """One warpgroup: 64 columns of W per tile; for each segment its K steps, then its 64 x BLOCK_M
+        slice of C^T (or, for a stream-K share, of the partial sums)."""
+        (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, scratch_ptr, M, N, K, dp_tiles,
          stride_sg, stride_zg) = args
         ROWS: gl.constexpr = 64
         # Words of this warpgroup's 64 columns: thread (warp w, lane t) holds columns 16w + t // 4 and
@@ -88,79 +155,121 @@ if HAVE_GLUON:
                                                              instr_shape=[16, BLOCK_M, 16])
         w_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout, k_width=2)
         col_layout: gl.constexpr = gl.SliceLayout(1, word_layout)
-
-        cols = n0 + WG * ROWS + gl.arange(0, ROWS, layout=col_layout)
-        zero_shift = (cols % 8) * 4
-        acc = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=mma_layout)
-        # This step's zero points and scales, loaded one step ahead (L2 latency off the critical path).
-        zw = gl.load(zeros_ptr + cols // 8)  # group 0
-        sw = gl.load(scales_ptr + cols)
-        for i in range(n_steps):
-            s = i % STAGES
-            zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
-            scale_bits = sw.to(gl.int16, bitcast=True).to(gl.int32) & 0xFFFF
-            g_next = gl.minimum((i + 1) * _BLOCK_K, (n_steps - 1) * _BLOCK_K) // GROUP_SIZE
-            zw = gl.load(zeros_ptr + g_next * stride_zg + cols // 8)
-            sw = gl.load(scales_ptr + g_next * stride_sg + cols)
-
-            mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-            words = w_bufs.index(s).slice(WG * ROWS, ROWS).load(word_layout)
-            x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, scale_bits)
-            # (column, position p = 4l + c, h, b1, b2) -> K = 32c + 16 b2 + 8 b1 + 2l + h (nibble 4h + 2b2 + b1).
-            w = gl.join(gl.join(gl.join(x0, x4), gl.join(x1, x5)), gl.join(gl.join(x2, x6), gl.join(x3, x7)))
-            w = gl.reshape(w, [ROWS, 4, 4, 2, 2, 2])  # (n, l, c, h, b1, b2)
-            w = gl.permute(w, [0, 2, 5, 4, 1, 3])  # (n, c, b2, b1, l, h)
-            w = gl.convert_layout(gl.reshape(w, [ROWS, _BLOCK_K]), w_layout, assert_trivial=True)
-
-            acc = warpgroup_mma(w, a_bufs.index(s).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-            mbarrier.arrive(empty.index(s))  # after a partition barrier: the whole warpgroup is done with s
-
-        # C[m, n] = acc[n, m]: 8 consecutive columns of C per thread, one 16-byte store.
+        row_layout: gl.constexpr = gl.SliceLayout(1, mma_layout)
+        thread_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # one element per thread
         out_layout: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1])
-        out = gl.convert_layout(acc.to(gl.float16), out_layout)
-        offs_n = n0 + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, out_layout))
-        offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, out_layout))
-        ptrs = c_ptr + gl.expand_dims(offs_m, 0) * N + gl.expand_dims(offs_n, 1)
-        gl.store(ptrs, out, mask=gl.expand_dims(offs_m < M, 0))
+
+        c = gl.program_id(0)
+        n_programs = gl.num_programs(0)
+        n_steps = K // _BLOCK_K
+        n_dp, sk_begin, sk_end, sk_steps, n_segments = _schedule(M, N, K, dp_tiles, BLOCK_M)
+        # Scratch (ws_prefill.scratch): a flag per (program, warpgroup), padded to 64 words, then each
+        # program's partial sums, 2 warpgroups x 64 x BLOCK_M fp32.
+        partial_offs = (gl.expand_dims(gl.arange(0, ROWS, layout=row_layout), 1) * BLOCK_M
+                        + gl.expand_dims(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, mma_layout)), 0))
+        flags_ptr = scratch_ptr
+        partials_ptr = scratch_ptr + (2 * n_programs + 63) // 64 * 64
+        it = 0  # K steps consumed so far: the ring's position
+        for j in range(n_segments):
+            m0, n0, w_row0, tile, k_begin, k_end = _segment(j, n_dp, sk_begin, sk_end, dp_tiles, K, M, N, BLOCK_M,
+                                                            GROUP_M)
+            cols = n0 + WG * ROWS + gl.arange(0, ROWS, layout=col_layout)
+            zero_shift = (cols % 8) * 4
+            acc = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=mma_layout)
+            # A step's zero points and scales are loaded one step ahead (L2 latency off the critical path).
+            g = k_begin * _BLOCK_K // GROUP_SIZE
+            zw = gl.load(zeros_ptr + g * stride_zg + cols // 8)
+            sw = gl.load(scales_ptr + g * stride_sg + cols)
+            for i in range(k_begin, k_end):
+                s = it % STAGES
+                zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
+                scale_bits = sw.to(gl.int16, bitcast=True).to(gl.int32) & 0xFFFF
+                g_next = gl.minimum(i + 1, k_end - 1) * _BLOCK_K // GROUP_SIZE
+                zw = gl.load(zeros_ptr + g_next * stride_zg + cols // 8)
+                sw = gl.load(scales_ptr + g_next * stride_sg + cols)
+
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                words = w_bufs.index(s).slice(WG * ROWS, ROWS).load(word_layout)
+                x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, scale_bits)
+                # (column, position p = 4l + c, h, b1, b2) -> K = 32c + 16 b2 + 8 b1 + 2l + h (nibble 4h + 2b2 + b1).
+                w = gl.join(gl.join(gl.join(x0, x4), gl.join(x1, x5)), gl.join(gl.join(x2, x6), gl.join(x3, x7)))
+                w = gl.reshape(w, [ROWS, 4, 4, 2, 2, 2])  # (n, l, c, h, b1, b2)
+                w = gl.permute(w, [0, 2, 5, 4, 1, 3])  # (n, c, b2, b1, l, h)
+                w = gl.convert_layout(gl.reshape(w, [ROWS, _BLOCK_K]), w_layout, assert_trivial=True)
+
+                acc = warpgroup_mma(w, a_bufs.index(s).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+                mbarrier.arrive(empty.index(s))  # after a partition barrier: the whole warpgroup is done with s
+                it += 1
+
+            if k_begin > 0:
+                # A stream-K share that does not start the tile: leave the partial sums in this program's
+                # scratch for the tile's owner (the program whose share starts it), then raise the flag.
+                gl.store(partials_ptr + (c * 2 + WG) * (ROWS * BLOCK_M) + partial_offs, acc)
+                gl.inline_asm_elementwise(_SIGNAL_PTX, "=r,l",
+                                          [flags_ptr + c * 2 + WG + gl.zeros([128], gl.int32, layout=thread_layout)],
+                                          dtype=gl.int32, is_pure=False, pack=1)
+            else:
+                if k_end < n_steps:
+                    # The owner: add the shares of the programs that continued this tile (they start
+                    # their stream-K work with it, so they never wait on this program).
+                    tile_end = (tile - dp_tiles + 1) * n_steps
+                    other = c + 1
+                    start = other * sk_steps // n_programs
+                    while start < tile_end:
+                        after = (other + 1) * sk_steps // n_programs
+                        if after > start:  # a program with no K steps (more programs than steps) has nothing
+                            flag = flags_ptr + other * 2 + WG
+                            ready_zero = gl.inline_asm_elementwise(
+                                _WAIT_PTX, "=r,l", [flag + gl.zeros([ROWS], gl.int32, layout=row_layout)],
+                                dtype=gl.int32, is_pure=False, pack=1)
+                            # The loads depend on the wait's output, so nothing hoists them above it; each is
+                            # added as it arrives (a whole second tile of registers would spill at BLOCK_M 256).
+                            ptrs = partials_ptr + (other * 2 + WG) * (ROWS * BLOCK_M) + partial_offs
+                            acc = gl.inline_asm_elementwise(_ADD_PARTIAL_PTX, "=f,=f,f,f,l,l",
+                                                            [acc, (ptrs + gl.expand_dims(ready_zero, 1)).to(gl.int64)],
+                                                            dtype=gl.float32, is_pure=False, pack=2)
+                            gl.inline_asm_elementwise(_RELEASE_PTX, "=r,l",
+                                                      [flag + gl.zeros([128], gl.int32, layout=thread_layout)],
+                                                      dtype=gl.int32, is_pure=False, pack=1)
+                        other += 1
+                        start = after
+                # C[m, n] = acc[n, m]: 8 consecutive columns of C per thread, one 16-byte store.
+                out = gl.convert_layout(acc.to(gl.float16), out_layout)
+                offs_n = n0 + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, out_layout))
+                offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, out_layout))
+                ptrs = c_ptr + gl.expand_dims(offs_m, 0) * N + gl.expand_dims(offs_n, 1)
+                gl.store(ptrs, out, mask=gl.expand_dims(offs_m < M, 0))
 
     @gluon.jit
     def _second_consumer(args, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
-                         STAGES: gl.constexpr):
-        _consumer(args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, 1)
+                         STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+        _consumer(args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M, 1)
 
     @gluon.jit
-    def _loader(args, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
-                STAGES: gl.constexpr):
-        """One warp: TMA copies of A's tile and the weights' block for every K step, STAGES ahead."""
-        (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, a_desc, w_desc, M, N, m0, n0, w_row0, n_steps,
+    def _loader(args, a_desc, w_desc, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
+                STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+        """TMA copies of A's tile and the weights' block for every K step of every segment, STAGES ahead."""
+        (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, scratch_ptr, M, N, K, dp_tiles,
          stride_sg, stride_zg) = args
-        for i in range(n_steps):
-            s = i % STAGES
-            # Buffers start free: the first pass waits on the phase before an mbarrier's first.
-            mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)
-            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + w_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(a_desc, [m0, i * _BLOCK_K], ready.index(s), a_bufs.index(s))
-            tma.async_copy_global_to_shared(w_desc, [w_row0 + i * _BLOCK_K, 0], ready.index(s), w_bufs.index(s))
+        n_dp, sk_begin, sk_end, sk_steps, n_segments = _schedule(M, N, K, dp_tiles, BLOCK_M)
+        it = 0
+        for j in range(n_segments):
+            m0, n0, w_row0, tile, k_begin, k_end = _segment(j, n_dp, sk_begin, sk_end, dp_tiles, K, M, N, BLOCK_M,
+                                                            GROUP_M)
+            for i in range(k_begin, k_end):
+                s = it % STAGES
+                # Buffers start free: the first pass waits on the phase before an mbarrier's first.
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + w_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(a_desc, [m0, i * _BLOCK_K], ready.index(s), a_bufs.index(s))
+                tma.async_copy_global_to_shared(w_desc, [w_row0 + i * _BLOCK_K, 0], ready.index(s), w_bufs.index(s))
+                it += 1
 
     @gluon.jit
-    def _gptq_prefill_ws_kernel(a_desc, w_desc, scales_ptr, zeros_ptr, c_ptr, M, N, K, stride_sg, stride_zg,
-                                ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
-                                STAGES: gl.constexpr, GROUP_M: gl.constexpr):
-        # Grouped tile order, as kernel._tile_ids: GROUP_M row tiles sweep the columns together.
-        pid = gl.program_id(0)
-        num_pid_m = gl.cdiv(M, BLOCK_M)
-        num_pid_n = N // _BLOCK_N
-        per_group = GROUP_M * num_pid_n
-        first_m = (pid // per_group) * GROUP_M
-        rows_in_group = gl.minimum(num_pid_m - first_m, GROUP_M)
-        pid_m = first_m + (pid % per_group) % rows_in_group
-        pid_n = (pid % per_group) // rows_in_group
-        m0 = pid_m * BLOCK_M
-        n0 = pid_n * _BLOCK_N
-        n_steps = K // _BLOCK_K
-        w_row0 = pid_n * n_steps * _BLOCK_K  # the repacked words: (N / 128, K / 128, 128, 16) as rows of 16
-
+    def _gptq_prefill_ws_kernel(a_desc, w_desc, scales_ptr, zeros_ptr, c_ptr, scratch_ptr, M, N, K, dp_tiles,
+                                stride_sg, stride_zg, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr,
+                                BLOCK_M: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr):
         a_bufs = gl.allocate_shared_memory(gl.float16, [STAGES, BLOCK_M, _BLOCK_K], a_desc.layout)
         w_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, _BLOCK_N, 16], w_desc.layout)
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -169,11 +278,11 @@ if HAVE_GLUON:
             mbarrier.init(ready.index(s), count=1)
             mbarrier.init(empty.index(s), count=2)  # one arrival per consumer warpgroup
 
-        args = (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, a_desc, w_desc, M, N, m0, n0, w_row0,
-                n_steps, stride_sg, stride_zg)
-        gl.warp_specialize([(_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, 0)),
-                            (_second_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES)),
-                            (_loader, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES))],
+        args = (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, scratch_ptr, M, N, K, dp_tiles,
+                stride_sg, stride_zg)
+        gl.warp_specialize([(_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M, 0)),
+                            (_second_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M)),
+                            (_loader, (args, a_desc, w_desc, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M))],
                            [4, 4], [240, 24])
 
 
@@ -201,33 +310,78 @@ def mark_unavailable(error: BaseException) -> None:
                       f"({_UNAVAILABLE[0][:300]})", RuntimeWarning, stacklevel=3)
 
 
-def launch_spec(m: int, weight: GPTQWeight, block_m: int, stages: int, group_m: int = 8):
+MAX_BLOCK_M = 256  # the largest tile's rows: the stream-K scratch is sized for it
+_SCRATCH: dict[tuple[int, int], Tensor] = {}  # (device index, stream) -> stream-K scratch
+
+
+def stream_k_plan(m: int, n: int, block_m: int, programs: int) -> tuple[int, int]:
+    """(grid, dp_tiles) of a stream-K launch on ``programs`` SMs: all but the last one or two waves of
+    tiles go whole to programs (tile c + w * programs), the rest are shared out in K steps, so that every
+    program gets the same number of steps and no wave runs partly empty."""
+    tiles = -(-m // block_m) * (n // BLOCK_N)
+    full_waves = tiles // programs
+    dp_tiles = tiles if tiles % programs == 0 else max(full_waves - 1, 0) * programs
+    return programs, dp_tiles
+
+
+def _flag_words(programs: int) -> int:
+    return -(-2 * programs // 64) * 64  # a flag per consumer warpgroup, padded to 256 bytes
+
+
+def scratch(device: torch.device, stream: int, programs: int) -> Tensor:
+    """Stream-K scratch for launches on ``stream``: a zeroed flag per (program, consumer warpgroup), then
+    the partial sums (the kernel leaves the flags zero when it ends). One per stream, so launches on
+    different streams never share flags; a launch being captured into a CUDA graph before any eager one on
+    its stream gets its own, with the zeroing captured too."""
+    buf = _SCRATCH.get((device.index, stream))
+    if buf is None:
+        words = _flag_words(programs) + programs * 2 * 64 * MAX_BLOCK_M
+        if torch.cuda.is_current_stream_capturing():
+            buf = torch.empty(words, dtype=torch.float32, device=device)
+            buf[: _flag_words(programs)].zero_()
+            return buf
+        buf = _SCRATCH[(device.index, stream)] = torch.zeros(words, dtype=torch.float32, device=device)
+    return buf
+
+
+def launch_spec(m: int, weight: GPTQWeight, block_m: int, stages: int, stream_k: bool = False, group_m: int = 8):
     """(kernel, grid, args, options, a_descriptor): ``args`` holds None for A's descriptor (position 0,
-    made per call by ``a_descriptor(a2)``: it holds A's address) and for C (position 4)."""
+    made per call by ``a_descriptor(a2)``: it holds A's address), for C (position 4) and for the
+    stream-K scratch (position 5: :func:`scratch`, or any tensor without stream-K)."""
     k, n = weight.k, weight.n
     a_layout = gl.NVMMASharedLayout.get_default_for([block_m, BLOCK_K], gl.float16)
     words = weight.qweight_mma.view(-1, 16)  # (N / 128, K / 128, 128, 16): one 8 KB block per 16 x 128 rows
     w_desc = TensorDescriptor(words, list(words.shape), [16, 1], [BLOCK_N, 16],
                               gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2))
     scales = weight.scales if weight.scales.stride(1) == 1 else weight.scales.contiguous()
-    args = [None, w_desc, scales, weight.qzeros, None, m, n, k, scales.stride(0), weight.qzeros.stride(0),
-            weight.zero_offset, weight.group_size, block_m, stages, group_m]
-    grid = (-(-m // block_m) * (n // BLOCK_N),)
+    tiles = -(-m // block_m) * (n // BLOCK_N)
+    if stream_k:
+        programs, dp_tiles = stream_k_plan(m, n, block_m, sm_count(weight.qweight_mma.device))
+    else:
+        programs = dp_tiles = tiles  # a tile per program
+    args = [None, w_desc, scales, weight.qzeros, None, None, m, n, k, dp_tiles, scales.stride(0),
+            weight.qzeros.stride(0), weight.zero_offset, weight.group_size, block_m, stages, group_m]
     block = [block_m, BLOCK_K]
 
     def a_descriptor(a2: Tensor):
         return TensorDescriptor(a2, [m, k], [a2.stride(0), 1], block, a_layout)
     # 4 warps per partition; maxnreg 168 x 12 warps is the register file, shared out by setmaxnreg
     # as 240 for each consumer warpgroup and 24 for the loader.
-    return _gptq_prefill_ws_kernel, grid, args, dict(num_warps=4, maxnreg=168), a_descriptor
+    return _gptq_prefill_ws_kernel, (programs,), args, dict(num_warps=4, maxnreg=168), a_descriptor
 
 
-def gptq_matmul_ws(a2: Tensor, weight: GPTQWeight, block_m: int = 256, stages: int = 3) -> Tensor:
+def sm_count(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
+
+
+def gptq_matmul_ws(a2: Tensor, weight: GPTQWeight, block_m: int = 256, stages: int = 3,
+                   stream_k: bool = False) -> Tensor:
     """``a2 @ W`` by the warp-specialised kernel with an explicit tile (benchmarks, tests); the caller
     checks :func:`supported`. ``gptq_matmul`` picks this kernel and its tile by itself (configs.ws_tile)."""
-    kernel, grid, args, options, a_descriptor = launch_spec(a2.shape[0], weight, block_m, stages)
+    kernel, grid, args, options, a_descriptor = launch_spec(a2.shape[0], weight, block_m, stages, stream_k)
     c = a2.new_empty((a2.shape[0], weight.n))
     args[0], args[4] = a_descriptor(a2), c
+    args[5] = scratch(a2.device, torch.cuda.current_stream(a2.device).cuda_stream, grid[0]) if stream_k else c
     kernel[grid](*args, **options)
     if weight.bias is not None:
         c += weight.bias
@@ -258,6 +412,7 @@ def compile_report(block_m: int, stages: int) -> dict:
     weight = load_gptq_layer(layer.tensors, layer.quantize_config)
     kernel, grid, args, options, a_descriptor = launch_spec(m, weight, block_m, stages)
     args[0], args[4] = a_descriptor(torch.empty(m, k, dtype=torch.float16)), torch.empty(m, n, dtype=torch.float16)
+    args[5] = torch.empty(1, dtype=torch.float32)
     target = GPUTarget("cuda", 90, 32)
     backend = make_backend(target)
     binder = create_function_from_signature(kernel.signature, kernel.params, backend)
