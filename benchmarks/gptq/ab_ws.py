@@ -4,8 +4,8 @@ replays, the methods taking turns in rounds, medians, weights rotated past the L
 
     python3 benchmarks/gptq/ab_ws.py [--m 512 1024 2048] [--shapes 0 1 2 3 4] [--rounds 3] [--tiles 128,3 256,2]
 
-``--tiles``: BLOCK_M,STAGES[,BLOCK_N][,sk] of the Gluon kernel (BLOCK_N 128 by default or 256, BLOCK_K = 128,
-two consumer warpgroups; ``sk``: stream-K over the SMs instead of a program per tile).
+``--tiles``: BLOCK_M,STAGES[,sk] of the Gluon kernel (BLOCK_N = BLOCK_K = 128, two consumer warpgroups;
+``sk``: stream-K over the SMs instead of a program per tile).
 """
 
 from __future__ import annotations
@@ -19,18 +19,6 @@ from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, rotat
 from solutions.gptq import dequantize, gptq_matmul, ws_prefill
 
 
-def _tile(spec: str) -> tuple[int, int, bool, int]:
-    """'128,4,256,sk' -> (BLOCK_M, STAGES, stream_k, BLOCK_N), the order of gptq_matmul_ws's arguments."""
-    parts = spec.split(",")
-    numbers = [int(x) for x in parts if x != "sk"]
-    return numbers[0], numbers[1], "sk" in parts, numbers[2] if len(numbers) > 2 else 128
-
-
-def _name(tile: tuple[int, int, bool, int]) -> str:
-    block_m, stages, stream_k, block_n = tile
-    return f"ws{block_m}x{block_n}/{stages}{'/sk' * stream_k}"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--m", type=int, nargs="*", default=[256, 512, 1024, 2048, 4096])
@@ -41,21 +29,21 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("ab_ws.py needs a CUDA GPU; nothing to do.")
         return 0
-    tiles = [_tile(spec) for spec in args.tiles]
+    tiles = [(int(t.split(",")[0]), int(t.split(",")[1]), t.endswith(",sk")) for t in args.tiles]
     # Correctness first, on a small layer and ragged M (a wrong kernel must not reach the timings).
-    w = random_layer(1024, 1280)  # N a multiple of 256 (the wide tile)
+    w = random_layer(1024, 1152)
     ref_w = dequantize(w, torch.float32)
     for m in (1, 77, 300):
         a = torch.randn(m, 1024, device="cuda", dtype=torch.float16)
         assert ws_prefill.supported(a, w)
         ref = a.float() @ ref_w
-        for tile in tiles:
+        for bm, st, sk in tiles:
             for _ in range(2):  # twice: stream-K must leave its flags ready for the next launch
-                out = ws_prefill.gptq_matmul_ws(a, w, *tile)
+                out = ws_prefill.gptq_matmul_ws(a, w, block_m=bm, stages=st, stream_k=sk)
                 err = ((out.float() - ref).norm() / ref.norm()).item()
-                print(f"check M={m} tile {_name(tile)}: rel err {err:.1e}", flush=True)
-                assert err < 1e-2, (m, tile, err)
-    names = ["cublas", "shipped", "dequant", *(_name(tile) for tile in tiles)]
+                print(f"check M={m} tile {bm}/{st}{'/sk' * sk}: rel err {err:.1e}", flush=True)
+                assert err < 1e-2, (m, bm, st, sk, err)
+    names = ["cublas", "shipped", "dequant", *(f"ws{bm}/{st}{'/sk' * sk}" for bm, st, sk in tiles)]
     print("| M | K | N | " + " | ".join(f"{x} us" for x in names) + " | "
           + " | ".join(f"cuBLAS/{x}" for x in names[1:]) + " |")
     print("|---:|---:|---:|" + "---:|" * (2 * len(names) - 1))
@@ -68,14 +56,12 @@ def main() -> int:
             calls = {"cublas": [lambda a=a, w=w: a @ w for w in w16],
                      "shipped": [lambda a=a, w=w: gptq_matmul(a, w) for w in copies],
                      "dequant": [lambda a=a, w=w: gptq_matmul(a, w, method="dequant") for w in copies]}
-            for tile, name in zip(tiles, names[3:], strict=True):
-                if n % tile[3]:
-                    calls[name] = calls["shipped"]  # no such tile for this N (reported as 'shipped')
-                    continue
-                out = ws_prefill.gptq_matmul_ws(a, copies[0], *tile)
+            for (bm, st, sk), name in zip(tiles, names[3:], strict=True):
+                out = ws_prefill.gptq_matmul_ws(a, copies[0], block_m=bm, stages=st, stream_k=sk)
                 err = ((out.float() - ref).norm() / ref.norm()).item()
-                assert err < 1e-2, (m, k, n, tile, err)
-                calls[name] = [lambda a=a, w=w, tile=tile: ws_prefill.gptq_matmul_ws(a, w, *tile) for w in copies]
+                assert err < 1e-2, (m, k, n, bm, st, sk, err)
+                calls[name] = [lambda a=a, w=w, bm=bm, st=st, sk=sk: ws_prefill.gptq_matmul_ws(
+                    a, w, block_m=bm, stages=st, stream_k=sk) for w in copies]
             med = interleaved_medians({name: lambda c=calls[name]: gpu_time_us(c) for name in names}, args.rounds)
             print(f"| {m} | {k} | {n} | " + " | ".join(f"{med[x]:.1f}" for x in names) + " | "
                   + " | ".join(f"{med['cublas'] / med[x]:.2f}" for x in names[1:]) + " |", flush=True)

@@ -46,16 +46,12 @@ try:
 except ImportError:  # a Triton without Gluon
     HAVE_GLUON = False
 
-BLOCK_N = 128  # the narrow tile's columns of W (rows of C^T): two consumer warpgroups of 64
+BLOCK_N = 128  # columns of W (rows of C^T) per program: two consumer warpgroups of 64
 BLOCK_K = 128  # one K step: one repacked block per 128 columns
 
 
 if HAVE_GLUON:
-    # Words of 64 columns: thread (warp w, lane t) holds columns 16w + t // 4 and + 8, stored positions
-    # 4 (t % 4) .. + 3 (one 16-byte read each): wgmma's A-fragment rows and K.
-    _WORD_LAYOUT = gl.constexpr(gl.DistributedLinearLayout(
-        reg_bases=[[0, 1], [0, 2], [8, 0]], lane_bases=[[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]],
-        warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[64, 16]))
+    _BLOCK_N = gl.constexpr(BLOCK_N)
     _BLOCK_K = gl.constexpr(BLOCK_K)
 
     @gluon.jit
@@ -104,13 +100,13 @@ if HAVE_GLUON:
         }""")
 
     @gluon.jit
-    def _schedule(M, N, K, dp_tiles, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    def _schedule(M, N, K, dp_tiles, BLOCK_M: gl.constexpr):
         """This program's work: ``n_dp`` whole tiles (c, c + G, ...), then the K steps [sk_begin, sk_end)
         of the stream-K tiles (those from ``dp_tiles`` on, counted in K steps across tiles)."""
         c = gl.program_id(0)
         n_programs = gl.num_programs(0)
         n_steps = K // _BLOCK_K
-        n_tiles = gl.cdiv(M, BLOCK_M) * (N // BLOCK_N)
+        n_tiles = gl.cdiv(M, BLOCK_M) * (N // _BLOCK_N)
         n_dp = (dp_tiles - c + n_programs - 1) // n_programs
         sk_steps = (n_tiles - dp_tiles) * n_steps
         sk_begin = c * sk_steps // n_programs
@@ -121,9 +117,8 @@ if HAVE_GLUON:
         return n_dp, sk_begin, sk_end, sk_steps, n_segments
 
     @gluon.jit
-    def _segment(j, n_dp, sk_begin, sk_end, dp_tiles, K, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
-                 GROUP_M: gl.constexpr):
-        """Segment j of this program: (m0, n0, tile, first K step, end K step)."""
+    def _segment(j, n_dp, sk_begin, sk_end, dp_tiles, K, M, N, BLOCK_M: gl.constexpr, GROUP_M: gl.constexpr):
+        """Segment j of this program: (m0, n0, w_row0, tile, first K step, end K step)."""
         n_steps = K // _BLOCK_K
         tile = gl.program_id(0) + j * gl.num_programs(0)
         k_begin = 0
@@ -135,132 +130,85 @@ if HAVE_GLUON:
             k_end = gl.minimum(sk_end - sk_tile * n_steps, n_steps)
         # Grouped tile order, as kernel._tile_ids: GROUP_M row tiles sweep the columns together.
         num_pid_m = gl.cdiv(M, BLOCK_M)
-        per_group = GROUP_M * (N // BLOCK_N)
+        per_group = GROUP_M * (N // _BLOCK_N)
         first_m = (tile // per_group) * GROUP_M
         rows_in_group = gl.minimum(num_pid_m - first_m, GROUP_M)
         pid_m = first_m + (tile % per_group) % rows_in_group
         pid_n = (tile % per_group) // rows_in_group
-        return pid_m * BLOCK_M, pid_n * BLOCK_N, tile, k_begin, k_end
-
-    @gluon.jit
-    def _mma_step(acc, words_smem, a_smem, zw, sw, zero_shift, ZERO_OFFSET: gl.constexpr, BLOCK_M: gl.constexpr):
-        """One K step of 64 columns: dequantize the words in wgmma's register-fragment layout, 8 wgmma."""
-        ROWS: gl.constexpr = 64
-        mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                             instr_shape=[16, BLOCK_M, 16])
-        w_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout, k_width=2)
-        zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
-        scale_bits = sw.to(gl.int16, bitcast=True).to(gl.int32) & 0xFFFF
-        words = words_smem.load(_WORD_LAYOUT)
-        x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, scale_bits)
-        # (column, position p = 4l + c, h, b1, b2) -> K = 32c + 16 b2 + 8 b1 + 2l + h (nibble 4h + 2b2 + b1).
-        w = gl.join(gl.join(gl.join(x0, x4), gl.join(x1, x5)), gl.join(gl.join(x2, x6), gl.join(x3, x7)))
-        w = gl.reshape(w, [ROWS, 4, 4, 2, 2, 2])  # (n, l, c, h, b1, b2)
-        w = gl.permute(w, [0, 2, 5, 4, 1, 3])  # (n, c, b2, b1, l, h)
-        w = gl.convert_layout(gl.reshape(w, [ROWS, _BLOCK_K]), w_layout, assert_trivial=True)
-        acc = warpgroup_mma(w, a_smem.permute((1, 0)), acc, is_async=True)
-        return warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-
-    @gluon.jit
-    def _add_partial(acc, partial_ptr, ready_zero, BLOCK_M: gl.constexpr):
-        """acc + one contributor's fp32 partial sums (same layout), loaded after its flag was seen."""
-        mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                             instr_shape=[16, BLOCK_M, 16])
-        offs = (gl.expand_dims(gl.arange(0, 64, layout=gl.SliceLayout(1, mma_layout)), 1) * BLOCK_M
-                + gl.expand_dims(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, mma_layout)), 0))
-        # The loads depend on the wait's output, so nothing hoists them above it; each is added as it
-        # arrives (a whole second tile of registers would spill at BLOCK_M 256).
-        ptrs = (partial_ptr + offs + gl.expand_dims(ready_zero, 1)).to(gl.int64)
-        return gl.inline_asm_elementwise(_ADD_PARTIAL_PTX, "=f,=f,f,f,l,l", [acc, ptrs], dtype=gl.float32,
-                                         is_pure=False, pack=2)
-
-    @gluon.jit
-    def _store_partial(acc, partial_ptr, BLOCK_M: gl.constexpr):
-        mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                             instr_shape=[16, BLOCK_M, 16])
-        offs = (gl.expand_dims(gl.arange(0, 64, layout=gl.SliceLayout(1, mma_layout)), 1) * BLOCK_M
-                + gl.expand_dims(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, mma_layout)), 0))
-        gl.store(partial_ptr + offs, acc)
-
-    @gluon.jit
-    def _store_c(acc, c_ptr, M, N, m0, n0, BLOCK_M: gl.constexpr):
-        """C[m0 + m, n0 + n] = acc[n, m] in fp16: 8 consecutive columns of C per thread, one 16-byte store."""
-        out_layout: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1])
-        out = gl.convert_layout(acc.to(gl.float16), out_layout)
-        offs_n = n0 + gl.arange(0, 64, layout=gl.SliceLayout(1, out_layout))
-        offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, out_layout))
-        ptrs = c_ptr + gl.expand_dims(offs_m, 0) * N + gl.expand_dims(offs_n, 1)
-        gl.store(ptrs, out, mask=gl.expand_dims(offs_m < M, 0))
+        # The repacked words: (N / 128, K / 128, 128, 16) as rows of 16, K rows per column tile.
+        return pid_m * BLOCK_M, pid_n * _BLOCK_N, pid_n * K, tile, k_begin, k_end
 
     @gluon.jit
     def _consumer(args, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
-                  BLOCK_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, WG: gl.constexpr):
-        """One warpgroup: BLOCK_N / 2 columns of W per tile, in blocks of 64 (one or two accumulators);
-        for each segment its K steps, then its slice of C^T (or, for a stream-K share, of the partial sums)."""
+                  STAGES: gl.constexpr, GROUP_M: gl.constexpr, WG: gl.constexpr):
+        """One warpgroup: 64 columns of W per tile; for each segment its K steps, then its 64 x BLOCK_M
+        slice of C^T (or, for a stream-K share, of the partial sums)."""
         (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, scratch_ptr, M, N, K, dp_tiles,
          stride_sg, stride_zg) = args
-        HALF: gl.constexpr = BLOCK_N // 2  # this warpgroup's columns
+        ROWS: gl.constexpr = 64
+        # Words of this warpgroup's 64 columns: thread (warp w, lane t) holds columns 16w + t // 4 and
+        # + 8, stored positions 4 (t % 4) .. + 3 (one 16-byte read each): wgmma's A-fragment rows and K.
+        word_layout: gl.constexpr = gl.DistributedLinearLayout(
+            reg_bases=[[0, 1], [0, 2], [8, 0]], lane_bases=[[0, 4], [0, 8], [1, 0], [2, 0], [4, 0]],
+            warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[ROWS, 16])
         mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                              instr_shape=[16, BLOCK_M, 16])
-        col_layout: gl.constexpr = gl.SliceLayout(1, _WORD_LAYOUT)  # zero points and scales of 64 columns
+        w_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout, k_width=2)
+        col_layout: gl.constexpr = gl.SliceLayout(1, word_layout)
         row_layout: gl.constexpr = gl.SliceLayout(1, mma_layout)
         thread_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # one element per thread
+        out_layout: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1])
 
         c = gl.program_id(0)
         n_programs = gl.num_programs(0)
         n_steps = K // _BLOCK_K
-        n_dp, sk_begin, sk_end, sk_steps, n_segments = _schedule(M, N, K, dp_tiles, BLOCK_M, BLOCK_N)
+        n_dp, sk_begin, sk_end, sk_steps, n_segments = _schedule(M, N, K, dp_tiles, BLOCK_M)
         # Scratch (ws_prefill.scratch): a flag per (program, warpgroup), padded to 64 words, then each
-        # program's partial sums: 2 warpgroups x HALF x BLOCK_M fp32.
+        # program's partial sums, 2 warpgroups x 64 x BLOCK_M fp32.
+        partial_offs = (gl.expand_dims(gl.arange(0, ROWS, layout=row_layout), 1) * BLOCK_M
+                        + gl.expand_dims(gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, mma_layout)), 0))
         flags_ptr = scratch_ptr
         partials_ptr = scratch_ptr + (2 * n_programs + 63) // 64 * 64
-        my_flag = flags_ptr + c * 2 + WG + gl.zeros([128], gl.int32, layout=thread_layout)
         it = 0  # K steps consumed so far: the ring's position
         for j in range(n_segments):
-            m0, n0, tile, k_begin, k_end = _segment(j, n_dp, sk_begin, sk_end, dp_tiles, K, M, N, BLOCK_M, BLOCK_N,
-                                                    GROUP_M)
-            cols0 = n0 + WG * HALF + gl.arange(0, 64, layout=col_layout)
-            cols1 = cols0 + 64
-            zero_shift = (cols0 % 8) * 4
-            acc0 = gl.zeros([64, BLOCK_M], gl.float32, layout=mma_layout)
-            acc1 = gl.zeros([64, BLOCK_M], gl.float32, layout=mma_layout)
+            m0, n0, w_row0, tile, k_begin, k_end = _segment(j, n_dp, sk_begin, sk_end, dp_tiles, K, M, N, BLOCK_M,
+                                                            GROUP_M)
+            cols = n0 + WG * ROWS + gl.arange(0, ROWS, layout=col_layout)
+            zero_shift = (cols % 8) * 4
+            acc = gl.zeros([ROWS, BLOCK_M], gl.float32, layout=mma_layout)
             # A step's zero points and scales are loaded one step ahead (L2 latency off the critical path).
             g = k_begin * _BLOCK_K // GROUP_SIZE
-            zw0 = gl.load(zeros_ptr + g * stride_zg + cols0 // 8)
-            sw0 = gl.load(scales_ptr + g * stride_sg + cols0)
-            if HALF == 128:
-                zw1 = gl.load(zeros_ptr + g * stride_zg + cols1 // 8)
-                sw1 = gl.load(scales_ptr + g * stride_sg + cols1)
+            zw = gl.load(zeros_ptr + g * stride_zg + cols // 8)
+            sw = gl.load(scales_ptr + g * stride_sg + cols)
             for i in range(k_begin, k_end):
                 s = it % STAGES
+                zero = ((zw >> zero_shift) & 0xF) + ZERO_OFFSET
+                scale_bits = sw.to(gl.int16, bitcast=True).to(gl.int32) & 0xFFFF
                 g_next = gl.minimum(i + 1, k_end - 1) * _BLOCK_K // GROUP_SIZE
-                zw0_next = gl.load(zeros_ptr + g_next * stride_zg + cols0 // 8)
-                sw0_next = gl.load(scales_ptr + g_next * stride_sg + cols0)
-                if HALF == 128:
-                    zw1_next = gl.load(zeros_ptr + g_next * stride_zg + cols1 // 8)
-                    sw1_next = gl.load(scales_ptr + g_next * stride_sg + cols1)
+                zw = gl.load(zeros_ptr + g_next * stride_zg + cols // 8)
+                sw = gl.load(scales_ptr + g_next * stride_sg + cols)
+
                 mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-                a_smem = a_bufs.index(s)
-                acc0 = _mma_step(acc0, w_bufs.index(s).slice(WG * HALF, 64), a_smem, zw0, sw0, zero_shift,
-                                 ZERO_OFFSET, BLOCK_M)
-                if HALF == 128:
-                    acc1 = _mma_step(acc1, w_bufs.index(s).slice(WG * HALF + 64, 64), a_smem, zw1, sw1,
-                                     zero_shift, ZERO_OFFSET, BLOCK_M)
-                    zw1 = zw1_next
-                    sw1 = sw1_next
+                words = w_bufs.index(s).slice(WG * ROWS, ROWS).load(word_layout)
+                x0, x1, x2, x3, x4, x5, x6, x7 = _dequant_words(words, zero, scale_bits)
+                # (column, position p = 4l + c, h, b1, b2) -> K = 32c + 16 b2 + 8 b1 + 2l + h (nibble 4h + 2b2 + b1).
+                w = gl.join(gl.join(gl.join(x0, x4), gl.join(x1, x5)), gl.join(gl.join(x2, x6), gl.join(x3, x7)))
+                w = gl.reshape(w, [ROWS, 4, 4, 2, 2, 2])  # (n, l, c, h, b1, b2)
+                w = gl.permute(w, [0, 2, 5, 4, 1, 3])  # (n, c, b2, b1, l, h)
+                w = gl.convert_layout(gl.reshape(w, [ROWS, _BLOCK_K]), w_layout, assert_trivial=True)
+
+                acc = warpgroup_mma(w, a_bufs.index(s).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
                 mbarrier.arrive(empty.index(s))  # after a partition barrier: the whole warpgroup is done with s
-                zw0 = zw0_next
-                sw0 = sw0_next
                 it += 1
 
-            my_partial = partials_ptr + (c * 2 + WG) * (HALF * BLOCK_M)
             if k_begin > 0:
                 # A stream-K share that does not start the tile: leave the partial sums in this program's
                 # scratch for the tile's owner (the program whose share starts it), then raise the flag.
-                _store_partial(acc0, my_partial, BLOCK_M)
-                if HALF == 128:
-                    _store_partial(acc1, my_partial + 64 * BLOCK_M, BLOCK_M)
-                gl.inline_asm_elementwise(_SIGNAL_PTX, "=r,l", [my_flag], dtype=gl.int32, is_pure=False, pack=1)
+                gl.store(partials_ptr + (c * 2 + WG) * (ROWS * BLOCK_M) + partial_offs, acc)
+                gl.inline_asm_elementwise(_SIGNAL_PTX, "=r,l",
+                                          [flags_ptr + c * 2 + WG + gl.zeros([128], gl.int32, layout=thread_layout)],
+                                          dtype=gl.int32, is_pure=False, pack=1)
             else:
                 if k_end < n_steps:
                     # The owner: add the shares of the programs that continued this tile (they start
@@ -273,57 +221,57 @@ if HAVE_GLUON:
                         if after > start:  # a program with no K steps (more programs than steps) has nothing
                             flag = flags_ptr + other * 2 + WG
                             ready_zero = gl.inline_asm_elementwise(
-                                _WAIT_PTX, "=r,l", [flag + gl.zeros([64], gl.int32, layout=row_layout)],
+                                _WAIT_PTX, "=r,l", [flag + gl.zeros([ROWS], gl.int32, layout=row_layout)],
                                 dtype=gl.int32, is_pure=False, pack=1)
-                            partial = partials_ptr + (other * 2 + WG) * (HALF * BLOCK_M)
-                            acc0 = _add_partial(acc0, partial, ready_zero, BLOCK_M)
-                            if HALF == 128:
-                                acc1 = _add_partial(acc1, partial + 64 * BLOCK_M, ready_zero, BLOCK_M)
+                            # The loads depend on the wait's output, so nothing hoists them above it; each is
+                            # added as it arrives (a whole second tile of registers would spill at BLOCK_M 256).
+                            ptrs = partials_ptr + (other * 2 + WG) * (ROWS * BLOCK_M) + partial_offs
+                            acc = gl.inline_asm_elementwise(_ADD_PARTIAL_PTX, "=f,=f,f,f,l,l",
+                                                            [acc, (ptrs + gl.expand_dims(ready_zero, 1)).to(gl.int64)],
+                                                            dtype=gl.float32, is_pure=False, pack=2)
                             gl.inline_asm_elementwise(_RELEASE_PTX, "=r,l",
                                                       [flag + gl.zeros([128], gl.int32, layout=thread_layout)],
                                                       dtype=gl.int32, is_pure=False, pack=1)
                         other += 1
                         start = after
-                _store_c(acc0, c_ptr, M, N, m0, n0 + WG * HALF, BLOCK_M)
-                if HALF == 128:
-                    _store_c(acc1, c_ptr, M, N, m0, n0 + WG * HALF + 64, BLOCK_M)
+                # C[m, n] = acc[n, m]: 8 consecutive columns of C per thread, one 16-byte store.
+                out = gl.convert_layout(acc.to(gl.float16), out_layout)
+                offs_n = n0 + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, out_layout))
+                offs_m = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, out_layout))
+                ptrs = c_ptr + gl.expand_dims(offs_m, 0) * N + gl.expand_dims(offs_n, 1)
+                gl.store(ptrs, out, mask=gl.expand_dims(offs_m < M, 0))
 
     @gluon.jit
     def _second_consumer(args, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
-                         BLOCK_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr):
-        _consumer(args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, BLOCK_N, STAGES, GROUP_M, 1)
+                         STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+        _consumer(args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M, 1)
 
     @gluon.jit
-    def _loader(args, a_desc, w_desc, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                GROUP_M: gl.constexpr):
-        """TMA copies of A's tile and the weights' blocks for every K step of every segment, STAGES ahead."""
+    def _loader(args, a_desc, w_desc, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
+                STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+        """TMA copies of A's tile and the weights' block for every K step of every segment, STAGES ahead."""
         (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, scratch_ptr, M, N, K, dp_tiles,
          stride_sg, stride_zg) = args
-        n_dp, sk_begin, sk_end, sk_steps, n_segments = _schedule(M, N, K, dp_tiles, BLOCK_M, BLOCK_N)
+        n_dp, sk_begin, sk_end, sk_steps, n_segments = _schedule(M, N, K, dp_tiles, BLOCK_M)
         it = 0
         for j in range(n_segments):
-            m0, n0, tile, k_begin, k_end = _segment(j, n_dp, sk_begin, sk_end, dp_tiles, K, M, N, BLOCK_M, BLOCK_N,
-                                                    GROUP_M)
-            # The repacked words: (N / 128, K / 128, 128, 16) as rows of 16, K rows per 128 columns.
-            w_row0 = n0 // 128 * K
+            m0, n0, w_row0, tile, k_begin, k_end = _segment(j, n_dp, sk_begin, sk_end, dp_tiles, K, M, N, BLOCK_M,
+                                                            GROUP_M)
             for i in range(k_begin, k_end):
                 s = it % STAGES
                 # Buffers start free: the first pass waits on the phase before an mbarrier's first.
                 mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + (BLOCK_N // 128) * w_desc.block_type.nbytes)
+                mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + w_desc.block_type.nbytes)
                 tma.async_copy_global_to_shared(a_desc, [m0, i * _BLOCK_K], ready.index(s), a_bufs.index(s))
-                for b in gl.static_range(BLOCK_N // 128):
-                    tma.async_copy_global_to_shared(w_desc, [w_row0 + b * K + i * _BLOCK_K, 0], ready.index(s),
-                                                    w_bufs.index(s).slice(b * 128, 128))
+                tma.async_copy_global_to_shared(w_desc, [w_row0 + i * _BLOCK_K, 0], ready.index(s), w_bufs.index(s))
                 it += 1
 
     @gluon.jit
     def _gptq_prefill_ws_kernel(a_desc, w_desc, scales_ptr, zeros_ptr, c_ptr, scratch_ptr, M, N, K, dp_tiles,
                                 stride_sg, stride_zg, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr,
-                                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-                                GROUP_M: gl.constexpr):
+                                BLOCK_M: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr):
         a_bufs = gl.allocate_shared_memory(gl.float16, [STAGES, BLOCK_M, _BLOCK_K], a_desc.layout)
-        w_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, BLOCK_N, 16], w_desc.layout)
+        w_bufs = gl.allocate_shared_memory(gl.int32, [STAGES, _BLOCK_N, 16], w_desc.layout)
         ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         for s in gl.static_range(STAGES):
@@ -332,9 +280,9 @@ if HAVE_GLUON:
 
         args = (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, scratch_ptr, M, N, K, dp_tiles,
                 stride_sg, stride_zg)
-        gl.warp_specialize([(_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, BLOCK_N, STAGES, GROUP_M, 0)),
-                            (_second_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, BLOCK_N, STAGES, GROUP_M)),
-                            (_loader, (args, a_desc, w_desc, BLOCK_M, BLOCK_N, STAGES, GROUP_M))],
+        gl.warp_specialize([(_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M, 0)),
+                            (_second_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M)),
+                            (_loader, (args, a_desc, w_desc, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M))],
                            [4, 4], [240, 24])
 
 
@@ -362,15 +310,15 @@ def mark_unavailable(error: BaseException) -> None:
                       f"({_UNAVAILABLE[0][:300]})", RuntimeWarning, stacklevel=3)
 
 
-MAX_TILE = 256 * 128  # the largest tile (256 x 128 or 128 x 256): the stream-K scratch is sized for it
+MAX_BLOCK_M = 256  # the largest tile's rows: the stream-K scratch is sized for it
 _SCRATCH: dict[tuple[int, int], Tensor] = {}  # (device index, stream) -> stream-K scratch
 
 
-def stream_k_plan(m: int, n: int, block_m: int, block_n: int, programs: int) -> tuple[int, int]:
+def stream_k_plan(m: int, n: int, block_m: int, programs: int) -> tuple[int, int]:
     """(grid, dp_tiles) of a stream-K launch on ``programs`` SMs: all but the last one or two waves of
     tiles go whole to programs (tile c + w * programs), the rest are shared out in K steps, so that every
     program gets the same number of steps and no wave runs partly empty."""
-    tiles = -(-m // block_m) * (n // block_n)
+    tiles = -(-m // block_m) * (n // BLOCK_N)
     full_waves = tiles // programs
     dp_tiles = tiles if tiles % programs == 0 else max(full_waves - 1, 0) * programs
     return programs, dp_tiles
@@ -387,7 +335,7 @@ def scratch(device: torch.device, stream: int, programs: int) -> Tensor:
     its stream gets its own, with the zeroing captured too."""
     buf = _SCRATCH.get((device.index, stream))
     if buf is None:
-        words = _flag_words(programs) + programs * MAX_TILE
+        words = _flag_words(programs) + programs * 2 * 64 * MAX_BLOCK_M
         if torch.cuda.is_current_stream_capturing():
             buf = torch.empty(words, dtype=torch.float32, device=device)
             buf[: _flag_words(programs)].zero_()
@@ -396,27 +344,23 @@ def scratch(device: torch.device, stream: int, programs: int) -> Tensor:
     return buf
 
 
-def launch_spec(m: int, weight: GPTQWeight, block_m: int, stages: int, stream_k: bool = False,
-                block_n: int = BLOCK_N, group_m: int = 8):
+def launch_spec(m: int, weight: GPTQWeight, block_m: int, stages: int, stream_k: bool = False, group_m: int = 8):
     """(kernel, grid, args, options, a_descriptor): ``args`` holds None for A's descriptor (position 0,
     made per call by ``a_descriptor(a2)``: it holds A's address), for C (position 4) and for the
     stream-K scratch (position 5: :func:`scratch`, or any tensor without stream-K)."""
     k, n = weight.k, weight.n
-    if block_n not in (128, 256) or n % block_n or block_m * block_n > MAX_TILE:
-        raise ValueError(f"no {block_m} x {block_n} tile for N = {n}: BLOCK_N is 128 or 256 (dividing N), "
-                         f"and a 256-row tile has 128 columns (the accumulators fill the registers)")
     a_layout = gl.NVMMASharedLayout.get_default_for([block_m, BLOCK_K], gl.float16)
     words = weight.qweight_mma.view(-1, 16)  # (N / 128, K / 128, 128, 16): one 8 KB block per 16 x 128 rows
     w_desc = TensorDescriptor(words, list(words.shape), [16, 1], [BLOCK_N, 16],
                               gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=2))
     scales = weight.scales if weight.scales.stride(1) == 1 else weight.scales.contiguous()
-    tiles = -(-m // block_m) * (n // block_n)
+    tiles = -(-m // block_m) * (n // BLOCK_N)
     if stream_k:
-        programs, dp_tiles = stream_k_plan(m, n, block_m, block_n, sm_count(weight.qweight_mma.device))
+        programs, dp_tiles = stream_k_plan(m, n, block_m, sm_count(weight.qweight_mma.device))
     else:
         programs = dp_tiles = tiles  # a tile per program
     args = [None, w_desc, scales, weight.qzeros, None, None, m, n, k, dp_tiles, scales.stride(0),
-            weight.qzeros.stride(0), weight.zero_offset, weight.group_size, block_m, block_n, stages, group_m]
+            weight.qzeros.stride(0), weight.zero_offset, weight.group_size, block_m, stages, group_m]
     block = [block_m, BLOCK_K]
 
     def a_descriptor(a2: Tensor):
@@ -431,10 +375,10 @@ def sm_count(device: torch.device) -> int:
 
 
 def gptq_matmul_ws(a2: Tensor, weight: GPTQWeight, block_m: int = 256, stages: int = 3,
-                   stream_k: bool = False, block_n: int = BLOCK_N) -> Tensor:
+                   stream_k: bool = False) -> Tensor:
     """``a2 @ W`` by the warp-specialised kernel with an explicit tile (benchmarks, tests); the caller
     checks :func:`supported`. ``gptq_matmul`` picks this kernel and its tile by itself (configs.ws_tile)."""
-    kernel, grid, args, options, a_descriptor = launch_spec(a2.shape[0], weight, block_m, stages, stream_k, block_n)
+    kernel, grid, args, options, a_descriptor = launch_spec(a2.shape[0], weight, block_m, stages, stream_k)
     c = a2.new_empty((a2.shape[0], weight.n))
     args[0], args[4] = a_descriptor(a2), c
     args[5] = scratch(a2.device, torch.cuda.current_stream(a2.device).cuda_stream, grid[0]) if stream_k else c
@@ -444,12 +388,11 @@ def gptq_matmul_ws(a2: Tensor, weight: GPTQWeight, block_m: int = 256, stages: i
     return c
 
 
-def compile_report(block_m: int, stages: int, block_n: int = BLOCK_N) -> dict:
+def compile_report(block_m: int, stages: int) -> dict:
     """Compile the kernel for sm_90 without a GPU (Triton's own compiler and ptxas) and report what
     matters: the wgmma count in the PTX and ptxas's verbose output (serialised wgmma, spills).
 
-        python -m solutions.gptq.ws_prefill 128,4 256,3 128,4,256   (BLOCK_M,STAGES[,BLOCK_N];
-                                                                   needs TRITON_INTERPRET unset or 0)
+        python -m solutions.gptq.ws_prefill 128,4 256,3     (needs TRITON_INTERPRET unset or 0)
     """
     import os
     import subprocess
@@ -467,7 +410,7 @@ def compile_report(block_m: int, stages: int, block_n: int = BLOCK_N) -> dict:
     m, k, n = 1024, 512, 256
     layer = quantize_rtn(torch.randn(k, n, generator=torch.Generator().manual_seed(0)) * 0.02, 128)
     weight = load_gptq_layer(layer.tensors, layer.quantize_config)
-    kernel, grid, args, options, a_descriptor = launch_spec(m, weight, block_m, stages, block_n=block_n)
+    kernel, grid, args, options, a_descriptor = launch_spec(m, weight, block_m, stages)
     args[0], args[4] = a_descriptor(torch.empty(m, k, dtype=torch.float16)), torch.empty(m, n, dtype=torch.float16)
     args[5] = torch.empty(1, dtype=torch.float32)
     target = GPUTarget("cuda", 90, 32)
@@ -484,7 +427,7 @@ def compile_report(block_m: int, stages: int, block_n: int = BLOCK_N) -> dict:
             f.write(compiled.asm["ptx"])
         report = subprocess.run([ptxas, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "ws.cubin")],
                                 capture_output=True, text=True, check=True).stderr
-    return {"tile": [block_m, stages, block_n], "wgmma": compiled.asm["ptx"].count("wgmma.mma_async"),
+    return {"tile": [block_m, stages], "wgmma": compiled.asm["ptx"].count("wgmma.mma_async"),
             "shared_bytes": compiled.metadata.shared, "ptxas": report}
 
 
