@@ -22,6 +22,20 @@ wgmma, C7515, in the variants tried; tests/test_gptq_ws.py compiles the kernel f
 ptxas reports serialised wgmma.) Registers: 168 per thread at launch for 12 warps, redistributed by
 ``setmaxnreg`` as 240 for each consumer warpgroup and 24 for the loader's.
 
+Two launches of the same kernel (``configs.WSTile.stream_k``):
+
+* a program per tile (the default);
+* stream-K: one program per SM. All but the last one or two waves of tiles go whole to the programs
+  (tile c, c + G, ...); the K steps of the remaining tiles are shared out evenly, so no wave runs
+  partly empty (M = 512 on 4096 x 11008 makes 172 tiles of 256 rows for 132 SMs). A program whose
+  share starts inside a tile writes its fp32 partial sums to a scratch buffer and raises a flag; the
+  tile's owner (the program whose share starts it: its last share) waits for the flags, adds the
+  partial sums and stores C. Owners wait only on later programs' first shares, which never wait, so
+  no cycle can form. The hand-off is per thread (each owner thread reads what the contributor thread
+  in the same position wrote, release/acquire at GPU scope), and the owners rezero the flags, so the
+  next launch finds them clear (see :func:`scratch`: one buffer per stream, or per call while a CUDA
+  graph is captured before any eager call on its stream).
+
 Restrictions (``supported``): CUDA compute capability 9.x, Gluon with warp_specialize (Triton 3.6+),
 the repacked weights, K and N multiples of 128, one group per K step (G a multiple of 128, or G >= K),
 no g_idx/act-order permutation, fp16 A row-major and 16-byte aligned. Everything else goes to the
