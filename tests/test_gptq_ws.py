@@ -169,6 +169,12 @@ def test_gpu_stream_k_under_cuda_graphs_and_on_two_streams():
         ref = x.double() @ w
         assert all(_rel_err(r, ref) < TOL for r in results)
     assert len(ws_prefill._SCRATCH) >= 2 and _flags_are_zero(a.device)
+    # A stream per call: the scratches kept stay bounded, and results stay right.
+    for _ in range(ws_prefill.SCRATCH_STREAMS + 3):
+        with torch.cuda.stream(torch.cuda.Stream()):
+            assert _rel_err(gptq_matmul(a, weight), a.double() @ w) < TOL
+    torch.cuda.synchronize()
+    assert len(ws_prefill._SCRATCH) == ws_prefill.SCRATCH_STREAMS and _flags_are_zero(a.device)
 
 
 @pytest.mark.gpu

@@ -325,7 +325,8 @@ def mark_unavailable(error: BaseException) -> None:
 
 
 MAX_BLOCK_M = 256  # the largest tile's rows: the stream-K scratch is sized for it
-_SCRATCH: dict[tuple[int, int], Tensor] = {}  # (device index, stream) -> stream-K scratch
+_SCRATCH: dict[tuple[int, int], Tensor] = {}  # (device index, stream) -> stream-K scratch, oldest first
+SCRATCH_STREAMS = 8  # scratches kept (17 MB each on an H100): code that makes a stream per call must not grow
 
 
 def stream_k_plan(m: int, n: int, block_m: int, programs: int) -> tuple[int, int]:
@@ -354,6 +355,10 @@ def scratch(device: torch.device, stream: int, programs: int) -> Tensor:
             buf = torch.empty(words, dtype=torch.float32, device=device)
             buf[: _flag_words(programs)].zero_()
             return buf
+        if len(_SCRATCH) >= SCRATCH_STREAMS:
+            # Freed in stream order: the caching allocator hands its memory only to later work on that
+            # stream, which runs after every launch that used it.
+            del _SCRATCH[next(iter(_SCRATCH))]
         buf = _SCRATCH[(device.index, stream)] = torch.zeros(words, dtype=torch.float32, device=device)
     return buf
 
