@@ -204,7 +204,7 @@ _SK = True  # stream-K, in the table below
 # (M bucket, K, N): the fastest of results/h100_ws/ (two runs at M = 512-2048, one at 256 and 4096)
 # and, for stream-K, results/h100_streamk/ (methods taking turns, medians). Stream-K won where the
 # tiles fill the SMs unevenly and K is short enough that A stays in the L2 (M = 512 on 4096 x 11008
-# and 8192 x 28672: 0.97-0.98x cuBLAS instead of 0.88-0.95x); with K = 28672 it lost (its programs
+# and 8192 x 28672: 0.96-0.99x cuBLAS instead of 0.88-0.96x); with K = 28672 it lost (its programs
 # read different K slices at once). None: the Triton kernel or the dequant path was faster (M = 256 on
 # 4096^2 and 11008 x 4096, where 32 column tiles leave most SMs idle without split-K; 28672 x 8192 tied).
 WS_TILES: dict[tuple[int, int, int], WSTile | None] = {

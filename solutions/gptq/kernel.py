@@ -50,6 +50,7 @@ On Hopper GPUs, prefill sizes go to a third kernel, written in Gluon with warp s
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import torch
 import triton
@@ -57,6 +58,9 @@ import triton.language as tl
 from torch import Tensor
 
 from solutions.gptq.loader import GPTQWeight
+
+if TYPE_CHECKING:
+    from solutions.gptq.configs import WSTile
 
 
 @dataclass(frozen=True)
@@ -862,7 +866,7 @@ class _Replan(Exception):
     """Raised by a plan whose kernel turned out to be unavailable: plan the call again."""
 
 
-def _ws_choice(a2: Tensor, weight: GPTQWeight, explicit: bool):
+def _ws_choice(a2: Tensor, weight: GPTQWeight, explicit: bool) -> WSTile | None:
     """The warp-specialised prefill kernel's WSTile for this call (configs.ws_tile), or None
     where it cannot run or measured slower. ``explicit``: asked for by name, so any M gets a tile."""
     from solutions.gptq import ws_prefill
