@@ -153,6 +153,39 @@ if HAVE_GLUON:
         return pid_m * BLOCK_M, pid_n * _BLOCK_N, pid_n * K, tile, k_begin, k_end
 
     @gluon.jit
+    def _per_thread(ptr):
+        """``ptr`` once per thread of a 4-warp partition (an inline-asm argument that runs 128 times)."""
+        return ptr + gl.zeros([128], gl.int32, layout=gl.BlockedLayout([1], [32], [4], [0]))
+
+    @gluon.jit
+    def _add_later_shares(acc, flags_ptr, partials_ptr, partial_offs, tile_end, sk_steps, WG: gl.constexpr,
+                          BLOCK_M: gl.constexpr):
+        """The owner's fix-up: add the partial sums of the programs that continued this tile (stream-K
+        steps up to ``tile_end``). They start their stream-K work with it, so they never wait on this one."""
+        mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BLOCK_M, 16])
+        n_programs = gl.num_programs(0)
+        other = gl.program_id(0) + 1
+        start = other * sk_steps // n_programs
+        while start < tile_end:
+            after = (other + 1) * sk_steps // n_programs
+            if after > start:  # a program with no K steps (more programs than steps) has nothing
+                flag = flags_ptr + other * 2 + WG
+                ready_zero = gl.inline_asm_elementwise(
+                    _WAIT_PTX, "=r,l", [flag + gl.zeros([64], gl.int32, layout=gl.SliceLayout(1, mma_layout))],
+                    dtype=gl.int32, is_pure=False, pack=1)
+                # The loads depend on the wait's output, so nothing hoists them above it; each is added as
+                # it arrives (a whole second tile of registers would spill at BLOCK_M 256).
+                ptrs = partials_ptr + (other * 2 + WG) * (64 * BLOCK_M) + partial_offs + gl.expand_dims(ready_zero, 1)
+                acc = gl.inline_asm_elementwise(_ADD_PARTIAL_PTX, "=f,=f,f,f,l,l", [acc, ptrs.to(gl.int64)],
+                                                dtype=gl.float32, is_pure=False, pack=2)
+                gl.inline_asm_elementwise(_RELEASE_PTX, "=r,l", [_per_thread(flag)], dtype=gl.int32, is_pure=False,
+                                          pack=1)
+            other += 1
+            start = after
+        return acc
+
+    @gluon.jit
     def _consumer(args, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
                   STAGES: gl.constexpr, GROUP_M: gl.constexpr, WG: gl.constexpr):
         """One warpgroup: 64 columns of W per tile; for each segment its K steps, then its 64 x BLOCK_M
@@ -170,7 +203,6 @@ if HAVE_GLUON:
         w_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma_layout, k_width=2)
         col_layout: gl.constexpr = gl.SliceLayout(1, word_layout)
         row_layout: gl.constexpr = gl.SliceLayout(1, mma_layout)
-        thread_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # one element per thread
         out_layout: gl.constexpr = gl.BlockedLayout([8, 1], [8, 4], [1, 4], [0, 1])
 
         c = gl.program_id(0)
@@ -220,34 +252,12 @@ if HAVE_GLUON:
                 # A stream-K share that does not start the tile: leave the partial sums in this program's
                 # scratch for the tile's owner (the program whose share starts it), then raise the flag.
                 gl.store(partials_ptr + (c * 2 + WG) * (ROWS * BLOCK_M) + partial_offs, acc)
-                gl.inline_asm_elementwise(_SIGNAL_PTX, "=r,l",
-                                          [flags_ptr + c * 2 + WG + gl.zeros([128], gl.int32, layout=thread_layout)],
+                gl.inline_asm_elementwise(_SIGNAL_PTX, "=r,l", [_per_thread(flags_ptr + c * 2 + WG)],
                                           dtype=gl.int32, is_pure=False, pack=1)
             else:
                 if k_end < n_steps:
-                    # The owner: add the shares of the programs that continued this tile (they start
-                    # their stream-K work with it, so they never wait on this program).
-                    tile_end = (tile - dp_tiles + 1) * n_steps
-                    other = c + 1
-                    start = other * sk_steps // n_programs
-                    while start < tile_end:
-                        after = (other + 1) * sk_steps // n_programs
-                        if after > start:  # a program with no K steps (more programs than steps) has nothing
-                            flag = flags_ptr + other * 2 + WG
-                            ready_zero = gl.inline_asm_elementwise(
-                                _WAIT_PTX, "=r,l", [flag + gl.zeros([ROWS], gl.int32, layout=row_layout)],
-                                dtype=gl.int32, is_pure=False, pack=1)
-                            # The loads depend on the wait's output, so nothing hoists them above it; each is
-                            # added as it arrives (a whole second tile of registers would spill at BLOCK_M 256).
-                            ptrs = partials_ptr + (other * 2 + WG) * (ROWS * BLOCK_M) + partial_offs
-                            acc = gl.inline_asm_elementwise(_ADD_PARTIAL_PTX, "=f,=f,f,f,l,l",
-                                                            [acc, (ptrs + gl.expand_dims(ready_zero, 1)).to(gl.int64)],
-                                                            dtype=gl.float32, is_pure=False, pack=2)
-                            gl.inline_asm_elementwise(_RELEASE_PTX, "=r,l",
-                                                      [flag + gl.zeros([128], gl.int32, layout=thread_layout)],
-                                                      dtype=gl.int32, is_pure=False, pack=1)
-                        other += 1
-                        start = after
+                    acc = _add_later_shares(acc, flags_ptr, partials_ptr, partial_offs, (tile - dp_tiles + 1) * n_steps,
+                                            sk_steps, WG, BLOCK_M)
                 # C[m, n] = acc[n, m]: 8 consecutive columns of C per thread, one 16-byte store.
                 out = gl.convert_layout(acc.to(gl.float16), out_layout)
                 offs_n = n0 + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, out_layout))
@@ -261,8 +271,7 @@ if HAVE_GLUON:
         _consumer(args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M, 1)
 
     @gluon.jit
-    def _loader(args, a_desc, w_desc, ZERO_OFFSET: gl.constexpr, GROUP_SIZE: gl.constexpr, BLOCK_M: gl.constexpr,
-                STAGES: gl.constexpr, GROUP_M: gl.constexpr):
+    def _loader(args, a_desc, w_desc, BLOCK_M: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr):
         """TMA copies of A's tile and the weights' block for every K step of every segment, STAGES ahead."""
         (a_bufs, w_bufs, ready, empty, scales_ptr, zeros_ptr, c_ptr, scratch_ptr, M, N, K, dp_tiles,
          stride_sg, stride_zg) = args
@@ -296,7 +305,7 @@ if HAVE_GLUON:
                 stride_sg, stride_zg)
         gl.warp_specialize([(_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M, 0)),
                             (_second_consumer, (args, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M)),
-                            (_loader, (args, a_desc, w_desc, ZERO_OFFSET, GROUP_SIZE, BLOCK_M, STAGES, GROUP_M))],
+                            (_loader, (args, a_desc, w_desc, BLOCK_M, STAGES, GROUP_M))],
                            [4, 4], [240, 24])
 
 
