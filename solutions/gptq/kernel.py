@@ -855,13 +855,6 @@ def _a_descriptor(block_m: int, block_k: int):
     return make
 
 
-def _ws_scratch(a2: Tensor, c: Tensor, programs: int) -> Tensor:
-    """The ws kernel's scratch argument: the stream's stream-K scratch, or C where it has no stream-K."""
-    from solutions.gptq.ws_prefill import scratch
-
-    return scratch(a2.device, torch.cuda.current_stream(a2.device).cuda_stream, programs) if programs else c
-
-
 class _Replan(Exception):
     """Raised by a plan whose kernel turned out to be unavailable: plan the call again."""
 
@@ -1047,7 +1040,9 @@ class _Plan:
             out = c = a2.new_empty(mn)
         dynamic = [(0, a2 if self.a_arg is Tensor.data_ptr else self.a_arg(a2)), (self.c_index, c)]
         if self.stream_k_programs is not None:
-            dynamic.append((5, _ws_scratch(a2, c, self.stream_k_programs)))
+            from solutions.gptq.ws_prefill import scratch_arg
+
+            dynamic.append((5, scratch_arg(c, self.stream_k_programs)))
         try:
             launch(*dynamic)
         except Exception as error:
@@ -1074,14 +1069,14 @@ class _Plan:
         fast, mn, bias, a_arg = launch.fast, self.mn, self.bias, self.a_arg
         get_stream, device = driver.active.get_current_stream, launch.device
         if self.stream_k_programs is not None:
-            from solutions.gptq.ws_prefill import scratch
+            from solutions.gptq.ws_prefill import scratch_arg
 
             programs = self.stream_k_programs
 
             def hot_ws(a2: Tensor) -> Tensor:
                 c = _new_empty(a2, mn)
                 stream = get_stream(device)
-                fast(stream, a_arg(a2), c.data_ptr(), scratch(a2.device, stream, programs) if programs else c)
+                fast(stream, a_arg(a2), c.data_ptr(), scratch_arg(c, programs, stream))
                 if bias is not None:
                     c += bias
                 return c

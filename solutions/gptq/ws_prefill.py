@@ -372,6 +372,14 @@ def scratch(device: torch.device, stream: int, programs: int) -> Tensor:
     return buf
 
 
+def scratch_arg(c: Tensor, programs: int, stream: int | None = None) -> Tensor:
+    """The kernel's scratch argument for a launch writing C: with stream-K (``programs`` > 0) the
+    scratch of ``stream`` (default: the current one), without it C (the kernel never reads it)."""
+    if not programs:
+        return c
+    return scratch(c.device, torch.cuda.current_stream(c.device).cuda_stream if stream is None else stream, programs)
+
+
 def launch_spec(m: int, weight: GPTQWeight, block_m: int, stages: int, stream_k: bool = False, group_m: int = 8):
     """(kernel, grid, args, options, a_descriptor): ``args`` holds None for A's descriptor (position 0,
     made per call by ``a_descriptor(a2)``: it holds A's address), for C (position 4) and for the
@@ -409,7 +417,7 @@ def gptq_matmul_ws(a2: Tensor, weight: GPTQWeight, block_m: int = 256, stages: i
     kernel, grid, args, options, a_descriptor = launch_spec(a2.shape[0], weight, block_m, stages, stream_k)
     c = a2.new_empty((a2.shape[0], weight.n))
     args[0], args[4] = a_descriptor(a2), c
-    args[5] = scratch(a2.device, torch.cuda.current_stream(a2.device).cuda_stream, grid[0]) if stream_k else c
+    args[5] = scratch_arg(c, grid[0] if stream_k else 0)
     kernel[grid](*args, **options)
     if weight.bias is not None:
         c += weight.bias
