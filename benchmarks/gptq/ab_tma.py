@@ -13,7 +13,7 @@ import argparse
 import sys
 
 import torch
-from common import SHAPES, gpu_time_us, interleaved_medians, rotated_layers
+from common import SHAPES, ab_cases, gpu_time_us, interleaved_medians, rel_err
 
 from solutions.gptq import GPTQConfig, gptq_matmul
 from solutions.gptq import configs as gptq_configs
@@ -38,30 +38,23 @@ def main() -> int:
     print("| M | K | N | tuned config | " + " | ".join(f"{x} us" for x in names) + " | "
           + " | ".join(f"cuBLAS/{x}" for x in names[1:]) + " | max err |")
     print("|---:|---:|---:|---|" + "---:|" * (2 * len(names)))
-    for si in args.shapes:
-        k, n = SHAPES[si]
-        copies, w_ref, w16 = rotated_layers(k, n)
-        for m in args.m:
-            a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-            ref = a.float() @ w_ref
-            base = gptq_configs.select_config(m, k, n)
-            cfgs = {"tuned": base, **extra}
-            err = 0.0
-            for cfg in cfgs.values():
-                out = gptq_matmul(a, copies[0], config=cfg)
-                err = max(err, ((out.float() - ref).norm() / ref.norm()).item())
-            assert err < 1e-2, err
-            calls = {"cublas": [lambda a=a, w=w: a @ w for w in w16]}
-            for name, cfg in cfgs.items():
-                calls[name] = [lambda a=a, w=w, cfg=cfg: gptq_matmul(a, w, config=cfg) for w in copies]
-            med = interleaved_medians({name: lambda c=calls[name]: gpu_time_us(c) for name in names}, args.rounds)
-            tag = (f"{base.block_m}x{base.block_n}x{base.block_k} w{base.num_warps} s{base.num_stages}"
-                   f" split{base.split_k}")
-            ratios = " | ".join(f"{med['cublas'] / med[x]:.2f}" for x in names[1:])
-            print(f"| {m} | {k} | {n} | {tag} | " + " | ".join(f"{med[x]:.1f}" for x in names)
-                  + f" | {ratios} | {err:.1e} |", flush=True)
-        del copies, w16, w_ref
-        torch.cuda.empty_cache()
+    for m, k, n, a, ref, copies, w16 in ab_cases(args.shapes, args.m):
+        base = gptq_configs.select_config(m, k, n)
+        cfgs = {"tuned": base, **extra}
+        err = 0.0
+        for cfg in cfgs.values():
+            out = gptq_matmul(a, copies[0], config=cfg)
+            err = max(err, rel_err(out, ref))
+        assert err < 1e-2, err
+        calls = {"cublas": [lambda a=a, w=w: a @ w for w in w16]}
+        for name, cfg in cfgs.items():
+            calls[name] = [lambda a=a, w=w, cfg=cfg: gptq_matmul(a, w, config=cfg) for w in copies]
+        med = interleaved_medians({name: lambda c=calls[name]: gpu_time_us(c) for name in names}, args.rounds)
+        tag = (f"{base.block_m}x{base.block_n}x{base.block_k} w{base.num_warps} s{base.num_stages}"
+               f" split{base.split_k}")
+        ratios = " | ".join(f"{med['cublas'] / med[x]:.2f}" for x in names[1:])
+        print(f"| {m} | {k} | {n} | {tag} | " + " | ".join(f"{med[x]:.1f}" for x in names)
+              + f" | {ratios} | {err:.1e} |", flush=True)
     return 0
 
 

@@ -14,7 +14,7 @@ import argparse
 import sys
 
 import torch
-from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, rotated_layers
+from common import SHAPES, ab_cases, gpu_time_us, interleaved_medians, random_layer, rel_err
 
 from solutions.gptq import dequantize, gptq_matmul, ws_prefill
 
@@ -40,33 +40,26 @@ def main() -> int:
         for bm, st, sk in tiles:
             for _ in range(2):  # twice: stream-K must leave its flags ready for the next launch
                 out = ws_prefill.gptq_matmul_ws(a, w, block_m=bm, stages=st, stream_k=sk)
-                err = ((out.float() - ref).norm() / ref.norm()).item()
+                err = rel_err(out, ref)
                 print(f"check M={m} tile {bm}/{st}{'/sk' * sk}: rel err {err:.1e}", flush=True)
                 assert err < 1e-2, (m, bm, st, sk, err)
     names = ["cublas", "shipped", "dequant", *(f"ws{bm}/{st}{'/sk' * sk}" for bm, st, sk in tiles)]
     print("| M | K | N | " + " | ".join(f"{x} us" for x in names) + " | "
           + " | ".join(f"cuBLAS/{x}" for x in names[1:]) + " |")
     print("|---:|---:|---:|" + "---:|" * (2 * len(names) - 1))
-    for si in args.shapes:
-        k, n = SHAPES[si]
-        copies, w_ref, w16 = rotated_layers(k, n)
-        for m in args.m:
-            a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-            ref = a.float() @ w_ref
-            calls = {"cublas": [lambda a=a, w=w: a @ w for w in w16],
-                     "shipped": [lambda a=a, w=w: gptq_matmul(a, w) for w in copies],
-                     "dequant": [lambda a=a, w=w: gptq_matmul(a, w, method="dequant") for w in copies]}
-            for (bm, st, sk), name in zip(tiles, names[3:], strict=True):
-                out = ws_prefill.gptq_matmul_ws(a, copies[0], block_m=bm, stages=st, stream_k=sk)
-                err = ((out.float() - ref).norm() / ref.norm()).item()
-                assert err < 1e-2, (m, k, n, bm, st, sk, err)
-                calls[name] = [lambda a=a, w=w, bm=bm, st=st, sk=sk: ws_prefill.gptq_matmul_ws(
-                    a, w, block_m=bm, stages=st, stream_k=sk) for w in copies]
-            med = interleaved_medians({name: lambda c=calls[name]: gpu_time_us(c) for name in names}, args.rounds)
-            print(f"| {m} | {k} | {n} | " + " | ".join(f"{med[x]:.1f}" for x in names) + " | "
-                  + " | ".join(f"{med['cublas'] / med[x]:.2f}" for x in names[1:]) + " |", flush=True)
-        del copies, w16, w_ref
-        torch.cuda.empty_cache()
+    for m, k, n, a, ref, copies, w16 in ab_cases(args.shapes, args.m):
+        calls = {"cublas": [lambda a=a, w=w: a @ w for w in w16],
+                 "shipped": [lambda a=a, w=w: gptq_matmul(a, w) for w in copies],
+                 "dequant": [lambda a=a, w=w: gptq_matmul(a, w, method="dequant") for w in copies]}
+        for (bm, st, sk), name in zip(tiles, names[3:], strict=True):
+            out = ws_prefill.gptq_matmul_ws(a, copies[0], block_m=bm, stages=st, stream_k=sk)
+            err = rel_err(out, ref)
+            assert err < 1e-2, (m, k, n, bm, st, sk, err)
+            calls[name] = [lambda a=a, w=w, bm=bm, st=st, sk=sk: ws_prefill.gptq_matmul_ws(
+                a, w, block_m=bm, stages=st, stream_k=sk) for w in copies]
+        med = interleaved_medians({name: lambda c=calls[name]: gpu_time_us(c) for name in names}, args.rounds)
+        print(f"| {m} | {k} | {n} | " + " | ".join(f"{med[x]:.1f}" for x in names) + " | "
+              + " | ".join(f"{med['cublas'] / med[x]:.2f}" for x in names[1:]) + " |", flush=True)
     return 0
 
 

@@ -42,6 +42,7 @@ from common import (
     gptq_bytes,
     gpu_time_us,
     random_layer,
+    rel_err,
 )
 
 from solutions.gptq import GPTQConfig, GPTQWeight, dequantize, gptq_matmul, unpack_int4_along_k, unpack_int4_along_n
@@ -80,10 +81,6 @@ def load_config_overrides(path: Path) -> None:
         m, k, n = map(int, key.split(","))
         for bucket in buckets_for(m, k, n, best):
             gptq_configs.TUNED[(bucket, k, n)] = GPTQConfig(**rec["cfg"])
-
-
-def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    return ((out.float() - ref).norm() / ref.norm()).item()
 
 
 def main() -> int:

@@ -7,7 +7,7 @@ import platform
 import shlex
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -43,6 +43,25 @@ def rotated_layers(k: int, n: int) -> tuple[list[GPTQWeight], torch.Tensor, list
     copies = [random_layer(k, n, seed=s) for s in range(copies_to_beat_l2(k * n // 2))]
     w16 = [dequantize(c, torch.float16) for c in copies[: max(1, copies_to_beat_l2(k * n * 2))]]
     return copies, dequantize(copies[0], torch.float32), w16
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """Relative Frobenius error of ``out`` against the fp32 reference."""
+    return ((out.float() - ref).norm() / ref.norm()).item()
+
+
+def ab_cases(shapes: Iterable[int], ms: list[int]) -> Iterator[tuple]:
+    """The cases of an A/B benchmark: for SHAPES[i] of each i in ``shapes`` and each M of ``ms``,
+    (m, k, n, A, the fp32 reference A @ W, W's int4 copies, their fp16 copies). The copies rotate past
+    the L2 (rotated_layers) and are freed before the next shape."""
+    for index in shapes:
+        k, n = SHAPES[index]
+        copies, w_ref, w16 = rotated_layers(k, n)
+        for m in ms:
+            a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+            yield m, k, n, a, a.float() @ w_ref, copies, w16
+        del copies, w16, w_ref
+        torch.cuda.empty_cache()
 
 
 def interleaved_medians(timers: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:

@@ -24,7 +24,7 @@ import argparse
 from pathlib import Path
 
 import torch
-from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, start_gpu_run, write_report
+from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, rel_err, start_gpu_run, write_report
 
 from solutions.gptq import configs as gptq_configs
 from solutions.gptq import dequantize, gptq_matmul
@@ -70,7 +70,7 @@ def main() -> int:
                                 f" split{cfg.split_k}"}
             for name, call in methods.items():
                 out = call()
-                row[f"{name}_err"] = ((out.float() - ref).norm() / ref.norm()).item()
+                row[f"{name}_err"] = rel_err(out, ref)
             medians = interleaved_medians({name: lambda c=call: gpu_time_us([c], min_calls=4, warmup=10, rep=60)
                                            for name, call in methods.items()}, args.rounds)
             for name, value in medians.items():
