@@ -38,6 +38,38 @@ def default_grid(sizes: Sizes) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
+class KSlice:
+    """Where one input lies along the split axis: `axis` of the input indexes it, each index covering
+    `rows` consecutive rows of K (1 for `a` and `b`; 8 for int4 words packed along K)."""
+
+    tensor: str
+    axis: int
+    rows: int = 1
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """The split-K contract (puzzles 17, 18): grid axis `grid_axis` numbers the parts; part `s` reduces
+    only the `chunk`-row chunks s, s + parts, s + 2·parts, … of the `length` rows, and adds its partial
+    result into the output with `tl.atomic_add` (the output starts at zero)."""
+
+    inputs: tuple[KSlice, ...]
+    parts: str = "SPLIT_K"
+    chunk: str = "BK"
+    length: str = "K"
+    grid_axis: int = 2
+
+    def part_of(self, k: Any, sizes: Sizes) -> Any:
+        """The part that owns row `k` (an int or an array) of the split axis."""
+        return (k // sizes[self.chunk]) % sizes[self.parts]
+
+    def rule(self) -> str:
+        return (f"part s (tl.program_id({self.grid_axis})) reduces only the {self.chunk}-row chunks s, "
+                f"s + {self.parts}, s + 2·{self.parts}, … of {self.length} (⌊k / {self.chunk}⌋ mod {self.parts} = s) "
+                "and adds its partial tile into z with tl.atomic_add")
+
+
+@dataclass(frozen=True)
 class Puzzle:
     """One puzzle of the course.
 
@@ -77,6 +109,8 @@ class Puzzle:
     # Inputs that are lists of tensors of different sizes (puzzle 21): a `TensorLists` saying which
     # spec inputs are lists and which tables (addresses, sizes, chunks) the kernel gets instead.
     tensor_lists: TensorLists | None = None
+    # A split-K reduction (puzzles 17, 18): the contract checked from the recorded accesses.
+    split_k: SplitK | None = None
     # Cells the notebook adds after the grading cell, as (kind, source): "markdown" or "code".
     notebook_cells: tuple[tuple[str, str], ...] = ()
     flops: Callable[[Sizes], int] | None = None

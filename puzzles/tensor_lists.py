@@ -10,9 +10,11 @@ optimizer sees: every tensor in its own allocation, and three small tables built
 * `chunks`: one row per program, (tensor index, chunk index): program `pid` updates elements
   `chunk * B0 ...` of tensor `tensor`.
 
-In the grader every tensor of every list is its own region of the guarded arena (named like
-`params[2]`), so a chunk that runs past its tensor is caught and named. The output lists are
-slices of the output `z` (one row of `z` per output list), so the judge compares `z` as usual.
+In the grader every tensor of every list, outputs included, is its own region of the guarded arena
+(named like `params[2]`, `params_out[2]`), so a chunk that runs past its tensor is caught and named,
+and a kernel that writes the outputs end to end instead of through the table runs past the first
+one. The kernel's `z_ptr` is the first output tensor, as in the notebook's launch; the outputs are
+gathered into `z` (one row per output list, each list end to end) for judging.
 """
 
 from __future__ import annotations
@@ -67,10 +69,16 @@ def tables(lists: list[list[torch.Tensor]], block: int) -> tuple[torch.Tensor, t
             chunk_map(numels, block).to(device))
 
 
+def output_piece(name: str, k: int) -> str:
+    """The arena's name for tensor `k` of output list `name`."""
+    return f"{name}_out[{k}]"
+
+
 def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
           scale: float) -> tuple[Arena, list[str], list[str], torch.Tensor, Callable[[Arena], None]]:
     """The arena of one case: (arena, the kernel's pointer names, every input region's name, the
-    expected z, and `relink`, which writes an arena's own addresses into its table)."""
+    expected z, and `relink`, which makes an arena (this one, or its copy on a GPU) point at its own
+    tensors: the address table, the kernel's z and the gathering of the outputs)."""
     inputs, out = spec_signature(spec)
     by_name = {t.name: t for t in inputs}
     lengths = TensorLists.lengths(sizes)
@@ -84,7 +92,10 @@ def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
     for name in lists.lists:
         for k, n in enumerate(lengths):
             shapes[f"{name}[{k}]"] = ((n,), by_name[name].dtype)
-    shapes[out.name] = (out.shape(sizes), out.dtype)
+    outputs = [[output_piece(name, k) for k in range(len(lengths))] for name in lists.outputs]
+    for row in outputs:
+        for piece, n in zip(row, lengths, strict=True):
+            shapes[piece] = ((n,), out.dtype)
     arena = build_arena(shapes)
     gen = torch.Generator().manual_seed(seed)
     for piece in pieces:
@@ -92,14 +103,20 @@ def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
         t.copy_(random_tensor(tuple(t.shape), t.dtype, gen, scale))
     arena.tensors[lists.pointers[1]].copy_(torch.tensor(lengths, dtype=torch.int32))
     arena.tensors[lists.pointers[2]].copy_(chunk_map(lengths, sizes["B0"]))
-    poison_(arena.tensors[out.name])
-    starts = [sum(lengths[:k]) for k in range(len(lengths))]
+    for row in outputs:
+        for piece in row:
+            poison_(arena.tensors[piece])
+
+    def gather(a: Arena) -> torch.Tensor:
+        return torch.stack([torch.cat([a.tensors[piece] for piece in row]) for row in outputs])
 
     def relink(a: Arena) -> None:
         table = [[a.tensors[f"{name}[{k}]"].data_ptr() for k in range(len(lengths))] for name in lists.lists]
-        z = a.tensors[out.name]
-        table += [[z[row, start:].data_ptr() for start in starts] for row in range(len(lists.outputs))]
+        table += [[a.tensors[piece].data_ptr() for piece in row] for row in outputs]
         a.tensors[lists.pointers[0]].copy_(torch.tensor(table, dtype=torch.int64))
+        a.tensors[out.name] = a.tensors[outputs[0][0]]  # z_ptr: the first output tensor, as the notebook passes
+        a.aliases[out.name] = outputs[0][0]
+        a.gather = gather
 
     relink(arena)
     flat = [torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(len(lengths))]) for name in by_name]

@@ -109,7 +109,7 @@ def test(
     else:
         fn = _bind(kernel, spec, found)
         check = None if on_gpu() else _compile_check.begin(kernel, fn, cases, found, compile_check)
-        result.outcomes = _judge_runs(kernel, cases, _run_cases(kernel, fn, cases, timeout, isolate, record))
+        result.outcomes = _judge_runs(kernel, cases, _run_cases(kernel, fn, cases, timeout, isolate, record), timeout)
         _compile_check.apply(check, result, started, compile_check)
         if found is None:
             result.notes.append("unknown puzzle: tested only the sizes given")

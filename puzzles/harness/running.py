@@ -122,7 +122,7 @@ def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool,
     with contextlib.redirect_stdout(out) if capture else contextlib.nullcontext():
         error = launch_interpreted(kernel, case.grid, args, kwargs, recorder)
     seconds = time.perf_counter() - started
-    return RunOutput(arena.tensors["z"].clone(), trace, error, out.getvalue(), seconds)
+    return RunOutput(arena.output(), trace, error, out.getvalue(), seconds)
 
 
 def _merge_check(compiled: RunOutput, checked: RunOutput) -> None:
@@ -173,4 +173,4 @@ def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
         regions = gpu.regions()
         owner = max((r for r in regions if r[0] <= first), default=regions[0], key=lambda r: r[0])
         violations.append(f"a store wrote outside {owner[2]} ({int(damaged.sum())} bytes in guard zones)")
-    return RunOutput(gpu.tensors["z"].cpu(), None, None, "", seconds, violations)
+    return RunOutput(gpu.output().cpu(), None, None, "", seconds, violations)
