@@ -184,13 +184,20 @@ def test_sgd_with_other_and_where_passes(seed):
 
 
 def test_sgd_outputs_are_regions_of_their_own_and_z_is_the_first():
+    from puzzles.tensor_lists import build
+
     p = catalog.get(21)
     result = test(p.reference(), p.spec, quiet=True, compile_check=False)
     assert result.passed, str(result)
     trace = result.outcomes[0].trace
     k = result.outcomes[0].sizes["K"]
     assert {f"params_out[{i}]" for i in range(k)} | {f"moms_out[{i}]" for i in range(k)} <= set(trace.tensors)
-    assert trace.tensors["z"] == trace.tensors["params_out[0]"]  # z_ptr: the first output, as the notebook passes
+    arena, *_ = build(p.spec, p.tensor_lists, p.canonical, 1, 1.0)
+    assert arena.tensors["z"].data_ptr() == arena.tensors["params_out[0]"].data_ptr()  # as the notebook passes it
+    assert "z" not in {name for *_, name in arena.regions()} and "z" not in trace.tensors
+    table = arena.tensors["addresses"]
+    assert table[3].tolist() == [arena.tensors[f"params_out[{i}]"].data_ptr() for i in range(k)]
+    assert arena.output().shape == (2, p.canonical["T"])
 
 
 # -- 3. the split-K contract ------------------------------------------------------------------------------------
@@ -201,7 +208,7 @@ def _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexp
                  SPLIT_K: tl.constexpr, HOW: tl.constexpr):
     """Split-K in rounds with tl.dot(a, b, acc). HOW: 0 right; 1 part 0 reduces all of K and stores its tile
     (the other parts do nothing); 2 the same with tl.atomic_add; 3 part 0 exchanges its tile in, the others
-    add theirs."""
+    add theirs; 4 part 0 stores its tile, the others add theirs."""
     m = tl.program_id(0) * BM + tl.arange(0, BM)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     part = tl.program_id(2)
@@ -225,6 +232,11 @@ def _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexp
     elif HOW == 3:
         if part == 0:
             tl.atomic_xchg(tile, acc, mask=tile_in)
+        else:
+            tl.atomic_add(tile, acc, mask=tile_in)
+    elif HOW == 4:
+        if part == 0:
+            tl.store(tile, acc, mask=tile_in)
         else:
             tl.atomic_add(tile, acc, mask=tile_in)
     else:
@@ -253,6 +265,12 @@ def splitk_part_zero_adds_all(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN
 def splitk_exchange_then_add(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                              BK: tl.constexpr, SPLIT_K: tl.constexpr):
     _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 3)
+
+
+@triton.jit
+def splitk_store_then_add(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 4)
 
 
 @interpreted_only
@@ -295,6 +313,15 @@ def test_splitk_mixing_exchange_and_add_is_an_order_dependent_race(seed):
     assert "tl.atomic_xchg" in reason and "tl.atomic_add" in reason and "depends on the order" in reason
     # The interpreter refuses an exchange of floats (a GPU runs it): the verdict says so in words.
     assert "interpreter cannot run tl.atomic_xchg on fp32" in failure.note
+
+
+@interpreted_only
+@pytest.mark.parametrize("seed", SEEDS)
+def test_splitk_mixing_a_plain_store_and_add_is_a_race(seed):
+    result = grade(17, splitk_store_then_add, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "race", str(result)
+    assert "plain tl.store" in failure.reason() and "tl.store(tile" in failure.error.source
 
 
 @pytest.mark.parametrize("seed", SEEDS)

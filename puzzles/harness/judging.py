@@ -109,19 +109,17 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
                                                        bool((torch.isnan(out) & wrong).any())):
         loads = sorted(trace.unfilled_loads.values(), key=lambda u: u.line or 0)
         where = "; ".join(f"line {u.line}: {u.source.strip()}" if u.line else "a load" for u in loads[:3])
-        if expected.dtype.is_floating_point:
-            garbage = int((torch.isnan(out) & ~torch.isnan(expected) & wrong).sum())
-            seen = f"{garbage} of the wrong elements are NaN: " if garbage else ""
-        else:
-            seen = ""
+        garbage = int((torch.isnan(out) & ~torch.isnan(expected) & wrong).sum()) if out.is_floating_point() else 0
+        seen = f"{garbage} of the wrong elements are NaN: " if garbage else ""
+        depends = "the output depends on them" if garbage else "if the output depends on them"
         _add_notes(o, [f"{seen}masked loads without other= ({where}) leave their masked-off lanes undefined on a GPU "
-                  "(the interpreter gives 0; the grader fills them with NaN or junk, as a GPU may), and the output "
-                  "depends on them: give the load other=0 (or the value that adds nothing), or keep those lanes "
-                  "out with tl.where"])
+                       "(the interpreter gives 0; the grader fills them with NaN or junk, as a GPU may), and "
+                       f"{depends}: give the load other=0 (or the value that adds nothing), or keep those lanes "
+                       "out with tl.where"])
         return
     if case.contiguous_expected is not None and bool(_close(out, case.contiguous_expected, case).all()):
-        _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a packed "
-                  "array): address the elements with the strides the kernel is given"])
+        _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a "
+                       "packed array): address the elements with the strides the kernel is given"])
 
 
 def _escape_hint(trace: Trace, case: _Case) -> str:
