@@ -13,6 +13,7 @@ import dataclasses
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import triton
@@ -98,7 +99,9 @@ class Trace:
     unfilled_loads: dict[int | None, UnfilledLoad] = field(default_factory=dict)
     # What the grader did for the kernel that Triton's interpreter cannot (an exchange of floats).
     emulated: list[str] = field(default_factory=list)
-    recorded: bool = True  # False: accesses were checked but not kept (test(record=False))
+    recorded: bool = True
+    # On a GPU, the output of this (interpreted) check run, whose undefined lanes held poison.
+    output: Any = field(default=None, repr=False)  # False: accesses were checked but not kept (test(record=False))
 
     def __repr__(self) -> str:
         # One line, not thousands of accesses with their element arrays.

@@ -481,3 +481,25 @@ def test_grey_ignoring_the_strides_is_told_it_read_the_input_contiguously(seed):
     failure = result.first_failure
     assert failure is not None and failure.status == "wrong", str(result)
     assert "matches a contiguous reading of the input" in failure.reason()
+
+
+def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_happened_to_be_zero():
+    """Compiled, the masked-off lanes may hold zeros and the output comes out right; the interpreter's check
+    run (lanes poisoned) is judged too. Simulated here: the GPU's output is the right one."""
+    from puzzles.execution import RunOutput
+    from puzzles.harness.cases import _make_case
+    from puzzles.harness.judging import _judge
+    from puzzles.harness.running import _run_interpreted
+    from puzzles.harness.signature import _bind
+
+    p = catalog.get(7)
+    case = _make_case(p.spec, p, p.sizes[1], 3, 1)
+    checked = _run_interpreted(sum_kernel_relying_on_zero_lanes, _bind(sum_kernel_relying_on_zero_lanes, p.spec, p),
+                               case, True)
+    checked.trace.output = checked.output
+    gpu = RunOutput(case.expected.clone(), checked.trace, None, "", 0.01)
+    outcome = _judge(case, gpu, None)
+    assert outcome.status == "wrong" and "right on this GPU" in outcome.reason() and "other=" in outcome.reason()
+    right = _run_interpreted(sum_kernel_masking_with_where, _bind(sum_kernel_masking_with_where, p.spec, p), case, True)
+    right.trace.output = right.output
+    assert _judge(case, RunOutput(case.expected.clone(), right.trace, None, "", 0.01), None).passed

@@ -137,6 +137,7 @@ def _merge_check(compiled: RunOutput, checked: RunOutput) -> None:
     compiled.stdout = checked.stdout  # what the kernel printed, as the interpreter ran it
     if checked.error is None:
         compiled.trace = checked.trace
+        compiled.trace.output = checked.output  # with masked-off lanes poisoned: judged too
     elif _timed_out(checked):
         compiled.error = checked.error  # a check that never ends is a failure, whatever the GPU said
     else:
