@@ -74,6 +74,11 @@ def output_piece(name: str, k: int) -> str:
     return f"{name}_out[{k}]"
 
 
+def is_output_piece(region: str) -> bool:
+    """True for the name of one tensor of an output list (`params_out[2]`)."""
+    return "_out[" in region
+
+
 def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
           scale: float) -> tuple[Arena, list[str], list[str], torch.Tensor, Callable[[Arena], None]]:
     """The arena of one case: (arena, the kernel's pointer names, every input region's name, the

@@ -141,7 +141,9 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
 
 def _escape_hint(trace: Trace, case: _Case) -> str:
     """For tensor lists: a store past an output tensor usually means the outputs were written end to end."""
-    outputs = [a for a in trace.invalid if a.op != "load" and "_out[" in a.tensor]
+    from puzzles.tensor_lists import is_output_piece
+
+    outputs = [a for a in trace.invalid if a.op != "load" and is_output_piece(a.tensor)]
     if not outputs or case.relink is None:
         return ""
     return (f"{outputs[0].tensor} is one tensor of its own allocation (z_ptr is the first output tensor, as the "
