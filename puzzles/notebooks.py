@@ -114,10 +114,15 @@ from puzzles import Float32, Int32, Tensor, test  # `import puzzles` picks the i
 
 
 def diagram_markdown(p: Puzzle) -> str:
-    """The puzzle's diagram inlined as a data: URI, so the notebook renders on its own (Colab,
-    nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it."""
-    svg = base64.b64encode((ASSET_DIR / f"{p.id}.svg").read_bytes()).decode("ascii")
-    return f"![diagram of puzzle {p.number}](data:image/svg+xml;base64,{svg})"
+    """The puzzle's diagram inlined as a PNG data: URI, so the notebook renders on its own (Colab,
+    nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it.
+    PNG, not SVG: Colab's markdown shows no SVG data URI. The PNG is drawn at twice its size for
+    high-density screens; the width attribute shows it at its natural size."""
+    from puzzles.diagrams import show_width
+
+    png = base64.b64encode((ASSET_DIR / f"{p.id}.png").read_bytes()).decode("ascii")
+    return (f'<img src="data:image/png;base64,{png}" width="{show_width()}" '
+            f'alt="diagram of puzzle {p.number}: {p.title}">')
 
 
 def notebook_name(p: Puzzle) -> str:
@@ -258,8 +263,17 @@ def all_notebooks() -> dict[str, dict]:
         books[notebook_name(p)] = puzzle_notebook(p)
     books[PROGRESS_NAME] = progress_notebook()
     for nb in books.values():
-        nb["metadata"][META_KEY] = {"digest": content_digest(nb)}
+        # Each cell's digest too: `workspace --update` tells a cell the learner edited from one the course changed.
+        nb["metadata"][META_KEY] = {"digest": content_digest(nb),
+                                    "cells": {c["id"]: cell_digest(c) for c in nb["cells"]}}
     return books
+
+
+def cell_digest(cell: dict) -> str:
+    """A digest of one cell's kind and source."""
+    source = cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else str(source)
+    return hashlib.sha256(json.dumps([cell.get("cell_type"), source]).encode()).hexdigest()[:12]
 
 
 def content_digest(nb: dict) -> str:
