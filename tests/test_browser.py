@@ -182,7 +182,7 @@ def test_every_diagram_shows_as_an_image_at_its_natural_size(lab_and_browser):
     shown = cdp.evaluate(f"{images}.map(i => ({{alt: i.alt, natural: i.naturalWidth, "
                          "width: i.getBoundingClientRect().width, src: i.src.slice(0, 22)}))")
     width = diagrams.show_width()
-    for p, image in zip(catalog.all_puzzles(), shown):
+    for p, image in zip(catalog.all_puzzles(), shown, strict=True):
         assert image["alt"].startswith(f"diagram of puzzle {p.number}"), image
         assert image["src"] == "data:image/png;base64,", image
         assert image["natural"] == width * diagrams.PNG_SCALE, image

@@ -28,7 +28,8 @@ def test_the_installed_triton_is_supported_and_its_interpreter_internals_exist()
         assert hasattr(interpreter, name)
 
 
-@pytest.mark.parametrize("version", ["3.5.0", "3.5.1", "3.6.0", "3.7.1", "3.7.0+git9f2d", "3.8.0", "3.9.0", "3.9.1+git77aa"])
+@pytest.mark.parametrize("version", [
+    "3.5.0", "3.5.1", "3.6.0", "3.7.1", "3.7.0+git9f2d", "3.8.0", "3.9.0", "3.9.1+git77aa"])
 def test_supported_versions(version):
     assert compat.triton_problem(version) is None
 
