@@ -97,7 +97,14 @@ if importlib.util.find_spec("puzzles") is None:
         sys.path.insert(0, str(_course))
     elif "google.colab" in sys.modules or "TRITON_PUZZLES_PIP" in os.environ:
         _what = shlex.split(os.environ.get("TRITON_PUZZLES_PIP", "git+{COURSE_URL}"))
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_what], check=True)
+        _pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_what], capture_output=True, text=True)
+        if _pip.returncode != 0:  # say what failed and what to do, not a bare CalledProcessError
+            raise RuntimeError(
+                f"could not install the course: `pip install {{' '.join(_what)}}` failed "
+                f"(exit {{_pip.returncode}}):\\n{{_pip.stderr.strip()[-1500:]}}\\n"
+                "Check that this runtime reaches the internet (on Colab: Runtime > Disconnect and delete "
+                "runtime, then run this cell again), or install from a file: upload the course's wheel and set "
+                "os.environ['TRITON_PUZZLES_PIP'] = '/content/<the wheel>' above this line.") from None
         importlib.invalidate_caches()
     else:
         raise ModuleNotFoundError("the course is not installed: run `make lab` in the course's folder, "
@@ -212,7 +219,9 @@ def puzzle_notebook(p: Puzzle) -> dict:
         _cell("markdown", "### Hints\n\nOpen one at a time.\n\n" + hints, f"p{p.number}-hints"),
         _cell("markdown", "## Check\n\nThe verdict says, for each size, whether the output is right, which elements "
               "are wrong or never written, and any access outside a tensor (with the program id and your line). "
-              "Add `viz=True` to see which elements each program loads and stores.", f"p{p.number}-check-title"),
+              "Add `viz=True` to see which elements each program loads and stores. triton-viz's 3-D viewer "
+              "(optional, triton 3.7 or older) opens with `puzzles.viz.launch_triton_viz(kernel, *args, grid=...)`; "
+              "on Colab it is shown through Colab's port proxy.", f"p{p.number}-check-title"),
         _cell("code", grading_call(p), f"p{p.number}-grade", ("grade",)),
     ]
     if p.perf_size is not None:
