@@ -155,7 +155,8 @@ def test_an_install_without_network_says_what_failed_and_what_to_do(tmp_path):
     # The set-up cell's Colab branch with an index that cannot answer: a message, not a CalledProcessError.
     code = ("import importlib.util\nimportlib.util.find_spec = lambda name, *a, **k: None  # the course is absent\n"
             + notebooks.SETUP_SOURCE)
-    environ = dict(os.environ, TRITON_PUZZLES_PIP="--no-index --find-links /nonexistent triton-puzzles-course==0.0.0.dev0")
+    offline = "--no-index --find-links /nonexistent triton-puzzles-course==0.0.0.dev0"
+    environ = dict(os.environ, TRITON_PUZZLES_PIP=offline)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=environ,
                           timeout=120)
     assert proc.returncode != 0
