@@ -71,6 +71,17 @@ def triton_viz_note(version: str | None = None) -> str | None:
             "draws the memory accesses without it")
 
 
+def wrong_environment_message(err: ImportError) -> str:
+    """A command run by a Python that lacks the course's packages: usually not the course's .venv."""
+    import sys
+
+    name = (getattr(err, "name", None) or "").split(".")[0]
+    return (f"this Python ({sys.executable}) has no {name}, which the course needs. The course's environment "
+            "is the checkout's .venv (`make setup` makes it): use the make targets (`make grade`, `make doctor`, "
+            "`make workspace`), or run `.venv/bin/python -m puzzles ...`, or `source .venv/bin/activate` first. "
+            f"`{sys.executable} -m puzzles doctor` lists what this Python lacks.")
+
+
 def missing_package_message(err: ImportError) -> str:
     """What to do when `import puzzles` fails for want of a third-party package."""
     name = (getattr(err, "name", None) or "").split(".")[0]

@@ -99,6 +99,12 @@ def test_doctor_runs_without_torch_triton_numpy_or_jaxtyping(tmp_path):
                          cwd=tmp_path, env=environ, timeout=120)
     assert "ImportError: puzzles.test is unavailable: the course needs" in use.stderr
     assert "python -m puzzles doctor" in use.stderr
+    # The README's commands run by a Python that is not the course's: which Python, and what to run instead.
+    for command in ("grade", "workspace"):
+        wrong = subprocess.run([str(python), "-m", "puzzles", command], capture_output=True, text=True,
+                               cwd=tmp_path, env=environ, timeout=120)
+        assert wrong.returncode == 1 and "Traceback" not in wrong.stderr, wrong.stderr
+        assert f"this Python ({python}) has no" in wrong.stderr and ".venv/bin/python -m puzzles" in wrong.stderr
 
 
 def test_an_error_in_the_courses_own_module_is_not_hidden(tmp_path):

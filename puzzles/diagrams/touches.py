@@ -97,6 +97,13 @@ def _touch_strided(scene: Scene) -> None:
                            "other bytes of the storage, which the grader guards; the kernel steps by the strides")
 
 
+def _touch_autotune(scene: Scene) -> None:
+    """Puzzle 20: B0 comes from the autotuner's configs; the drawn one is only an example."""
+    if scene.puzzle.extra.get("autotune"):
+        scene.notes.append(f"B0 = {scene.sizes['B0']} is drawn as an example: the autotuner picks B0 from the "
+                           "kernel's configs (each config's B0 is graded), and the grid asks for it with meta[\"B0\"]")
+
+
 def _touch_multi_tensor(scene: Scene) -> None:
     """Puzzle 21: the spec's flat tensors hide the lesson; draw the tensors, their chunks and the map."""
     scene.custom = draw_multi_tensor
@@ -109,5 +116,6 @@ _TOUCHES: dict[int, Callable[[Scene], None]] = {
     17: _touch_splitk,
     18: _touch_splitk,
     19: _touch_strided,
+    20: _touch_autotune,
     21: _touch_multi_tensor,
 }
