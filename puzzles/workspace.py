@@ -68,12 +68,15 @@ def _describe(cell: dict) -> str:
     return f"{cell.get('cell_type', 'cell')} cell {cell.get('id')} ({first!r})"
 
 
-def _learner_edited(cell: dict, recorded: dict[str, str], course_cell: dict) -> bool:
-    """Did the learner change this course cell? The course records each cell's digest when it generates
-    a notebook; a copy made before it did so is compared with the new course's cell instead."""
+def _replaced(cell: dict, recorded: dict[str, str], course_cell: dict) -> str | None:
+    """How the learner's version of a course cell is lost to the update, if it is. The course records each
+    cell's digest when it generates a notebook, so an edit is told from a change of the course; a copy
+    made before it did so can only be compared with the new course's cell."""
     if cell.get("id") in recorded:
-        return cell_digest(cell) != recorded[cell.get("id")]
-    return _source(cell) != _source(course_cell) or cell.get("cell_type") != course_cell.get("cell_type")
+        return "your edit of the course's" if cell_digest(cell) != recorded[cell.get("id")] else None
+    if _source(cell) != _source(course_cell) or cell.get("cell_type") != course_cell.get("cell_type"):
+        return "your copy's (edited by you or changed by the course: this copy predates per-cell records)"
+    return None
 
 
 @dataclass
@@ -105,11 +108,12 @@ def merge(course: dict, mine: dict) -> Merge:
         tags = cell.get("metadata", {}).get("tags", [])
         if cid in course_cells:
             anchor = cid
-            if not any(tag in KEPT_TAGS for tag in tags) and _learner_edited(cell, recorded, course_cells[cid]):
-                replaced.append(_describe(cell))
+            how = None if any(tag in KEPT_TAGS for tag in tags) else _replaced(cell, recorded, course_cells[cid])
+            if how:
+                replaced.append(f"{how} {_describe(cell)}")
         elif _GENERATED_ID.match(str(cid or "")) or any(tag in KEPT_TAGS for tag in tags):
             if _source(cell).strip() and cid in recorded and cell_digest(cell) != recorded[cid]:
-                replaced.append(_describe(cell) + ", which the new course no longer has")
+                replaced.append(f"your edit of the course's {_describe(cell)}, which the new course no longer has")
         else:
             after.setdefault(anchor, []).append(cell)
     cells = after.get(None, [])
@@ -163,7 +167,7 @@ def main(directory: Path | None = None, merge_newer: bool = False) -> int:
         for path in done.changed:
             print(f"updated {path.name}")
             for cell in done.replaced.get(path.name, []):
-                print(f"  replaced your edit of the course's {cell}; your version: {done.backup / path.name}")
+                print(f"  replaced {cell}; your version: {done.backup / path.name}")
         if done.backup is not None:
             print(f"your previous copies are in {done.backup}")
         print(f"{shown}/ matches the course" if not done.changed

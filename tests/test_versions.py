@@ -62,6 +62,18 @@ def test_every_tested_version_is_inside_the_supported_range():
     assert all(compat.triton_problem(v) is None for v in compat.TESTED)
 
 
+def test_make_versions_says_when_a_newer_triton_ships():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("triton_versions", ROOT / "scripts" / "triton_versions.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    newest = max(compat.TESTED, key=lambda v: tuple(map(int, v.split("."))))
+    assert script.untested_newer(newest) is None and script.untested_newer(None) is None
+    assert script.untested_newer("3.5.0") is None
+    assert "triton 3.10.0 is on the package index but not tested" in script.untested_newer("3.10.0")
+
+
 @pytest.mark.parametrize("version, works", [("3.7.1", True), ("3.8.0", False), ("3.9.0", False)])
 def test_doctor_says_triton_viz_does_not_import_with_triton_38_and_later(version, works):
     note = compat.triton_viz_note(version)

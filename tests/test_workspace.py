@@ -103,12 +103,30 @@ def test_update_keeps_a_helper_above_the_kernel_and_lists_the_course_cells_it_re
     assert order.count("c0ffee00") == 1 and "kept-cells" not in order
     (backup,) = (mine / workspace.BACKUP).iterdir()
     # The hints cell got the course's text back; the learner is told which cell and where their text is.
-    (line,) = [ln for ln in out.splitlines() if "replaced your edit" in ln]
+    (line,) = [ln for ln in out.splitlines() if "replaced your edit of the course's" in ln]
     assert f"p{P1.number}-hints" in line and "my notes" not in line and str(backup / NAME) in line
     assert "my notes on the hints" in (backup / NAME).read_text()
     # The title changed in the course, not by the learner: not listed as the learner's edit.
     assert f"p{P1.number}-title" not in out
     assert "helper()" in _kernel(mine / NAME)
+
+
+def test_update_of_a_copy_without_per_cell_records_lists_every_differing_course_cell(tmp_path, monkeypatch,
+                                                                                     capsys):
+    # A copy made by an older course (no per-cell digests): an edit cannot be told from a course change,
+    # so every course cell that differs is listed, saying so.
+    mine = tmp_path / "mine"
+    workspace.create(mine)
+    nb = json.loads((mine / NAME).read_text())
+    del nb["metadata"][notebooks.META_KEY]["cells"]
+    nb["metadata"][notebooks.META_KEY]["digest"] = "older"
+    (hints,) = [c for c in nb["cells"] if c["id"] == f"p{P1.number}-hints"]
+    hints["source"] = "### Hints\n\nmy notes"
+    (mine / NAME).write_text(json.dumps(nb))
+    assert workspace.main(mine, merge_newer=True) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if "replaced" in ln]
+    assert f"p{P1.number}-hints" in line and "predates per-cell records" in line and ".backup" in line
 
 
 def _copy_repo(dest: Path) -> None:
