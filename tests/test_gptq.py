@@ -477,7 +477,7 @@ def test_kernel_repacked_and_plain_weights_agree(m, fmt, act_order):
 @pytest.mark.parametrize("block_m, block_n, num_warps", [(128, 64, 4), (16, 256, 8), (32, 128, 8)])
 def test_kernel_reads_part_or_several_of_the_repacked_blocks(block_m, block_n, num_warps):
     # BLOCK_N = 64 reads half of a 128-column block, 256 two of them; N = 384 leaves a ragged 256 tile.
-    # 8 warps load the columns of a tile in wgmma's row order (kernel._mma_row_order) and put them back.
+    # 8 warps load the columns of a tile in wgmma's row order (kernels._mma_row_order) and put them back.
     k, n = 384, 384
     _, weight, _ = make_layer(k, n, 128, device=DEVICE)
     a = activations(block_m + 3, k)
@@ -524,12 +524,12 @@ def test_tma_descriptor_only_where_the_copy_engine_can_serve():
         assert [f["A_DESC"] for f in _launch_flags(weight)] == [aligned and (not CUDA or _hopper())]
         assert rel_err(out, a.double() @ w) < TOL
     # BLOCK_M = 256 with 3 stages gave wrong results with descriptors on Triton 3.6: pointer loads instead.
-    from solutions.gptq.kernel import _use_tma_a
+    from solutions.gptq.plans import use_tma_a
 
     a = activations(300, k)
-    assert not _use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=3), a, has_a_perm=False)
-    assert not _use_tma_a(cfg, a, has_a_perm=True)  # A's columns gathered through a_perm
-    assert _use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=2), a, has_a_perm=False) == (
+    assert not use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=3), a, has_a_perm=False)
+    assert not use_tma_a(cfg, a, has_a_perm=True)  # A's columns gathered through a_perm
+    assert use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=2), a, has_a_perm=False) == (
         not CUDA or _hopper())
     assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ w) < TOL
 

@@ -25,7 +25,7 @@ from common import copies_to_beat_l2, gpu_time_us, host_times, random_layer, sta
 from host_overhead import fp16_linear
 
 from solutions.gptq import dequantize, gptq_matmul
-from solutions.gptq.kernel import driver_memset
+from solutions.gptq.launch import driver_memset
 from solutions.gptq.layer import GPTQLinear
 
 CASES = ((1, 4096, 4096), (16, 4096, 11008), (128, 11008, 4096), (16, 8192, 28672))

@@ -33,7 +33,7 @@ _KNOWN_KEYS = {"qweight", "qzeros", "scales", "g_idx", "bias"}
 
 @dataclass
 class GPTQWeight:
-    """A 4-bit GPTQ weight W of shape (K, N), ready for :func:`solutions.gptq.kernel.gptq_matmul`.
+    """A 4-bit GPTQ weight W of shape (K, N), ready for :func:`solutions.gptq.matmul.gptq_matmul`.
 
     Row ``r`` of ``qweight`` holds original row ``a_perm[r]`` of W when ``a_perm`` is set (act-order
     reordered at load time), row ``r`` otherwise. Row ``r``'s group is ``g_idx[r]`` when ``g_idx``
@@ -49,7 +49,7 @@ class GPTQWeight:
     a_perm: Tensor | None = None  # int32 (K,): A's column for each stored row (act-order)
     bias: Tensor | None = None  # fp16 (N,), added to the output when present
     qweight_mma: Tensor | None = None  # int32 (N / 128, K / 128, 128, 16): qweight repacked (repack_for_mma)
-    # gptq_matmul's launch plans (kernel.py), per call signature; rebuilt by clear_plans().
+    # gptq_matmul's launch plans (plans.py), per call signature; rebuilt by clear_plans().
     _plans: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -139,7 +139,7 @@ def load_gptq_layer(tensors: dict[str, Tensor], quantize_config: dict, *, reorde
     (slower kernel path; useful to test that path). With ``repack`` (default) and K, N multiples of 128, the
     weight also gets ``qweight_mma`` (:func:`repack_for_mma`), which the small-M kernel reads with
     fewer, wider loads. ``keep_plain`` (default: only where there is no repacked copy) keeps the plain
-    ``qweight`` beside it; every path of :func:`~solutions.gptq.kernel.gptq_matmul` with its default
+    ``qweight`` beside it; every path of :func:`~solutions.gptq.matmul.gptq_matmul` with its default
     configs reads the repacked copy when there is one, so by default it is dropped (no second copy).
     No repack where G is not a multiple of 32 (a repacked word spans 32 rows of K: the kernels could
     never read it).
