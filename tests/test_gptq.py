@@ -36,6 +36,7 @@ from solutions.gptq.configs import (  # noqa: E402
     DEQUANT_RULE_MIN_M,
     LARGE_M_BUCKETS,
     M_BUCKETS,
+    PUBLISHED_SPLIT_K,
     TUNED,
     heuristic_config,
     m_bucket,
@@ -73,12 +74,14 @@ def odd_k(group_size: int) -> int:
 
 
 def make_layer(k: int, n: int, group_size: int, *, fmt: str = "gptq", act_order: bool = False, seed: int = 0,
-               reorder: bool = True, device: str = "cpu") -> tuple[torch.Tensor, GPTQWeight, dict]:
+               reorder: bool = True, device: str = "cpu", keep_plain: bool | None = None,
+               ) -> tuple[torch.Tensor, GPTQWeight, dict]:
     gen = torch.Generator().manual_seed(seed)
     w = torch.randn(k, n, generator=gen) * 0.02
     layer = quantize_rtn(w, group_size, act_order=act_order, checkpoint_format=fmt)
     tensors = {key: t.to(device) for key, t in layer.tensors.items()}
-    return w, load_gptq_layer(tensors, layer.quantize_config, reorder_act_order=reorder), tensors
+    weight = load_gptq_layer(tensors, layer.quantize_config, reorder_act_order=reorder, keep_plain=keep_plain)
+    return w, weight, tensors
 
 
 def activations(m: int, k: int, seed: int = 1, device: str = DEVICE) -> torch.Tensor:
@@ -218,6 +221,25 @@ def test_kernel_variants_match_float64_reference(m, group_size, fmt, act_order, 
     assert rel_err(gptq_matmul(a, weight, config=base), ref) < TOL
     per_weight_scale = GPTQConfig(**{**base.__dict__, "block_m": 32, "block_k": 32, "split_k": 3})
     assert rel_err(gptq_matmul(a, weight, config=per_weight_scale, deterministic=True), ref) < TOL
+
+
+def test_published_split_k_baseline_runs_on_weights_kept_plain():
+    """bench.py's "published" column: the published split-K config (16 x 32 x 128, split 4) on the
+    unswapped kernel, which reads the plain qweight: a weight loaded with keep_plain=True runs it, the
+    default load (repacked copy only) is refused with the fix in the message."""
+    from solutions.gptq.kernels import gptq_large_m_kernel
+
+    k, n = 4 * PUBLISHED_SPLIT_K.block_k, 128  # K % (BLOCK_K * SPLIT_K) == 0, as bench.py requires
+    _, repacked_only, _ = make_layer(k, n, 128, device=DEVICE)
+    _, kept, _ = make_layer(k, n, 128, device=DEVICE, keep_plain=True)
+    assert kept.qweight is not None and kept.qweight_mma is not None and repacked_only.qweight is None
+    for m in (3, 17):
+        a = activations(m, k)
+        out = gptq_matmul(a, kept, config=PUBLISHED_SPLIT_K)
+        assert rel_err(out, a.double() @ dequantize(kept)) < TOL
+    assert [launch.fn for plan in kept._plans.values() for launch in plan.launches] == [gptq_large_m_kernel] * 2
+    with pytest.raises(ValueError, match="keep_plain"):
+        gptq_matmul(activations(3, k), repacked_only, config=PUBLISHED_SPLIT_K)
 
 
 @pytest.mark.parametrize("reorder", [True, False], ids=["a_perm", "g_idx"])

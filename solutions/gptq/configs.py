@@ -156,6 +156,14 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
 }
 
 
+# The configuration of the published split-K GPTQ kernel (BLOCK 16 x 32 x 128, GROUP_M 8, SPLIT_K 4,
+# interleaved shares of K added by fp16 atomics) as a config of the unswapped kernel, which like the
+# original stages the dequantized W tile in shared memory: the baseline of benchmarks/gptq/bench.py's
+# "published" column. No tuned entry uses it; it reads the plain qweight (load_gptq_layer(...,
+# keep_plain=True)).
+PUBLISHED_SPLIT_K = GPTQConfig(block_m=16, block_n=32, block_k=128, group_m=8, split_k=4, num_warps=4, num_stages=3,
+                               swap_ab=False)
+
 # Prefill (M >= 256) for shapes outside TUNED: (BLOCK_M, num_stages) of the swapped kernel with 8 warps
 # and BLOCK_N = 128 (heuristic_config), by M bucket. 256 x 128 with 3 stages won 22 of the 25 tuned
 # (M, shape) keys; 2 stages lost to 3 in all 71 pairs (by 2-60%), and 4 stages only fit BLOCK_M = 128.

@@ -28,7 +28,9 @@ benchmarks/gptq/NOTES.md):
   dequantized W tile goes to shared memory as wgmma's B operand and is reused by BLOCK_M rows of
   A. Since the natural-order repacking it is slower at every measured M <= 128 and no tuned
   config picks it; it reads only the plain ``qweight``, which the default load drops (prefill
-  runs the swapped kernel with 8 warps instead). It stays for ``swap_ab=False``; untuned.
+  runs the swapped kernel with 8 warps instead). It stays for ``swap_ab=False``, untuned: the
+  baseline of benchmarks/gptq/bench.py's "published" column (``configs.PUBLISHED_SPLIT_K``), which
+  loads the weights with ``keep_plain=True``.
 
 Two more kernels serve them: :func:`splitk_reduce_kernel` sums deterministic split-K shares in a fixed
 order, and :func:`dequant_to_fp16_kernel` writes W as fp16 for the dequantize-then-cuBLAS path. Which

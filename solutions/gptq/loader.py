@@ -98,7 +98,7 @@ def repack_for_mma(qweight: Tensor) -> Tensor:
     thread's nibbles sit where its wgmma register fragment wants them. Needs K % 128 == 0 and N % 128 == 0.
 
     In the swapped kernel the thread with quad lane l of a warp holds, for every 32 rows of K, the
-    fp16 pairs at rows 32c + 16b2 + 8b1 + 2l + h (h, b1, b2 in {0, 1}; ``kernel._slots_to_mma_order``).
+    fp16 pairs at rows 32c + 16b2 + 8b1 + 2l + h (h, b1, b2 in {0, 1}; ``dequant.slots_to_mma_order``).
     Here word 4c + l of a column's 16-word run is rebuilt from exactly those 8 rows: nibble
     4h + 2b2 + b1 holds row 32c + 16b2 + 8b1 + 2l + h, so the dequantized fragment comes out in
     natural K order and A is used as stored. The run is stored with position 4l + c holding word
