@@ -213,7 +213,11 @@ def replot(out: Path) -> None:
 
 
 def plot(out: Path, rows: list[dict], env: dict[str, str]) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the numbers are written already; --replot draws the figure where matplotlib is
+        print("matplotlib not installed: no plot.png (bench.py --replot draws it from results.csv)")
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
