@@ -237,7 +237,7 @@ def test_published_split_k_baseline_runs_on_weights_kept_plain():
         a = activations(m, k)
         out = gptq_matmul(a, kept, config=PUBLISHED_SPLIT_K)
         assert rel_err(out, a.double() @ dequantize(kept)) < TOL
-    assert [launch.fn for plan in kept._plans.values() for launch in plan.launches] == [gptq_large_m_kernel] * 2
+    assert [launch.fn for plan in kept.plans.values() for launch in plan.launches] == [gptq_large_m_kernel] * 2
     with pytest.raises(ValueError, match="keep_plain"):
         gptq_matmul(activations(3, k), repacked_only, config=PUBLISHED_SPLIT_K)
 
@@ -513,7 +513,7 @@ def _hopper() -> bool:
 
 def _launch_flags(weight: GPTQWeight) -> list[dict]:
     """The constexpr flags of every planned fused launch of ``weight``."""
-    return [launch.kwargs for plan in weight._plans.values() for launch in plan.launches]
+    return [launch.kwargs for plan in weight.plans.values() for launch in plan.launches]
 
 
 @pytest.mark.parametrize("block_m, split_k", [(32, 1), (16, 2)])

@@ -96,7 +96,7 @@ def test_dequant_path_in_chunks_of_columns(monkeypatch):
     a = activations(3, 256)
     ref = a.double() @ dequantize(w) + w.bias.double()
     out = gptq_matmul(a, w, method="dequant")
-    assert len(next(iter(w._plans.values())).chunks) == 3
+    assert len(next(iter(w.plans.values())).chunks) == 3
     assert rel_err(out, ref) < TOL
 
 
@@ -104,17 +104,17 @@ def test_plans_are_cached_per_shape_and_alignment():
     w = layer(256, 128, 128)
     a = activations(4, 256 + 8)
     first = gptq_matmul(a[:, :256], w)
-    assert len(w._plans) == 1
+    assert len(w.plans) == 1
     again = gptq_matmul(a[:, :256], w)
-    assert len(w._plans) == 1 and torch.equal(first, again)
+    assert len(w.plans) == 1 and torch.equal(first, again)
     # A starting 8 bytes in: not 16-byte aligned, which Triton specialises on: a plan of its own.
     shifted = gptq_matmul(a[:, 4:260], w)
-    assert len(w._plans) == 2
+    assert len(w.plans) == 2
     assert rel_err(shifted, a[:, 4:260].double() @ dequantize(w)) < TOL
     gptq_matmul(a[:3, :256], w)
-    assert len(w._plans) == 3
+    assert len(w.plans) == 3
     w.clear_plans()
-    assert not w._plans
+    assert not w.plans
 
 
 def test_default_options_given_explicitly_share_the_default_plan():
@@ -122,9 +122,9 @@ def test_default_options_given_explicitly_share_the_default_plan():
     a = activations(2, 256)
     gptq_matmul(a, w)
     gptq_matmul(a, w, method="auto", deterministic=False, split_k=None, config=None)
-    assert len(w._plans) == 1
+    assert len(w.plans) == 1
     gptq_matmul(a, w, split_k=2)
-    assert len(w._plans) == 2
+    assert len(w.plans) == 2
 
 
 def test_launch_hook_check_sees_through_empty_hook_chains():
@@ -214,7 +214,7 @@ def test_gpu_split_k_hot_path_matches_first_call_and_deterministic(bias):
     a = activations(5, 1024)
     ref = a.double() @ dequantize(w) + (w.bias.double() if bias else 0)
     first = gptq_matmul(a, w, split_k=4)  # compiles; zero-fill by new_zeros
-    plan = next(iter(w._plans.values()))
+    plan = next(iter(w.plans.values()))
     assert isinstance(plan, Plan) and plan.atomic and plan.splits == 4 and plan.hot is not None
     assert plan.bias_init == bias
     for _ in range(3):
@@ -233,7 +233,7 @@ def test_gpu_fast_launch_uses_the_direct_launcher_on_triton_3_6():
     a = activations(3, 512)
     gptq_matmul(a, w)
     gptq_matmul(a, w)
-    launch = next(iter(w._plans.values())).launches[0]
+    launch = next(iter(w.plans.values())).launches[0]
     assert launch.fast is not None
     assert launch.direct == triton.__version__.startswith("3.6.")
 
@@ -356,7 +356,7 @@ def test_compiled_fullgraph_matches_eager():
     backend = "inductor" if CUDA else "aot_eager"
     compiled = torch.compile(lin, fullgraph=True, backend=backend)
     out = compiled(x)  # compiled before any eager call
-    assert len(lin.gptq_weight()._plans) == 1  # the op used the module's registered weight
+    assert len(lin.gptq_weight().plans) == 1  # the op used the module's registered weight
     assert rel_err(out, lin(x)) < 1e-3
 
 
@@ -382,7 +382,7 @@ def test_gptq_linear_matches_dequantized_linear_at_odd_shapes(bias):
     g = GPTQLinear.from_linear(lin, 32)
     g(activations(2, 288))  # a plan (compiled kernel on GPU) that a deep copy must not carry over
     twin = copy.deepcopy(g)
-    assert not twin.gptq_weight()._plans and twin.gptq_weight().scales is twin.scales
+    assert not twin.gptq_weight().plans and twin.gptq_weight().scales is twin.scales
     ref_lin = dequantize_linears(nn.Sequential(twin))[0]
     assert type(ref_lin) is nn.Linear
     x = activations(7, 288).reshape(7, 1, 288)
@@ -448,7 +448,7 @@ def test_transformers_llama_matches_dequantized_model():
 def test_dataclass_replace_starts_with_no_plans():
     w = layer(256, 128, 128)
     gptq_matmul(activations(2, 256), w)
-    assert w._plans and not dataclasses.replace(w, qweight_mma=w.qweight_mma)._plans
+    assert w.plans and not dataclasses.replace(w, qweight_mma=w.qweight_mma).plans
 
 
 def test_custom_op_reuses_registered_weights_only_while_they_live():
@@ -459,10 +459,10 @@ def test_custom_op_reuses_registered_weights_only_while_they_live():
     w = layer(256, 128, 128)
     a = activations(2, 256)
     torch.ops.gptq.matmul(a, *op_args(w))
-    assert not w._plans  # not registered: the op planned on a weight of its own
+    assert not w.plans  # not registered: the op planned on a weight of its own
     layer_mod.register_weight(w)
     out = torch.ops.gptq.matmul(a, *op_args(w))
-    assert len(w._plans) == 1 and rel_err(out, a.double() @ dequantize(w)) < TOL
+    assert len(w.plans) == 1 and rel_err(out, a.double() @ dequantize(w)) < TOL
     n = len(layer_mod._WEIGHTS)
     del w
     gc.collect()

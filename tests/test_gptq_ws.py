@@ -185,13 +185,13 @@ def test_gpu_gptq_matmul_picks_ws_for_prefill_and_keeps_the_result():
     a = torch.randn(700, 1024, device="cuda").half()
     ref = a.double() @ w
     first = gptq_matmul(a, weight)
-    plan = next(iter(weight._plans.values()))
+    plan = next(iter(weight.plans.values()))
     assert plan.method == "ws" and plan.hot is not None
     second = gptq_matmul(a, weight)  # the hot path: plan, descriptor per call, fast launch
     assert _rel_err(first, ref) < TOL and torch.equal(first, second)
     small = torch.randn(64, 1024, device="cuda").half()
     gptq_matmul(small, weight)
-    assert [p.method for p in weight._plans.values()] == ["ws", "fused"]
+    assert [p.method for p in weight.plans.values()] == ["ws", "fused"]
     graph = torch.cuda.CUDAGraph()
     out = torch.empty_like(first)
     with torch.cuda.graph(graph):
@@ -230,6 +230,6 @@ def test_gpu_a_ws_kernel_that_fails_to_build_falls_back_once_with_a_warning(monk
         out = gptq_matmul(a, weight)
     assert any("warp-specialised prefill kernel unavailable" in str(c.message) for c in caught)
     assert _rel_err(out, a.double() @ w) < TOL
-    assert next(iter(weight._plans.values())).method == "fused" and not ws_prefill.supported(a, weight)
+    assert next(iter(weight.plans.values())).method == "fused" and not ws_prefill.supported(a, weight)
     with pytest.raises(ValueError):
         gptq_matmul(a, weight, method="ws")  # asked for by name: no silent fallback

@@ -14,7 +14,9 @@ dtypes and the quantize config, resolves the zero-point convention (``gptq``: st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import torch
 from torch import Tensor
@@ -61,6 +63,11 @@ class GPTQWeight:
     @property
     def n(self) -> int:
         return self.scales.shape[1]
+
+    @property
+    def plans(self) -> Mapping[tuple, object]:
+        """The cached launch plans (:class:`solutions.gptq.plans.Plan`) by call signature, read-only."""
+        return MappingProxyType(self._plans)
 
     def clear_plans(self) -> None:
         """Forget the cached launch plans (needed after replacing this weight's tensors)."""

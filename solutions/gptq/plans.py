@@ -1,7 +1,7 @@
 """Launch plans of :func:`solutions.gptq.matmul.gptq_matmul`: which kernel a call runs, with what.
 
 A plan is built once per call signature (M, A's strides and alignment, device, options) and kept on the
-weight (``GPTQWeight._plans``). It picks the method (the fused Triton kernels of
+weight (``GPTQWeight.plans``). It picks the method (the fused Triton kernels of
 :mod:`solutions.gptq.kernels`, dequantize-then-cuBLAS, or on Hopper GPUs the warp-specialised Gluon
 kernel of :mod:`solutions.gptq.ws_prefill` where ``configs.ws_tile`` says it measured faster), the config,
 the grid and every argument but A and C, and launches through :class:`solutions.gptq.launch.Launch`.
