@@ -55,8 +55,6 @@ class GPTQConfig:
     tma_a: bool = False
 
 
-
-
 T = TypeVar("T")
 SMALL_M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 LARGE_M_BUCKETS = (256, 512, 1024, 2048, 4096)  # prefill; larger M takes the 4096 entry

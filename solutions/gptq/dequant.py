@@ -113,7 +113,6 @@ def rows_to_mma_order(a_t, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     return tl.reshape(a_t, (BLOCK_K, BLOCK_M))
 
 
-
 @triton.jit
 def dequant_words(words, zero, scale_bits, PTX_DEQUANT: tl.constexpr, APPLY_SCALE: tl.constexpr):
     """The 8 nibbles of each word as fp16 (q - zero) [* scale]; output j holds nibble j.
@@ -146,7 +145,6 @@ def slots_to_rows(x0, x1, x2, x3, x4, x5, x6, x7, BLOCK_K: tl.constexpr, BLOCK_N
     w = tl.join(tl.join(tl.join(x0, x4), tl.join(x2, x6)), tl.join(tl.join(x1, x5), tl.join(x3, x7)))
     w = tl.permute(w, (0, 2, 3, 4, 1))  # (i, b2, b1, b0, n)
     return tl.reshape(w, (BLOCK_K, BLOCK_N))
-
 
 
 @triton.jit

@@ -139,7 +139,6 @@ def _write_tile(c_ptrs, acc, c_mask, ATOMIC_OUT: tl.constexpr):
         tl.store(c_ptrs, acc.to(c_ptrs.dtype.element_ty), mask=c_mask)
 
 
-
 @triton.jit
 def _mma_step(acc, lhs, rhs, scale_bits, SCALE_AFTER_DOT: tl.constexpr, SCALE_ROWS: tl.constexpr):
     """acc + lhs @ rhs for one K step. With SCALE_AFTER_DOT the weights are (q - zero), small integers
@@ -400,7 +399,6 @@ def gptq_large_m_kernel(
     _write_tile(c_ptrs, acc, m_in_bounds[:, None] & n_in_bounds[None, :], ATOMIC_OUT)
 
 
-
 @triton.jit
 def splitk_reduce_kernel(partial_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
     """c[i] = sum over s of partial[s, i], always in the order s = 0, 1, ...: bitwise reproducible."""
@@ -410,7 +408,6 @@ def splitk_reduce_kernel(partial_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: t
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(partial_ptr + s * MN + offs, mask=in_bounds, other=0.0)
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=in_bounds)
-
 
 
 @triton.jit

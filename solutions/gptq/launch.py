@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import inspect
+from collections.abc import Callable
 
 import triton
 from torch import Tensor
@@ -36,9 +37,7 @@ from triton.runtime import driver
 _DRIVER_MEMSET: list = []  # [cuMemsetD32Async through ctypes], or [None] where libcuda cannot be loaded
 
 
-
-
-def driver_memset():
+def driver_memset() -> Callable[[int, int, int, int], int] | None:
     """cuMemsetD32Async from the CUDA driver, ``f(ptr, value, count, stream) -> status`` (0 = success),
     or None where libcuda cannot be loaded."""
     if not _DRIVER_MEMSET:
@@ -52,7 +51,7 @@ def driver_memset():
     return _DRIVER_MEMSET[0]
 
 
-def hook_set(hook) -> bool:
+def hook_set(hook: object) -> bool:
     """Whether a launch hook would do anything: None and an empty HookChain (Triton 3.6) do not."""
     return bool(getattr(hook, "calls", hook))
 
