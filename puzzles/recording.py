@@ -143,9 +143,10 @@ class Recorder:
 
         def masked_load(ptrs, mask, other, *rest):
             safe = self._check("load", ptrs, mask)
+            loaded = orig_load(ptrs, safe, other, *rest)
             if other is None and not safe.data.all():
-                other = self._poison_other(ptrs, safe)
-            return orig_load(ptrs, safe, other, *rest)
+                self._poison_masked_lanes(loaded, safe)
+            return loaded
 
         def masked_store(ptrs, value, mask, *rest):
             safe = self._check("store", ptrs, mask)
@@ -154,7 +155,7 @@ class Recorder:
         def atomic_rmw(op, ptr, val, mask, *rest):
             kind = _RMW_NAMES.get(str(op).rsplit(".", 1)[-1], str(op).rsplit(".", 1)[-1].lower())
             safe = self._check("atomic", ptr, mask, kind)
-            if kind == "xchg" and val.dtype.scalar.is_floating():
+            if kind == "xchg" and val.dtype.scalar.is_floating() and hasattr(_interp, "_interpreter"):
                 return self._exchange_floats(ptr, val, safe)
             return orig_rmw(op, ptr, val, safe, *rest)
 
@@ -175,27 +176,26 @@ class Recorder:
             setattr(b, name, fn)
 
     # -- the check ---------------------------------------------------------------------------
-    def _poison_other(self, ptrs, safe):
-        """The `other` of a masked load that has none: poison in every masked-off lane (the line is noted)."""
-        dtype = ptrs.get_element_ty()
-        np_dtype = _interp._get_np_dtype(dtype)
-        filled = np.full(np.shape(ptrs.data), 0, dtype=np_dtype)
-        bits = masked_lane_bits(np_dtype)
-        if bits is not None:
-            filled.view(bits[0]).fill(bits[1])
-        lanes = int((~np.broadcast_to(np.asarray(safe.data, dtype=bool), filled.shape)).sum())
+    def _poison_masked_lanes(self, loaded, safe) -> None:
+        """A masked load without `other=`: poison in every masked-off lane (the interpreter put 0 there),
+        and the load's line noted."""
+        data = loaded.data
+        bits = masked_lane_bits(data.dtype)
+        if bits is None:
+            return
+        off = ~np.broadcast_to(np.asarray(safe.data, dtype=bool), np.shape(data))
+        data.view(bits[0])[off] = bits[1]
         line = self._kernel_line()
         seen = self.trace.unfilled_loads.get(line)
         if seen is None:
-            self.trace.unfilled_loads[line] = UnfilledLoad(line, _source_line(self.kernel_file, line), lanes)
+            self.trace.unfilled_loads[line] = UnfilledLoad(line, _source_line(self.kernel_file, line), int(off.sum()))
         else:
-            seen.lanes += lanes
-        return _interp.TensorHandle(filled, dtype)
+            seen.lanes += int(off.sum())
 
     def _exchange_floats(self, ptr, val, safe):
         """tl.atomic_xchg of floats, which Triton's interpreter refuses ("Unsupported data type") and a GPU
         runs: the old values are read and the new ones written, lane by lane where the mask allows."""
-        np_dtype = _interp._get_np_dtype(val.dtype.scalar)
+        np_dtype = np.asarray(val.data).dtype
         zeros = np.zeros(np.shape(ptr.data), dtype=np_dtype)
         old = _interp._interpreter.load(ptr.data, safe.data, zeros, np_dtype)
         _interp._interpreter.store(ptr.data, val.data, safe.data)
