@@ -1,4 +1,4 @@
-"""The debugging helpers learners use inside interpreted kernels."""
+"""The debugging helpers learners use inside kernels, interpreted and compiled for a GPU."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ def gpu_only(test_fn):
     return pytest.mark.gpu(pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")(test_fn))
 
 
+@interpreted_only
 def test_print_if_prints_only_the_chosen_program(load_kernel, capsys):
     kernel = load_kernel("""
 from puzzles import print_if
@@ -34,6 +35,7 @@ def k(z_ptr, B0: tl.constexpr):
     assert out.count("program (1, 0, 0): block [4 5 6 7]") == 1 and "(0, 0, 0)" not in out
 
 
+@interpreted_only
 def test_breakpoint_if_stops_only_in_the_chosen_program(load_kernel, monkeypatch):
     import pdb
 
