@@ -50,7 +50,7 @@ PRODUCTION = Baseline(
             "production kernel loads each word once, in 16-byte vectors (the weights are repacked at load time), "
             "and one row of scales and zero points per K step, dequantizes two weights per fp16 instruction with "
             "bit tricks instead of integer-to-float conversions, hands the weights to the tensor cores straight "
-            "from registers, and takes its tile and split from a table tuned per M (solutions/gptq/kernel.py; "
+            "from registers, and takes its tile and split from a table tuned per M (solutions/gptq/kernels.py; "
             "measurements in benchmarks/gptq/NOTES.md)."),
     launcher=production_launcher,
 )
