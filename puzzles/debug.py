@@ -11,10 +11,11 @@ They keep a kernel's output to the programs you care about:
 
 Under Triton's interpreter (no GPU, or TRITON_INTERPRET=1) they are Python: `print_if` prints
 the values as arrays, `breakpoint_if` opens the debugger. In a kernel compiled for a GPU
-`print_if` becomes `tl.device_print` under a program-id test (one line per element, each with
-its program id and index; at most four values; the message must be a string literal and the
-program ids constants), and `breakpoint_if` does nothing: a GPU has no debugger, and the grader
-says how to switch the notebook to the interpreter (`STEP_THROUGH_ADVICE`).
+`print_if` becomes `tl.device_print` under a program-id test (a line per element with its
+program id and index, repeated where several threads hold the element; at most four values; the
+message must be a string literal and the program ids constants), and `breakpoint_if` does
+nothing: a GPU has no debugger, and the grader says how to switch the notebook to the
+interpreter (`STEP_THROUGH_ADVICE`).
 
 Each helper is one object that is both: a `@triton.jit` function that the compiler inlines into
 the kernel, and a Python function that the interpreter calls. So one kernel works in both modes,
@@ -99,7 +100,7 @@ def _print_if_interpreted(message: str, *values: Any, pid_0: PidSelection = None
     """Print `message` and the values only in the chosen program ids.
 
     `print_if("offsets", offsets, pid_0=[1])`: in the interpreter each value prints as an array,
-    once per chosen program; compiled for a GPU, `tl.device_print` prints one line per element.
+    once per chosen program; compiled for a GPU, `tl.device_print` prints a line per element.
     """
     pid = _program_id()
     if pid is None or not _selected(pid, pid_0, pid_1, pid_2):

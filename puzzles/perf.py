@@ -34,6 +34,8 @@ from puzzles.inputs import call_spec, spec_signature
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "triton-puzzles" / "device_limits.json"
 
 Sizes = dict[str, int]
+# A time under this many launch floors, at a size whose work takes less than one, is mostly launch.
+LAUNCH_BOUND_WITHIN = 2.0
 
 
 @dataclass
@@ -109,8 +111,9 @@ class PerfReport:
 
     @property
     def launch_bound(self) -> bool:
-        """The launch alone takes longer than moving the bytes and doing the FLOPs would."""
-        return self.launch_ms > self.floor_ms
+        """The launch alone takes longer than moving the bytes and doing the FLOPs would, and it is
+        most of the kernel's time: only a larger size would show the kernel itself."""
+        return self.launch_ms > self.floor_ms and self.ms < LAUNCH_BOUND_WITHIN * self.launch_ms
 
     @property
     def roofline_fraction(self) -> float:
@@ -121,10 +124,13 @@ class PerfReport:
         parts = [f"speed at {size}: {_us(self.ms)}, {self.gbps:.0f} GB/s"]
         if self.flops:
             parts.append(f"{self.tflops:.1f} TFLOP/s")
+        work = f"its {fmt_bytes(self.bytes_moved)} alone would take {_us(self.floor_ms)}"
         if self.launch_bound:
             parts.append(f"launch-bound: {_us(self.ms)} against a launch floor of {_us(self.launch_ms)} (an empty "
-                         f"kernel on this {self.limits.device}; its {fmt_bytes(self.bytes_moved)} alone would take "
-                         f"{_us(self.floor_ms)})")
+                         f"kernel on this {self.limits.device}; {work})")
+        elif self.launch_ms > self.floor_ms:  # far from the launch floor, which is still the bound
+            parts.append(f"{min(self.launch_ms / self.ms, 1.0):.0%} of what this {self.limits.device} allows at "
+                         f"this size (floor {_us(self.launch_ms)}: the launch floor, an empty kernel's time; {work})")
         else:
             # Above 100% only within the noise of the measured ceilings: shown as 100%.
             parts.append(f"{min(self.roofline_fraction, 1.0):.0%} of this {self.limits.device}'s roofline "

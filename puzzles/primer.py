@@ -93,8 +93,9 @@ In the interpreter, `print` works inside a kernel, once per program. To keep the
 `print_if(..., pid_0=[...])` prints only in the programs you name, and `breakpoint_if(pid_0=[...])`
 stops there in the debugger (run the grader with `test(..., isolate=False)` so the debugger can
 reach you; type `p offsets` to see a block, `c` to continue). Compiled for a GPU, `print` and
-`print_if` become `tl.device_print`: one line per element, with its program id and index (the
-message must be a string in quotes, the program ids numbers); `breakpoint_if` does nothing there,
+`print_if` become `tl.device_print`: a line per element with its program id and index (repeated
+where several threads hold the element; the message must be a string in quotes, the program ids
+numbers); `breakpoint_if` does nothing there,
 and the grader says how to switch the notebook to the interpreter to step through the kernel.
 Before launching your own kernels on tensors you made, `check_tensors(x, z)` checks they are
 contiguous: kernels index memory by hand and a transposed view would be read wrongly."""),

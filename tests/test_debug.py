@@ -212,6 +212,7 @@ def test_on_a_gpu_print_if_prints_from_the_chosen_program_only():
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stdout.splitlines() if "offsets" in line]
-    assert len(lines) == 32, proc.stdout[-3000:]  # one per element of program 1's block
-    assert all(line.startswith("pid (1, 0, 0)") for line in lines), lines[:3]
+    assert lines and all(line.startswith("pid (1, 0, 0)") for line in lines), proc.stdout[-3000:]
+    # Each element of program 1's block (on an H100 each came 4 times: the 32-element block is held
+    # by each of the 4 warps, and every thread holding an element prints it).
     assert {int(line.rsplit(":", 1)[1]) for line in lines} == set(range(32, 64))

@@ -53,6 +53,16 @@ def test_a_launch_bound_size_is_named_with_its_launch_floor():
     assert not report(1, 4.6e-3, not_measured).launch_bound
 
 
+def test_a_slow_kernel_at_a_size_under_the_launch_floor_is_measured_against_that_floor():
+    # Puzzle 18's 9 MB take 3.2 us on an H100, under its 4.3 us launch floor; a kernel at 169 us is
+    # not launch-bound, it is 3% of what the device allows there (seen on an H100).
+    limits = perf.DeviceLimits("H100", 3000.0, 700.0, 3100.0, 4.3)
+    r = report(18, 0.169, limits)
+    assert r.floor_ms < r.launch_ms and not r.launch_bound
+    assert "3% of what this H100 allows at this size (floor 4.3 us: the launch floor" in r.text()
+    assert "launch-bound" not in r.text()
+
+
 def test_puzzle_21_has_a_speed_size_and_its_bytes_count_the_lists_end_to_end():
     p = catalog.get(21)
     assert p.perf_size is not None and p.perf_size["K"] == 120
