@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import copy_bandwidth, start_gpu_run, write_report
+from common import copy_bandwidth, gpu_time_us, start_gpu_run, write_report
 
 from solutions.gptq.layer import GPTQLinear, dequantize_linears, quantize_linears
 
@@ -132,10 +132,32 @@ def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fus
             torch.cuda.synchronize()
             steps[name].append((time.perf_counter() - t0) / new_tokens)
     out = {f"{name}_tps": batch / statistics.median(v) for name, v in steps.items()}
+    out.update({f"{name}_linears_ms": round(linears_ms(dec), 3) for name, dec in decoders.items()})
     tokens = {name: dec.generate(ids, 1 + new_tokens) for name, dec in decoders.items()}
     del decoders
     torch.cuda.empty_cache()
     return out, tokens
+
+
+def linears_ms(dec) -> float:
+    """GPU time of a step's matmuls alone: the decoder's own linear calls at the step's shapes, one CUDA
+    graph (L2 flushed before each replay). The rest of a step is its other kernels and the gaps."""
+    b, hidden = dec.batch, dec.embed.shape[1]
+    x = torch.randn(b, hidden, device="cuda", dtype=torch.float16)
+    attn = torch.randn(b, dec.heads * dec.head_dim, device="cuda", dtype=torch.float16)
+    act = torch.randn(b, dec.model.config.intermediate_size, device="cuda", dtype=torch.float16)
+
+    def call():
+        for layer in dec.layers:
+            for f in layer.qkv:
+                f(x)
+            layer.o(attn)
+            for f in layer.gate_up:
+                f(x)
+            layer.down(act)
+        dec.head(x)
+
+    return gpu_time_us([call], min_calls=1, warmup=5, rep=50) / 1e3
 
 
 def compare_tokens(rows: list[dict], lean_tokens: dict, references: dict, prompt: int) -> None:
@@ -274,9 +296,13 @@ def report(args, env: dict, check: dict, floor_ms: dict, n_gptq: int, rows: list
                      f" {fmt(ms['fp16'], '.2f')} | {fmt(ms['int4'], '.2f')} |"
                      f" {fmt(ms['fp16'] and ms['fp16'] / floor_ms['fp16'], '.2f')} |"
                      f" {fmt(ms['int4'] and ms['int4'] / floor_ms['int4'], '.2f')} |")
+    def noted(key):
+        return "_vs_" in key or key.endswith(("error", "_linears_ms"))
+
     checks = [f"- {r['mode']}, batch {r['batch']}: " + "; ".join(f"{key} {value}" for key, value in r.items()
-                                                                  if "_vs_" in key or key.endswith("error"))
-              for r in rows if any("_vs_" in key or key.endswith("error") for key in r)]
+                                                                  if noted(key))
+              for r in rows if any(noted(key) for key in r)]
     if checks:
-        lines += ["", "Tokens of the lean path against generate's (same model, same prompts), and errors:", "", *checks]
+        lines += ["", "Tokens of the lean path against generate's (same model, same prompts), the GPU time of a lean"
+                  " step's matmuls alone (`*_linears_ms`), and errors:", "", *checks]
     write_report(args.out, "decode", {"env": env, "check": check, "rows": rows}, lines)
