@@ -306,3 +306,7 @@ def report(args, env: dict, check: dict, floor_ms: dict, n_gptq: int, rows: list
         lines += ["", "Tokens of the lean path against generate's (same model, same prompts), the GPU time of a lean"
                   " step's matmuls alone (`*_linears_ms`), and errors:", "", *checks]
     write_report(args.out, "decode", {"env": env, "check": check, "rows": rows}, lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
