@@ -112,9 +112,11 @@ def first_difference(out: torch.Tensor, ref: torch.Tensor, prompt: int) -> int |
     return None if differs.numel() == 0 else int(differs[0])
 
 
-def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fuse: bool) -> tuple[dict, dict]:
+def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fuse: bool,
+              ref_tokens: dict | None = None, ref_logits: dict | None = None) -> tuple[dict, dict]:
     """Tokens/s of GraphDecoder for each model (median of ``rounds``, the models taking turns), and its
-    ids for ``ids`` (1 + new_tokens new ones) per model."""
+    ids for ``ids`` (1 + new_tokens new ones) per model. With generate's ids and logits: the step's
+    logits teacher-forced on generate's tokens (:func:`teacher_forced`)."""
     from solutions.gptq.decode import GraphDecoder
 
     batch, prompt = ids.shape
@@ -134,6 +136,9 @@ def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fus
     out = {f"{name}_tps": batch / statistics.median(v) for name, v in steps.items()}
     out.update({f"{name}_linears_ms": round(linears_ms(dec), 3) for name, dec in decoders.items()})
     tokens = {name: dec.generate(ids, 1 + new_tokens) for name, dec in decoders.items()}
+    if ref_tokens is not None and ref_logits is not None:
+        for name, dec in decoders.items():
+            out[f"{name}_teacher_forced"] = teacher_forced(dec, ref_tokens[name], ref_logits[name], prompt)
     del decoders
     torch.cuda.empty_cache()
     return out, tokens
@@ -160,16 +165,56 @@ def linears_ms(dec) -> float:
     return gpu_time_us([call], min_calls=1, warmup=5, rep=50) / 1e3
 
 
-def compare_tokens(rows: list[dict], lean_tokens: dict, references: dict, prompt: int) -> None:
-    """Add to each lean row, per model and reference, whether its ids equal generate's (else the first
-    differing new token)."""
+def teacher_forced(dec, ref_tokens: torch.Tensor, ref_logits: torch.Tensor, prompt: int) -> str:
+    """The lean step's logits against generate's at every new token j >= 1, each step fed generate's own
+    previous tokens (prefill of the first prompt + j - 1 ids, then one replay on id prompt + j - 1):
+    median relative error, and argmax agreement over all rows and steps; where the argmax differs,
+    the gap between generate's two candidates in generate's logits, against its logits' spread."""
+    errors, agree, total, gaps = [], 0, 0, []
+    for j in range(1, ref_logits.shape[0]):
+        dec.prefill(ref_tokens[:, : prompt + j - 1])
+        dec.ids.copy_(ref_tokens[:, prompt + j - 1])
+        dec.step()
+        ours, ref = dec.logits.float(), ref_logits[j].float()
+        errors.append(((ours - ref).norm() / ref.norm()).item())
+        same = ours.argmax(-1) == ref.argmax(-1)
+        agree += int(same.sum())
+        total += same.numel()
+        for row in (~same).nonzero().flatten().tolist():
+            gaps.append((ref[row].max() - ref[row, ours[row].argmax()]).item() / ref[row].std().item())
+    text = f"logits rel err median {statistics.median(errors):.1e} (max {max(errors):.1e}), argmax {agree}/{total}"
+    if gaps:
+        text += f"; where it differs, generate's gap is {max(gaps):.3f} std of its logits or less"
+    return text
+
+
+def compare_tokens(rows: list[dict], lean_tokens: dict, references: dict, reference_logits: dict,
+                   prompt: int) -> None:
+    """Add to each lean row, per model and reference, whether its ids equal generate's, else the first
+    differing new token (and, against the eager reference, the gap there between generate's pick and
+    ours in generate's logits, in std of those logits); and whether generate's two paths agree."""
     for row in rows:
-        for name, tokens in lean_tokens.get((row["mode"], row["batch"]), {}).items():
+        batch = row["batch"]
+        for name, tokens in lean_tokens.get((row["mode"], batch), {}).items():
             for label, by_batch in references.items():
-                ref = by_batch.get(row["batch"], {}).get(name)
-                if ref is not None:
-                    diff = first_difference(tokens, ref, prompt)
-                    row[f"{name}_vs_{label}"] = "equal" if diff is None else f"differs from new token {diff}"
+                ref = by_batch.get(batch, {}).get(name)
+                if ref is None:
+                    continue
+                diff = first_difference(tokens, ref, prompt)
+                text = "equal" if diff is None else f"differs from new token {diff}"
+                logits = reference_logits.get(batch, {}).get(name) if label == "generate_eager_static" else None
+                if diff is not None and logits is not None:
+                    r = int((tokens[:, prompt + diff] != ref[:, prompt + diff]).nonzero()[0])
+                    step = logits[diff, r]
+                    gap = (step[ref[r, prompt + diff]] - step[tokens[r, prompt + diff]]).item() / step.std().item()
+                    text += f" (row {r}: gap {gap:.3f} std of generate's logits)"
+                row[f"{name}_vs_{label}"] = text
+        for name in ("fp16", "int4"):
+            eager = references["generate_eager_static"].get(batch, {}).get(name)
+            compiled = references["generate_compiled"].get(batch, {}).get(name)
+            if row["mode"] == "compiled" and eager is not None and compiled is not None:
+                diff = first_difference(compiled, eager, prompt)
+                row[f"{name}_compiled_vs_eager_static"] = "equal" if diff is None else f"differs from new token {diff}"
 
 
 def weight_bytes(model: torch.nn.Module) -> int:
@@ -229,19 +274,23 @@ def main() -> int:
     models = {"fp16": fp16, "int4": int4}
     # generate's tokens for the same prompts: eager static cache always, compiled when measured below
     references: dict[str, dict[int, dict]] = {"generate_eager_static": {}, "generate_compiled": {}}
+    reference_logits: dict[int, dict] = {}
     if any(mode.startswith("lean") for mode in args.modes):
         for batch, ids in prompts.items():
-            references["generate_eager_static"][batch] = {
-                name: generated(model, ids, 1 + args.new_tokens, cache_implementation="static", disable_compile=True)
-                for name, model in models.items()}
+            for name, model in models.items():
+                out = generated(model, ids, 1 + args.new_tokens, cache_implementation="static", disable_compile=True,
+                                output_logits=True, return_dict_in_generate=True)
+                references["generate_eager_static"].setdefault(batch, {})[name] = out.sequences
+                reference_logits.setdefault(batch, {})[name] = torch.stack(out.logits)  # (new, B, V) fp32
     lean_tokens: dict[tuple[str, int], dict] = {}
     for mode in args.modes:
         for batch, ids in prompts.items():
             row = {"mode": mode, "batch": batch}
             if mode.startswith("lean"):
                 try:
-                    measured, lean_tokens[(mode, batch)] = lean_rows(models, ids, args.new_tokens, args.rounds,
-                                                                     mode == "lean")
+                    measured, lean_tokens[(mode, batch)] = lean_rows(
+                        models, ids, args.new_tokens, args.rounds, mode == "lean",
+                        references["generate_eager_static"].get(batch), reference_logits.get(batch))
                     row.update(measured)
                 except Exception as e:  # noqa: BLE001 - record and go on
                     row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
@@ -250,7 +299,7 @@ def main() -> int:
                 row.update(decode_tps(models, ids, args.new_tokens, mode == "compiled", args.rounds, tokens))
             rows.append(row)
             print(json.dumps(row), flush=True)
-        compare_tokens(rows, lean_tokens, references, args.prompt)
+        compare_tokens(rows, lean_tokens, references, reference_logits, args.prompt)
         report(args, env, check, floor_ms, n_gptq, rows)
     return 0
 
@@ -297,7 +346,7 @@ def report(args, env: dict, check: dict, floor_ms: dict, n_gptq: int, rows: list
                      f" {fmt(ms['fp16'] and ms['fp16'] / floor_ms['fp16'], '.2f')} |"
                      f" {fmt(ms['int4'] and ms['int4'] / floor_ms['int4'], '.2f')} |")
     def noted(key):
-        return "_vs_" in key or key.endswith(("error", "_linears_ms"))
+        return "_vs_" in key or key.endswith(("error", "_linears_ms", "_teacher_forced"))
 
     checks = [f"- {r['mode']}, batch {r['batch']}: " + "; ".join(f"{key} {value}" for key, value in r.items()
                                                                   if noted(key))

@@ -159,6 +159,7 @@ class DecodeStep:
         self.pos = torch.zeros(1, device=device, dtype=torch.int32)
         self.tokens = torch.zeros(batch, max_len, device=device, dtype=torch.long)
         self.length = 0  # tokens in the sequence so far (host side, for the bounds check only)
+        self.logits: Tensor | None = None  # the last step's logits (B, V)
 
     @torch.no_grad()
     def run(self) -> Tensor:
@@ -204,14 +205,14 @@ class DecodeStep:
         self.length = length + 1
 
     def step(self) -> None:
-        """One new token per sequence: ``tokens[:, pos + 1]``, then pos += 1."""
+        """One new token per sequence: ``tokens[:, pos + 1]``, then pos += 1 (``logits``: this step's)."""
         if self.length >= self.max_len:
             raise RuntimeError(f"the sequence is full (max_len={self.max_len}); call prefill with a new prompt")
         self._advance()
         self.length += 1
 
     def _advance(self) -> None:
-        self.run()
+        self.logits = self.run()
 
     def generate(self, prompt: Tensor, new_tokens: int) -> Tensor:
         """Greedy continuation of ``prompt`` (B, T): the ids (B, T + new_tokens), as transformers'
