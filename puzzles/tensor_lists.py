@@ -79,11 +79,11 @@ def is_output_piece(region: str) -> bool:
     return "_out[" in region
 
 
-def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
-          scale: float) -> tuple[Arena, list[str], list[str], torch.Tensor, Callable[[Arena], None]]:
-    """The arena of one case: (arena, the kernel's pointer names, every input region's name, the
-    expected z, and `relink`, which makes an arena (this one, or its copy on a GPU) point at its own
-    tensors: the address table, the kernel's z and the gathering of the outputs)."""
+def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int, scale: float,
+          device: str = "cpu") -> tuple[Arena, list[str], list[str], torch.Tensor, Callable[[Arena], None]]:
+    """The arena of one case on `device`: (arena, the kernel's pointer names, every input region's
+    name, the expected z, and `relink`, which makes an arena (this one, or its copy on a GPU) point at
+    its own tensors: the address table, the kernel's z and the gathering of the outputs)."""
     inputs, out = spec_signature(spec)
     by_name = {t.name: t for t in inputs}
     lengths = TensorLists.lengths(sizes)
@@ -101,7 +101,7 @@ def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
     for row in outputs:
         for piece, n in zip(row, lengths, strict=True):
             shapes[piece] = ((n,), out.dtype)
-    arena = build_arena(shapes)
+    arena = build_arena(shapes, device)
     gen = torch.Generator().manual_seed(seed)
     for piece in pieces:
         t = arena.tensors[piece]
