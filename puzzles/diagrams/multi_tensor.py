@@ -1,4 +1,5 @@
-"""The picture of puzzle 21: tensors of different sizes cut into chunks, and which program takes which.
+"""The picture of a puzzle over lists of tensors (a `TensorLists` on its `Puzzle`, as puzzle 21):
+tensors of different sizes cut into chunks, and which program takes which.
 
 The generic picture draws the spec's flat tensors, which hides the lesson; this one draws what
 the kernel sees: one allocation per tensor (a column of the address table), each cut into chunks

@@ -1,5 +1,6 @@
-"""Puzzle 19's storage strip: where a strided view's elements sit in the storage behind it, the
-gaps between them, and the strides that step from one element to the next."""
+"""The storage strip of a strided input (`Puzzle.strided_inputs`, as in puzzle 19): where a strided
+view's elements sit in the storage behind it, the gaps between them, and the strides that step from
+one element to the next."""
 
 from __future__ import annotations
 
