@@ -149,7 +149,9 @@ def show(result: TestResult, puzzle: Puzzle | None = None) -> None:
             return
         if frontend() != "kernel":
             print(stats_table(model))
-            print("(pictures: puzzles.viz.render_png(result, 'accesses.png') or save_pngs(result, 'viz/'))")
+            which = f", puzzle=puzzles.get({puzzle.number})" if puzzle is not None else ""
+            print(f"(pictures: puzzles.viz.render_png(result, 'accesses.png'{which}) or "
+                  f"save_pngs(result, 'viz/'{which}))")
             return
         from IPython.display import Image, display
 
