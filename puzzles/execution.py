@@ -302,10 +302,10 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
                 payload = ("ok", job())
             except BaseException as exc:  # noqa: BLE001 - report anything to the parent
                 payload = ("crash", f"{type(exc).__name__}: {exc}")
-            _send(write_fd, payload)
+            send_frame(write_fd, payload)
         os._exit(0)
     os.close(write_fd)
-    reader = _Reader(read_fd)
+    reader = FrameReader(read_fd)
     try:
         for _ in jobs:
             status, payload = reader.receive(timeout)
@@ -326,7 +326,8 @@ def _breakpoint_here(*args: Any, **kwargs: Any) -> None:
     pdb.Pdb().set_trace(sys._getframe(1))
 
 
-def _send(fd: int, payload: Any) -> None:
+def send_frame(fd: int, payload: Any) -> None:
+    """Write one pickled message, length first (FrameReader reads it)."""
     data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     data = len(data).to_bytes(8, "little") + data
     view = memoryview(data)
@@ -334,7 +335,9 @@ def _send(fd: int, payload: Any) -> None:
         view = view[os.write(fd, view) :]
 
 
-class _Reader:
+class FrameReader:
+    """Reads the messages `send_frame` wrote, each within a time limit."""
+
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.buffer = bytearray()

@@ -126,11 +126,55 @@ def plain_value(value: Any) -> Any:
     return OPAQUE
 
 
+class Opaque:
+    """Stands for a global the compiler must not accept."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name} object>"
+
+
+def _noop(*args: Any, _semantic: Any = None, **kwargs: Any) -> None:
+    return None
+
+
+_noop.__triton_builtin__ = True  # type: ignore[attr-defined]
+
+
+def decode_global(value: tuple, build: Any = None) -> Any:
+    """A global encoded by `encode_global`, as an object of this process (`build` rebuilds a
+    @jit function from its key)."""
+    import importlib
+
+    import triton
+
+    kind = value[0]
+    if kind == "module":
+        return importlib.import_module(value[1])
+    if kind == "attr":
+        obj = importlib.import_module(value[1])
+        for part in value[2].split("."):
+            obj = getattr(obj, part)
+        return obj
+    if kind == "jit" and build is not None:
+        return build(value[1])
+    if kind == "constexpr":
+        return triton.language.constexpr(value[1])
+    if kind == "value":
+        return value[1]
+    if kind == "pickle":
+        return pickle.loads(value[1])
+    if kind == "noop":
+        return _noop
+    return Opaque(value[-1])
+
+
 def rebuild_kernel(spec: dict) -> dict[str, Any]:
     """Each function of a `describe_kernel` description as a @triton.jit function of this process,
     defined at its own file and lines; returns {"root": the kernel, "by_src": {source: entry},
     "root_entry": the kernel's entry}."""
-    import importlib
     import linecache
 
     import triton
@@ -138,38 +182,8 @@ def rebuild_kernel(spec: dict) -> dict[str, Any]:
     jitted: dict[str, Any] = {}
     files: dict[str, list[str]] = {}
 
-    class Opaque:  # stands for a global the compiler must not accept
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-        def __repr__(self) -> str:
-            return f"<{self.name} object>"
-
-    def noop(*args: Any, _semantic: Any = None, **kwargs: Any) -> None:
-        return None
-
-    noop.__triton_builtin__ = True  # type: ignore[attr-defined]
-
     def decode(value: tuple) -> Any:
-        kind = value[0]
-        if kind == "module":
-            return importlib.import_module(value[1])
-        if kind == "attr":
-            obj = importlib.import_module(value[1])
-            for part in value[2].split("."):
-                obj = getattr(obj, part)
-            return obj
-        if kind == "jit":
-            return build(value[1])
-        if kind == "constexpr":
-            return triton.language.constexpr(value[1])
-        if kind == "value":
-            return value[1]
-        if kind == "pickle":
-            return pickle.loads(value[1])
-        if kind == "noop":
-            return noop
-        return Opaque(value[1])
+        return decode_global(value, build)
 
     def build(key: str) -> Any:
         if key in jitted:
@@ -199,5 +213,5 @@ def rebuild_kernel(spec: dict) -> dict[str, Any]:
         return jitted[key]
 
     root = build(spec["root"])
-    by_src = {fn.src: spec["functions"][k] for k, fn in jitted.items() if fn is not None}
+    by_src = {getattr(fn, "src", k): spec["functions"][k] for k, fn in jitted.items() if fn is not None}
     return {"root": root, "by_src": by_src, "root_entry": spec["functions"][spec["root"]]}

@@ -67,6 +67,25 @@ def tables(lists: list[list[torch.Tensor]], block: int) -> tuple[torch.Tensor, t
             chunk_map(numels, block).to(device))
 
 
+@dataclass(frozen=True)
+class Relink:
+    """Writes an arena's own addresses into its address table (the GPU worker's copy of an arena
+    needs its own); plain data, so it travels to the worker with the case."""
+
+    lists: tuple[str, ...]
+    outputs: int
+    lengths: tuple[int, ...]
+    out_name: str
+    table: str
+
+    def __call__(self, a: Arena) -> None:
+        starts = [sum(self.lengths[:k]) for k in range(len(self.lengths))]
+        rows = [[a.tensors[f"{name}[{k}]"].data_ptr() for k in range(len(self.lengths))] for name in self.lists]
+        z = a.tensors[self.out_name]
+        rows += [[z[row, start:].data_ptr() for start in starts] for row in range(self.outputs)]
+        a.tensors[self.table].copy_(torch.tensor(rows, dtype=torch.int64))
+
+
 def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
           scale: float) -> tuple[Arena, list[str], list[str], torch.Tensor, Callable[[Arena], None]]:
     """The arena of one case: (arena, the kernel's pointer names, every input region's name, the
@@ -93,14 +112,7 @@ def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
     arena.tensors[lists.pointers[1]].copy_(torch.tensor(lengths, dtype=torch.int32))
     arena.tensors[lists.pointers[2]].copy_(chunk_map(lengths, sizes["B0"]))
     poison_(arena.tensors[out.name])
-    starts = [sum(lengths[:k]) for k in range(len(lengths))]
-
-    def relink(a: Arena) -> None:
-        table = [[a.tensors[f"{name}[{k}]"].data_ptr() for k in range(len(lengths))] for name in lists.lists]
-        z = a.tensors[out.name]
-        table += [[z[row, start:].data_ptr() for start in starts] for row in range(len(lists.outputs))]
-        a.tensors[lists.pointers[0]].copy_(torch.tensor(table, dtype=torch.int64))
-
+    relink = Relink(tuple(lists.lists), len(lists.outputs), tuple(lengths), out.name, lists.pointers[0])
     relink(arena)
     flat = [torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(len(lengths))]) for name in by_name]
     expected = call_spec(spec, flat, sizes)
