@@ -189,7 +189,9 @@ def rebuild_kernel(spec: dict) -> dict[str, Any]:
         if key in jitted:
             return jitted[key]
         entry = spec["functions"][key]
-        scope: dict[str, Any] = {"__name__": f"puzzles_rebuilt_{len(jitted)}"}
+        # Triton's interpreter looks for triton.language among a function's globals (a helper that
+        # names no `tl` has none): give every rebuilt function one.
+        scope: dict[str, Any] = {"__name__": f"puzzles_rebuilt_{len(jitted)}", "_triton_language": triton.language}
         jitted[key] = None  # recursion guard
         for name, value in entry["globals"].items():
             scope[name] = decode(value)

@@ -103,22 +103,30 @@ def _run_on_gpu(kernel: Any, args_for: Callable, cases: list[_Case], timeout: fl
     touches CUDA); a timeout in the check is the verdict (the compiler may have removed an endless
     loop the check cannot finish), and no later size is checked. A CUDA fault is checked too:
     the check names the access that caused it."""
-    runs = []
+    runs: list[RunOutput] = []
+    lost = False  # a fault or a crash: the later sizes run only under the interpreter (no restart each)
     for case in cases:
-        run = (run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout))(kernel, args_for, case)
-        faulted = run.error is not None and run.error.kind == "fault"
-        if (run.error is None or faulted) and record:
-            job = lambda c=case: _timed(timeout, lambda: _run_interpreted(kernel, args_for, c, True, capture))  # noqa: E731
-            if (can_fork() if isolate is None else isolate) and can_fork():
-                status, payload = next(run_in_child([job], timeout + _CHILD_GRACE))
-                checked = payload if status == "ok" else RunOutput(error=KernelError(status, payload))
-            else:
-                checked = job()
-            _merge_check(run, checked)
-        runs.append(run)
-        if _timed_out(run):
+        if lost:
+            runs.append(_checked(kernel, args_for, case, timeout, capture, isolate))
+        else:
+            run = (run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout))(kernel, args_for, case)
+            lost = run.error is not None and run.error.kind in ("fault", "crash")
+            if (run.error is None or lost) and record:
+                _merge_check(run, _checked(kernel, args_for, case, timeout, capture, isolate))
+            runs.append(run)
+        if _timed_out(runs[-1]):
             break
     return runs
+
+
+def _checked(kernel: Any, args_for: Callable, case: _Case, timeout: float, capture: bool,
+             isolate: bool | None) -> RunOutput:
+    """One size under the guarded interpreter on the CPU copies, in a forked child where it can."""
+    job = lambda: _timed(timeout, lambda: _run_interpreted(kernel, args_for, case, True, capture))  # noqa: E731
+    if isolate is not False and can_fork():
+        status, payload = next(run_in_child([job], timeout + _CHILD_GRACE))
+        return payload if status == "ok" else RunOutput(error=KernelError(status, payload))
+    return job()
 
 
 def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool, capture: bool = True) -> RunOutput:
@@ -148,7 +156,7 @@ def _merge_check(compiled: RunOutput, checked: RunOutput) -> None:
     if printed_on_gpu.strip() and printed_on_gpu.strip() != checked.stdout.strip():
         compiled.stdout += ("" if not compiled.stdout or compiled.stdout.endswith("\n") else "\n") + \
             "(printed on the GPU)\n" + printed_on_gpu
-    if compiled.error is not None and compiled.error.kind == "fault":
+    if compiled.error is not None and compiled.error.kind in ("fault", "crash"):
         invalid = checked.trace.invalid if checked.trace is not None else []
         if invalid:
             compiled.trace, first = checked.trace, invalid[0]
@@ -173,7 +181,9 @@ class ArenaTensor:
     name: str
 
 
-class _ArenaNames:
+class ArenaNames:
+    """An arena's stand-in for `args_for`: each tensor an `ArenaTensor`."""
+
     def __init__(self, names: list[str]) -> None:
         self.tensors = {n: ArenaTensor(n) for n in names}
 
@@ -182,7 +192,7 @@ def run_in_gpu_worker(kernel: Any, args_for: Callable, case: _Case, timeout: flo
     """One size compiled and run in the GPU worker; a CUDA fault or the time limit restarts it."""
     from puzzles import gpu_worker
 
-    args, kwargs = args_for(dataclasses.replace(case, arena=_ArenaNames(list(case.arena.tensors))))
+    args, kwargs = args_for(dataclasses.replace(case, arena=ArenaNames(list(case.arena.tensors))))
     tensors = {n: t.clone() for n, t in case.arena.tensors.items()}
     sizes = _size_text(case.sizes)
     reply = gpu_worker.call("puzzles.harness.running:run_compiled_case", kernel, tensors, args, kwargs,
