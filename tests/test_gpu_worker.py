@@ -4,12 +4,15 @@ autotune configs and heuristics); a crash or a time limit ends the worker and th
 
 from __future__ import annotations
 
+import time
+
 import pytest
+import torch
 import triton
 import triton.language as tl
 import wrong_kernels as wrong
 
-from puzzles import catalog, gpu_worker
+from puzzles import catalog, gpu_worker, on_gpu, test
 from puzzles.harness.cases import _make_case
 from puzzles.harness.judging import _judge_runs
 from puzzles.harness.running import _run_on_gpu
@@ -121,3 +124,53 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     error = _grade_in_worker(kernel)[0].error
     assert error is not None and "undefined_name" in error.message
     assert error.line == 9 and "undefined_name" in error.source
+
+
+# -- on a CUDA GPU (skipped without one) ----------------------------------------------------------------------
+
+needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")]
+
+
+@triton.jit
+def add_mask2_kernel_spins(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    while tl.load(x_ptr) == tl.load(x_ptr):  # never false for a number: spins on the GPU
+        tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+def test_on_a_gpu_a_fault_then_a_correct_kernel_then_a_torch_op():
+    spec = catalog.get(2).spec
+    wild = test(add_mask2_kernel_wild, spec, quiet=True)
+    failure = wild.first_failure
+    assert failure is not None and "illegal memory access at N0=200" in failure.reason(), str(wild)
+    assert "GPU process was restarted" in failure.reason() and failure.invalid_accesses[0].op == "store"
+    assert test(add_mask2_kernel, spec, quiet=True).passed
+    assert torch.ones(3, device="cuda").sum().item() == 3.0  # this process's CUDA is fine
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+def test_on_a_gpu_an_endless_loop_stops_at_the_limit():
+    started = time.perf_counter()
+    result = test(add_mask2_kernel_spins, catalog.get(2).spec, quiet=True, timeout=3)
+    first = result.outcomes[0]
+    assert first.status == "timeout" and "on the GPU" in first.reason(), str(result)
+    assert time.perf_counter() - started < 60
+    assert test(add_mask2_kernel, catalog.get(2).spec, quiet=True).passed
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+def test_on_a_gpu_the_notebook_process_never_initialises_cuda_for_test():
+    # Run in a fresh interpreter: grading a kernel there leaves its CUDA untouched (it can fork).
+    import subprocess
+    import sys
+
+    code = ("import puzzles, torch; from puzzles import catalog, test; p = catalog.get(2); "
+            "assert test(p.reference(), p.spec, quiet=True, perf=True).passed; print(torch.cuda.is_initialized())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("False")
