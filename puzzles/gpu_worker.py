@@ -28,6 +28,7 @@ import contextlib
 import importlib
 import marshal
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -59,8 +60,6 @@ class ShippedKernel:
     layers: list[tuple[str, dict]] = field(default_factory=list)
 
     def key(self) -> bytes:
-        import pickle
-
         return pickle.dumps((self.description, self.layers))
 
 
@@ -221,8 +220,8 @@ class Worker:
         """Wait (up to `limit`) until the worker has loaded; False if it died or did not load."""
         if self.device_name is not None and self.proc is not None and self.proc.poll() is None:
             return True
-        if self.proc is None:
-            self.start()
+        if self.proc is None or (self.device_name is not None and self.proc.poll() is not None):
+            self.restart()  # never started, or ended since (killed from outside, say)
         status, payload = self.reader.receive(limit)
         if status == "ready":
             self.device_name = payload
@@ -238,8 +237,12 @@ class Worker:
     def call(self, target: str, *args: Any, timeout: float = 60.0, **kwargs: Any) -> Reply:
         """Run `module:function(*args, **kwargs)` in the worker, kernels in the arguments shipped
         there; past `timeout` seconds the worker is ended (and restarted) and the reply says so."""
-        request = {"target": target, "args": _ship_all(list(args)), "kwargs": _ship_all(kwargs),
-                   "path": [p for p in sys.path if p not in ("", ".")]}
+        try:
+            request = {"target": target, "args": _ship_all(list(args)), "kwargs": _ship_all(kwargs),
+                       "path": [p for p in sys.path if p not in ("", ".")]}
+            pickle.dumps(request)  # fails here, in words, rather than half-way down the pipe
+        except (CannotShip, pickle.PicklingError, TypeError, AttributeError) as exc:
+            return Reply("error", error=KernelError("setup", f"cannot send the kernel to the GPU process: {exc}"))
         with self.lock:
             if not self.ready():
                 why = self.startup_error()
