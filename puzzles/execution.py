@@ -284,8 +284,10 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
     """Run each job in one forked child, in order; yield ("ok", value) per job as it finishes,
     or ("timeout"|"crash", message) for the job that did not, after which the child is gone.
 
-    The child shares the parent's memory copy-on-write, so a kernel defined in a notebook cell
-    runs as is; whatever it does to memory dies with the child.
+    The child is forked at once (the caller may do other work before reading the results; each
+    job's `timeout` counts from when its result is asked for). It shares the parent's memory
+    copy-on-write, so a kernel defined in a notebook cell runs as is; whatever it does to memory
+    dies with the child.
     """
     read_fd, write_fd = os.pipe()
     with warnings.catch_warnings():
@@ -305,9 +307,12 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
             send_frame(write_fd, payload)
         os._exit(0)
     os.close(write_fd)
-    reader = FrameReader(read_fd)
+    return _child_results(pid, FrameReader(read_fd), len(jobs), timeout)
+
+
+def _child_results(pid: int, reader: FrameReader, count: int, timeout: float) -> Iterator[tuple[str, Any]]:
     try:
-        for _ in jobs:
+        for _ in range(count):
             status, payload = reader.receive(timeout)
             yield status, payload
             if status != "ok":

@@ -98,35 +98,44 @@ def _size_text(sizes: Sizes) -> str:
 def _run_on_gpu(kernel: Any, args_for: Callable, cases: list[_Case], timeout: float, record: bool, capture: bool,
                 run_compiled: Callable[[Any, Callable, _Case], RunOutput] | None = None,
                 isolate: bool | None = None) -> list[RunOutput]:
-    """Each size compiled and run on the GPU (in the GPU worker, puzzles/gpu_worker.py), then
-    checked under the interpreter (in a forked child where the OS can fork: this process never
-    touches CUDA); a timeout in the check is the verdict (the compiler may have removed an endless
-    loop the check cannot finish), and no later size is checked. A CUDA fault is checked too:
-    the check names the access that caused it."""
+    """Each size compiled and run on the GPU (in the GPU worker, puzzles/gpu_worker.py), and
+    checked under the interpreter (in a forked child where the OS can fork, working beside the GPU
+    runs: this process never touches CUDA); a timeout in the check is the verdict (the compiler may
+    have removed an endless loop the check cannot finish), and no later size is checked. A CUDA
+    fault is checked too: the check names the access that caused it."""
+    run_on_gpu = run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout)
+    jobs = [lambda c=case: _timed(timeout, lambda: _run_interpreted(kernel, args_for, c, True, capture))
+            for case in cases] if record else []
+    forked = isolate is not False and can_fork() and bool(jobs)
+    checks = run_in_child(jobs, timeout + _CHILD_GRACE) if forked else None
     runs: list[RunOutput] = []
     lost = False  # a fault or a crash: the later sizes run only under the interpreter (no restart each)
     for case in cases:
-        if lost:
-            runs.append(_checked(kernel, args_for, case, timeout, capture, isolate))
-        else:
-            run = (run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout))(kernel, args_for, case)
-            lost = run.error is not None and run.error.kind in ("fault", "crash")
-            if (run.error is None or lost) and record:
-                _merge_check(run, _checked(kernel, args_for, case, timeout, capture, isolate))
-            runs.append(run)
+        runs.append(RunOutput(error=KernelError("lost", "not run on the GPU: an earlier size faulted")) if lost
+                    else run_on_gpu(kernel, args_for, case))
+        lost = lost or (runs[-1].error is not None and runs[-1].error.kind in ("fault", "crash"))
         if _timed_out(runs[-1]):
             break
+    try:
+        for i, run in enumerate(runs):
+            if not record or _timed_out(run):
+                continue
+            if checks is not None:
+                status, payload = next(checks, ("crash", "the access check stopped"))
+                checked = payload if status == "ok" else RunOutput(error=KernelError(status, payload))
+            else:
+                checked = jobs[i]()
+            if run.error is not None and run.error.kind == "lost":
+                runs[i] = run = checked  # after a fault: the interpreter's verdict alone
+            elif run.error is None or run.error.kind in ("fault", "crash"):
+                _merge_check(run, checked)
+            if _timed_out(checked):
+                del runs[i + 1:]
+                break
+    finally:
+        if checks is not None:
+            checks.close()
     return runs
-
-
-def _checked(kernel: Any, args_for: Callable, case: _Case, timeout: float, capture: bool,
-             isolate: bool | None) -> RunOutput:
-    """One size under the guarded interpreter on the CPU copies, in a forked child where it can."""
-    job = lambda: _timed(timeout, lambda: _run_interpreted(kernel, args_for, case, True, capture))  # noqa: E731
-    if isolate is not False and can_fork():
-        status, payload = next(run_in_child([job], timeout + _CHILD_GRACE))
-        return payload if status == "ok" else RunOutput(error=KernelError(status, payload))
-    return job()
 
 
 def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool, capture: bool = True) -> RunOutput:
