@@ -57,5 +57,7 @@ def show(reply: Reply, what: str) -> Any:
         print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")
     if reply.status != "ok":
         why = reply.error.describe() if reply.error is not None else reply.status
+        if reply.status == "fault":
+            why = f"the kernel faulted on the GPU ({why}); the GPU process was restarted"
         print(f"{what} stopped: {why}\nGrade the kernel with test() above: it names the access, program and line.")
     return reply.value

@@ -143,5 +143,6 @@ def test_a_wild_pointer_in_notebook_21_gives_verdicts_not_a_dead_kernel(tmp_path
     assert _errors(nb) == []
     assert "Not yet" in _grading_html(nb)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    assert "The comparison stopped" in text and "crashed" in text
+    assert "The comparison stopped" in text
+    assert "crashed" in text or "the kernel faulted on the GPU" in text  # a CPU's child, or the GPU worker
     assert "still alive 42" in text
