@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import importlib
 import marshal
 import os
@@ -406,6 +407,7 @@ def _captured() -> Any:  # pragma: no cover - runs in the worker process
             with contextlib.suppress(Exception):
                 sys.stdout.flush()
                 sys.stderr.flush()
+                ctypes.CDLL(None).fflush(None)  # C's buffered stdout: where the GPU's printf lands
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             os.close(saved[0])

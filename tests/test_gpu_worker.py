@@ -174,3 +174,20 @@ def test_on_a_gpu_the_notebook_process_never_initialises_cuda_for_test():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("False")
+
+
+@triton.jit
+def add_mask2_kernel_device_print(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    if tl.program_id(0) == 1:
+        tl.device_print("from the GPU, program", tl.program_id(0))
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 10.0, mask=mask)
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+def test_on_a_gpu_what_the_kernel_prints_comes_back_with_the_verdict():
+    result = test(add_mask2_kernel_device_print, catalog.get(2).spec, quiet=True)
+    assert result.passed
+    assert "from the GPU, program" in result.outcomes[0].stdout

@@ -160,11 +160,8 @@ def _merge_check(compiled: RunOutput, checked: RunOutput) -> None:
     zones, so the same kernel also runs once under the guarded interpreter on CPU copies to name
     each invalid access, its program and its line (and the one behind a CUDA fault).
     """
-    printed_on_gpu = compiled.stdout
-    compiled.stdout = checked.stdout  # what the kernel printed, as the interpreter ran it
-    if printed_on_gpu.strip() and printed_on_gpu.strip() != checked.stdout.strip():
-        compiled.stdout += ("" if not compiled.stdout or compiled.stdout.endswith("\n") else "\n") + \
-            "(printed on the GPU)\n" + printed_on_gpu
+    if not compiled.stdout.strip():
+        compiled.stdout = checked.stdout  # printed nothing on the GPU: what it printed in the interpreter
     if compiled.error is not None and compiled.error.kind in ("fault", "crash"):
         invalid = checked.trace.invalid if checked.trace is not None else []
         if invalid:
