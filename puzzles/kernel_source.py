@@ -87,8 +87,8 @@ def encode_global(value: Any, add: Any) -> tuple:
     if isinstance(value, types.ModuleType):
         return ("module", value.__name__)
     module = getattr(value, "__module__", None) or ""
-    if module.startswith("puzzles.debug") and getattr(value, "__name__", "") in ("print_if", "breakpoint_if"):
-        return ("noop", value.__name__)  # debugging helpers: nothing when compiled
+    # A @triton.jit function (the course's print_if and breakpoint_if among them: their compiled
+    # side) is rebuilt from its source and compiled with the kernel.
     inner = unwrap_kernel(value) if hasattr(value, "fn") or hasattr(value, "arg_names") else None
     if inner is not None:
         if (inner.__module__ or "").startswith("triton."):
@@ -136,13 +136,6 @@ class Opaque:
         return f"<{self.name} object>"
 
 
-def _noop(*args: Any, _semantic: Any = None, **kwargs: Any) -> None:
-    return None
-
-
-_noop.__triton_builtin__ = True  # type: ignore[attr-defined]
-
-
 def decode_global(value: tuple, build: Any = None) -> Any:
     """A global encoded by `encode_global`, as an object of this process (`build` rebuilds a
     @jit function from its key)."""
@@ -166,8 +159,6 @@ def decode_global(value: tuple, build: Any = None) -> Any:
         return value[1]
     if kind == "pickle":
         return pickle.loads(value[1])
-    if kind == "noop":
-        return _noop
     return Opaque(value[-1])
 
 

@@ -14,11 +14,8 @@ import ast
 import base64
 import hashlib
 import json
-import math
 import textwrap
 from pathlib import Path
-
-import torch
 
 from puzzles import catalog
 from puzzles.puzzle import Puzzle
@@ -97,7 +94,14 @@ if importlib.util.find_spec("puzzles") is None:
         sys.path.insert(0, str(_course))
     elif "google.colab" in sys.modules or "TRITON_PUZZLES_PIP" in os.environ:
         _what = shlex.split(os.environ.get("TRITON_PUZZLES_PIP", "git+{COURSE_URL}"))
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_what], check=True)
+        _pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_what], capture_output=True, text=True)
+        if _pip.returncode != 0:  # say what failed and what to do, not a bare CalledProcessError
+            raise RuntimeError(
+                f"could not install the course: `pip install {{' '.join(_what)}}` failed "
+                f"(exit {{_pip.returncode}}):\\n{{_pip.stderr.strip()[-1500:]}}\\n"
+                "Check that this runtime reaches the internet (on Colab: Runtime > Disconnect and delete "
+                "runtime, then run this cell again), or install from a file: upload the course's wheel and set "
+                "os.environ['TRITON_PUZZLES_PIP'] = '/content/<the wheel>' above this line.") from None
         importlib.invalidate_caches()
     else:
         raise ModuleNotFoundError("the course is not installed: run `make lab` in the course's folder, "
@@ -114,10 +118,15 @@ from puzzles import Float32, Int32, Tensor, test  # `import puzzles` picks the i
 
 
 def diagram_markdown(p: Puzzle) -> str:
-    """The puzzle's diagram inlined as a data: URI, so the notebook renders on its own (Colab,
-    nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it."""
-    svg = base64.b64encode((ASSET_DIR / f"{p.id}.svg").read_bytes()).decode("ascii")
-    return f"![diagram of puzzle {p.number}](data:image/svg+xml;base64,{svg})"
+    """The puzzle's diagram inlined as a PNG data: URI, so the notebook renders on its own (Colab,
+    nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it.
+    PNG, not SVG: Colab's markdown shows no SVG data URI. The PNG is drawn at twice its size for
+    high-density screens; the width attribute shows it at its natural size."""
+    from puzzles.diagrams import show_width
+
+    png = base64.b64encode((ASSET_DIR / f"{p.id}.png").read_bytes()).decode("ascii")
+    return (f'<img src="data:image/png;base64,{png}" width="{show_width()}" '
+            f'alt="diagram of puzzle {p.number}: {p.title}">')
 
 
 def notebook_name(p: Puzzle) -> str:
@@ -168,6 +177,8 @@ def spec_source(p: Puzzle) -> str:
             continue
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PUZZLE" for t in node.targets):
             continue
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue  # the text of the notebook's extra cells (BENCHMARK_CODE ...), shown in cells of their own
         start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
         keep.append("\n".join(lines[start - 1 : node.end_lineno]))
     imports = [k for k in keep if k.startswith(("import ", "from "))]
@@ -178,6 +189,8 @@ def spec_source(p: Puzzle) -> str:
 def grading_call(p: Puzzle) -> str:
     sizes = {k: v for k, v in p.canonical.items() if not k.startswith("B")}
     blocks = {k: v for k, v in p.canonical.items() if k.startswith("B")}
+    if p.extra.get("autotune"):  # the configs give the blocks; a B here would be one no config uses
+        return f"test({p.kernel_name}, {p.spec_name}, nelem={sizes})\n"
     return f"test({p.kernel_name}, {p.spec_name}, nelem={sizes}, B={blocks})\n"
 
 
@@ -207,7 +220,9 @@ def puzzle_notebook(p: Puzzle) -> dict:
         _cell("markdown", "### Hints\n\nOpen one at a time.\n\n" + hints, f"p{p.number}-hints"),
         _cell("markdown", "## Check\n\nThe verdict says, for each size, whether the output is right, which elements "
               "are wrong or never written, and any access outside a tensor (with the program id and your line). "
-              "Add `viz=True` to see which elements each program loads and stores.", f"p{p.number}-check-title"),
+              "Add `viz=True` to see which elements each program loads and stores. triton-viz's 3-D viewer "
+              "(optional, triton 3.7 or older) opens with `puzzles.viz.launch_triton_viz(kernel, *args, grid=...)`; "
+              "on Colab it is shown through Colab's port proxy.", f"p{p.number}-check-title"),
         _cell("code", grading_call(p), f"p{p.number}-grade", ("grade",)),
     ]
     if p.perf_size is not None:
@@ -218,20 +233,20 @@ def puzzle_notebook(p: Puzzle) -> dict:
 
 def speed_text(p: Puzzle) -> str:
     """The performance challenge: its size and the least work it needs, from the spec's shapes."""
-    from puzzles.inputs import spec_signature
+    from puzzles.perf import fewest_bytes, fmt_bytes, fmt_flops, size_text
 
-    inputs, out = spec_signature(p.spec)
     size = p.perf_size or {}
-    nbytes = sum(math.prod(t.shape(size)) * torch.empty((), dtype=t.dtype).element_size() for t in [*inputs, out])
+    nbytes = sum(fewest_bytes(p.spec, size))
     flops = p.flops(size) if p.flops else 0
-    from puzzles.perf import fmt_bytes, fmt_flops
-
+    baseline = p.extra.get("baseline")
     work = f"{fmt_bytes(nbytes)} to move" + (f" and {fmt_flops(flops)} to do" if flops else "")
-    sizes = ", ".join(f"{k}={v}" for k, v in size.items())
+    sizes = size_text(size, ", ")
     return (f"## Speed (on a GPU)\n\nOn a CUDA GPU, `test({p.kernel_name}, {p.spec_name}, perf=True)` also times your "
             f"kernel at {sizes}: at least {work} (each input read once, the output written once). It reports "
-            "the median time, the bandwidth and FLOP rate reached, the fraction of this GPU's roofline (its copy "
-            "bandwidth and matmul rate, measured once and cached), and the time of the PyTorch spec beside it.")
+            "the median time, the bandwidth and FLOP rate reached, the fraction of this GPU's roofline (its read "
+            "and write bandwidths and matmul rate, measured once and cached) or, where a launch alone takes longer "
+            "than the work, that the size is launch-bound, and the time of the PyTorch spec beside it"
+            + (f", and that of {baseline.name}." if baseline else "."))
 
 
 PROGRESS_NAME = "progress.ipynb"
@@ -258,8 +273,17 @@ def all_notebooks() -> dict[str, dict]:
         books[notebook_name(p)] = puzzle_notebook(p)
     books[PROGRESS_NAME] = progress_notebook()
     for nb in books.values():
-        nb["metadata"][META_KEY] = {"digest": content_digest(nb)}
+        # Each cell's digest too: `workspace --update` tells a cell the learner edited from one the course changed.
+        nb["metadata"][META_KEY] = {"digest": content_digest(nb),
+                                    "cells": {c["id"]: cell_digest(c) for c in nb["cells"]}}
     return books
+
+
+def cell_digest(cell: dict) -> str:
+    """A digest of one cell's kind and source."""
+    source = cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else str(source)
+    return hashlib.sha256(json.dumps([cell.get("cell_type"), source]).encode()).hexdigest()[:12]
 
 
 def content_digest(nb: dict) -> str:
