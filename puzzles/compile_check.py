@@ -91,118 +91,29 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "triton-puzzles" / "compile"
 
 
-# -- what the worker needs to rebuild the kernel --------------------------------------------------------
+def _kernel_source() -> Any:
+    """puzzles/kernel_source.py, loaded by path in the worker (which must not import `puzzles`)."""
+    if "puzzles" in sys.modules:  # the grader's process
+        from puzzles import kernel_source
 
+        return kernel_source
+    module = sys.modules.get("puzzles_kernel_source")
+    if module is None:
+        import importlib.util
 
-def describe_kernel(kernel: Any) -> dict[str, Any] | None:
-    """The kernel and the @triton.jit functions it calls, as source plus the globals they read."""
-    from puzzles.execution import def_line, unwrap_kernel
-
-    fn = unwrap_kernel(kernel)
-    if fn is None:
-        return None
-    functions: dict[str, dict[str, Any]] = {}
-
-    def add(f: Any) -> str:
-        key = f"{f.__code__.co_filename}:{f.__code__.co_firstlineno}:{f.__name__}"
-        if key in functions:
-            return key
-        try:
-            lines, first = inspect.getsourcelines(f)
-        except (OSError, TypeError):
-            raise _NoSource(f.__name__) from None
-        source = "".join(lines)
-        entry: dict[str, Any] = {
-            "name": f.__name__, "filename": f.__code__.co_filename, "first_line": first,
-            "def_line": def_line(f), "source": source,
-            "future_annotations": bool(f.__code__.co_flags & _future_annotations_flag()), "globals": {}}
-        functions[key] = entry
-        scope = dict(f.__globals__)
-        if f.__closure__:
-            scope.update(zip(f.__code__.co_freevars, (c.cell_contents for c in f.__closure__), strict=False))
-        for name in sorted(_names_used(source)):
-            if name in scope:
-                entry["globals"][name] = _encode(scope[name], add)
-        return key
-
-    try:
-        root = add(fn)
-    except _NoSource:
-        return None
-    return {"root": root, "functions": functions}
-
-
-class _NoSource(Exception):
-    pass
-
-
-def _future_annotations_flag() -> int:
-    import __future__
-
-    return __future__.annotations.compiler_flag
-
-
-def _names_used(source: str) -> set[str]:
-    try:
-        tree = ast.parse(textwrap.dedent(source))
-    except SyntaxError:
-        return set()
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-
-
-def _encode(value: Any, add: Any) -> tuple:
-    """A global as the worker can rebuild it; anything else becomes an opaque stand-in, which
-    Triton's compiler rejects just as it rejects the real object."""
-    import types
-
-    from puzzles.execution import unwrap_kernel
-
-    if isinstance(value, types.ModuleType):
-        return ("module", value.__name__)
-    module = getattr(value, "__module__", None) or ""
-    # A @triton.jit function (the course's print_if and breakpoint_if among them: their compiled
-    # side) is rebuilt from its source and compiled with the kernel.
-    inner = unwrap_kernel(value) if hasattr(value, "fn") or hasattr(value, "arg_names") else None
-    if inner is not None:
-        if (inner.__module__ or "").startswith("triton."):
-            return ("attr", inner.__module__, inner.__qualname__)
-        return ("jit", add(inner))
-    if type(value).__name__ == "constexpr" and type(value).__module__.startswith("triton"):
-        if _plain(value.value) is not _OPAQUE:
-            return ("constexpr", value.value)
-        try:  # a constexpr dtype, say
-            return ("pickle", pickle.dumps(value))
-        except Exception:  # noqa: BLE001
-            return ("opaque", type(value.value).__name__)
-    plain = _plain(value)
-    if plain is not _OPAQUE:
-        return ("value", plain)
-    qual = getattr(value, "__qualname__", None)
-    if module.startswith(("triton", "math", "builtins")) and qual:
-        return ("attr", module, qual)
-    if type(value).__module__.startswith("triton.language"):  # dtypes and the like
-        try:
-            return ("pickle", pickle.dumps(value))
-        except Exception:  # noqa: BLE001
-            pass
-    return ("opaque", type(value).__name__)
-
-
-_OPAQUE = object()
-
-
-def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, tuple) and all(_plain(v) is not _OPAQUE for v in value):
-        return value
-    return _OPAQUE
+        spec = importlib.util.spec_from_file_location("puzzles_kernel_source",
+                                                      Path(__file__).with_name("kernel_source.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["puzzles_kernel_source"] = module
+        spec.loader.exec_module(module)
+    return module
 
 
 def describe_args(args: list[Any], kwargs: dict[str, Any], params: list[str],
                   plain_ints: frozenset[str] = frozenset()) -> list[tuple] | None:
     """Per parameter of the kernel: ("ptr", element type), ("typed", i32|i64) for an int passed to
     a parameter without annotation (never a constexpr), or ("scalar", value)."""
+    plain_value, OPAQUE = _kernel_source().plain_value, _kernel_source().OPAQUE  # noqa: N806
     bound: dict[str, Any] = dict(zip(params, args, strict=False))
     bound.update(kwargs)
     out = []
@@ -219,7 +130,7 @@ def describe_args(args: list[Any], kwargs: dict[str, Any], params: list[str],
         elif isinstance(value, int) and not isinstance(value, bool) and name in plain_ints:
             # Only its type reaches the compiled code: sizes that differ only here share a check.
             out.append(("typed", "i32" if -(2**31) <= value < 2**31 else "i64"))
-        elif _plain(value) is not _OPAQUE:
+        elif plain_value(value) is not OPAQUE:
             out.append(("scalar", value))
         else:
             return None
@@ -326,7 +237,7 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
     from puzzles.execution import unwrap_kernel
 
     fn = unwrap_kernel(kernel)
-    spec = describe_kernel(kernel)
+    spec = _kernel_source().describe_kernel(kernel)
     if fn is None or spec is None:
         return None
     config = getattr(kernel, "config", None)  # an autotune config's launch options (puzzles/autotune.py)
@@ -607,7 +518,7 @@ def _worker_main() -> None:  # pragma: no cover - runs in the worker process
                 for entry in request.get("path", []):  # the learner's own modules, as the grader sees them
                     if entry not in sys.path:
                         sys.path.append(entry)
-                built[job] = _rebuild(request["spec"])
+                built[job] = _kernel_source().rebuild_kernel(request["spec"])
             verdict = _check(built[job], item)
         except Exception as exc:  # noqa: BLE001 - a kernel this check cannot rebuild is not failed for it
             verdict = {"skipped": f"{type(exc).__name__}: {exc}", "transient": True}
@@ -659,74 +570,6 @@ def _store(cache: str, key: str, verdict: dict) -> None:  # pragma: no cover - r
         tmp.replace(Path(cache) / f"{key}.json")
     except OSError:
         pass
-
-
-def _rebuild(spec: dict) -> dict[str, Any]:  # pragma: no cover - runs in the worker process
-    """Each function as a JITFunction of this process, defined at its own file and lines."""
-    import importlib
-    import linecache
-
-    import triton
-
-    jitted: dict[str, Any] = {}
-    files: dict[str, list[str]] = {}
-
-    class Opaque:  # stands for a global the compiler must not accept
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-        def __repr__(self) -> str:
-            return f"<{self.name} object>"
-
-    def decode(value: tuple) -> Any:
-        kind = value[0]
-        if kind == "module":
-            return importlib.import_module(value[1])
-        if kind == "attr":
-            obj = importlib.import_module(value[1])
-            for part in value[2].split("."):
-                obj = getattr(obj, part)
-            return obj
-        if kind == "jit":
-            return build(value[1])
-        if kind == "constexpr":
-            return triton.language.constexpr(value[1])
-        if kind == "value":
-            return value[1]
-        if kind == "pickle":
-            return pickle.loads(value[1])
-        return Opaque(value[1])
-
-    def build(key: str) -> Any:
-        if key in jitted:
-            return jitted[key]
-        entry = spec["functions"][key]
-        scope: dict[str, Any] = {"__name__": f"puzzles_compile_check_{len(jitted)}"}
-        jitted[key] = None  # recursion guard
-        for name, value in entry["globals"].items():
-            scope[name] = decode(value)
-        filename, first = entry["filename"], entry["first_line"]
-        # Triton reads a function's source through linecache: give it each function at its own
-        # lines of its file (several functions of one file or cell share the entry).
-        lines = files.setdefault(filename, [])
-        own = entry["source"].splitlines(True)
-        lines += ["\n"] * max(0, first - 1 + len(own) - len(lines))
-        lines[first - 1 : first - 1 + len(own)] = own
-        linecache.cache[filename] = (sum(map(len, lines)), None, list(lines), filename)
-        tree = ast.parse(textwrap.dedent(entry["source"]))
-        func = tree.body[0]
-        func.decorator_list = []  # autotune, heuristics, jit: the check compiles the function itself
-        ast.increment_lineno(tree, first - 1)
-        flags = _future_annotations_flag() if entry["future_annotations"] else 0
-        exec(compile(tree, filename, "exec", flags=flags, dont_inherit=True), scope)
-        plain = scope[entry["name"]]
-        jitted[key] = triton.jit(plain)
-        scope[entry["name"]] = jitted[key]
-        return jitted[key]
-
-    root = build(spec["root"])
-    by_src = {fn.src: spec["functions"][k] for k, fn in jitted.items() if fn is not None}
-    return {"root": root, "by_src": by_src, "root_entry": spec["functions"][spec["root"]]}
 
 
 def _signature(fn: Any, argspec: list[tuple]) -> tuple[dict[str, str], dict[str, Any]]:  # pragma: no cover

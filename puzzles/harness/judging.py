@@ -33,6 +33,9 @@ def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     if run.error is not None:
         o.status = "timeout" if run.error.kind == "timeout" else "error"
         o.error = run.error
+        if run.error.kind in ("fault", "crash") and run.trace is not None and run.trace.invalid:
+            # A CUDA fault that the interpreter's access check explained: name the accesses too.
+            o.status, o.invalid_accesses = "out of bounds", run.trace.invalid + run.trace.stores_to_inputs
         return o
     out, expected = run.output, case.expected
     o.output = out
