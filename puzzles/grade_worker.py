@@ -28,7 +28,12 @@ def encode_tensor(tensor: Any) -> dict:
     return {"dtype": str(array.dtype), "shape": list(array.shape), "data": base64.b64encode(array.tobytes()).decode()}
 
 
+WORKER_PID = os.getpid()
+
+
 def _emit(channel: TextIO, event: str, **fields: Any) -> None:
+    if os.getpid() != WORKER_PID:  # a forked kernel run that unwound into this code (its parent died)
+        os._exit(70)
     channel.write(json.dumps({"event": event, **fields}, default=str) + "\n")
     channel.flush()
 
