@@ -19,7 +19,7 @@ from puzzles.classroom import (
 )
 from puzzles.grade import Grade
 from puzzles.puzzle import Puzzle
-from puzzles.sandbox import FIRST_UID, GIB, Limits, can_switch_user
+from puzzles.sandbox import GIB, Limits, can_switch_user, job_uid
 
 GRADED, USAGE, GRADER_FAILED = 0, 2, 3
 
@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
             return USAGE
         student = discover([args.student])[0]
         seed = options.seed if options.seed is not None else 0
-        uid = FIRST_UID if can_switch_user() else None
+        uid = job_uid(0) if can_switch_user() else None
         result = grade_student(student, puzzles, options, seed, uid)
         out = args.out or Path(f"{gradebook.safe_name(student.name)}.json")
         gradebook.write_student(result, out)
@@ -96,7 +96,7 @@ def isolated_grades(paths: list[Path], puzzles: list[Puzzle], args: argparse.Nam
     options = options_from(args, timeout)
     seed = options.seed if options.seed is not None else 0
     result = grade_student(Student("you", paths), puzzles, options, seed,
-                           FIRST_UID if can_switch_user() else None)
+                           job_uid(0) if can_switch_user() else None)
     if result.grader_error:
         print(f"error: the grader failed: {result.grader_error}", file=sys.stderr)
     by_number = {v.number: v for v in result.verdicts}

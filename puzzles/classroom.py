@@ -37,7 +37,7 @@ from puzzles.grade import code_cells, strip_magics
 from puzzles.harness.cases import make_case, size_list
 from puzzles.harness.judging import values_close
 from puzzles.puzzle import Puzzle
-from puzzles.sandbox import FIRST_UID, Limits, Worker, can_switch_user, limits_dict, prepare_folder
+from puzzles.sandbox import Limits, Worker, can_switch_user, job_uid, limits_dict, prepare_folder
 from puzzles.solution_source import is_starter
 
 CLASS_TIMEOUT = 5.0  # seconds per size: the same verdicts as 20 s on the course's kernels, 4x cheaper on loops
@@ -306,7 +306,7 @@ def grade_class(students: list[Student], puzzles: list[Puzzle], options: Options
     # One unprivileged user per concurrent job, when we may switch users.
     slots: queue.Queue[int | None] = queue.Queue()
     for i in range(jobs):
-        slots.put(FIRST_UID + i if can_switch_user() else None)
+        slots.put(job_uid(i) if can_switch_user() else None)
     bar = ProgressBar(len(students), enabled=progress)
 
     def one(student: Student) -> StudentResult:

@@ -32,7 +32,7 @@ from puzzles.solution_source import ROOT
 
 GIB = 1 << 30
 CLONE_NEWNET = 0x40000000
-FIRST_UID = 61000  # one unprivileged user per parallel job: jobs cannot signal or read each other
+UID_BASE = 1_000_000  # users the system does not use: one per parallel job of each grader process
 MAX_EVENT_BYTES = 64 << 20  # a worker that floods its report is cut off, not buffered forever
 
 
@@ -223,6 +223,13 @@ def kill_user_processes(uid: int) -> int:
                 os.kill(int(entry.name), signal.SIGKILL)
                 killed += 1
     return killed
+
+
+def job_uid(slot: int) -> int:
+    """An unprivileged user of its own for job `slot` of this grader process: distinct from every
+    other job here and from the jobs of any other grader running on this machine at the same time
+    (process ids are unique while they run), so jobs cannot signal, read or clean up each other."""
+    return UID_BASE + os.getpid() * 256 + slot % 256
 
 
 def can_switch_user() -> bool:
