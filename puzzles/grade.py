@@ -295,8 +295,8 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
         return Grade(p, "failed", problem, problem.split(": line")[0])
     if not candidates:
         renamed = renamed_kernel(submission.paths, p)
-        if renamed:
-            return Grade(p, "failed", renamed)
+        if renamed:  # not graded (it may be a variant kept aside), but say what was found
+            return Grade(p, "not attempted", renamed)
         return Grade(p, "not attempted", f"no {p.kernel_name} found")
     kernel, origin = (attempts or candidates)[-1]
     others = [o for _, o in candidates if o != origin]
