@@ -224,8 +224,10 @@ def grade_student(student: Student, puzzles: list[Puzzle], options: Options, see
     try:
         while remaining:
             folder, names = prepare_folder(base / f"run{len(puzzles) - len(remaining)}", student.files, uid)
+            # CPU time as a backstop to the deadlines (a process tree that escaped them still stops)
+            cpu = limits.cpu_seconds or int(options.startup_seconds + load_limit + puzzle_limit * len(remaining))
             request = {"files": names, "puzzles": [p.number for p in remaining], "timeout": options.timeout,
-                       "seed": seed, "limits": limits_dict(limits)}
+                       "seed": seed, "limits": {**limits_dict(limits), "cpu_seconds": cpu}}
             deadlines = {"start": options.startup_seconds, "started": options.startup_seconds,
                          "ready": load_limit, "default": puzzle_limit}
             worker = Worker(folder, request)
