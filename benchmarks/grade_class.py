@@ -69,8 +69,9 @@ def main() -> None:
     build(work / "class", args.students, args.puzzles)
     results = []
     for jobs in args.jobs:
+        load = os.getloadavg()[0]  # other work on the machine: the speed-up needs idle cores
         seconds, rows, command = grade(work / "class", work / f"book{jobs}", jobs, args.puzzles, args.timeout)
-        results.append((jobs, seconds, rows, command))
+        results.append((jobs, seconds, rows, command, load))
         print(f"--jobs {jobs}: {seconds:.1f} s ({seconds / args.students:.2f} s per student)", flush=True)
     same = all(r[2] == results[0][2] for r in results)
     lines = [
@@ -85,11 +86,12 @@ def main() -> None:
         f"{args.students - 2} with the references, one wrong kernel, one with the starters. Each student in its "
         "own sandboxed worker (a fresh Python that imports torch and Triton, with empty compile caches).",
         "",
-        "| jobs | wall time (s) | per student (s) | speed-up |",
-        "| --- | --- | --- | --- |",
+        "| jobs | wall time (s) | per student (s) | speed-up | load average before the run |",
+        "| --- | --- | --- | --- | --- |",
     ]
-    for jobs, seconds, _, _ in results:
-        lines.append(f"| {jobs} | {seconds:.1f} | {seconds / args.students:.2f} | {results[0][1] / seconds:.2f}x |")
+    for jobs, seconds, _, _, load in results:
+        lines.append(f"| {jobs} | {seconds:.1f} | {seconds / args.students:.2f} | {results[0][1] / seconds:.2f}x "
+                     f"| {load:.1f} |")
     lines += ["", f"Gradebooks identical across runs (seconds aside): {'yes' if same else 'NO'}.", "",
               "Commands:", ""] + [f"    {r[3]}" for r in results]
     args.out.parent.mkdir(parents=True, exist_ok=True)
