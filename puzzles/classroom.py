@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import base64
 import concurrent.futures
+import hashlib
 import os
 import queue
 import random
@@ -113,7 +114,8 @@ def discover(paths: list[Path], per_file: bool = False) -> list[Student]:
     names = [s.name for s in students]
     for s in students:  # two folders named alike in different places: keep both, apart
         if names.count(s.name) > 1:
-            s.name = f"{s.name}@{abs(hash(str(s.files[:1]))) % 10**6}"
+            where = str(s.files[0].parent.parent if s.files else s.name)  # the same name in every run
+            s.name = f"{s.name}@{hashlib.sha256(where.encode()).hexdigest()[:6]}"
     return students
 
 
