@@ -103,7 +103,7 @@ def main() -> None:
         f"{args.students - 2} with the references, one wrong kernel, one with the starters. Each student in its "
         "own sandboxed worker (a fresh Python that imports torch and Triton, with empty compile caches).",
         "",
-        f"Median of {args.rounds} interleaved rounds; CPU is the user + system time of every process of the run "
+        f"Median of {args.rounds} interleaved rounds (the upper one for an even count); CPU is the user + system time of every process of the run "
         "(the grader, the workers, their kernel processes and compile workers).",
         "",
         "| jobs | wall time (s), median | every round (s) | per student (s) | speed-up | CPU (s) | load before |",
@@ -112,6 +112,10 @@ def main() -> None:
     for jobs, seconds, _, _, load, cpu, every in results:
         lines.append(f"| {jobs} | {seconds:.1f} | {', '.join(f'{t:.1f}' for t in every)} | "
                      f"{seconds / args.students:.2f} | {results[0][1] / seconds:.2f}x | {cpu:.0f} | {load:.1f} |")
+    busiest = max(r[4] for r in results)
+    if busiest > (os.cpu_count() or 1):
+        lines += ["", f"The machine was shared with other work during these runs (load average up to {busiest:.1f} "
+                  f"on {os.cpu_count()} cores): the absolute times are inflated, and vary from round to round."]
     lines += ["", f"Gradebooks identical across runs (seconds aside): {'yes' if same else 'NO'}.", "",
               "Commands:", ""] + [f"    {r[3]}" for r in results]
     args.out.parent.mkdir(parents=True, exist_ok=True)

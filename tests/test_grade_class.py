@@ -19,7 +19,7 @@ from puzzles import catalog, grade
 from puzzles.classroom import check_evidence
 from puzzles.grade_worker import encode_tensor
 from puzzles.harness.cases import make_case
-from puzzles.sandbox import can_switch_user
+from puzzles.sandbox import UID_BASE, can_switch_user
 from puzzles.solution_source import reference_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +39,19 @@ def digests(folder: Path) -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def job_processes() -> list[str]:
+    """Processes of the jobs' own users (the killer's orphans, a loader still looping)."""
+    left = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uid = int(next(line.split()[1] for line in status.read_text().splitlines() if line.startswith("Uid:")))
+        except (OSError, StopIteration, ValueError):
+            continue
+        if uid >= UID_BASE:
+            left.append(status.parent.name)
+    return left
+
+
 def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_path):
     folder = fixtures.build_class(tmp_path)
     before = digests(folder)
@@ -54,6 +67,7 @@ def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_pa
         assert words in got[(student, number)]["message"], (student, number, got[(student, number)])
     if can_switch_user():  # as root each worker is a user of its own: no write outside its folder
         assert digests(folder) == before
+        assert not job_processes(), "processes of the jobs' users were left behind"
         record = json.loads((tmp_path / "book" / "students" / "tamperer.json").read_text())
         assert any("PermissionError" in p for p in record["problems"])
         assert any("unprivileged user" in p for p in record["protections"])
