@@ -103,7 +103,8 @@ def main() -> None:
         f"{args.students - 2} with the references, one wrong kernel, one with the starters. Each student in its "
         "own sandboxed worker (a fresh Python that imports torch and Triton, with empty compile caches).",
         "",
-        f"Median of {args.rounds} interleaved rounds (the upper one for an even count); CPU is the user + system time of every process of the run "
+        f"Median of {args.rounds} interleaved rounds (the upper one for an even count); CPU is the user + system "
+        "time of every process of the run "
         "(the grader, the workers, their kernel processes and compile workers).",
         "",
         "| jobs | wall time (s), median | every round (s) | per student (s) | speed-up | CPU (s) | load before |",
