@@ -104,8 +104,8 @@ def main() -> None:
         "own sandboxed worker (a fresh Python that imports torch and Triton, with empty compile caches).",
         "",
         f"Median of {args.rounds} interleaved rounds (the upper one for an even count); CPU is the user + system "
-        "time of every process of the run "
-        "(the grader, the workers, their kernel processes and compile workers).",
+        "time of the processes the run waited for (the grader, its workers and their kernel processes; not the "
+        "compile workers a killed worker leaves to init).",
         "",
         "| jobs | wall time (s), median | every round (s) | per student (s) | speed-up | CPU (s) | load before |",
         "| --- | --- | --- | --- | --- | --- | --- |",

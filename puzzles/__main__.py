@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="build the gradebook (--out) from per-student JSON files or folders of them")
     c.add_argument("--isolate", action="store_true",
                    help="grade one learner's files in a sandboxed process, as a class is graded")
-    c.add_argument("--memory", type=float, default=6.0, help="memory limit per process in GiB (0: none)")
+    c.add_argument("--memory", type=float, help="address-space limit per process in GiB (default 6; none "
+                   "where CUDA is available, whose reservations exceed any such limit; 0: none)")
 
     sub.add_parser("doctor", help="check the installation against the pins and run a tiny kernel")
 

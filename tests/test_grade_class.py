@@ -23,6 +23,7 @@ from puzzles.sandbox import UID_BASE, can_switch_user
 from puzzles.solution_source import reference_source
 
 ROOT = Path(__file__).resolve().parent.parent
+P1_ID = catalog.get(1).id
 FAST = ["--puzzle", "1", "--puzzle", "2", "--timeout", "2", "--seed", "7"]
 
 
@@ -147,3 +148,22 @@ def test_one_learner_isolated_keeps_the_scoreboard(tmp_path, flag):
     proc = run_grade(str(tmp_path / "a.py"), flag, *FAST)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "✓   1 Constant add" in proc.stdout and "1 passed, 0 failed, 1 not attempted" in proc.stdout
+
+
+def test_students_are_found_per_folder_or_per_file(tmp_path):
+    from puzzles.__main__ import _is_class
+    from puzzles.classroom import discover
+
+    for name in ("ada", "bob"):
+        (tmp_path / "class" / name).mkdir(parents=True)
+        (tmp_path / "class" / name / f"{P1_ID}.ipynb").write_text("{}")
+        (tmp_path / "files" / f"{name}.py").parent.mkdir(exist_ok=True)
+        (tmp_path / "files" / f"{name}.py").write_text("")
+    roster = discover([tmp_path / "class"])
+    assert [(s.name, [f.name for f in s.files]) for s in roster] == [("ada", [f"{P1_ID}.ipynb"]),
+                                                                     ("bob", [f"{P1_ID}.ipynb"])]
+    # `grade student_*`: each folder is a student (not one learner whose kernels overwrite each other)
+    assert _is_class([str(tmp_path / "class" / "ada"), str(tmp_path / "class" / "bob")])
+    assert _is_class([str(tmp_path / "class")])
+    assert not _is_class([str(tmp_path / "class" / "ada")])  # one learner's folder: the scoreboard
+    assert [s.name for s in discover([tmp_path / "files"], per_file=True)] == ["ada", "bob"]
