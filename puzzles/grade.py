@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from puzzles import catalog
+from puzzles.execution import KernelTimeout, time_limit
 from puzzles.harness import test
 from puzzles.puzzle import Puzzle
 from puzzles.solution_source import is_starter, starter_source
@@ -32,6 +33,7 @@ from puzzles.solution_source import is_starter, starter_source
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
 # Calls that grade or show results: a statement that makes them is a grading cell, never a definition.
 GRADING_CALLS = frozenset({"test", "progress", "display", "print"})
+LOAD_SECONDS = 10.0  # one statement of a learner's file, while loading its definitions
 
 
 @dataclass
@@ -177,9 +179,13 @@ def load_file(path: Path) -> Loaded:
         linecache.cache[label] = (len(text), None, text.splitlines(keepends=True), label)
         for node in select_definitions(tree.body):
             try:
-                exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), loaded.namespace)
-            except Exception as err:  # noqa: BLE001 - a learner's cell can raise anything
+                with time_limit(LOAD_SECONDS):
+                    exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), loaded.namespace)
+            except (Exception, KernelTimeout) as err:  # noqa: BLE001 - a learner's cell can raise anything
                 problem = f"{label}: line {node.lineno}: {type(err).__name__}: {err}"
+                if isinstance(err, KernelTimeout):
+                    problem = (f"{label}: line {node.lineno}: did not finish within {LOAD_SECONDS:g} s while "
+                               "loading (an endless loop at module level, in a class body or a decorator?)")
                 cause = failed_names.get(getattr(err, "name", None) or "")
                 if isinstance(err, NameError) and cause:
                     problem += f" (because {cause})"

@@ -167,3 +167,13 @@ def test_students_are_found_per_folder_or_per_file(tmp_path):
     assert _is_class([str(tmp_path / "class")])
     assert not _is_class([str(tmp_path / "class" / "ada")])  # one learner's folder: the scoreboard
     assert [s.name for s in discover([tmp_path / "files"], per_file=True)] == ["ada", "bob"]
+
+
+def test_an_endless_loop_while_loading_is_stopped_in_the_scoreboard_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(grade, "LOAD_SECONDS", 1.0)
+    p = catalog.get(1)
+    (tmp_path / "a.py").write_text(fixtures.HEADER + "class Stall:\n    while True:\n        pass\n\n"
+                                   + reference_source(p))
+    (g,) = grade.grade([tmp_path / "a.py"], [p])
+    assert g.status == "passed"  # the loop is reported (stderr), the kernel still graded
+    assert "line 6: did not finish within 1 s while loading" in capsys.readouterr().err
