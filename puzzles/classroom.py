@@ -161,9 +161,13 @@ def decode_tensor(data: dict, limit: int = 1 << 22) -> torch.Tensor:
 def _matches_base(sizes: dict, base: dict) -> bool:
     """A reported size is one of the puzzle's sizes (blocks and config values may differ, the
     problem sizes may not): the grader never builds inputs of a size the worker made up."""
-    if not all(isinstance(v, int) and 0 <= v <= 4096 for v in sizes.values()):
-        return False
-    return all(sizes.get(k) == v for k, v in base.items() if not k.startswith("B"))
+    for key, value in sizes.items():
+        if key in base and not key.startswith("B"):
+            if type(value) is not type(base[key]) or value != base[key]:  # sizes, and puzzle 21's lr
+                return False
+        elif not (type(value) is int and 0 <= value <= 4096):  # blocks, config values
+            return False
+    return all(k in sizes for k in base)
 
 
 def check_evidence(p: Puzzle, seed: int, evidence: list) -> str | None:

@@ -18,7 +18,7 @@ import torch
 from puzzles import catalog, grade
 from puzzles.classroom import check_evidence
 from puzzles.grade_worker import encode_tensor
-from puzzles.harness.cases import make_case
+from puzzles.harness.cases import make_case, size_list
 from puzzles.sandbox import UID_BASE, can_switch_user
 from puzzles.solution_source import reference_source
 
@@ -177,3 +177,17 @@ def test_an_endless_loop_while_loading_is_stopped_in_the_scoreboard_too(tmp_path
     (g,) = grade.grade([tmp_path / "a.py"], [p])
     assert g.status == "passed"  # the loop is reported (stderr), the kernel still graded
     assert "line 6: did not finish within 1 s while loading" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("number", [p.number for p in catalog.all_puzzles()])
+def test_the_grader_confirms_right_outputs_of_every_puzzle(number):
+    """The check in the grader's process accepts the spec's own outputs at every size of every puzzle
+    (sizes with floats, tensor lists, strided inputs, zero-initialised outputs) and rejects poison."""
+    p = catalog.get(number)
+    sizes = size_list(p, None, None, None)
+    right = [{"sizes": dict(s), "seed": 3, "index": i,
+              "output": encode_tensor(make_case(p.spec, p, dict(s), 3, i).expected)} for i, s in enumerate(sizes)]
+    assert check_evidence(p, 3, right) is None
+    first = make_case(p.spec, p, dict(sizes[0]), 3, 0).expected
+    poisoned = [dict(right[0], output=encode_tensor(torch.full_like(first, 7)))] + right[1:]
+    assert check_evidence(p, 3, poisoned) is not None
