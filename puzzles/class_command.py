@@ -16,6 +16,7 @@ from puzzles.classroom import (
     discover,
     grade_class,
     grade_student,
+    submission_files,
 )
 from puzzles.grade import Grade
 from puzzles.puzzle import Puzzle
@@ -57,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
         if not args.student.is_dir():
             print(f"error: no such folder: {args.student}", file=sys.stderr)
             return USAGE
-        student = discover([args.student])[0]
+        student = Student(args.student.name, submission_files(args.student))
         seed = options.seed if options.seed is not None else 0
         uid = job_uid(0) if can_switch_user() else None
         result = grade_student(student, puzzles, options, seed, uid)
