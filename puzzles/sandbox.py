@@ -86,8 +86,9 @@ def apply_limits(limits: Limits, folder: Path) -> Protections:
             done.active.append(f"unprivileged user {limits.uid} (writes only its folder)")
         except OSError as err:
             done.missing.append(f"unprivileged user ({err})")
-    elif os.geteuid() != 0:
-        done.missing.append("own user (not started as root): the submission runs as the grader's user")
+    else:
+        why = "not started as root" if os.geteuid() != 0 else "not asked for"
+        done.missing.append(f"own user ({why}): the submission runs as the grader's user")
     return done
 
 

@@ -191,3 +191,13 @@ def test_the_grader_confirms_right_outputs_of_every_puzzle(number):
     first = make_case(p.spec, p, dict(sizes[0]), 3, 0).expected
     poisoned = [dict(right[0], output=encode_tensor(torch.full_like(first, 7)))] + right[1:]
     assert check_evidence(p, 3, poisoned) is not None
+
+
+def test_without_a_user_of_its_own_grading_works_and_says_what_is_missing(tmp_path):
+    from puzzles.classroom import Options, Student, grade_student
+
+    (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(catalog.get(1)))
+    result = grade_student(Student("solo", [tmp_path / "a.py"]), [catalog.get(1)], Options(timeout=2), seed=1, uid=None)
+    assert [v.status for v in result.verdicts] == ["passed"], result
+    assert any("own user" in m for m in result.missing_protections)
+    assert any("memory limit" in a for a in result.protections)
