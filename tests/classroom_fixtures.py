@@ -62,6 +62,17 @@ class Sneaky:  # replace the harness's judge: every size "passed", whatever the 
 
 KILL_PARENT = "    os.kill(os.getppid(), 9)  # the process that runs this kernel: the student's grading process\n"
 
+STALL = """
+class Stall:
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass
+
+"""
+
 DO_NOTHING = '''
 @triton.jit
 def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
@@ -86,7 +97,8 @@ def build_class(root: Path) -> Path:
         "wrong": HEADER + reference_source(P1).replace("10.0", "11.0") + "\n\n" + reference_source(P2),
         "forged_test": HEADER + FORGED_TEST + DO_NOTHING,
         "forged_judge": HEADER + FORGED_JUDGE + DO_NOTHING,
-        "looper": HEADER + "class Stall:\n    while True:\n        pass\n\n" + reference_source(P1),
+        # a loop in a class body that swallows the loader's interruption: only the worker's deadline stops it
+        "looper": HEADER + STALL + reference_source(P1),
         # a module-level tensor the kernel uses, far over the memory limit (torch.empty: never touched)
         "hog": HEADER + "SCALE = torch.empty(1 << 31).numel() // (1 << 31)\n\n"
         + reference_source(P1).replace("x + 10.0", "x + 10.0 * SCALE"),
