@@ -160,3 +160,7 @@ def _never_stored(trace: Trace, shape: torch.Size) -> torch.Tensor:
 def _scalar(t: torch.Tensor) -> float:
     v = t.item()
     return float(v) if not isinstance(v, bool) else float(v)
+
+
+# Public name for the class grader, which checks the outputs an isolated process returned.
+values_close = _close
