@@ -28,7 +28,7 @@ from puzzles.harness.cases import SizeRuleError, _make_case, _resolve_puzzle, _s
 from puzzles.harness.judging import _judge_runs
 from puzzles.harness.presenting import _device_name, _measure_speed, present
 from puzzles.harness.running import _run_cases, on_gpu
-from puzzles.harness.signature import _bind, _check_kernel
+from puzzles.harness.signature import _bind, _check_kernel, argument_order_note
 from puzzles.inputs import SpecError
 from puzzles.puzzle import Puzzle, Sizes
 from puzzles.result import TestResult
@@ -113,6 +113,9 @@ def test(
         _compile_check.apply(check, result, started, compile_check)
         if found is None:
             result.notes.append("unknown puzzle: tested only the sizes given")
+        order = argument_order_note(kernel, found)
+        if order:
+            result.notes.append(order)
         if perf and result.passed:
             _measure_speed(kernel, fn, spec, found, seed, result)
     result.seconds = time.perf_counter() - started
