@@ -38,7 +38,17 @@ CONSTRUCTS = [  # kernel, puzzle, what the compiler says, the helper holding the
     ("add_mask2_kernel_global", 2, "Cannot access global variable OFFSET", None),
     ("add_mask2_kernel_nested_def", 2, "function defined inside the kernel", None),
     ("add_mask2_kernel_bad_helper", 2, "Cannot access global variable OFFSET", "_plus_offset_bad"),
+    # Triton's own message is a bare `AssertionError:`, or does not say what to write instead.
+    ("add_mask2_kernel_tuple_loop", 2, "a Triton tuple can only be indexed by a constant", None),
+    ("add_mask2_kernel_break", 2, "no break or continue", None),
+    ("add_mask2_kernel_if_on_block", 2, "tl.where(condition, a, b)", None),
+    ("add_mask2_kernel_element_index", 2, "a block has no element access by position", None),
+    ("add_mask2_kernel_iterate_block", 2, "a block cannot be iterated", None),
+    ("add_mask2_kernel_name_in_one_branch", 2, "if y is assigned only inside an if", None),
 ]
+# Kernels that Triton 3.7's interpreter fails too: the compiler's message (with what to write) replaces its own.
+INTERPRETER_FAILS_TOO = {"add_mask2_kernel_nested_def", "add_mask2_kernel_element_index",
+                         "add_mask2_kernel_iterate_block"}
 
 
 @pytest.mark.parametrize(("name", "number", "says", "helper"), CONSTRUCTS, ids=[c[0] for c in CONSTRUCTS])
@@ -49,7 +59,7 @@ def test_interpreter_only_kernel_fails_with_the_compilers_message_and_line(name,
     failure = result.first_failure
     assert failure.status == "compile error", str(result)
     assert "would not compile for a GPU" in failure.error.message
-    if name != "add_mask2_kernel_nested_def":  # Triton 3.7's interpreter fails a nested def too
+    if name not in INTERPRETER_FAILS_TOO:
         assert failure.error.message.startswith("runs in the interpreter but would not compile for a GPU: ")
     assert says in failure.error.message
     where = getattr(ck, helper) if helper else kernel
@@ -70,6 +80,17 @@ def test_the_same_kernels_pass_without_the_check(monkeypatch):
 def test_helpers_and_constexpr_globals_compile():
     result = test(ck.add_mask2_kernel_good_helper, puzzle=2, quiet=True, compile_check="full")
     assert result.passed, str(result)
+
+
+def test_a_tuple_indexed_by_a_static_range_variable_compiles():
+    result = test(ck.add_mask2_kernel_tuple_static_range, puzzle=2, quiet=True, compile_check="full")
+    assert result.passed, str(result)
+
+
+def test_a_bare_assertion_from_the_front_end_becomes_words():
+    result = test(ck.add_mask2_kernel_tuple_loop, puzzle=2, quiet=True, seed=1)
+    message = result.first_failure.error.message
+    assert "AssertionError" not in message and "tl.static_range" in message, message
 
 
 def _calls(p):
