@@ -135,7 +135,7 @@ def add_mask2_kernel_iterate_block(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
     x = tl.load(x_ptr + offsets, mask=offsets < N0)
     for v in offsets:  # BAD_LINE
-        x += 0.0
+        x += v * 0.0
     tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
 
 

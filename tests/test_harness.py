@@ -26,6 +26,10 @@ def test_reference_passes_at_every_size(p):
     expected = [dict(s) for s in p.sizes]
     if p.extra.get("autotune"):  # every size under every config, the config's meta-parameters in the sizes
         expected = [{**s, **c.kwargs, "num_warps": c.num_warps} for c in p.reference().configs for s in p.sizes]
+        # then under two configs of the grader's own (puzzles/autotune.py), at every size too
+        assert [o.sizes for o in result.outcomes[: len(expected)]] == expected
+        assert len(result.outcomes) == len(expected) + 2 * len(p.sizes)
+        expected = [o.sizes for o in result.outcomes]
     assert [o.sizes for o in result.outcomes] == expected
     assert len(p.sizes) >= 3
 
