@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERSION = 4  # bump when what the worker checks changes (invalidates the cache)
+VERSION = 5  # bump when what the worker checks changes (invalidates the cache)
 ALWAYS_TARGETS = (80, 90)  # A100 and H100 class
 T4 = 75  # Colab's free tier, where the puzzle allows it
 # Largest shared memory one block may use, per compute capability (bytes, opt-in limits).
@@ -891,11 +891,14 @@ def _compilation_error(exc: Any, built: dict[str, Any]) -> dict:  # pragma: no c
     message = " ".join(message.split())
     if message.startswith("NameError: Cannot access global variable"):
         message = message.split(" function.", 1)[0] + " function"  # the rest is about an escape hatch
-    hint = _hint(message, at.node)
+    hint = _hint(message, at.node, entry["source"])
     if hint and _bare(message):
         message = hint  # Triton's own assertion says nothing a learner can act on
     elif hint:
         message = f"{message} ({hint})"
+    elif _bare(message):  # not a construct we know: say at least that much (the line says where)
+        message = ("Triton's compiler stopped on this line without a message (an internal assertion): the line "
+                   "uses something the interpreter accepts but the compiler does not support")
     if entry is not built["root_entry"]:
         message += f" [in {entry['name']}, called from {built['root_entry']['name']}]"
     offset = line - entry["def_line"] if line is not None else None
@@ -907,7 +910,15 @@ def _bare(message: str) -> bool:
     return message.rstrip(": ") in ("AssertionError", "")
 
 
-def _hint(message: str, node: Any) -> str:
+def _assigned_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _hint(message: str, node: Any, source: str = "") -> str:
     """What to write instead, for the constructs that only the interpreter accepts (and for the front
     end's errors whose own text does not say what is wrong)."""
     if isinstance(node, ast.FunctionDef) or (message.startswith("StopIteration") and node is not None):
@@ -941,13 +952,11 @@ def _hint(message: str, node: Any) -> str:
     if "Boolean value of Tensor with more than one value is ambiguous" in message:
         return ("an if or while condition must be one value, not a block: to choose per element, use "
                 "tl.where(condition, a, b)")
-    if message.startswith("NameError:") and message.endswith("is not defined"):
+    if message.startswith("NameError:") and message.endswith("is not defined") and \
+            message.split()[1] in _assigned_names(source):
         name = message.split()[1]
         return (f"if {name} is assigned only inside an if or a loop, assign it before as well: the compiler "
                 "needs a value on every path, the interpreter only on the one it runs")
-    if _bare(message):
-        return ("Triton's compiler stopped on this line without a message (an internal assertion): it uses "
-                "something the interpreter accepts but the compiler does not support")
     return ""
 
 
