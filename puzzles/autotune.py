@@ -8,15 +8,16 @@ under the autotuner is graded with them (on a GPU, launched with the config's `n
 
 The learner's configs alone are not enough: a kernel right only under its single config (a literal
 `tl.arange(0, 64)` behind `B0=64`) would pass. So the kernel is also graded under configs of the
-grader's own, drawn (with the verdict's seed) from what the puzzle's rules allow
-(`Puzzle.extra["autotune"]`, e.g. `{"B0": (32, ..., 1024), "num_warps": (1, 2, 4, 8)}`), with
-values the learner's configs do not use; the verdict says whose config failed.
+grader's own, within what the puzzle's rules allow (`Puzzle.extra["autotune"]`, e.g.
+`{"B0": (32, ..., 1024), "num_warps": (1, 2, 4, 8)}`), with values the learner's configs do not use;
+the verdict says whose config failed. They depend only on the learner's configs (not on the seed), so
+a re-run is answered from the compile check's cache, and they are not compile-checked again: the
+learner's configs already are, and values are what they are there to test.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import random
 import time
 from typing import Any
 
@@ -73,13 +74,13 @@ def describe_rules(rules: dict[str, tuple[int, ...]]) -> str:
     return "; ".join(f"{name} in {', '.join(map(str, values))}" for name, values in rules.items())
 
 
-def grader_configs(learner: list[triton.Config], rules: dict[str, tuple[int, ...]], seed: int) -> list[triton.Config]:
-    """Two configs of the grader's own within the rules: one from the lower half of each allowed range and one
-    from the upper half, preferring values that none of the learner's configs uses; the rest of a config (other
-    meta-parameters, num_stages) is the learner's first config's."""
+def grader_configs(learner: list[triton.Config], rules: dict[str, tuple[int, ...]]) -> list[triton.Config]:
+    """Two configs of the grader's own within the rules: the smallest allowed value of each rule and the
+    largest, each among those none of the learner's configs uses (a block smaller than the learner's and one
+    larger, where there are such); the rest of a config (other meta-parameters, num_stages) is the learner's
+    first config's."""
     if not rules or not learner:
         return []
-    rng = random.Random(seed)
     base = learner[0]
     configs = []
     for half in (0, 1):
@@ -87,10 +88,8 @@ def grader_configs(learner: list[triton.Config], rules: dict[str, tuple[int, ...
         for name, allowed in rules.items():
             used = {c.num_warps if name == "num_warps" else c.num_stages if name == "num_stages" else c.kwargs.get(name)
                     for c in learner}
-            values = sorted(allowed)
-            part = values[: len(values) // 2] if half == 0 else values[len(values) // 2 :]
-            fresh = [v for v in part if v not in used] or [v for v in values if v not in used] or values
-            (launch if name in launch else meta)[name] = rng.choice(fresh)
+            fresh = sorted(v for v in allowed if v not in used) or sorted(allowed)
+            (launch if name in launch else meta)[name] = fresh[0] if half == 0 else fresh[-1]
         configs.append(triton.Config(meta, **launch))
     return configs
 
@@ -111,12 +110,13 @@ def test_every_config(kernel: Any, spec: Any, puzzle: Puzzle | None, sizes: list
     tuner = autotuner_of(kernel)
     configs = list(tuner.configs)
 
-    def run(config: triton.Config) -> TestResult:
+    def run(config: triton.Config, **overrides: Any) -> TestResult:
         # The config's meta-parameters replace the sizes' (B0 comes from the config, not the puzzle).
         # num_warps rides along in the sizes so that every verdict names the whole config.
         tuned = [{**s, **config.kwargs, "num_warps": config.num_warps} for s in base]
         p = dataclasses.replace(puzzle, sizes=tuple(tuned)) if puzzle is not None else None
-        return test(ConfigLaunch(tuner.fn, config, kernel), spec, puzzle=p, sizes=tuned, quiet=True, **options)
+        return test(ConfigLaunch(tuner.fn, config, kernel), spec, puzzle=p, sizes=tuned, quiet=True,
+                    **{**options, **overrides})
 
     results: list[tuple[triton.Config, TestResult]] = []
     for config in configs:
@@ -126,7 +126,7 @@ def test_every_config(kernel: Any, spec: Any, puzzle: Puzzle | None, sizes: list
     rules = tuning_rules(puzzle)
     theirs: list[tuple[triton.Config, TestResult]] = []
     if all(r.passed for _, r in results):  # a failure under the learner's own configs already decides
-        theirs = [(config, run(config)) for config in grader_configs(configs, rules, options["seed"])]
+        theirs = [(config, run(config, compile_check=False)) for config in grader_configs(configs, rules)]
     first = results[0][1]
     everything = results + theirs
     merged = TestResult(first.puzzle, first.kernel, [o for _, r in everything for o in r.outcomes], 0.0, first.seed,
