@@ -36,6 +36,7 @@ from solutions.gptq.configs import (  # noqa: E402
     DEQUANT_RULE_MIN_M,
     LARGE_M_BUCKETS,
     M_BUCKETS,
+    PUBLISHED_SPLIT_K,
     TUNED,
     heuristic_config,
     m_bucket,
@@ -73,12 +74,14 @@ def odd_k(group_size: int) -> int:
 
 
 def make_layer(k: int, n: int, group_size: int, *, fmt: str = "gptq", act_order: bool = False, seed: int = 0,
-               reorder: bool = True, device: str = "cpu") -> tuple[torch.Tensor, GPTQWeight, dict]:
+               reorder: bool = True, device: str = "cpu", keep_plain: bool | None = None,
+               ) -> tuple[torch.Tensor, GPTQWeight, dict]:
     gen = torch.Generator().manual_seed(seed)
     w = torch.randn(k, n, generator=gen) * 0.02
     layer = quantize_rtn(w, group_size, act_order=act_order, checkpoint_format=fmt)
     tensors = {key: t.to(device) for key, t in layer.tensors.items()}
-    return w, load_gptq_layer(tensors, layer.quantize_config, reorder_act_order=reorder), tensors
+    weight = load_gptq_layer(tensors, layer.quantize_config, reorder_act_order=reorder, keep_plain=keep_plain)
+    return w, weight, tensors
 
 
 def activations(m: int, k: int, seed: int = 1, device: str = DEVICE) -> torch.Tensor:
@@ -218,6 +221,25 @@ def test_kernel_variants_match_float64_reference(m, group_size, fmt, act_order, 
     assert rel_err(gptq_matmul(a, weight, config=base), ref) < TOL
     per_weight_scale = GPTQConfig(**{**base.__dict__, "block_m": 32, "block_k": 32, "split_k": 3})
     assert rel_err(gptq_matmul(a, weight, config=per_weight_scale, deterministic=True), ref) < TOL
+
+
+def test_published_split_k_baseline_runs_on_weights_kept_plain():
+    """bench.py's "published" column: the published split-K config (16 x 32 x 128, split 4) on the
+    unswapped kernel, which reads the plain qweight: a weight loaded with keep_plain=True runs it, the
+    default load (repacked copy only) is refused with the fix in the message."""
+    from solutions.gptq.kernels import gptq_large_m_kernel
+
+    k, n = 4 * PUBLISHED_SPLIT_K.block_k, 128  # K % (BLOCK_K * SPLIT_K) == 0, as bench.py requires
+    _, repacked_only, _ = make_layer(k, n, 128, device=DEVICE)
+    _, kept, _ = make_layer(k, n, 128, device=DEVICE, keep_plain=True)
+    assert kept.qweight is not None and kept.qweight_mma is not None and repacked_only.qweight is None
+    for m in (3, 17):
+        a = activations(m, k)
+        out = gptq_matmul(a, kept, config=PUBLISHED_SPLIT_K)
+        assert rel_err(out, a.double() @ dequantize(kept)) < TOL
+    assert [launch.fn for plan in kept.plans.values() for launch in plan.launches] == [gptq_large_m_kernel] * 2
+    with pytest.raises(ValueError, match="keep_plain"):
+        gptq_matmul(activations(3, k), repacked_only, config=PUBLISHED_SPLIT_K)
 
 
 @pytest.mark.parametrize("reorder", [True, False], ids=["a_perm", "g_idx"])
@@ -477,7 +499,7 @@ def test_kernel_repacked_and_plain_weights_agree(m, fmt, act_order):
 @pytest.mark.parametrize("block_m, block_n, num_warps", [(128, 64, 4), (16, 256, 8), (32, 128, 8)])
 def test_kernel_reads_part_or_several_of_the_repacked_blocks(block_m, block_n, num_warps):
     # BLOCK_N = 64 reads half of a 128-column block, 256 two of them; N = 384 leaves a ragged 256 tile.
-    # 8 warps load the columns of a tile in wgmma's row order (kernel._mma_row_order) and put them back.
+    # 8 warps load the columns of a tile in wgmma's row order (kernels._mma_row_order) and put them back.
     k, n = 384, 384
     _, weight, _ = make_layer(k, n, 128, device=DEVICE)
     a = activations(block_m + 3, k)
@@ -491,7 +513,7 @@ def _hopper() -> bool:
 
 def _launch_flags(weight: GPTQWeight) -> list[dict]:
     """The constexpr flags of every planned fused launch of ``weight``."""
-    return [launch.kwargs for plan in weight._plans.values() for launch in plan.launches]
+    return [launch.kwargs for plan in weight.plans.values() for launch in plan.launches]
 
 
 @pytest.mark.parametrize("block_m, split_k", [(32, 1), (16, 2)])
@@ -524,12 +546,12 @@ def test_tma_descriptor_only_where_the_copy_engine_can_serve():
         assert [f["A_DESC"] for f in _launch_flags(weight)] == [aligned and (not CUDA or _hopper())]
         assert rel_err(out, a.double() @ w) < TOL
     # BLOCK_M = 256 with 3 stages gave wrong results with descriptors on Triton 3.6: pointer loads instead.
-    from solutions.gptq.kernel import _use_tma_a
+    from solutions.gptq.plans import use_tma_a
 
     a = activations(300, k)
-    assert not _use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=3), a, has_a_perm=False)
-    assert not _use_tma_a(cfg, a, has_a_perm=True)  # A's columns gathered through a_perm
-    assert _use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=2), a, has_a_perm=False) == (
+    assert not use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=3), a, has_a_perm=False)
+    assert not use_tma_a(cfg, a, has_a_perm=True)  # A's columns gathered through a_perm
+    assert use_tma_a(dataclasses.replace(cfg, block_m=256, num_stages=2), a, has_a_perm=False) == (
         not CUDA or _hopper())
     assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ w) < TOL
 

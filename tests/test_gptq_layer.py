@@ -22,7 +22,7 @@ import pytest  # noqa: E402
 from torch import nn  # noqa: E402
 
 from solutions.gptq import dequantize, gptq_matmul, load_gptq_layer, quantize_rtn  # noqa: E402
-from solutions.gptq.layer import GPTQLinear, _op_args, dequantize_linears, quantize_linears  # noqa: E402
+from solutions.gptq.layer import GPTQLinear, dequantize_linears, op_args, quantize_linears  # noqa: E402
 from solutions.gptq.loader import repack_for_mma, unrepack_for_mma  # noqa: E402
 
 CUDA = torch.cuda.is_available()
@@ -88,15 +88,15 @@ def test_dequant_path_matches_reference(k, n, group_size, act_order, reorder):
 
 
 def test_dequant_path_in_chunks_of_columns(monkeypatch):
-    from solutions.gptq import kernel
+    from solutions.gptq import plans
 
-    monkeypatch.setattr(kernel, "DEQUANT_CHUNK_BYTES", 256 * 2 * 128)  # 128 columns of K = 256 per chunk
+    monkeypatch.setattr(plans, "DEQUANT_CHUNK_BYTES", 256 * 2 * 128)  # 128 columns of K = 256 per chunk
     w = layer(256, 384, 128)
     w.bias = torch.randn(384, generator=torch.Generator().manual_seed(2)).half().to(DEVICE)
     a = activations(3, 256)
     ref = a.double() @ dequantize(w) + w.bias.double()
     out = gptq_matmul(a, w, method="dequant")
-    assert len(next(iter(w._plans.values())).chunks) == 3
+    assert len(next(iter(w.plans.values())).chunks) == 3
     assert rel_err(out, ref) < TOL
 
 
@@ -104,17 +104,17 @@ def test_plans_are_cached_per_shape_and_alignment():
     w = layer(256, 128, 128)
     a = activations(4, 256 + 8)
     first = gptq_matmul(a[:, :256], w)
-    assert len(w._plans) == 1
+    assert len(w.plans) == 1
     again = gptq_matmul(a[:, :256], w)
-    assert len(w._plans) == 1 and torch.equal(first, again)
+    assert len(w.plans) == 1 and torch.equal(first, again)
     # A starting 8 bytes in: not 16-byte aligned, which Triton specialises on: a plan of its own.
     shifted = gptq_matmul(a[:, 4:260], w)
-    assert len(w._plans) == 2
+    assert len(w.plans) == 2
     assert rel_err(shifted, a[:, 4:260].double() @ dequantize(w)) < TOL
     gptq_matmul(a[:3, :256], w)
-    assert len(w._plans) == 3
+    assert len(w.plans) == 3
     w.clear_plans()
-    assert not w._plans
+    assert not w.plans
 
 
 def test_default_options_given_explicitly_share_the_default_plan():
@@ -122,20 +122,20 @@ def test_default_options_given_explicitly_share_the_default_plan():
     a = activations(2, 256)
     gptq_matmul(a, w)
     gptq_matmul(a, w, method="auto", deterministic=False, split_k=None, config=None)
-    assert len(w._plans) == 1
+    assert len(w.plans) == 1
     gptq_matmul(a, w, split_k=2)
-    assert len(w._plans) == 2
+    assert len(w.plans) == 2
 
 
 def test_launch_hook_check_sees_through_empty_hook_chains():
-    from solutions.gptq.kernel import _hook_set
+    from solutions.gptq.launch import hook_set
 
     class Chain:  # the shape of Triton 3.6's knobs.HookChain
         def __init__(self, calls):
             self.calls = calls
 
-    assert not _hook_set(None) and not _hook_set(Chain([]))
-    assert _hook_set(Chain([print])) and _hook_set(print)
+    assert not hook_set(None) and not hook_set(Chain([]))
+    assert hook_set(Chain([print])) and hook_set(print)
 
 
 @pytest.mark.parametrize("version", ["3.6.0", "3.7.1"])
@@ -147,9 +147,10 @@ def test_fast_launch_hands_the_launcher_what_jit_run_would(monkeypatch, version,
     import triton
     from triton import knobs
 
-    from solutions.gptq import kernel
+    from solutions.gptq.kernels import splitk_reduce_kernel
+    from solutions.gptq.launch import Launch
 
-    class Launch:  # the generated C launcher
+    class CLaunch:  # the generated C launcher
         def __init__(self):
             self.calls = []
 
@@ -158,7 +159,7 @@ def test_fast_launch_hands_the_launcher_what_jit_run_would(monkeypatch, version,
 
     class CudaLauncher:
         def __init__(self):
-            self.launch, self.global_scratch_size, self.profile_scratch_size, self.num_ctas = Launch(), 0, 0, 1
+            self.launch, self.global_scratch_size, self.profile_scratch_size, self.num_ctas = CLaunch(), 0, 0, 1
             self.launch_cooperative_grid, self.launch_pdl = False, True
 
         def __call__(self, gridX, gridY, gridZ, stream, function, *args):
@@ -183,8 +184,7 @@ def test_fast_launch_hands_the_launcher_what_jit_run_would(monkeypatch, version,
     monkeypatch.setattr(knobs.runtime, "launch_enter_hook", enter)
     monkeypatch.setattr(knobs.runtime, "launch_exit_hook", leave)
     weight_like = torch.zeros(4)
-    launch = kernel._Launch(kernel._splitk_reduce_kernel, (3, 2), [None, weight_like, 640], dict(SPLIT_K=4, BLOCK=8),
-                            {})
+    launch = Launch(splitk_reduce_kernel, (3, 2), [None, weight_like, 640], dict(SPLIT_K=4, BLOCK=8), {})
     launch.compiled = Compiled()
     fast = launch._make_fast([0, 2])
     assert launch.direct == version.startswith("3.6.")
@@ -206,7 +206,7 @@ def _fresh_nan_memory(numel: int) -> None:
 @gpu
 @pytest.mark.parametrize("bias", [False, True])
 def test_gpu_split_k_hot_path_matches_first_call_and_deterministic(bias):
-    from solutions.gptq.kernel import _Plan
+    from solutions.gptq.plans import Plan
 
     w = layer(1024, 384, 128)
     if bias:
@@ -214,8 +214,8 @@ def test_gpu_split_k_hot_path_matches_first_call_and_deterministic(bias):
     a = activations(5, 1024)
     ref = a.double() @ dequantize(w) + (w.bias.double() if bias else 0)
     first = gptq_matmul(a, w, split_k=4)  # compiles; zero-fill by new_zeros
-    plan = next(iter(w._plans.values()))
-    assert isinstance(plan, _Plan) and plan.atomic and plan.splits == 4 and plan.hot is not None
+    plan = next(iter(w.plans.values()))
+    assert isinstance(plan, Plan) and plan.atomic and plan.splits == 4 and plan.hot is not None
     assert plan.bias_init == bias
     for _ in range(3):
         _fresh_nan_memory(5 * 384 * 4)
@@ -233,14 +233,14 @@ def test_gpu_fast_launch_uses_the_direct_launcher_on_triton_3_6():
     a = activations(3, 512)
     gptq_matmul(a, w)
     gptq_matmul(a, w)
-    launch = next(iter(w._plans.values())).launches[0]
+    launch = next(iter(w.plans.values())).launches[0]
     assert launch.fast is not None
     assert launch.direct == triton.__version__.startswith("3.6.")
 
 
 @gpu
 def test_gpu_split_k_falls_back_to_zero_when_the_driver_memset_fails(monkeypatch):
-    from solutions.gptq import kernel
+    from solutions.gptq import launch
 
     calls = []
 
@@ -248,8 +248,8 @@ def test_gpu_split_k_falls_back_to_zero_when_the_driver_memset_fails(monkeypatch
         calls.append(count)
         return 201  # CUDA_ERROR_INVALID_CONTEXT
 
-    kernel.driver_memset()
-    monkeypatch.setattr(kernel, "_DRIVER_MEMSET", [failing])
+    launch.driver_memset()
+    monkeypatch.setattr(launch, "_DRIVER_MEMSET", [failing])
     w = layer(1024, 256, 128)
     a = activations(2, 1024)
     ref = a.double() @ dequantize(w)
@@ -285,9 +285,9 @@ def test_gpu_launch_hooks_still_run_on_the_fast_path():
 @gpu
 @pytest.mark.parametrize("split_k", [1, 4])
 def test_gpu_cuda_graph_replays_of_gptq_matmul(monkeypatch, split_k):
-    from solutions.gptq import kernel
+    from solutions.gptq import launch
 
-    d32 = kernel.driver_memset()
+    d32 = launch.driver_memset()
     memsets = []
 
     def counted(fn):
@@ -296,7 +296,7 @@ def test_gpu_cuda_graph_replays_of_gptq_matmul(monkeypatch, split_k):
             return fn(*args)
         return call
 
-    monkeypatch.setattr(kernel, "_DRIVER_MEMSET", [counted(d32)])
+    monkeypatch.setattr(launch, "_DRIVER_MEMSET", [counted(d32)])
     w = layer(2048, 512, 128)
     a = activations(4, 2048)
     static_a = a.clone()
@@ -340,13 +340,13 @@ def test_custom_op_fake_tensor_shapes():
     w = layer(256, 136, 32, act_order=True)
     with FakeTensorMode(allow_non_fake_inputs=True) as mode:
         a = mode.from_tensor(activations(3, 256).reshape(1, 3, 256))
-        out = torch.ops.gptq.matmul(a, *_op_args(w))
+        out = torch.ops.gptq.matmul(a, *op_args(w))
     assert out.shape == (1, 3, 136) and out.dtype == torch.float16
 
 
 def test_custom_op_opcheck():
     w = layer(256, 128, 64)
-    torch.library.opcheck(torch.ops.gptq.matmul.default, (activations(2, 256), *_op_args(w)),
+    torch.library.opcheck(torch.ops.gptq.matmul.default, (activations(2, 256), *op_args(w)),
                           test_utils=("test_schema", "test_faketensor"))
 
 
@@ -356,7 +356,7 @@ def test_compiled_fullgraph_matches_eager():
     backend = "inductor" if CUDA else "aot_eager"
     compiled = torch.compile(lin, fullgraph=True, backend=backend)
     out = compiled(x)  # compiled before any eager call
-    assert len(lin.gptq_weight()._plans) == 1  # the op used the module's registered weight
+    assert len(lin.gptq_weight().plans) == 1  # the op used the module's registered weight
     assert rel_err(out, lin(x)) < 1e-3
 
 
@@ -382,7 +382,7 @@ def test_gptq_linear_matches_dequantized_linear_at_odd_shapes(bias):
     g = GPTQLinear.from_linear(lin, 32)
     g(activations(2, 288))  # a plan (compiled kernel on GPU) that a deep copy must not carry over
     twin = copy.deepcopy(g)
-    assert not twin.gptq_weight()._plans and twin.gptq_weight().scales is twin.scales
+    assert not twin.gptq_weight().plans and twin.gptq_weight().scales is twin.scales
     ref_lin = dequantize_linears(nn.Sequential(twin))[0]
     assert type(ref_lin) is nn.Linear
     x = activations(7, 288).reshape(7, 1, 288)
@@ -448,7 +448,7 @@ def test_transformers_llama_matches_dequantized_model():
 def test_dataclass_replace_starts_with_no_plans():
     w = layer(256, 128, 128)
     gptq_matmul(activations(2, 256), w)
-    assert w._plans and not dataclasses.replace(w, qweight_mma=w.qweight_mma)._plans
+    assert w.plans and not dataclasses.replace(w, qweight_mma=w.qweight_mma).plans
 
 
 def test_custom_op_reuses_registered_weights_only_while_they_live():
@@ -458,11 +458,11 @@ def test_custom_op_reuses_registered_weights_only_while_they_live():
 
     w = layer(256, 128, 128)
     a = activations(2, 256)
-    torch.ops.gptq.matmul(a, *_op_args(w))
-    assert not w._plans  # not registered: the op planned on a weight of its own
+    torch.ops.gptq.matmul(a, *op_args(w))
+    assert not w.plans  # not registered: the op planned on a weight of its own
     layer_mod.register_weight(w)
-    out = torch.ops.gptq.matmul(a, *_op_args(w))
-    assert len(w._plans) == 1 and rel_err(out, a.double() @ dequantize(w)) < TOL
+    out = torch.ops.gptq.matmul(a, *op_args(w))
+    assert len(w.plans) == 1 and rel_err(out, a.double() @ dequantize(w)) < TOL
     n = len(layer_mod._WEIGHTS)
     del w
     gc.collect()

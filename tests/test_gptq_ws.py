@@ -21,8 +21,8 @@ import torch
 import triton
 
 from solutions.gptq import dequantize, gptq_matmul, load_gptq_layer, quantize_rtn, ws_prefill
-from solutions.gptq import kernel as gptq_kernel
 from solutions.gptq.configs import LARGE_M_BUCKETS, WS_TILES, WSTile, m_bucket, ws_tile
+from solutions.gptq.plans import ws_choice
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = torch.cuda.is_available()
@@ -60,7 +60,7 @@ def test_cpu_and_unsupported_weights_never_take_the_ws_path():
     weight = load_gptq_layer(quantize_rtn(w, 128).tensors, quantize_rtn(w, 128).quantize_config)
     a = torch.randn(512, 256).half()
     assert not ws_prefill.supported(a, weight)
-    assert gptq_kernel._ws_choice(a, weight, explicit=True) is None
+    assert ws_choice(a, weight, explicit=True) is None
     with pytest.raises(ValueError, match="method='ws' needs a Hopper GPU"):
         gptq_matmul(a, weight, method="ws")
 
@@ -71,7 +71,8 @@ def test_ws_kernel_compiles_for_sm90_with_asynchronous_wgmma():
     # assert_trivial=True fails otherwise); ptxas then reports whether it kept the wgmma asynchronous.
     # In a subprocess: `import puzzles` switched this process to the interpreter, which cannot compile.
     env = dict(os.environ, TRITON_INTERPRET="0")
-    run = subprocess.run([sys.executable, "-m", "solutions.gptq.ws_prefill", *(f"{bm},{st}" for bm, st in KERNELS)],
+    tiles = [f"{bm},{st}" for bm, st in KERNELS]
+    run = subprocess.run([sys.executable, "-m", "solutions.gptq.ws_compile_check", *tiles],
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     if run.returncode and re.search(r"ImportError|AttributeError|TypeError", run.stderr):
         pytest.skip(f"offline Gluon compile not available on triton {triton.__version__}: {run.stderr[-300:]}")
@@ -113,7 +114,7 @@ def test_gpu_every_ws_tile_matches_reference_at_ragged_m(tile):
 def _flags_are_zero(device: torch.device) -> bool:
     """Every stream-K flag of every cached scratch is back at zero (what the next launch needs)."""
     programs = ws_prefill.sm_count(device)
-    return all(bool((buf[: ws_prefill._flag_words(programs)] == 0).all()) for buf in ws_prefill._SCRATCH.values())
+    return all(bool((buf[: ws_prefill.flag_words(programs)] == 0).all()) for buf in ws_prefill.SCRATCH_BUFFERS.values())
 
 
 @pytest.mark.gpu
@@ -140,8 +141,8 @@ def test_gpu_stream_k_shares_tiles_between_programs_exactly():
 def test_gpu_stream_k_under_cuda_graphs_and_on_two_streams():
     weight, w = _layer(4096, 11008)
     a = torch.randn(512, 4096, device="cuda").half()
-    assert gptq_kernel._ws_choice(a, weight, explicit=False).stream_k  # the table's stream-K entry
-    ws_prefill._SCRATCH.clear()
+    assert ws_choice(a, weight, explicit=False).stream_k  # the table's stream-K entry
+    ws_prefill.SCRATCH_BUFFERS.clear()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):  # compiles the kernel; the scratch it caches is this stream's
         gptq_matmul(a, weight)
@@ -168,13 +169,13 @@ def test_gpu_stream_k_under_cuda_graphs_and_on_two_streams():
     for x, results in zip(inputs, outs, strict=True):
         ref = x.double() @ w
         assert all(_rel_err(r, ref) < TOL for r in results)
-    assert len(ws_prefill._SCRATCH) >= 2 and _flags_are_zero(a.device)
+    assert len(ws_prefill.SCRATCH_BUFFERS) >= 2 and _flags_are_zero(a.device)
     # A stream per call: the scratches kept stay bounded, and results stay right.
     for _ in range(ws_prefill.SCRATCH_STREAMS + 3):
         with torch.cuda.stream(torch.cuda.Stream()):
             assert _rel_err(gptq_matmul(a, weight), a.double() @ w) < TOL
     torch.cuda.synchronize()
-    assert len(ws_prefill._SCRATCH) == ws_prefill.SCRATCH_STREAMS and _flags_are_zero(a.device)
+    assert len(ws_prefill.SCRATCH_BUFFERS) == ws_prefill.SCRATCH_STREAMS and _flags_are_zero(a.device)
 
 
 @pytest.mark.gpu
@@ -184,13 +185,13 @@ def test_gpu_gptq_matmul_picks_ws_for_prefill_and_keeps_the_result():
     a = torch.randn(700, 1024, device="cuda").half()
     ref = a.double() @ w
     first = gptq_matmul(a, weight)
-    plan = next(iter(weight._plans.values()))
+    plan = next(iter(weight.plans.values()))
     assert plan.method == "ws" and plan.hot is not None
     second = gptq_matmul(a, weight)  # the hot path: plan, descriptor per call, fast launch
     assert _rel_err(first, ref) < TOL and torch.equal(first, second)
     small = torch.randn(64, 1024, device="cuda").half()
     gptq_matmul(small, weight)
-    assert [p.method for p in weight._plans.values()] == ["ws", "fused"]
+    assert [p.method for p in weight.plans.values()] == ["ws", "fused"]
     graph = torch.cuda.CUDAGraph()
     out = torch.empty_like(first)
     with torch.cuda.graph(graph):
@@ -229,6 +230,6 @@ def test_gpu_a_ws_kernel_that_fails_to_build_falls_back_once_with_a_warning(monk
         out = gptq_matmul(a, weight)
     assert any("warp-specialised prefill kernel unavailable" in str(c.message) for c in caught)
     assert _rel_err(out, a.double() @ w) < TOL
-    assert next(iter(weight._plans.values())).method == "fused" and not ws_prefill.supported(a, weight)
+    assert next(iter(weight.plans.values())).method == "fused" and not ws_prefill.supported(a, weight)
     with pytest.raises(ValueError):
         gptq_matmul(a, weight, method="ws")  # asked for by name: no silent fallback

@@ -24,8 +24,10 @@ GROUP = 128
 L2_BYTES = 50 * 2**20  # H100 SXM
 
 
-def random_layer(k: int, n: int, group: int = GROUP, device: str = "cuda", seed: int = 0) -> GPTQWeight:
-    """A valid random GPTQ layer (every nibble uniform in [0, 15], scales in [1e-3, 1e-2])."""
+def random_layer(k: int, n: int, group: int = GROUP, device: str = "cuda", seed: int = 0,
+                 keep_plain: bool | None = None) -> GPTQWeight:
+    """A valid random GPTQ layer (every nibble uniform in [0, 15], scales in [1e-3, 1e-2]); ``keep_plain``
+    as in load_gptq_layer (the plain qweight beside the repacked copy, for baselines that read it)."""
     gen = torch.Generator(device=device).manual_seed(seed)
     tensors = {
         "qweight": torch.randint(-(2**31), 2**31 - 1, (k // 8, n), generator=gen, device=device, dtype=torch.int32),
@@ -33,7 +35,7 @@ def random_layer(k: int, n: int, group: int = GROUP, device: str = "cuda", seed:
                                 dtype=torch.int32),
         "scales": (torch.rand((k // group, n), generator=gen, device=device) * 9e-3 + 1e-3).half(),
     }
-    return load_gptq_layer(tensors, {"bits": 4, "group_size": group, "desc_act": False})
+    return load_gptq_layer(tensors, {"bits": 4, "group_size": group, "desc_act": False}, keep_plain=keep_plain)
 
 
 def rotated_layers(k: int, n: int) -> tuple[list[GPTQWeight], torch.Tensor, list[torch.Tensor]]:

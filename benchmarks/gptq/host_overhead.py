@@ -29,7 +29,7 @@ from common import copies_to_beat_l2, gpu_time_us, host_times, random_layer, sta
 from torch import nn
 
 from solutions.gptq import dequantize, gptq_matmul
-from solutions.gptq.layer import GPTQLinear, _op_args, register_weight
+from solutions.gptq.layer import GPTQLinear, op_args, register_weight
 
 SHAPES = ((4096, 4096), (4096, 11008), (11008, 4096), (8192, 28672))
 LIMIT = 1.5  # ours / fp16 host time, per row
@@ -62,7 +62,7 @@ def main() -> int:
         modules = [GPTQLinear(c) for c in copies]
         for m in args.m:
             a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-            op_args = [_op_args(register_weight(w)) for w in copies]
+            op_args = [op_args(register_weight(w)) for w in copies]
             methods = {
                 "matmul": [lambda a=a, w=w: torch.matmul(a, w) for w in w16],
                 "ours": [lambda a=a, w=w: gptq_matmul(a, w) for w in copies],

@@ -8,7 +8,7 @@ Methods, GPU time per call from CUDA-graph replays (``common.gpu_time_us``):
 * ``fused``   gptq_matmul(method="fused"): the dequantize-and-multiply kernel with its default config
               (``configs.select_config``: the tuned prefill buckets M = 256..4096 where there are any)
 * ``dequant`` gptq_matmul(method="dequant"): W dequantized into an fp16 temporary in column chunks
-              of at most ``kernel.DEQUANT_CHUNK_BYTES``, each chunk multiplied with cuBLAS
+              of at most ``plans.DEQUANT_CHUNK_BYTES``, each chunk multiplied with cuBLAS
 * ``ws``      gptq_matmul(method="ws"): the warp-specialised Gluon kernel (solutions/gptq/ws_prefill.py,
               Hopper only; tile from ``configs.ws_tile``, or the default tile where that says None)
 * ``auto``    gptq_matmul() as shipped: the method it picks (column ``chosen``: ws where ``configs.ws_tile``
@@ -28,7 +28,7 @@ from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, rel_e
 
 from solutions.gptq import configs as gptq_configs
 from solutions.gptq import dequantize, gptq_matmul
-from solutions.gptq import kernel as gptq_kernel
+from solutions.gptq import plans as gptq_plans
 
 M_VALUES = (256, 512, 1024, 2048, 4096)
 
@@ -43,7 +43,7 @@ def main() -> int:
     env = start_gpu_run("prefill.py", args.out)
     if env is None:
         return 0
-    env["DEQUANT_CHUNK_BYTES"] = gptq_kernel.DEQUANT_CHUNK_BYTES
+    env["DEQUANT_CHUNK_BYTES"] = gptq_plans.DEQUANT_CHUNK_BYTES
     rows = []
     for si in args.shapes:
         k, n = SHAPES[si]
@@ -59,10 +59,10 @@ def main() -> int:
                 "dequant": lambda a=a, w=w: gptq_matmul(a, w, method="dequant"),
                 "auto": lambda a=a, w=w: gptq_matmul(a, w),
             }
-            if gptq_kernel._ws_choice(a, w, explicit=True):
+            if gptq_plans.ws_choice(a, w, explicit=True):
                 methods["ws"] = lambda a=a, w=w: gptq_matmul(a, w, method="ws")
             cfg = gptq_configs.select_config(m, k, n)
-            tile = gptq_kernel._ws_choice(a, w, explicit=False)
+            tile = gptq_plans.ws_choice(a, w, explicit=False)
             chosen = (f"ws {tile.block_m}/{tile.stages}{'/sk' * tile.stream_k}" if tile
                       else gptq_configs.select_method(m, k, n))
             row = {"M": m, "K": k, "N": n, "chosen": chosen,

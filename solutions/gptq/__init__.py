@@ -1,12 +1,14 @@
-"""Production GPTQ int4 dequantize-and-multiply (split-K) kernel, its loader, quantizer and configs.
+"""Production GPTQ int4 dequantize-and-multiply (split-K) kernels, their loader, quantizer and configs.
 
     from solutions.gptq import load_gptq_layer, gptq_matmul
     weight = load_gptq_layer(layer_tensors, quantize_config)
     y = gptq_matmul(x, weight)          # x fp16 (..., K) -> y fp16 (..., N)
 """
 
-from solutions.gptq.kernel import GPTQConfig, gptq_matmul, plan_split_k
+from solutions.gptq.configs import GPTQConfig
 from solutions.gptq.loader import GPTQWeight, dequantize, load_gptq_layer
+from solutions.gptq.matmul import gptq_matmul
+from solutions.gptq.plans import plan_split_k
 from solutions.gptq.quantize import (
     QuantizedLayer,
     pack_int4_along_k,

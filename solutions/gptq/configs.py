@@ -1,4 +1,4 @@
-"""Launch configs for :func:`solutions.gptq.kernel.gptq_matmul`, chosen offline so a run needs no tuning.
+"""Launch configs for :func:`solutions.gptq.matmul.gptq_matmul`, chosen offline so a run needs no tuning.
 
 ``TUNED`` maps (M bucket, K, N) to the config that measured fastest on an NVIDIA H100 (see
 ``benchmarks/gptq/tune.py`` and ``benchmarks/gptq/results/``). Shapes outside the table get a
@@ -11,12 +11,49 @@ other methods measured faster.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 import torch
 import triton
 
-from solutions.gptq.kernel import GPTQConfig
+
+@dataclass(frozen=True)
+class GPTQConfig:
+    """Launch parameters of :func:`solutions.gptq.matmul.gptq_matmul`. ``split_k`` is an upper bound (see
+    :func:`solutions.gptq.plans.plan_split_k`).
+
+    ``ptx_dequant`` selects the inline-PTX dequantization on GPU; it is ignored (plain Triton) under
+    the interpreter and when the weight has a general g_idx. ``swap_ab`` picks the kernel: True
+    computes C^T = W^T A^T with the weights as wgmma's register operand (every tuned config, M = 1
+    to 4096); False computes C = A W with the dequantized weights staged in shared memory, a weight
+    tile reused by BLOCK_M rows of A (needs the plain qweight). A general g_idx always uses the
+    swapped kernel. With ``num_warps=8`` and BLOCK_N a multiple of 128 on the repacked weights, the
+    swapped kernel loads the words in wgmma's row order (``kernels._mma_row_order``). ``tma_a`` (swapped
+    kernel, row-major 16-byte-aligned A, no a_perm; a CUDA GPU of compute capability 9.0+ or the
+    interpreter) loads A through a TMA descriptor; elsewhere, and for BLOCK_M >= 256 with 3 or more
+    stages (wrong results on Triton 3.6, see plans.use_tma_a), A is read with pointers as usual.
+    """
+
+    block_m: int = 16
+    block_n: int = 128
+    block_k: int = 128
+    group_m: int = 8
+    split_k: int = 4
+    num_warps: int = 4
+    num_stages: int = 3
+    ptx_dequant: bool = True
+    swap_ab: bool = True
+    maxnreg: int | None = None  # cap on registers per thread (more resident programs per SM)
+    # Scale the fp32 MMA result of a step instead of the weights (only where a step lies in one
+    # group). None: when that is fewer multiplies (2 BLOCK_M <= BLOCK_K). Scaling the result needs
+    # the MMA finished before the multiply, and a second accumulator's worth of registers.
+    scale_after_dot: bool | None = None
+    # Read A's tiles with the TMA engine (Hopper and later; see plans.use_tma_a): one bulk copy per stage
+    # instead of per-thread address and mask arithmetic, which frees registers and issue slots for the
+    # dequantization. Measured faster only for some prefill tiles, so the tuned table turns it on per entry.
+    tma_a: bool = False
+
 
 T = TypeVar("T")
 SMALL_M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -116,6 +153,14 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
              _cfg(256, 128, 128, 1, 8, 3)),  # 3347.9 us (M=4096; cuBLAS 2903.9, dequant 3248.0)
 }
 
+
+# The configuration of the published split-K GPTQ kernel (BLOCK 16 x 32 x 128, GROUP_M 8, SPLIT_K 4,
+# interleaved shares of K added by fp16 atomics) as a config of the unswapped kernel, which like the
+# original stages the dequantized W tile in shared memory: the baseline of benchmarks/gptq/bench.py's
+# "published" column. No tuned entry uses it; it reads the plain qweight (load_gptq_layer(...,
+# keep_plain=True)).
+PUBLISHED_SPLIT_K = GPTQConfig(block_m=16, block_n=32, block_k=128, group_m=8, split_k=4, num_warps=4, num_stages=3,
+                               swap_ab=False)
 
 # Prefill (M >= 256) for shapes outside TUNED: (BLOCK_M, num_stages) of the swapped kernel with 8 warps
 # and BLOCK_N = 128 (heuristic_config), by M bucket. 256 x 128 with 3 stages won 22 of the 25 tuned

@@ -6,7 +6,7 @@
 
 ``torch.ops.gptq.matmul`` is a ``torch.library`` custom op with a fake (meta) implementation, so
 ``torch.compile`` (``fullgraph=True``, ``mode="reduce-overhead"``) keeps it in one graph. In eager
-mode :class:`GPTQLinear` calls :func:`~solutions.gptq.kernel.gptq_matmul` directly: the custom-op
+mode :class:`GPTQLinear` calls :func:`~solutions.gptq.matmul.gptq_matmul` directly: the custom-op
 dispatcher costs several us of CPU per call, which is what the cached launch plans save.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor, nn
 
-from solutions.gptq.kernel import gptq_matmul
 from solutions.gptq.loader import GPTQWeight, dequantize, load_gptq_layer
+from solutions.gptq.matmul import gptq_matmul
 from solutions.gptq.quantize import quantize_rtn
 
 # The op gets a weight's tensors, not the GPTQWeight that holds its launch plans. Registered weights
@@ -37,7 +37,7 @@ def _key(tensors: tuple, group_size: int, zero_offset: int) -> tuple:
 
 def register_weight(weight: GPTQWeight) -> GPTQWeight:
     """Let ``torch.ops.gptq.matmul`` reuse ``weight``'s launch plans while the caller keeps ``weight``."""
-    _WEIGHTS[_key(_op_args(weight)[:7], weight.group_size, weight.zero_offset)] = weight
+    _WEIGHTS[_key(op_args(weight)[:7], weight.group_size, weight.zero_offset)] = weight
     return weight
 
 
@@ -69,7 +69,8 @@ def _(a, qweight, qweight_mma, qzeros, scales, g_idx, a_perm, bias, group_size, 
     return a.new_empty((*a.shape[:-1], scales.shape[1]))
 
 
-def _op_args(weight: GPTQWeight) -> tuple:
+def op_args(weight: GPTQWeight) -> tuple:
+    """The arguments after A of ``torch.ops.gptq.matmul`` for ``weight``: its tensors, G and the zero offset."""
     return (weight.qweight, weight.qweight_mma, weight.qzeros, weight.scales, weight.g_idx, weight.a_perm,
             weight.bias, weight.group_size, weight.zero_offset)
 

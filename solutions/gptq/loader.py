@@ -14,7 +14,9 @@ dtypes and the quantize config, resolves the zero-point convention (``gptq``: st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import torch
 from torch import Tensor
@@ -33,7 +35,7 @@ _KNOWN_KEYS = {"qweight", "qzeros", "scales", "g_idx", "bias"}
 
 @dataclass
 class GPTQWeight:
-    """A 4-bit GPTQ weight W of shape (K, N), ready for :func:`solutions.gptq.kernel.gptq_matmul`.
+    """A 4-bit GPTQ weight W of shape (K, N), ready for :func:`solutions.gptq.matmul.gptq_matmul`.
 
     Row ``r`` of ``qweight`` holds original row ``a_perm[r]`` of W when ``a_perm`` is set (act-order
     reordered at load time), row ``r`` otherwise. Row ``r``'s group is ``g_idx[r]`` when ``g_idx``
@@ -49,7 +51,7 @@ class GPTQWeight:
     a_perm: Tensor | None = None  # int32 (K,): A's column for each stored row (act-order)
     bias: Tensor | None = None  # fp16 (N,), added to the output when present
     qweight_mma: Tensor | None = None  # int32 (N / 128, K / 128, 128, 16): qweight repacked (repack_for_mma)
-    # gptq_matmul's launch plans (kernel.py), per call signature; rebuilt by clear_plans().
+    # gptq_matmul's launch plans (plans.py), per call signature; rebuilt by clear_plans().
     _plans: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -61,6 +63,11 @@ class GPTQWeight:
     @property
     def n(self) -> int:
         return self.scales.shape[1]
+
+    @property
+    def plans(self) -> Mapping[tuple, object]:
+        """The cached launch plans (:class:`solutions.gptq.plans.Plan`) by call signature, read-only."""
+        return MappingProxyType(self._plans)
 
     def clear_plans(self) -> None:
         """Forget the cached launch plans (needed after replacing this weight's tensors)."""
@@ -98,7 +105,7 @@ def repack_for_mma(qweight: Tensor) -> Tensor:
     thread's nibbles sit where its wgmma register fragment wants them. Needs K % 128 == 0 and N % 128 == 0.
 
     In the swapped kernel the thread with quad lane l of a warp holds, for every 32 rows of K, the
-    fp16 pairs at rows 32c + 16b2 + 8b1 + 2l + h (h, b1, b2 in {0, 1}; ``kernel._slots_to_mma_order``).
+    fp16 pairs at rows 32c + 16b2 + 8b1 + 2l + h (h, b1, b2 in {0, 1}; ``dequant.slots_to_mma_order``).
     Here word 4c + l of a column's 16-word run is rebuilt from exactly those 8 rows: nibble
     4h + 2b2 + b1 holds row 32c + 16b2 + 8b1 + 2l + h, so the dequantized fragment comes out in
     natural K order and A is used as stored. The run is stored with position 4l + c holding word
@@ -139,7 +146,7 @@ def load_gptq_layer(tensors: dict[str, Tensor], quantize_config: dict, *, reorde
     (slower kernel path; useful to test that path). With ``repack`` (default) and K, N multiples of 128, the
     weight also gets ``qweight_mma`` (:func:`repack_for_mma`), which the small-M kernel reads with
     fewer, wider loads. ``keep_plain`` (default: only where there is no repacked copy) keeps the plain
-    ``qweight`` beside it; every path of :func:`~solutions.gptq.kernel.gptq_matmul` with its default
+    ``qweight`` beside it; every path of :func:`~solutions.gptq.matmul.gptq_matmul` with its default
     configs reads the repacked copy when there is one, so by default it is dropped (no second copy).
     No repack where G is not a multiple of 32 (a repacked word spans 32 rows of K: the kernels could
     never read it).

@@ -1,6 +1,6 @@
 """GPTQ prefill on Hopper with warp specialisation (Gluon): loads, dequantization and MMA in separate warps.
 
-The fused Triton kernel (``kernel._gptq_small_m_kernel``) has the same warps dequantize a K step and
+The fused Triton kernel (``kernels.gptq_small_m_kernel``) has the same warps dequantize a K step and
 issue its wgmma, and Triton waits for most of a step's MMA before the next step's dequantization can
 start, so the tensor cores idle for part of every step (benchmarks/gptq/NOTES.md, "Prefill tiles").
 Here each program computes a 128 x BLOCK_M tile of C^T = W^T A^T with three partitions:
@@ -44,10 +44,12 @@ Triton kernel. GPU only: Gluon does not run in the interpreter.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor
 
-from solutions.gptq.kernel import DEQUANT_CONSTRAINTS, DEQUANT_SCALED_PTX
+from solutions.gptq.dequant import DEQUANT_CONSTRAINTS, DEQUANT_SCALED_PTX
 from solutions.gptq.loader import GPTQWeight
 
 try:
@@ -70,7 +72,7 @@ if HAVE_GLUON:
 
     @gluon.jit
     def _dequant_words(words, zero, scale_bits):
-        """(q - zero) * scale of the 8 nibbles of each word, fp16; output j is nibble j (kernel.DEQUANT_SCALED_PTX)."""
+        """(q - zero) * scale of the 8 nibbles of each word, fp16; output j is nibble j (dequant.DEQUANT_SCALED_PTX)."""
         zero2 = gl.expand_dims((0x6400 + zero) * 0x10001, 1)
         neg_zero2 = gl.expand_dims((0xD400 + 16 * zero) * 0x10001, 1)
         scale2 = gl.expand_dims(scale_bits * 0x10001, 1)
@@ -142,7 +144,7 @@ if HAVE_GLUON:
             tile = dp_tiles + sk_tile
             k_begin = gl.maximum(sk_begin - sk_tile * n_steps, 0)
             k_end = gl.minimum(sk_end - sk_tile * n_steps, n_steps)
-        # Grouped tile order, as kernel._tile_ids: GROUP_M row tiles sweep the columns together.
+        # Grouped tile order, as kernels._tile_ids: GROUP_M row tiles sweep the columns together.
         num_pid_m = gl.cdiv(M, BLOCK_M)
         per_group = GROUP_M * (N // _BLOCK_N)
         first_m = (tile // per_group) * GROUP_M
@@ -325,8 +327,6 @@ def supported(a2: Tensor, weight: GPTQWeight) -> bool:
 
 def mark_unavailable(error: BaseException) -> None:
     """Record that the kernel failed (e.g. a Triton whose Gluon API differs) and warn once."""
-    import warnings
-
     if not _UNAVAILABLE:
         _UNAVAILABLE.append(f"{type(error).__name__}: {error}")
         warnings.warn(f"GPTQ warp-specialised prefill kernel unavailable, using the Triton kernel instead "
@@ -334,7 +334,7 @@ def mark_unavailable(error: BaseException) -> None:
 
 
 MAX_BLOCK_M = 256  # the largest tile's rows: the stream-K scratch is sized for it
-_SCRATCH: dict[tuple[int, int], Tensor] = {}  # (device index, stream) -> stream-K scratch, oldest first
+SCRATCH_BUFFERS: dict[tuple[int, int], Tensor] = {}  # (device index, stream) -> stream-K scratch, oldest first
 SCRATCH_STREAMS = 8  # scratches kept (17 MB each on an H100): code that makes a stream per call must not grow
 
 
@@ -348,7 +348,8 @@ def stream_k_plan(m: int, n: int, block_m: int, programs: int) -> tuple[int, int
     return programs, dp_tiles
 
 
-def _flag_words(programs: int) -> int:
+def flag_words(programs: int) -> int:
+    """The 32-bit words at the head of a stream-K scratch that hold its flags."""
     return -(-2 * programs // 64) * 64  # a flag per consumer warpgroup, padded to 256 bytes
 
 
@@ -357,18 +358,18 @@ def scratch(device: torch.device, stream: int, programs: int) -> Tensor:
     the partial sums (the kernel leaves the flags zero when it ends). One per stream, so launches on
     different streams never share flags; a launch being captured into a CUDA graph before any eager one on
     its stream gets its own, with the zeroing captured too."""
-    buf = _SCRATCH.get((device.index, stream))
+    buf = SCRATCH_BUFFERS.get((device.index, stream))
     if buf is None:
-        words = _flag_words(programs) + programs * 2 * 64 * MAX_BLOCK_M
+        words = flag_words(programs) + programs * 2 * 64 * MAX_BLOCK_M
         if torch.cuda.is_current_stream_capturing():
             buf = torch.empty(words, dtype=torch.float32, device=device)
-            buf[: _flag_words(programs)].zero_()
+            buf[: flag_words(programs)].zero_()
             return buf
-        if len(_SCRATCH) >= SCRATCH_STREAMS:
+        if len(SCRATCH_BUFFERS) >= SCRATCH_STREAMS:
             # Freed in stream order: the caching allocator hands its memory only to later work on that
             # stream, which runs after every launch that used it.
-            del _SCRATCH[next(iter(_SCRATCH))]
-        buf = _SCRATCH[(device.index, stream)] = torch.zeros(words, dtype=torch.float32, device=device)
+            del SCRATCH_BUFFERS[next(iter(SCRATCH_BUFFERS))]
+        buf = SCRATCH_BUFFERS[(device.index, stream)] = torch.zeros(words, dtype=torch.float32, device=device)
     return buf
 
 
@@ -422,55 +423,3 @@ def gptq_matmul_ws(a2: Tensor, weight: GPTQWeight, block_m: int = 256, stages: i
     if weight.bias is not None:
         c += weight.bias
     return c
-
-
-def compile_report(block_m: int, stages: int) -> dict:
-    """Compile the kernel for sm_90 without a GPU (Triton's own compiler and ptxas) and report what
-    matters: the wgmma count in the PTX and ptxas's verbose output (serialised wgmma, spills).
-
-        python -m solutions.gptq.ws_prefill 128,4 256,3     (needs TRITON_INTERPRET unset or 0)
-    """
-    import os
-    import subprocess
-    import tempfile
-
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import make_backend
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.runtime.jit import create_function_from_signature
-
-    from solutions.gptq.loader import load_gptq_layer
-    from solutions.gptq.quantize import quantize_rtn
-
-    m, k, n = 1024, 512, 256
-    layer = quantize_rtn(torch.randn(k, n, generator=torch.Generator().manual_seed(0)) * 0.02, 128)
-    weight = load_gptq_layer(layer.tensors, layer.quantize_config)
-    kernel, grid, args, options, a_descriptor = launch_spec(m, weight, block_m, stages)
-    args[0], args[4] = a_descriptor(torch.empty(m, k, dtype=torch.float16)), torch.empty(m, n, dtype=torch.float16)
-    args[5] = torch.empty(1, dtype=torch.float32)
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
-    binder = create_function_from_signature(kernel.signature, kernel.params, backend)
-    bound, specialization, opts = binder(*args, **options)
-    opts, signature, constexprs, attrs = kernel._pack_args(backend, options, bound, specialization, opts)
-    compiled = triton.compile(GluonASTSource(kernel, signature, constexprs, attrs), target=target,
-                              options=opts.__dict__)
-    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
-    with tempfile.TemporaryDirectory() as tmp:
-        ptx = os.path.join(tmp, "ws.ptx")
-        with open(ptx, "w") as f:
-            f.write(compiled.asm["ptx"])
-        report = subprocess.run([ptxas, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "ws.cubin")],
-                                capture_output=True, text=True, check=True).stderr
-    return {"tile": [block_m, stages], "wgmma": compiled.asm["ptx"].count("wgmma.mma_async"),
-            "shared_bytes": compiled.metadata.shared, "ptxas": report}
-
-
-if __name__ == "__main__":
-    import json
-    import sys
-
-    for spec in sys.argv[1:] or ["128,4", "256,2", "256,3"]:
-        print(json.dumps(compile_report(*(int(x) for x in spec.split(",")))))
-

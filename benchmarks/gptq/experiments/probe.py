@@ -1,6 +1,6 @@
 """Two side measurements behind benchmarks/gptq/NOTES.md, on one CUDA GPU (prints only):
 
-    python3 benchmarks/gptq/probe.py
+    python3 benchmarks/gptq/experiments/probe.py
 
 1. What the split-K zero-fill costs: ``out.zero_()`` alone, per call, in a CUDA graph.
 2. How our kernel and cuBLAS at 128 x 8192 x 28672 (and M = 32) move with the SM clock: the two
@@ -13,11 +13,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
-from common import gpu_time_us, random_layer
 
-from solutions.gptq import dequantize, gptq_matmul
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
+from common import gpu_time_us, random_layer  # noqa: E402
+
+from solutions.gptq import dequantize, gptq_matmul  # noqa: E402
 
 
 def gpu_state() -> str:

@@ -2,7 +2,8 @@
 shipped, dequantize-then-cuBLAS and cuBLAS fp16: correctness at ragged M, then GPU time (CUDA-graph
 replays, the methods taking turns in rounds, medians, weights rotated past the L2).
 
-    python3 benchmarks/gptq/ab_ws.py [--m 512 1024 2048] [--shapes 0 1 2 3 4] [--rounds 3] [--tiles 128,3 256,2]
+    python3 benchmarks/gptq/experiments/ab_ws.py [--m 512 1024 2048] [--shapes 0 1 2 3 4] [--rounds 3] \\
+        [--tiles 128,3 256,2]
 
 ``--tiles``: BLOCK_M,STAGES[,sk] of the Gluon kernel (BLOCK_N = BLOCK_K = 128, two consumer warpgroups;
 ``sk``: stream-K over the SMs instead of a program per tile).
@@ -12,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import torch
-from common import SHAPES, ab_cases, gpu_time_us, interleaved_medians, random_layer, rel_err
 
-from solutions.gptq import dequantize, gptq_matmul, ws_prefill
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
+from common import SHAPES, ab_cases, gpu_time_us, interleaved_medians, random_layer, rel_err  # noqa: E402
+
+from solutions.gptq import dequantize, gptq_matmul, ws_prefill  # noqa: E402
 
 
 def main() -> int:

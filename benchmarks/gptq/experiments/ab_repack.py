@@ -1,7 +1,7 @@
 """A/B in one run: gptq_matmul (tuned configs) on the repacked weights (``qweight_mma``) and on the
 plain AutoGPTQ layout, same weight copies, timed alternately as CUDA-graph replays.
 
-    python3 benchmarks/gptq/ab_repack.py [--m 1 16] [--shapes 3 4] [--rounds 2]
+    python3 benchmarks/gptq/experiments/ab_repack.py [--m 1 16] [--shapes 3 4] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import torch
-from common import M_VALUES, SHAPES, copies_to_beat_l2, gpu_time_us, random_layer, rel_err
 
-from solutions.gptq import dequantize, gptq_matmul
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
+from common import M_VALUES, SHAPES, copies_to_beat_l2, gpu_time_us, random_layer, rel_err  # noqa: E402
+
+from solutions.gptq import dequantize, gptq_matmul  # noqa: E402
 
 
 def main() -> int:

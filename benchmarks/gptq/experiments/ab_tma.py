@@ -2,7 +2,8 @@
 against other configs that read A with the TMA engine (``GPTQConfig.tma_a``), and cuBLAS fp16;
 methods interleaved in rounds, medians of CUDA-graph replays, weights rotated to beat the L2.
 
-    python3 benchmarks/gptq/ab_tma.py [--m 512 1024] [--shapes 0 3] [--rounds 3] [--extra 128,256,128,8,4 ...]
+    python3 benchmarks/gptq/experiments/ab_tma.py [--m 512 1024] [--shapes 0 3] [--rounds 3] \\
+        [--extra 128,256,128,8,4 ...]
 
 ``--extra``: configs as BLOCK_M,BLOCK_N,BLOCK_K,warps,stages (split-K 1), run with TMA.
 """
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import torch
-from common import SHAPES, ab_cases, gpu_time_us, interleaved_medians, rel_err
 
-from solutions.gptq import GPTQConfig, gptq_matmul
-from solutions.gptq import configs as gptq_configs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
+from common import SHAPES, ab_cases, gpu_time_us, interleaved_medians, rel_err  # noqa: E402
+
+from solutions.gptq import GPTQConfig, gptq_matmul  # noqa: E402
+from solutions.gptq import configs as gptq_configs  # noqa: E402
 
 
 def main() -> int:

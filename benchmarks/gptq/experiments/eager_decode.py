@@ -1,4 +1,6 @@
-"""The script behind this folder (run from the repository root with PYTHONPATH=$PWD, argument: layers).
+"""The script behind results/h100_decode16/eager_profile/ (its printout output.txt, the profiles prof_*.txt):
+
+    PYTHONPATH=$PWD python3 benchmarks/gptq/experiments/eager_decode.py 16     (argument: layers)
 
 Eager decode: fp16 vs int4 interleaved in rounds (medians), then torch.profiler around one generate
 (9 new tokens, batch 8) per model after a warm-up. decode.py --rounds now does the first part.
@@ -13,8 +15,7 @@ import torch
 import transformers
 from torch.profiler import ProfilerActivity, profile
 
-sys.path.insert(0, os.getcwd())
-sys.path.insert(0, os.path.join(os.getcwd(), "benchmarks/gptq"))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/gptq: decode.py
 from decode import timed_generate  # noqa: E402
 
 from solutions.gptq.layer import quantize_linears  # noqa: E402

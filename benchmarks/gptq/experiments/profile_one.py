@@ -1,17 +1,21 @@
 """Launch gptq_matmul a few times at one shape, for Nsight Compute (ncu) to profile.
 
-    ncu --kernel-name regex:gptq --launch-skip 2 --launch-count 1 python3 benchmarks/gptq/profile_one.py M K N \\
+    ncu --kernel-name regex:gptq --launch-skip 2 --launch-count 1 \\
+        python3 benchmarks/gptq/experiments/profile_one.py M K N \\
         [block_m block_n block_k group_m split_k num_warps num_stages swap_ab]
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import torch
-from common import random_layer
 
-from solutions.gptq import GPTQConfig, gptq_matmul
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
+from common import random_layer  # noqa: E402
+
+from solutions.gptq import GPTQConfig, gptq_matmul  # noqa: E402
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """Where the host time of one gptq_matmul call goes: each piece of the eager path timed on its own.
 
-    python3 benchmarks/gptq/host_breakdown.py --out benchmarks/gptq/results/NAME
+    python3 benchmarks/gptq/experiments/host_breakdown.py --out benchmarks/gptq/results/NAME
 
 For a few shapes, CPU us per call (median over rounds of back-to-back calls, ``common.host_times``)
 of: the allocations (``new_empty``, ``new_zeros``, ``new_empty`` + driver memset, the memset alone),
@@ -18,15 +18,18 @@ alternated twice; and a captured gptq_matmul with split-K replayed three times a
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import torch
-from common import copies_to_beat_l2, gpu_time_us, host_times, random_layer, start_gpu_run, write_report
-from host_overhead import fp16_linear
 
-from solutions.gptq import dequantize, gptq_matmul
-from solutions.gptq.kernel import driver_memset
-from solutions.gptq.layer import GPTQLinear
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
+from common import copies_to_beat_l2, gpu_time_us, host_times, random_layer, start_gpu_run, write_report  # noqa: E402
+from host_overhead import fp16_linear  # noqa: E402
+
+from solutions.gptq import dequantize, gptq_matmul  # noqa: E402
+from solutions.gptq.launch import driver_memset  # noqa: E402
+from solutions.gptq.layer import GPTQLinear  # noqa: E402
 
 CASES = ((1, 4096, 4096), (16, 4096, 11008), (128, 11008, 4096), (16, 8192, 28672))
 
