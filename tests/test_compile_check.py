@@ -13,7 +13,7 @@ import torch
 from puzzles import catalog, compile_check, test
 from puzzles.harness import on_gpu
 from puzzles.harness.cases import _make_case
-from puzzles.harness.signature import _bind
+from puzzles.harness.signature import bind_arguments
 
 pytestmark = pytest.mark.skipif(on_gpu(), reason="on a GPU the kernel is really compiled; no ahead-of-time check")
 
@@ -95,7 +95,7 @@ def test_a_bare_assertion_from_the_front_end_becomes_words():
 
 def _calls(p):
     kernel = p.reference()
-    args_for = _bind(kernel, p.spec)
+    args_for = bind_arguments(kernel, p.spec)
     return kernel, [args_for(_make_case(p.spec, p, s, 1, i)) for i, s in enumerate(p.sizes)]
 
 
@@ -153,7 +153,7 @@ def test_sizes_that_compile_alike_share_one_check_and_all_fail():
     sizes = [{"N0": 4, "N1": 32, "T": 200, "B0": 1, "B1": 32}, {"N0": 5, "N1": 32, "T": 77, "B0": 1, "B1": 32}]
     p = catalog.get(7)
     kernel = ck.sum_kernel_dynamic_arange
-    args_for = _bind(kernel, p.spec)
+    args_for = bind_arguments(kernel, p.spec)
     check = compile_check.start(kernel, [args_for(_make_case(p.spec, p, s, 1, i)) for i, s in enumerate(sizes)])
     assert [item["sizes"] for item in check.items if item["stage"] == "front"] == [[0, 1]]
     result = test(kernel, puzzle=7, sizes=sizes, quiet=True)
@@ -168,7 +168,7 @@ def test_an_autotune_config_is_compiled_with_its_launch_options():
     config = tuner.configs[0]
     launch = ConfigLaunch(tuner.fn, config)
     sizes = {**p.sizes[0], **config.kwargs}
-    args_for = _bind(launch, p.spec, p)
+    args_for = bind_arguments(launch, p.spec, p)
     check = compile_check.start(launch, [args_for(_make_case(p.spec, p, sizes, 1, 0))])
     assert all(item["options"]["num_warps"] == config.num_warps for item in check.items)
     report = check.report(wait_full=True)

@@ -25,7 +25,7 @@ from puzzles.inputs import (
 from puzzles.puzzle import Puzzle
 
 
-def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> KernelError | None:
+def check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> KernelError | None:
     """A signature the grader cannot call correctly, told with the expected one (never an
     error from inside Triton, which is what calling it anyway would give)."""
     inputs = list(p.tensor_lists.pointers) if p and p.tensor_lists else list(spec_input_names(spec))
@@ -177,7 +177,7 @@ def argument_order_note(kernel: Any, p: Puzzle | None) -> str | None:
             "by position would bind them wrong")
 
 
-def _bind(kernel: Any, spec: Callable[..., Any],
+def bind_arguments(kernel: Any, spec: Callable[..., Any],
           p: Puzzle | None = None) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
     """How to call the kernel: pointers in spec order, then the sizes the notebook's launch passes by
     position, then the other sizes it declares, by name, and what its @triton.heuristics compute."""
@@ -199,3 +199,8 @@ def _bind(kernel: Any, spec: Callable[..., Any],
         return args, kwargs
 
     return args_for
+
+
+# The names these had before they were public (other branches may still import them).
+_bind = bind_arguments
+_check_kernel = check_kernel
