@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERSION = 5  # bump when what the worker checks changes (invalidates the cache)
+VERSION = 6  # bump when what the worker checks changes (invalidates the cache)
 ALWAYS_TARGETS = (80, 90)  # A100 and H100 class
 T4 = 75  # Colab's free tier, where the puzzle allows it
 # Largest shared memory one block may use, per compute capability (bytes, opt-in limits).
@@ -798,6 +798,9 @@ def _check(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover - run
     except CompilationError as exc:
         return {"error": _compilation_error(exc, built)}
     except Exception as exc:  # noqa: BLE001 - MLIR pass failures, ptxas errors
+        returned = _kernel_returns_a_value(built["root_entry"])
+        if returned is not None:  # MLIR says only "PassManager::run failed"
+            return {"error": returned}
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"error": {"message": f"{type(exc).__name__}: {message}"}}
     return {"notes": _needs(compiled, item["target"])}
@@ -891,7 +894,7 @@ def _compilation_error(exc: Any, built: dict[str, Any]) -> dict:  # pragma: no c
     message = " ".join(message.split())
     if message.startswith("NameError: Cannot access global variable"):
         message = message.split(" function.", 1)[0] + " function"  # the rest is about an escape hatch
-    hint = _hint(message, at.node, entry["source"])
+    hint = _hint(message, at.node, entry["source"], entry["globals"])
     if hint and _bare(message):
         message = hint  # Triton's own assertion says nothing a learner can act on
     elif hint:
@@ -903,6 +906,22 @@ def _compilation_error(exc: Any, built: dict[str, Any]) -> dict:  # pragma: no c
         message += f" [in {entry['name']}, called from {built['root_entry']['name']}]"
     offset = line - entry["def_line"] if line is not None else None
     return {"message": message, "function": entry["name"], "offset": offset, "construct": bool(hint)}
+
+
+def _kernel_returns_a_value(entry: dict) -> dict | None:
+    """The kernel's `return <value>`, as an error at its line: a launched kernel has nowhere to return it."""
+    try:
+        tree = ast.parse(textwrap.dedent(entry["source"]))
+    except SyntaxError:
+        return None
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Return) and node.value is not None:
+            line = entry["first_line"] + node.lineno - 1
+            return {"message": "a kernel cannot return a value (a launch has nowhere to put it): write the result "
+                               "through a pointer with tl.store; a @triton.jit helper it calls may return values",
+                    "function": entry["name"], "offset": line - entry["def_line"], "construct": True}
+    return None
 
 
 def _bare(message: str) -> bool:
@@ -918,7 +937,7 @@ def _assigned_names(source: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
-def _hint(message: str, node: Any, source: str = "") -> str:
+def _hint(message: str, node: Any, source: str = "", scope: dict | None = None) -> str:
     """What to write instead, for the constructs that only the interpreter accepts (and for the front
     end's errors whose own text does not say what is wrong)."""
     if isinstance(node, ast.FunctionDef) or (message.startswith("StopIteration") and node is not None):
@@ -929,6 +948,9 @@ def _hint(message: str, node: Any, source: str = "") -> str:
         return "start at a constant and shift: j + tl.arange(0, B1)"
     if message.startswith("NameError: Cannot access global variable"):
         name = message.split("global variable ", 1)[1].split()[0]
+        if tuple((scope or {}).get(name, ())) == ("opaque", "function"):
+            return (f"{name} is a plain Python function: a kernel calls only @triton.jit functions (and "
+                    f"triton.language's); decorate {name} with @triton.jit")
         return (f"declare it `{name} = tl.constexpr(...)` at module level, or pass it as an argument; "
                 "the interpreter reads any global, the compiler only constants")
     if "Loop-carried variable" in message:
@@ -944,7 +966,8 @@ def _hint(message: str, node: Any, source: str = "") -> str:
                 "0)), load it alone with tl.load(ptr + i), or add axes with x[:, None] / x[None, :]")
     if isinstance(node, ast.For) and "has no attribute 'func'" in message:
         return ("a loop in a kernel runs over range(...), tl.range(...) or tl.static_range(...): a block cannot "
-                "be iterated element by element (work on the whole block, or loop over indices)")
+                "be iterated element by element (work on the whole block, or loop over indices), and a tuple is "
+                "walked with `for i in tl.static_range(len(t))` and t[i]")
     if message.startswith("unsupported AST node type: Break") or message.startswith(
             "unsupported AST node type: Continue"):
         return ("Triton kernels have no break or continue: give the loop the bound it needs, or guard the rest "

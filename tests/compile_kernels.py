@@ -97,7 +97,7 @@ def add_mask2_kernel_tuple_static_range(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
     parts = (4.0, 6.0)
     x = tl.load(x_ptr + offsets, mask=offsets < N0)
-    for i in tl.static_range(2):  # unrolled: parts[i] has a constant index
+    for i in tl.static_range(len(parts)):  # unrolled: parts[i] has a constant index
         x += parts[i]
     tl.store(z_ptr + offsets, x, mask=offsets < N0)
 
@@ -146,6 +146,25 @@ def add_mask2_kernel_name_in_one_branch(x_ptr, z_ptr, N0, B0: tl.constexpr):
     if pid >= 0:
         y = tl.load(x_ptr + offsets, mask=offsets < N0) + 10.0
     tl.store(z_ptr + offsets, y, mask=offsets < N0)  # BAD_LINE
+
+
+def _plus_ten_plain(v):  # not @triton.jit: the interpreter calls it, the compiler refuses
+    return v + 10.0
+
+
+@triton.jit
+def add_mask2_kernel_plain_function(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, _plus_ten_plain(x), mask=offsets < N0)  # BAD_LINE
+
+
+@triton.jit
+def add_mask2_kernel_returns(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+    return x  # BAD_LINE
 
 
 from puzzles import breakpoint_if, print_if  # noqa: E402 - the course's debugging helpers

@@ -45,6 +45,8 @@ CONSTRUCTS = [  # kernel, puzzle, what the compiler says, the helper holding the
     ("add_mask2_kernel_element_index", 2, "a block has no element access by position", None),
     ("add_mask2_kernel_iterate_block", 2, "a block cannot be iterated", None),
     ("add_mask2_kernel_name_in_one_branch", 2, "if y is assigned only inside an if", None),
+    ("add_mask2_kernel_plain_function", 2, "_plus_ten_plain is a plain Python function", None),
+    ("add_mask2_kernel_returns", 2, "a kernel cannot return a value", None),
 ]
 # Kernels that Triton 3.7's interpreter fails too: the compiler's message (with what to write) replaces its own.
 INTERPRETER_FAILS_TOO = {"add_mask2_kernel_nested_def", "add_mask2_kernel_element_index",
