@@ -91,5 +91,18 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def run(argv: list[str] | None = None) -> int:
+    """`main`, with a missing third-party package reported as this Python lacking it, not a traceback."""
+    try:
+        return main(argv)
+    except ModuleNotFoundError as err:
+        if (err.name or "puzzles").split(".")[0] in ("puzzles", "solutions"):
+            raise
+        from puzzles.compat import wrong_environment_message
+
+        print(wrong_environment_message(err), file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

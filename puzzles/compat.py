@@ -19,11 +19,14 @@ import re
 from typing import Any
 
 MINIMUM = (3, 5)  # oldest supported minor version
-BELOW = (3, 8)  # first unsupported one: triton-viz 3.0 does not import with 3.8/3.9
+BELOW = (3, 10)  # first unsupported one (not yet tested); raise it once `make versions` passes there
 # Every version `make versions` grades under, with the numpy it is tested with there
-# (triton-viz 3.0 needs numpy < 2.4 with triton 3.4 to 3.6).
-TESTED: dict[str, str] = {"3.5.1": "2.3.5", "3.6.0": "2.3.5", "3.7.1": "2.4.6"}
-INSTALL = "pip install 'triton>=3.5,<3.8'"
+# (triton-viz 3.0 needs numpy < 2.4 with triton 3.4 to 3.6). torch 2.14 requires triton 3.8, torch 2.15 triton 3.9.
+TESTED: dict[str, str] = {"3.5.1": "2.3.5", "3.6.0": "2.3.5", "3.7.1": "2.4.6", "3.8.0": "2.4.6", "3.9.0": "2.4.6"}
+SUPPORTED = "3.5 to 3.9"
+INSTALL = "pip install 'triton>=3.5,<3.10'"
+# triton-viz (only `puzzles.viz.launch_triton_viz` uses it) does not import with triton 3.8 and later.
+TRITON_VIZ_BELOW = (3, 8)
 # Set to 1 to try an unsupported Triton anyway (the course then may fail inside Triton).
 OVERRIDE = "PUZZLES_ANY_TRITON"
 # The third-party packages `import puzzles` needs, by import name -> what to install.
@@ -47,15 +50,36 @@ def triton_problem(version: str | None = None) -> str | None:
     """None when the installed (or given) Triton is supported, else what is wrong and what to install."""
     version = installed_triton() if version is None else version
     if version is None:
-        return f"Triton is not installed; the course needs triton 3.5 to 3.7: {INSTALL}"
+        return f"Triton is not installed; the course needs triton {SUPPORTED}: {INSTALL}"
     if MINIMUM <= parse(version) < BELOW:
         return None
     if os.environ.get(OVERRIDE) == "1":
         return None
     tested = ", ".join(TESTED)
-    return (f"triton {version} is not supported: the course's checked interpreter is tested with triton 3.5 to 3.7 "
+    return (f"triton {version} is not supported: the course's checked interpreter is tested with triton {SUPPORTED} "
             f"({tested}). Install one: {INSTALL} (or `make setup` for the pinned set; "
             f"set {OVERRIDE}=1 to try this version anyway)")
+
+
+def triton_viz_note(version: str | None = None) -> str | None:
+    """Why triton-viz's optional viewer cannot be used with the installed (or given) Triton, or None."""
+    version = installed_triton() if version is None else version
+    if version is None or parse(version) < TRITON_VIZ_BELOW:
+        return None
+    return (f"triton-viz 3.0 does not import with triton 3.8 and later (this is {version}); it is optional: "
+            "only `puzzles.viz.launch_triton_viz` (the 3-D viewer) needs it, and `test(..., viz=True)` "
+            "draws the memory accesses without it")
+
+
+def wrong_environment_message(err: ImportError) -> str:
+    """A command run by a Python that lacks the course's packages: usually not the course's .venv."""
+    import sys
+
+    name = (getattr(err, "name", None) or "").split(".")[0]
+    return (f"this Python ({sys.executable}) has no {name}, which the course needs. The course's environment "
+            "is the checkout's .venv (`make setup` makes it): use the make targets (`make grade`, `make doctor`, "
+            "`make workspace`), or run `.venv/bin/python -m puzzles ...`, or `source .venv/bin/activate` first. "
+            f"`{sys.executable} -m puzzles doctor` lists what this Python lacks.")
 
 
 def missing_package_message(err: ImportError) -> str:

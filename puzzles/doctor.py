@@ -47,14 +47,24 @@ OPTIONAL = {"triton-viz": "only `puzzles.viz.launch_triton_viz` (the interactive
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
+def pip_command() -> str:
+    """pip of the Python the doctor checked: a bare `pip` may belong to another environment."""
+    return f"{sys.executable} -m pip"
+
+
 def _install_hint(name: str, want: str | None, gpu: bool) -> str:
     spec = f"{name}=={want}" if want else name
+    setup = "or `make setup` (which installs the pinned set into the checkout's .venv)"
     if name == "torch" and not gpu:
         # The default index gives Linux the CUDA build (GBs of NVIDIA packages); a CPU machine needs none.
-        return f"pip install {spec} --index-url {CPU_INDEX} (the CPU build), or `make setup`"
-    if name == "triton":
-        return compat.INSTALL if not want else f"pip install {spec}, or `make setup`"
-    return f"pip install {spec}, or `make setup`"
+        return f"{pip_command()} install {spec} --index-url {CPU_INDEX} (the CPU build), {setup}"
+    if name == "triton" and not want:
+        return compat.INSTALL.replace("pip", pip_command(), 1)
+    return f"{pip_command()} install {spec}, {setup}"
+
+
+def _differs(version: str, want: str | None) -> bool:
+    return bool(want) and version.split("+")[0] != want.split("+")[0]
 
 
 def diagnose(requirements: Path | None = None, run_kernel: bool = True,
@@ -67,33 +77,44 @@ def diagnose(requirements: Path | None = None, run_kernel: bool = True,
     gpu = _has_cuda() if gpu is None else gpu
     ok_python = sys.version_info >= (3, 10)
     need = "" if ok_python else ": the course needs 3.10 or newer"
-    checks.append((ok_python, f"Python {sys.version.split()[0]}{need}"))
+    checks.append((ok_python, f"Python {sys.version.split()[0]} at {sys.executable} (the environment checked: "
+                              f"the commands below install into it){need}"))
+    torch_version = _installed("torch")
+    # A torch other than the pinned one brings the triton it requires (torch 2.14: 3.8, 2.15: 3.9):
+    # a supported triton there is not a problem, and downgrading it would break that torch.
+    own_torch = torch_version is not None and _differs(torch_version, pinned.get("torch"))
+    viz_note = compat.triton_viz_note()
     for name in CHECKED:
         version, want = _installed(name), pinned.get(name)
-        if version is None and name in OPTIONAL:
+        if name == "triton-viz" and viz_note:
+            checks.append((True, f"{name} {version or 'is not installed'}: {viz_note}"))
+        elif version is None and name in OPTIONAL:
             checks.append((True, f"{name} is not installed (optional: {OPTIONAL[name]}; "
                                  f"{_install_hint(name, want, gpu)})"))
         elif version is None:
             checks.append((False, f"{name} is not installed: {_install_hint(name, want, gpu)}"))
         elif name == "triton" and compat.triton_problem():  # the same test as grading's
             checks.append((False, str(compat.triton_problem())))
-        elif want and version.split("+")[0] != want.split("+")[0] and gpu and name in ("torch", "triton", "numpy"):
+        elif _differs(version, want) and gpu and name in ("torch", "triton", "numpy"):
             checks.append((True, f"{name} {version} (this GPU machine's own; the CPU set pins {want})"))
-        elif want and version.split("+")[0] != want.split("+")[0]:
+        elif _differs(version, want) and own_torch and name in ("torch", "triton"):
+            checks.append((True, f"{name} {version} (supported: triton {compat.SUPPORTED}; the pinned set that "
+                                 f"`make setup` installs has {name} {want})"))
+        elif _differs(version, want):
             checks.append((False, f"{name} {version} is installed, the course pins {want}: "
-                                  f"run `pip install {name}=={want}`"))
+                                  f"run `{pip_command()} install {name}=={want}`"))
         else:
             checks.append((True, f"{name} {version}"))
     for name in CHECKED:
         module = name.replace("-", "_")
-        if _installed(name) is None:
+        if _installed(name) is None or (name == "triton-viz" and viz_note):
             continue
         try:
             importlib.import_module(module)
         except Exception as err:  # noqa: BLE001 - report any import failure
             checks.append((name in OPTIONAL and gpu,
                            f"`import {module}` fails ({type(err).__name__}: {err}); reinstall the pinned set: "
-                           "pip install -r requirements.txt"))
+                           f"{pip_command()} install -r requirements.txt"))
     if run_kernel:
         if all(ok for ok, _ in checks):
             checks.append(_tiny_kernel())

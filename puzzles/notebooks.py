@@ -97,7 +97,14 @@ if importlib.util.find_spec("puzzles") is None:
         sys.path.insert(0, str(_course))
     elif "google.colab" in sys.modules or "TRITON_PUZZLES_PIP" in os.environ:
         _what = shlex.split(os.environ.get("TRITON_PUZZLES_PIP", "git+{COURSE_URL}"))
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_what], check=True)
+        _pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_what], capture_output=True, text=True)
+        if _pip.returncode != 0:  # say what failed and what to do, not a bare CalledProcessError
+            raise RuntimeError(
+                f"could not install the course: `pip install {{' '.join(_what)}}` failed "
+                f"(exit {{_pip.returncode}}):\\n{{_pip.stderr.strip()[-1500:]}}\\n"
+                "Check that this runtime reaches the internet (on Colab: Runtime > Disconnect and delete "
+                "runtime, then run this cell again), or install from a file: upload the course's wheel and set "
+                "os.environ['TRITON_PUZZLES_PIP'] = '/content/<the wheel>' above this line.") from None
         importlib.invalidate_caches()
     else:
         raise ModuleNotFoundError("the course is not installed: run `make lab` in the course's folder, "
@@ -114,10 +121,15 @@ from puzzles import Float32, Int32, Tensor, test  # `import puzzles` picks the i
 
 
 def diagram_markdown(p: Puzzle) -> str:
-    """The puzzle's diagram inlined as a data: URI, so the notebook renders on its own (Colab,
-    nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it."""
-    svg = base64.b64encode((ASSET_DIR / f"{p.id}.svg").read_bytes()).decode("ascii")
-    return f"![diagram of puzzle {p.number}](data:image/svg+xml;base64,{svg})"
+    """The puzzle's diagram inlined as a PNG data: URI, so the notebook renders on its own (Colab,
+    nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it.
+    PNG, not SVG: Colab's markdown shows no SVG data URI. The PNG is drawn at twice its size for
+    high-density screens; the width attribute shows it at its natural size."""
+    from puzzles.diagrams import show_width
+
+    png = base64.b64encode((ASSET_DIR / f"{p.id}.png").read_bytes()).decode("ascii")
+    return (f'<img src="data:image/png;base64,{png}" width="{show_width()}" '
+            f'alt="diagram of puzzle {p.number}: {p.title}">')
 
 
 def notebook_name(p: Puzzle) -> str:
@@ -168,6 +180,8 @@ def spec_source(p: Puzzle) -> str:
             continue
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PUZZLE" for t in node.targets):
             continue
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue  # the text of the notebook's extra cells (BENCHMARK_CODE ...), shown in cells of their own
         start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
         keep.append("\n".join(lines[start - 1 : node.end_lineno]))
     imports = [k for k in keep if k.startswith(("import ", "from "))]
@@ -178,6 +192,8 @@ def spec_source(p: Puzzle) -> str:
 def grading_call(p: Puzzle) -> str:
     sizes = {k: v for k, v in p.canonical.items() if not k.startswith("B")}
     blocks = {k: v for k, v in p.canonical.items() if k.startswith("B")}
+    if p.extra.get("autotune"):  # the configs give the blocks; a B here would be one no config uses
+        return f"test({p.kernel_name}, {p.spec_name}, nelem={sizes})\n"
     return f"test({p.kernel_name}, {p.spec_name}, nelem={sizes}, B={blocks})\n"
 
 
@@ -207,7 +223,9 @@ def puzzle_notebook(p: Puzzle) -> dict:
         _cell("markdown", "### Hints\n\nOpen one at a time.\n\n" + hints, f"p{p.number}-hints"),
         _cell("markdown", "## Check\n\nThe verdict says, for each size, whether the output is right, which elements "
               "are wrong or never written, and any access outside a tensor (with the program id and your line). "
-              "Add `viz=True` to see which elements each program loads and stores.", f"p{p.number}-check-title"),
+              "Add `viz=True` to see which elements each program loads and stores. triton-viz's 3-D viewer "
+              "(optional, triton 3.7 or older) opens with `puzzles.viz.launch_triton_viz(kernel, *args, grid=...)`; "
+              "on Colab it is shown through Colab's port proxy.", f"p{p.number}-check-title"),
         _cell("code", grading_call(p), f"p{p.number}-grade", ("grade",)),
     ]
     if p.perf_size is not None:
@@ -258,8 +276,17 @@ def all_notebooks() -> dict[str, dict]:
         books[notebook_name(p)] = puzzle_notebook(p)
     books[PROGRESS_NAME] = progress_notebook()
     for nb in books.values():
-        nb["metadata"][META_KEY] = {"digest": content_digest(nb)}
+        # Each cell's digest too: `workspace --update` tells a cell the learner edited from one the course changed.
+        nb["metadata"][META_KEY] = {"digest": content_digest(nb),
+                                    "cells": {c["id"]: cell_digest(c) for c in nb["cells"]}}
     return books
+
+
+def cell_digest(cell: dict) -> str:
+    """A digest of one cell's kind and source."""
+    source = cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else str(source)
+    return hashlib.sha256(json.dumps([cell.get("cell_type"), source]).encode()).hexdigest()[:12]
 
 
 def content_digest(nb: dict) -> str:

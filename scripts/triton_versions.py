@@ -5,7 +5,8 @@ only that triton and a numpy it works with; torch and the rest come from the env
 this script, through a .pth file, so no torch is downloaded. The environment's own packages come
 first on sys.path, so its triton and numpy shadow the base ones. Then it runs the version tests,
 the harness tests (every reference, every starter, the zoo of wrong kernels) and the catalog tests
-there, and prints one Markdown table row per version (the README records it).
+there, and prints one Markdown table row per version (the README records it); last, it says when
+the package index has a newer triton than the newest tested one.
 
     python scripts/triton_versions.py [--only 3.6.0] [--base SITE_PACKAGES]
 """
@@ -65,6 +66,28 @@ def run_tests(env: Path) -> tuple[str, float]:
     return summary, seconds
 
 
+def newest_on_index() -> str | None:
+    """The newest triton the package index offers (`pip index versions`), or None when it does not answer."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "triton",
+                               "--disable-pip-version-check"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r"^triton \(([^)]+)\)", proc.stdout, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def untested_newer(newest: str | None) -> str | None:
+    """A line asking to test a newer triton than TESTED's newest, else None."""
+    if newest is None:
+        return None
+    key = lambda v: tuple(int(x) for x in re.findall(r"\d+", v)[:3])  # noqa: E731
+    if key(newest) <= max(key(v) for v in TESTED):
+        return None
+    return (f"triton {newest} is on the package index but not tested: add it to TESTED in puzzles/compat.py "
+            "(and raise BELOW), run `make versions`, record the row in the README")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="just this triton version (repeatable)")
@@ -86,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| triton | numpy | result | time |\n|---|---|---|---|")
     print("\n".join(rows))
     print(f"\ncommand: make versions  (tests: {' '.join(TESTS)})")
+    newer = untested_newer(newest_on_index())  # the course tracks the newest Triton as it ships
+    if newer:
+        print(f"\nNOTE: {newer}")
     return 1 if failed else 0
 
 

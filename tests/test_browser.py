@@ -7,6 +7,7 @@ Skipped where chromium is missing: scripts/install-browser.sh installs it.
 from __future__ import annotations
 
 import io
+import json
 import os
 import time
 from pathlib import Path
@@ -14,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from puzzles import viz
+from puzzles import catalog, diagrams, viz
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.browser
 
@@ -50,6 +53,27 @@ def _count(png: bytes, color: tuple[int, int, int]) -> int:
     return int((img == np.array(color, np.uint8)).all(axis=2).sum())
 
 
+def _write_diagram_notebook(path: Path) -> int:
+    """One notebook holding the diagram cell of every committed puzzle notebook, as committed."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    for p in catalog.all_puzzles():
+        book = nbformat.read(ROOT / "notebooks" / f"{p.id}.ipynb", as_version=4)
+        cell = next(c for c in book.cells if c.get("id") == f"p{p.number}-diagram")
+        nb.cells.append(nbformat.v4.new_markdown_cell(cell.source))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return len(nb.cells)
+
+
+def _render_every_cell(settings: Path) -> None:
+    """JupyterLab 4 renders only the cells in view by default; the diagram test wants them all."""
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True, exist_ok=True)
+    tracker.write_text(json.dumps({"windowingMode": "none"}))
+
+
 @pytest.fixture
 def lab_and_browser(tmp_path):
     from browser import CDP, Chromium, Lab, find_chromium
@@ -62,6 +86,8 @@ def lab_and_browser(tmp_path):
     root = tmp_path / "notebooks"
     root.mkdir()
     _write_notebook(root / "viz.ipynb")
+    _write_diagram_notebook(root / "diagrams.ipynb")
+    _render_every_cell(tmp_path / "settings")
     lab = browser = cdp = None
     try:
         lab = Lab(root, tmp_path)
@@ -141,3 +167,23 @@ def _keep(png: bytes, name: str) -> None:
     if where:
         Path(where).mkdir(parents=True, exist_ok=True)
         (Path(where) / name).write_bytes(png)
+
+
+def test_every_diagram_shows_as_an_image_at_its_natural_size(lab_and_browser):
+    """The committed diagram cells, rendered by JupyterLab: each an <img> that loaded, drawn at twice
+    the width it is shown at (sharp on high-density screens), shown at its natural 1x width."""
+    lab, cdp, _ = lab_and_browser
+    expected = len(catalog.all_puzzles())
+    cdp.call("Page.enable")
+    cdp.call("Page.navigate", url=lab.url("lab/tree/diagrams.ipynb"))
+    images = "[...document.querySelectorAll('.jp-MarkdownOutput img')]"
+    cdp.wait_for(f"{images}.length === {expected} && {images}.every(i => i.complete && i.naturalWidth > 0)",
+                 60, f"{expected} diagrams to load")
+    shown = cdp.evaluate(f"{images}.map(i => ({{alt: i.alt, natural: i.naturalWidth, "
+                         "width: i.getBoundingClientRect().width, src: i.src.slice(0, 22)}))")
+    width = diagrams.show_width()
+    for p, image in zip(catalog.all_puzzles(), shown, strict=True):
+        assert image["alt"].startswith(f"diagram of puzzle {p.number}"), image
+        assert image["src"] == "data:image/png;base64,", image
+        assert image["natural"] == width * diagrams.PNG_SCALE, image
+        assert abs(image["width"] - width) < 1, image  # the window is wider than the diagram

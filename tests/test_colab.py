@@ -149,3 +149,84 @@ def test_the_repository_url_is_one_setting(monkeypatch):
     assert notebooks._repository_from_pyproject(text) == url
     forked = text.replace(url, "https://github.com/someone/fork")
     assert notebooks._repository_from_pyproject(forked) == "https://github.com/someone/fork"
+
+
+def test_an_install_without_network_says_what_failed_and_what_to_do(tmp_path):
+    # The set-up cell's Colab branch with an index that cannot answer: a message, not a CalledProcessError.
+    code = ("import importlib.util\nimportlib.util.find_spec = lambda name, *a, **k: None  # the course is absent\n"
+            + notebooks.SETUP_SOURCE)
+    offline = "--no-index --find-links /nonexistent triton-puzzles-course==0.0.0.dev0"
+    environ = dict(os.environ, TRITON_PUZZLES_PIP=offline)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=environ,
+                          timeout=120)
+    assert proc.returncode != 0
+    assert "CalledProcessError" not in proc.stderr, proc.stderr
+    assert "could not install the course: `pip install --no-index" in proc.stderr, proc.stderr
+    assert "No matching distribution" in proc.stderr or "ERROR" in proc.stderr  # pip's own reason, quoted
+    assert "reaches the internet" in proc.stderr and "TRITON_PUZZLES_PIP" in proc.stderr
+
+
+def test_progress_in_a_folder_without_notebooks_says_what_it_looked_for(tmp_path, monkeypatch):
+    from puzzles import grade
+
+    # As on Colab: a notebook opened alone, the current folder holds no puzzle notebook, no checkout.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.setattr(grade, "default_folder", lambda: tmp_path / "site-packages" / "notebooks")
+    board = grade.progress()
+    assert not board.found()
+    text, html = str(board), board._repr_html_()
+    for where in (str(tmp_path), str(tmp_path / "site-packages" / "notebooks") + " (no such folder)"):
+        assert where in text
+    assert "progress(\"path/to/folder\")" in text and "drive.mount" in text and "looked in" in html
+    # A folder the learner names, and the folder of the open notebook (Jupyter Server says which).
+    named = tmp_path / "mine"
+    named.mkdir()
+    shutil.copyfile(ROOT / "notebooks" / f"{catalog.get(1).id}.ipynb", named / f"{catalog.get(1).id}.ipynb")
+    board = grade.progress(named)
+    assert board.found() and board.folder == named and board.note() == ""
+    monkeypatch.setenv("JPY_SESSION_NAME", str(named / "progress.ipynb"))
+    assert grade.progress().folder == named.resolve()
+    assert "no such folder" in str(grade.progress(tmp_path / "missing"))
+
+
+FAKE_COLAB = """
+import sys, types
+calls = []
+google, colab, output = types.ModuleType("google"), types.ModuleType("google.colab"), types.ModuleType("output")
+output.serve_kernel_port_as_iframe = lambda port, height=None: calls.append(("iframe", port))
+output.serve_kernel_port_as_window = lambda port, **kw: calls.append(("window", port))
+colab.output, google.colab = output, colab
+sys.modules.update({"google": google, "google.colab": colab, "google.colab.output": output})
+import urllib.request
+import puzzles, torch
+from puzzles import catalog, viz
+x, z = torch.arange(40, dtype=torch.float32), torch.empty(40)
+url = viz.launch_triton_viz(catalog.get(2).reference(), x, z, 40, grid=(2,), port=0, B0=32)
+port = int(url.rsplit(":", 1)[1].strip("/"))
+assert calls == [("iframe", port)], calls
+with urllib.request.urlopen(url, timeout=10) as response:  # what Colab's proxy forwards to
+    assert response.status == 200
+viz.stop_triton_viz()
+print("proxied", port)
+"""
+
+
+def test_triton_viz_opens_through_colabs_port_proxy_on_colab():
+    from puzzles import compat
+
+    if compat.triton_viz_note():  # triton 3.8+: triton-viz does not import at all
+        pytest.skip(compat.triton_viz_note())
+    pytest.importorskip("triton_viz")
+    done = subprocess.run([sys.executable, "-c", FAKE_COLAB], capture_output=True, text=True, timeout=90,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "proxied" in done.stdout and "Colab's port proxy" in done.stdout
+
+
+def test_the_viewer_says_it_needs_triton_37_or_older(monkeypatch, capsys):
+    from puzzles import compat, viz
+
+    monkeypatch.setattr(compat, "installed_triton", lambda: "3.9.0")
+    assert viz.launch_triton_viz(None, grid=(1,)) is None
+    assert "triton-viz 3.0 does not import with triton 3.8" in capsys.readouterr().out

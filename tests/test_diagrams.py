@@ -42,7 +42,7 @@ def test_every_puzzle_has_its_diagram() -> None:
 
 def test_no_diagram_without_a_puzzle() -> None:
     ids = {p.id for p in catalog.all_puzzles()}
-    stray = sorted(path.name for path in ASSETS.glob("*.svg") if path.stem not in ids)
+    stray = sorted(path.name for path in [*ASSETS.glob("*.svg"), *ASSETS.glob("*.png")] if path.stem not in ids)
     assert not stray, f"assets/ has diagrams of no puzzle in the catalog: {stray}"
 
 
@@ -50,8 +50,33 @@ def test_committed_diagrams_match_the_catalog(regenerated: dict[str, bytes]) -> 
     pinned = _pinned_matplotlib()
     if pinned and matplotlib.__version__ != pinned:
         pytest.skip(f"the committed SVGs are drawn with matplotlib {pinned}, this is {matplotlib.__version__}")
-    stale = sorted(name for name, data in regenerated.items() if _committed(name) != data)
+    stale = sorted(name for name, data in regenerated.items() if name.endswith(".svg") and _committed(name) != data)
     assert not stale, f"out of date in assets/: {stale}: {REGENERATE}"
+
+
+def test_each_png_is_drawn_from_the_committed_svg_at_twice_its_shown_size() -> None:
+    # Rasterised bytes may differ by a shade between machines; what the PNG was drawn from may not.
+    from PIL import Image
+
+    for p in catalog.all_puzzles():
+        svg, png = ASSETS / f"{p.id}.svg", ASSETS / f"{p.id}.png"
+        assert png.is_file(), f"no {png.name} in assets/: {REGENERATE}"
+        assert diagrams.png_source(png) == f"{svg.name} {diagrams.svg_digest(svg.read_bytes())}", \
+            f"{png.name} was not drawn from the committed {svg.name}: {REGENERATE}"
+        with Image.open(png) as image:
+            assert image.width == diagrams.show_width() * diagrams.PNG_SCALE, (png.name, image.size)
+            assert image.mode == "P"  # a palette: the notebooks that embed it stay small
+        assert png.stat().st_size < 90_000, png.name
+
+
+def test_png_output_is_deterministic_here(regenerated: dict[str, bytes], tmp_path: Path) -> None:
+    puzzle = catalog.get(19)
+    again = tmp_path / f"{puzzle.id}.png"
+    diagrams.save_png(diagrams.draw(puzzle), again, "x")
+    twice = tmp_path / "twice.png"
+    diagrams.save_png(diagrams.draw(puzzle), twice, "x")
+    assert again.read_bytes() == twice.read_bytes()
+    assert b"tIME" not in again.read_bytes() and b"Matplotlib v" not in again.read_bytes()
 
 
 def test_output_is_deterministic_and_undated(regenerated: dict[str, bytes], tmp_path: Path) -> None:
@@ -66,7 +91,19 @@ def test_output_is_deterministic_and_undated(regenerated: dict[str, bytes], tmp_
 def test_every_diagram_fits_a_notebook(regenerated: dict[str, bytes]) -> None:
     """Notebook width (8 in = 576 pt), and not taller than a screen."""
     for name, data in regenerated.items():
+        if not name.endswith(".svg"):
+            continue
         m = re.search(rb'<svg[^>]* width="([\d.]+)pt" height="([\d.]+)pt"', data)
         assert m, name
         width, height = float(m.group(1)), float(m.group(2))
         assert width == diagrams.FIG_W * 72 and 144 < height < 11 * 72, (name, width, height)
+
+
+def test_no_notebook_markdown_holds_an_svg_data_uri() -> None:
+    # Colab renders no SVG data URI in markdown (googlecolab/colabtools#2092); PNG ones it does.
+    import json
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                assert "data:image/svg" not in "".join(cell["source"]), path.name

@@ -47,11 +47,12 @@ def test_every_puzzle_has_a_notebook_with_its_diagram_and_grading_cell():
         tags = [t for c in nb.cells for t in c.metadata.get("tags", [])]
         assert tags.count("starter") == 1 and tags.count("grade") == 1
         text = "".join(c.source for c in nb.cells)
-        # The diagram is embedded (a data: URI of assets/NN.svg), so the notebook renders alone in Colab,
-        # nbviewer, VS Code or GitHub.
+        # The diagram is embedded (a data: URI of assets/NN.png), so the notebook renders alone in Colab,
+        # nbviewer, VS Code or GitHub; PNG because Colab's markdown renders no SVG data URI.
         assert "../assets/" not in text and "colab.research.google.com" in text
-        svg = base64.b64encode((notebooks.ASSET_DIR / f"{p.id}.svg").read_bytes()).decode()
-        assert f"(data:image/svg+xml;base64,{svg})" in text
+        png = base64.b64encode((notebooks.ASSET_DIR / f"{p.id}.png").read_bytes()).decode()
+        assert f'<img src="data:image/png;base64,{png}" width="768"' in text
+        assert "data:image/svg" not in text
         assert "<details>" in text
 
 

@@ -74,6 +74,61 @@ def test_update_merges_a_newer_course_keeping_answers_and_own_cells(tmp_path, mo
     assert workspace.update(mine) == ([], None)  # now up to date
 
 
+def test_update_keeps_a_helper_above_the_kernel_and_lists_the_course_cells_it_replaced(tmp_path, monkeypatch,
+                                                                                      capsys):
+    mine = tmp_path / "mine"
+    workspace.create(mine)
+    _answer(mine / NAME, "@triton.jit\ndef add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):\n    helper()\n")
+    nb = json.loads((mine / NAME).read_text())
+    ids = [c["id"] for c in nb["cells"]]
+    helper = {"cell_type": "code", "id": "c0ffee00", "metadata": {}, "source": "def helper():\n    pass",
+              "outputs": [], "execution_count": None}
+    nb["cells"].insert(ids.index(f"p{P1.number}-kernel"), helper)  # above the kernel, where Run All needs it
+    (hints,) = [c for c in nb["cells"] if c["id"] == f"p{P1.number}-hints"]
+    hints["source"] = "### Hints\n\nmy notes on the hints"  # an edit to a course cell
+    (mine / NAME).write_text(json.dumps(nb))
+    course = tmp_path / "course"
+    shutil.copytree(notebooks.NOTEBOOK_DIR, course)
+    new = json.loads((course / NAME).read_text())
+    new["cells"][0]["source"] = ["# Puzzle 1, revised"]
+    new["metadata"][notebooks.META_KEY]["digest"] = notebooks.content_digest(new)
+    (course / NAME).write_text(notebooks.dumps(new))
+    monkeypatch.setattr(workspace, "NOTEBOOK_DIR", course)
+
+    assert workspace.main(mine, merge_newer=True) == 0
+    out = capsys.readouterr().out
+    merged = json.loads((mine / NAME).read_text())
+    order = [c["id"] for c in merged["cells"]]
+    assert order.index("c0ffee00") == order.index(f"p{P1.number}-kernel") - 1, order  # still right above
+    assert order.count("c0ffee00") == 1 and "kept-cells" not in order
+    (backup,) = (mine / workspace.BACKUP).iterdir()
+    # The hints cell got the course's text back; the learner is told which cell and where their text is.
+    (line,) = [ln for ln in out.splitlines() if "replaced your edit of the course's" in ln]
+    assert f"p{P1.number}-hints" in line and "my notes" not in line and str(backup / NAME) in line
+    assert "my notes on the hints" in (backup / NAME).read_text()
+    # The title changed in the course, not by the learner: not listed as the learner's edit.
+    assert f"p{P1.number}-title" not in out
+    assert "helper()" in _kernel(mine / NAME)
+
+
+def test_update_of_a_copy_without_per_cell_records_lists_every_differing_course_cell(tmp_path, monkeypatch,
+                                                                                     capsys):
+    # A copy made by an older course (no per-cell digests): an edit cannot be told from a course change,
+    # so every course cell that differs is listed, saying so.
+    mine = tmp_path / "mine"
+    workspace.create(mine)
+    nb = json.loads((mine / NAME).read_text())
+    del nb["metadata"][notebooks.META_KEY]["cells"]
+    nb["metadata"][notebooks.META_KEY]["digest"] = "older"
+    (hints,) = [c for c in nb["cells"] if c["id"] == f"p{P1.number}-hints"]
+    hints["source"] = "### Hints\n\nmy notes"
+    (mine / NAME).write_text(json.dumps(nb))
+    assert workspace.main(mine, merge_newer=True) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if "replaced" in ln]
+    assert f"p{P1.number}-hints" in line and "predates per-cell records" in line and ".backup" in line
+
+
 def _copy_repo(dest: Path) -> None:
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                             capture_output=True, check=True).stdout.decode().split("\0")

@@ -1,4 +1,4 @@
-"""Puzzle 19: copy and colour-to-grey, through strides."""
+"""Puzzle 19: colour to grey, through strides."""
 
 from jaxtyping import Float32, UInt8
 from torch import Tensor
@@ -15,7 +15,7 @@ def grey_spec(x: UInt8[Tensor, "N1 N0 3"]) -> Float32[Tensor, "N1 N0"]:
 PUZZLE = Puzzle(
     number=19,
     slug="colour_to_grey",
-    title="Copy and colour-to-grey",
+    title="Colour to grey, through strides",
     kernel_name="grey_kernel",
     spec=grey_spec,
     statement=r"""

@@ -1,7 +1,9 @@
 """One diagram per puzzle, drawn from the puzzle's own spec, sizes and grid.
 
 `python -m puzzles.diagrams` (or `python -m puzzles diagrams`) writes `assets/<puzzle id>.svg`
-for every puzzle of the catalog; the notebooks show them as `../assets/<id>.svg`.
+and `assets/<puzzle id>.png` for every puzzle of the catalog. The notebooks embed the PNG (drawn
+at twice the size it is shown at, for sharp lines on high-density screens) as a data: URI:
+Colab renders no SVG data URI in a markdown cell, but it renders PNG ones.
 
 A diagram shows every input and the output as grids at the canonical size (`sizes[0]`), the
 block that one program (a middle one of the grid) touches in each of them, the formula (the
@@ -24,7 +26,9 @@ convolution's window, split-K's interleaved chunks, and the tile order of puzzle
 
 The SVG output is deterministic (fixed hash salt, no date, glyphs drawn as paths with the
 DejaVu Sans that ships with matplotlib), so regenerating gives identical bytes with the pinned
-matplotlib, and `tests/test_diagrams.py` can check that `assets/` is up to date.
+matplotlib, and `tests/test_diagrams.py` can check that `assets/` is up to date. Rasterised
+pixels may differ by a shade between machines, so each PNG records in its metadata the digest
+of the SVG it was drawn with (`Source`), which the test checks instead of the PNG's bytes.
 
 The package, in the order a diagram is made: style.py (settings, colours, sizes), scene.py
 (what to show), touches.py (per-puzzle changes), layout.py (where it goes), paint.py (the
@@ -34,6 +38,8 @@ drawing primitives), then one module per family of picture: generic.py, tile_ord
 
 from __future__ import annotations
 
+import hashlib
+import io
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +56,21 @@ from puzzles.diagrams.touches import _TOUCHES
 from puzzles.puzzle import Puzzle
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
+# A notebook shows a diagram at its natural size, 96 CSS pixels per inch; the PNG holds twice that.
+SHOW_DPI = 96
+PNG_SCALE = 2
+# Colours in the PNG's palette: the diagrams use a dozen fills plus anti-aliased edges and text.
+PNG_COLOURS = 96
+SOURCE_KEY = "Source"  # PNG text chunk: the digest of the SVG it was drawn with
+
+
+def show_width() -> int:
+    """The width, in CSS pixels, a notebook shows every diagram at (the PNG is PNG_SCALE times wider)."""
+    return round(FIG_W * SHOW_DPI)
+
+
+def svg_digest(svg: bytes) -> str:
+    return "sha256:" + hashlib.sha256(svg).hexdigest()[:16]
 
 
 @contextmanager
@@ -86,15 +107,44 @@ def save(fig: Figure, path: Path | str, title: str | None = None) -> None:
             fig.savefig(path, dpi=110)
 
 
-def write_all(directory: Path | str = ASSETS) -> list[Path]:
-    """Write `<directory>/<puzzle id>.svg` for every puzzle in the catalog."""
+def save_png(fig: Figure, path: Path | str, source: str) -> None:
+    """Write a diagram as a palette PNG at PNG_SCALE times its shown size, small and without a date;
+    `source` (what it was drawn from) goes into its metadata."""
+    from PIL import Image, PngImagePlugin
+
+    buffer = io.BytesIO()
+    with _rc():
+        fig.savefig(buffer, format="png", dpi=SHOW_DPI * PNG_SCALE, metadata={"Software": None})
+    image = Image.open(buffer).convert("RGB")
+    # Median cut without dithering: deterministic, flat fills stay flat.
+    image = image.quantize(colors=PNG_COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    info = PngImagePlugin.PngInfo()
+    info.add_text(SOURCE_KEY, source)
+    info.add_text("Software", f"puzzles.diagrams (matplotlib {matplotlib.__version__})")
+    image.save(path, format="png", optimize=True, pnginfo=info, dpi=(SHOW_DPI * PNG_SCALE,) * 2)
+
+
+def png_source(path: Path | str) -> str | None:
+    """What a diagram PNG says it was drawn from (its `Source` text chunk)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return image.text.get(SOURCE_KEY)
+
+
+def write_all(directory: Path | str = ASSETS, png: bool = True) -> list[Path]:
+    """Write `<directory>/<puzzle id>.svg` (and `.png`, the one notebooks embed) for every puzzle."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for puzzle in all_puzzles():
         path = directory / f"{puzzle.id}.svg"
-        save(draw(puzzle), path, title=f"Puzzle {puzzle.number}: {puzzle.title}")
+        fig = draw(puzzle)
+        save(fig, path, title=f"Puzzle {puzzle.number}: {puzzle.title}")
         written.append(path)
+        if png:
+            save_png(fig, path.with_suffix(".png"), f"{path.name} {svg_digest(path.read_bytes())}")
+            written.append(path.with_suffix(".png"))
     return written
 
 

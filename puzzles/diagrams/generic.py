@@ -23,6 +23,7 @@ from puzzles.diagrams.paint import (
     _xy,
 )
 from puzzles.diagrams.scene import Scene
+from puzzles.diagrams.strided import strided_inset, strided_inset_height
 from puzzles.diagrams.style import C_MAX, C_MIN, C_TALL, FIG_W, FS_AXIS, FS_SMALL, MAX_H, MAX_H_TALL, MUTED, STRONG_EDGE
 
 
@@ -69,7 +70,7 @@ def _draw_generic(fig: Figure, scene: Scene) -> None:
     notes_x = 0.2 if side else 0.2 + grid_w + 0.45
     notes_w = FIG_W - 0.2 - notes_x
     note_lines = [line for note in scene.notes for line in _wrap(note, FS_SMALL, notes_w)]
-    inset_h = _inset_height(scene, notes_w)
+    inset_h = _inset_height(scene, notes_w) + strided_inset_height(scene, notes_w)
     text_h = _legend(probe, scene, 0, 0, notes_w) + 0.18 * len(note_lines) + inset_h + 0.1
     if side:
         middle_h, foot_h = max(body_h, grid_h), text_h + 0.05
@@ -106,4 +107,5 @@ def _draw_generic(fig: Figure, scene: Scene) -> None:
     for line in note_lines:
         p.text(notes_x, ty, line, fontsize=FS_SMALL, color=MUTED, va="top", ha="left")
         ty -= 0.18
-    _packing_inset(p, scene, notes_x, ty - 0.04, notes_w)
+    ty -= _packing_inset(p, scene, notes_x, ty - 0.04, notes_w)
+    strided_inset(p, scene, notes_x, ty - 0.04, notes_w)

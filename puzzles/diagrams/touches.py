@@ -6,6 +6,7 @@ replaced by a picture of its own (puzzle 16's tile order, puzzle 21's tensor lis
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from puzzles.diagrams.multi_tensor import draw_multi_tensor
 from puzzles.diagrams.scene import Item, Scene, _names
@@ -80,13 +81,27 @@ def _touch_tile_order(scene: Scene) -> None:
 
 
 def _touch_strided(scene: Scene) -> None:
-    """Puzzle 19: the input is a view; say where its elements sit in the storage behind it."""
-    for name, strides in scene.puzzle.strided_inputs.items():
-        index = "jikl"[: len(strides)] if len(strides) != 3 else "jic"  # rows, columns, channels
-        where = " + ".join(f"{i}·{st}" for i, st in zip(index, strides, strict=True))
+    """Puzzle 19: the input is a view of rows x columns x channels. It is drawn as its channel planes,
+    each rows x columns like the output (so N0 runs across in both), and the storage strip under the
+    picture (strided.py) shows its strides and the gaps between its rows."""
+    for item in scene.items:
+        strides = scene.puzzle.strided_inputs.get(item.name)
+        if strides is None or len(item.dims) != 3:
+            continue
+        rows, cols, channels = item.dims
+        plane = replace(channels, expr="channel c")
+        item.dims = [plane, rows, cols]
+        item.caption = "red; green and blue behind"
         values = ", ".join(f"{st} = {scene.sizes[st]}" for st in strides)
-        scene.notes.append(f"{name} is a strided view, not a packed array: {name}[{', '.join(index)}] sits at "
-                           f"{name}_ptr + {where} ({values}); other bytes of the storage lie between its elements")
+        scene.notes.append(f"{item.name} is a strided view ({values}), not a packed array: between its pixels lie "
+                           "other bytes of the storage, which the grader guards; the kernel steps by the strides")
+
+
+def _touch_autotune(scene: Scene) -> None:
+    """Puzzle 20: B0 comes from the autotuner's configs; the drawn one is only an example."""
+    if scene.puzzle.extra.get("autotune"):
+        scene.notes.append(f"B0 = {scene.sizes['B0']} is drawn as an example: the autotuner picks B0 from the "
+                           "kernel's configs (each config's B0 is graded), and the grid asks for it with meta[\"B0\"]")
 
 
 def _touch_multi_tensor(scene: Scene) -> None:
@@ -101,5 +116,6 @@ _TOUCHES: dict[int, Callable[[Scene], None]] = {
     17: _touch_splitk,
     18: _touch_splitk,
     19: _touch_strided,
+    20: _touch_autotune,
     21: _touch_multi_tensor,
 }

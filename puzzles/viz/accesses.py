@@ -194,9 +194,12 @@ def output_name(trace: Trace) -> str:
 
 
 
-def _compute_stats(trace: Trace, ops: dict[Program, list[Op]]) -> Stats:
+def _compute_stats(trace: Trace, ops: dict[Program, list[Op]], view_numel: dict[str, int] | None = None) -> Stats:
+    """`view_numel`: the elements of each strided input's view (puzzle 19), whose storage also holds
+    gaps that a kernel need not read; the fewest bytes count the view's elements only."""
     sizes = {name: itemsize(dtype) for name, (_, dtype) in trace.tensors.items()}
-    tensor_bytes = {name: _numel(shape) * sizes[name] for name, (shape, _) in trace.tensors.items()}
+    tensor_bytes = {name: (view_numel or {}).get(name, _numel(shape)) * sizes[name]
+                    for name, (shape, _) in trace.tensors.items()}
     total = Counts()
     per_program = {}
     for program, plist in ops.items():

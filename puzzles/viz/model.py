@@ -4,6 +4,8 @@ order, their ops, the tensors' boxes, the numbers and the layout.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +88,24 @@ def _pick_outcome(result: TestResult) -> SizeOutcome | None:
     return (failing or traced or [None])[0]
 
 
+def strided_view_numel(title: str, sizes: dict[str, int]) -> dict[str, int]:
+    """Elements of each strided input's view, for the puzzle named in a verdict's title ("Puzzle 19: ...")."""
+    match = re.match(r"Puzzle (\d+):", title or "")
+    if not match or not sizes:
+        return {}
+    from puzzles import catalog
+    from puzzles.inputs import spec_signature
+
+    try:
+        puzzle = catalog.get(int(match.group(1)))
+    except (KeyError, ValueError):
+        return {}
+    if not puzzle.strided_inputs:
+        return {}
+    inputs, _ = spec_signature(puzzle.spec)
+    return {t.name: math.prod(t.shape(sizes)) for t in inputs if t.name in puzzle.strided_inputs}
+
+
 def _model(source: Any, outcome: int | None = None) -> _Model | None:
     """Digest a TestResult, SizeOutcome or Trace (None when there is no trace to draw)."""
     title = kernel = sizes = status = ""
@@ -120,7 +140,7 @@ def _model(source: Any, outcome: int | None = None) -> _Model | None:
     m.tiles = tile_map(size_dict, output, len(m.programs))
     if m.tiles is not None:
         m.boxes[TILES] = _TileBox.make(m.tiles.shape)
-    m.stats = _compute_stats(trace, m.ops)
+    m.stats = _compute_stats(trace, m.ops, strided_view_numel(title, size_dict))
     m.offending = list(dict.fromkeys(tuple(a.program) for a in [*trace.invalid, *trace.stores_to_inputs]))
     if not m.offending and status_map is not None and np.any(np.asarray(status_map) == 1):
         m.offending = _writers_of(m, int(np.flatnonzero(np.asarray(status_map).reshape(-1) == 1)[0]))

@@ -1,0 +1,135 @@
+"""Every command of the README works as written on a fresh clone (CPU).
+
+The README's commands are read from its text (```bash blocks and `inline code` that starts like a
+shell command). Each is either run here, in a copy of the checkout whose `.venv` is this test's own
+environment (so `make` finds it set up and nothing is downloaded), or listed in NOT_RUN with the
+reason; a command added to the README without being classified fails the test, so they cannot drift.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+SHELL_START = re.compile(r"^(make|\.venv/bin/|python3? |pip |source |bash )")
+
+# Command as written in the README -> what its output must hold. A synopsis (`[--flag]`, `DIR`) runs
+# as its plain form; a placeholder is filled in. Each exits 0, except the scoreboard of a fresh clone
+# (nothing attempted yet: `grade` exits 1, and make 2), which must still print the board, not a traceback.
+RUN: dict[str, str] = {
+    "make doctor": "a kernel ran and was graded",
+    ".venv/bin/python -m puzzles doctor": "(the environment checked",
+    ".venv/bin/python -m puzzles workspace [--update]": "my-notebooks/",
+    "make grade": "not attempted",
+    ".venv/bin/python -m puzzles grade": "not attempted",
+    ".venv/bin/python -m puzzles grade [PATH ...] [--puzzle N] [--json] [--viz DIR]": "not attempted",
+    ".venv/bin/python -m puzzles grade --viz DIR": "not attempted",
+    "make notebooks": "",
+    ".venv/bin/python -m puzzles notebooks [--check] [--force]": "",
+    ".venv/bin/python scripts/setup.py --plan": "pip",
+    "make setup": "",
+    ".venv/bin/python benchmarks/run_all.py": "GPU",
+    "make bench": "GPU",
+    ".venv/bin/python benchmarks/gptq/bench.py --out benchmarks/gptq/results/latest": "CUDA",
+}
+# Forms of the synopses that are run as well (the flags the README names).
+EXTRA_FORMS = {
+    ".venv/bin/python -m puzzles workspace [--update]": [".venv/bin/python -m puzzles workspace --update"],
+    ".venv/bin/python -m puzzles notebooks [--check] [--force]": [".venv/bin/python -m puzzles notebooks --check"],
+    ".venv/bin/python -m puzzles grade [PATH ...] [--puzzle N] [--json] [--viz DIR]":
+        [".venv/bin/python -m puzzles grade notebooks/01_constant_add.ipynb --puzzle 1 --json"],
+}
+NOT_RUN: dict[str, str] = {
+    "make lab": "opens JupyterLab and waits (tests/test_browser.py runs JupyterLab headless)",
+    'make lab ARGS="--port 8890 --no-browser"': "opens JupyterLab and waits",
+    "make test": "the suite itself",
+    "make versions": "downloads a triton per version (minutes); scripts/triton_versions.py",
+    ".venv/bin/python scripts/triton_versions.py": "what `make versions` runs",
+    "make diagrams": "redraws every diagram (tests/test_diagrams.py checks the same)",
+    "make notebooks diagrams": "make notebooks, then make diagrams (both above)",
+    "python3 -m venv .venv && .venv/bin/python -m pip install torch==2.13.0 --index-url "
+    "https://download.pytorch.org/whl/cpu && .venv/bin/python -m pip install -r requirements.txt":
+        "downloads torch (what `make setup` does; tests/test_setup.py checks its plan)",
+    "source .venv/bin/activate": "changes the calling shell only",
+}
+
+
+def readme_commands(text: str = README) -> list[str]:
+    """The shell commands of the README: lines of ```bash blocks (comments cut) and inline code spans
+    that start like a command."""
+    found: list[str] = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+        for line in block.splitlines():
+            line = line.split("  #", 1)[0].strip()
+            if line:
+                found.append(line)
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    for span in re.findall(r"`([^`\n]+)`", prose):
+        if SHELL_START.match(span) and " " in span.strip():  # `make` alone names the tool, not a command
+            found.append(span.strip())
+    return list(dict.fromkeys(found))
+
+
+def test_every_readme_command_is_run_here_or_says_why_not():
+    commands = readme_commands()
+    unclassified = [c for c in commands if c not in RUN and c not in NOT_RUN]
+    assert not unclassified, f"README commands this test does not know (run them in RUN or say why in NOT_RUN): " \
+                             f"{unclassified}"
+    stale = [c for c in [*RUN, *NOT_RUN] if c not in commands]
+    assert not stale, f"no longer in the README: {stale}"
+
+
+def test_no_readme_command_needs_an_activated_environment():
+    # A bare `python -m puzzles` runs whatever python is first on PATH (often one without torch).
+    bare = [c for c in readme_commands() if re.match(r"(python3?|pip) ", c) and not c.startswith("python3 -m venv")]
+    assert not bare, bare
+
+
+def _copy_checkout(dest: Path) -> None:
+    """What a fresh clone holds: the tracked files (and new ones not ignored), nothing built."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+
+
+def _runnable(command: str) -> str:
+    """The README's command as the shell runs it here: a synopsis without its optional parts, a
+    placeholder filled in, and make told that the environment is set up (it is this test's own)."""
+    command = re.sub(r"\s*\[[^\]]*\]", "", command).replace(" DIR", " viz-out")
+    if command.startswith("make "):
+        command += " -o .venv/.installed"  # never rerun the installer: .venv is this test's environment
+    return command
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None or not (ROOT / ".git").exists(),
+                    reason="needs make and a git checkout")
+def test_readme_commands_work_as_written_on_a_fresh_clone(tmp_path):
+    clone = tmp_path / "course"
+    _copy_checkout(clone)
+    (clone / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = "/usr/bin:/bin"  # nothing activated: only the system's python3 is on PATH
+    env["PUZZLES_COMPILE_CHECK"] = "0"  # grading starters; the compile check has its own tests
+    failures = []
+    for command, expect in RUN.items():
+        for form in [command, *EXTRA_FORMS.get(command, [])]:
+            proc = subprocess.run(_runnable(form), shell=True, cwd=clone, env=env, capture_output=True, text=True,
+                                  timeout=600)
+            out = proc.stdout + proc.stderr
+            board = "not attempted" in out and " grade" in form  # a fresh clone: nothing attempted yet
+            ok = (proc.returncode == 0 or board) and expect in out and "Traceback" not in out
+            if not ok:
+                failures.append(f"$ {form}\n(exit {proc.returncode})\n{out[-1500:]}")
+    assert not failures, "\n\n".join(failures)
