@@ -110,10 +110,11 @@ def test_every_config(kernel: Any, spec: Any, puzzle: Puzzle | None, sizes: list
     tuner = autotuner_of(kernel)
     configs = list(tuner.configs)
 
-    def run(config: triton.Config, **overrides: Any) -> TestResult:
+    def run(config: triton.Config, *more: triton.Config, **overrides: Any) -> TestResult:
         # The config's meta-parameters replace the sizes' (B0 comes from the config, not the puzzle).
-        # num_warps rides along in the sizes so that every verdict names the whole config.
-        tuned = [{**s, **config.kwargs, "num_warps": config.num_warps} for s in base]
+        # num_warps rides along in the sizes so that every verdict names the whole config. Several
+        # configs in one run share the first one's launch options (only where those mean nothing).
+        tuned = [{**s, **c.kwargs, "num_warps": c.num_warps} for c in (config, *more) for s in base]
         p = dataclasses.replace(puzzle, sizes=tuple(tuned)) if puzzle is not None else None
         return test(ConfigLaunch(tuner.fn, config, kernel), spec, puzzle=p, sizes=tuned, quiet=True,
                     **{**options, **overrides})
@@ -126,7 +127,7 @@ def test_every_config(kernel: Any, spec: Any, puzzle: Puzzle | None, sizes: list
     rules = tuning_rules(puzzle)
     theirs: list[tuple[triton.Config, TestResult]] = []
     if all(r.passed for _, r in results):  # a failure under the learner's own configs already decides
-        theirs = [(config, run(config, compile_check=False)) for config in grader_configs(configs, rules)]
+        theirs = _run_grader_configs(grader_configs(configs, rules), run, len(base))
     first = results[0][1]
     everything = results + theirs
     merged = TestResult(first.puzzle, first.kernel, [o for _, r in everything for o in r.outcomes], 0.0, first.seed,
@@ -153,6 +154,24 @@ def test_every_config(kernel: Any, spec: Any, puzzle: Puzzle | None, sizes: list
     merged.perf = next((r.perf for _, r in everything if r.perf is not None), None)
     merged.seconds = time.perf_counter() - started
     return present(merged, quiet, viz, puzzle)
+
+
+def _run_grader_configs(configs: list[triton.Config], run: Any, n_sizes: int) -> list[tuple[triton.Config, TestResult]]:
+    """The grader's configs, not compile-checked again (the learner's configs were). Interpreted, num_warps
+    and num_stages mean nothing, so all of them go in one run (one child process) and the verdict is split
+    per config; on a GPU each is launched with its own options."""
+    from puzzles.harness.running import on_gpu
+
+    if on_gpu() or len(configs) < 2:
+        return [(config, run(config, compile_check=False)) for config in configs]
+    together = run(*configs, compile_check=False)
+    pieces = []
+    for i, config in enumerate(configs):
+        part = TestResult(together.puzzle, together.kernel, together.outcomes[i * n_sizes : (i + 1) * n_sizes],
+                          together.seconds / len(configs), together.seed, error=together.error,
+                          device=together.device, notes=list(together.notes))
+        pieces.append((config, part))
+    return pieces
 
 
 def autotune_missing(kernel: Any, puzzle: Puzzle | None, seed: int, quiet: bool) -> TestResult | None:
