@@ -6,8 +6,8 @@ Needs a CUDA GPU; without one it says so and exits 0. For each puzzle with a per
 checks the reference against the spec at that size, times both with triton.testing.do_bench
 (median), and reports GB/s (fewest bytes: each input read once, the output written once),
 TFLOP/s where the puzzle counts FLOPs, and the fraction of this device's roofline, whose
-ceilings (copy bandwidth, fp16 matmul rate) are measured in the same run. Writes a markdown
-table, a CSV and a PNG under --out/<device>/, with the device and the command beside them.
+ceilings (read, write and copy bandwidth, fp16 matmul rate, launch floor) are measured in the
+same run. Writes a markdown table, a CSV and a PNG under --out/<device>/, with the device and the command beside them.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ def main() -> int:
     for p in catalog.all_puzzles():
         if p.perf_size is None or (args.puzzle and p.number not in args.puzzle):
             continue
+        if p.tensor_lists is not None:  # its kernel takes tables of tensors: test(..., perf=True) times it
+            continue
         sizes = p.perf_size
         inputs, out = draw_inputs(p.spec, sizes, seed=p.number, device="cuda")
         kernel = p.reference()
@@ -60,8 +62,7 @@ def main() -> int:
                 out.zero_()
             kernel[grid](*inputs, out, **kwargs)
 
-        report = perf.measure(launch, [*inputs, out], sizes, p.flops(sizes) if p.flops else 0,
-                              lambda spec=p.spec, inputs=inputs, sizes=sizes: call_spec(spec, inputs, sizes))
+        report = perf.measure(launch, p.spec, inputs, sizes, p.flops(sizes) if p.flops else 0, p.extra.get("baseline"))
         rows.append((p, report, error))
         print(f"{p.number:2d} {p.title:32s} {report.text()}  rel.err {error:.1e}", flush=True)
 
@@ -70,7 +71,9 @@ def main() -> int:
     command = "python benchmarks/run_all.py" + "".join(f" --puzzle {n}" for n in args.puzzle or [])
     header = (f"Device: {limits.device}; torch {torch.__version__}, triton {triton.__version__}, "
               f"python {platform.python_version()}\n"
-              f"Measured ceilings: copy {limits.copy_gbps:.0f} GB/s, fp16 matmul {limits.matmul_tflops:.0f} TFLOP/s\n"
+              f"Measured ceilings: copy {limits.copy_gbps:.0f} GB/s (read {limits.read_gbps:.0f}, write "
+              f"{limits.written_gbps:.0f}), fp16 matmul {limits.matmul_tflops:.0f} TFLOP/s, launch floor "
+              f"{limits.launch_us:.1f} us\n"
               f"Command: {command}\n")
     table = ["| puzzle | size | reference us | torch us | speed-up | GB/s | TFLOP/s | % roofline | rel. error |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

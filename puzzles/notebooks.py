@@ -14,11 +14,8 @@ import ast
 import base64
 import hashlib
 import json
-import math
 import textwrap
 from pathlib import Path
-
-import torch
 
 from puzzles import catalog
 from puzzles.puzzle import Puzzle
@@ -236,20 +233,20 @@ def puzzle_notebook(p: Puzzle) -> dict:
 
 def speed_text(p: Puzzle) -> str:
     """The performance challenge: its size and the least work it needs, from the spec's shapes."""
-    from puzzles.inputs import spec_signature
+    from puzzles.perf import fewest_bytes, fmt_bytes, fmt_flops, size_text
 
-    inputs, out = spec_signature(p.spec)
     size = p.perf_size or {}
-    nbytes = sum(math.prod(t.shape(size)) * torch.empty((), dtype=t.dtype).element_size() for t in [*inputs, out])
+    nbytes = sum(fewest_bytes(p.spec, size))
     flops = p.flops(size) if p.flops else 0
-    from puzzles.perf import fmt_bytes, fmt_flops
-
+    baseline = p.extra.get("baseline")
     work = f"{fmt_bytes(nbytes)} to move" + (f" and {fmt_flops(flops)} to do" if flops else "")
-    sizes = ", ".join(f"{k}={v}" for k, v in size.items())
+    sizes = size_text(size, ", ")
     return (f"## Speed (on a GPU)\n\nOn a CUDA GPU, `test({p.kernel_name}, {p.spec_name}, perf=True)` also times your "
             f"kernel at {sizes}: at least {work} (each input read once, the output written once). It reports "
-            "the median time, the bandwidth and FLOP rate reached, the fraction of this GPU's roofline (its copy "
-            "bandwidth and matmul rate, measured once and cached), and the time of the PyTorch spec beside it.")
+            "the median time, the bandwidth and FLOP rate reached, the fraction of this GPU's roofline (its read "
+            "and write bandwidths and matmul rate, measured once and cached) or, where a launch alone takes longer "
+            "than the work, that the size is launch-bound, and the time of the PyTorch spec beside it"
+            + (f", and that of {baseline.name}." if baseline else "."))
 
 
 PROGRESS_NAME = "progress.ipynb"

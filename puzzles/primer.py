@@ -17,9 +17,14 @@ a kernel over a **grid** of programs: `kernel[grid](arguments...)`.
 
 Without a GPU, `import puzzles` turns on Triton's interpreter (`TRITON_INTERPRET=1`): the same
 kernels run on the CPU as ordinary Python, so you can print inside them and use a debugger.
-On a CUDA GPU they are compiled and run for real."""),
+On a CUDA GPU they are compiled and run for real, and a kernel reads and writes the GPU's
+memory: its tensors must be made there (`device`, below)."""),
     ("code", SETUP_SOURCE),
-    ("code", IMPORTS_SOURCE),
+    ("code", IMPORTS_SOURCE + """from puzzles import on_gpu
+
+# Where the demos' tensors live: the GPU's memory when kernels are compiled for it, else the CPU's.
+device = "cuda" if on_gpu() else "cpu"
+"""),
     ("markdown", """## Demo 1: load a block with a mask
 
 A block has a power-of-two size, but the data rarely does. The mask says which lanes are real:
@@ -29,11 +34,13 @@ def demo_load(x_ptr, N0, B0: tl.constexpr):
     offsets = tl.arange(0, B0)
     x = tl.load(x_ptr + offsets, mask=offsets < N0, other=0.0)
     print("offsets", offsets)
-    print("x      ", x)
+    print("x", x)
 
 
-x = torch.arange(5, dtype=torch.float32)
-demo_load[(1,)](x, 5, B0=8)  # one program; lanes 5, 6, 7 are masked off and read as 0"""),
+x = torch.arange(5, dtype=torch.float32, device=device)
+demo_load[(1,)](x, 5, B0=8)  # one program; lanes 5, 6, 7 are masked off and read as 0
+if on_gpu():
+    torch.cuda.synchronize()  # a GPU's prints arrive when the kernel has finished"""),
     ("markdown", """## Demo 2: a 2-D block
 
 Blocks can have two dimensions. Broadcasting builds a grid of offsets: `rows[:, None] * N0 +
@@ -44,11 +51,13 @@ def demo_load_2d(x_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
     rows = tl.arange(0, B1)
     mask = (rows[:, None] < N1) & (cols[None, :] < N0)
     x = tl.load(x_ptr + rows[:, None] * N0 + cols[None, :], mask=mask, other=-1.0)
-    print(x)
+    print("x", x)  # a kernel's print starts with a constant string (the compiler needs one)
 
 
-x = torch.arange(12, dtype=torch.float32).view(3, 4)  # 3 rows of 4
-demo_load_2d[(1,)](x, 4, 3, B0=8, B1=4)"""),
+x = torch.arange(12, dtype=torch.float32, device=device).view(3, 4)  # 3 rows of 4
+demo_load_2d[(1,)](x, 4, 3, B0=8, B1=4)
+if on_gpu():
+    torch.cuda.synchronize()"""),
     ("markdown", """## Demo 3: a masked store
 
 `tl.store(ptr + offsets, values, mask=...)` writes only where the mask is true. Without the mask,
@@ -60,7 +69,7 @@ def demo_store(z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offsets, offsets * 10, mask=offsets < N0)
 
 
-z = torch.zeros(5, dtype=torch.int32)
+z = torch.zeros(5, dtype=torch.int32, device=device)
 demo_store[(1,)](z, 5, B0=8)
 z"""),
     ("markdown", """## Demo 4: several programs
@@ -75,7 +84,7 @@ def demo_programs(z_ptr, N0, B0: tl.constexpr):
 
 
 N0, B0 = 10, 4
-z = torch.full((N0,), -1, dtype=torch.int32)
+z = torch.full((N0,), -1, dtype=torch.int32, device=device)
 demo_programs[(triton.cdiv(N0, B0),)](z, N0, B0=B0)
 z  # which program wrote each element"""),
     ("markdown", """## Printing and stopping in one program
@@ -83,7 +92,11 @@ z  # which program wrote each element"""),
 In the interpreter, `print` works inside a kernel, once per program. To keep the output short,
 `print_if(..., pid_0=[...])` prints only in the programs you name, and `breakpoint_if(pid_0=[...])`
 stops there in the debugger (run the grader with `test(..., isolate=False)` so the debugger can
-reach you; type `p offsets` to see a block, `c` to continue). On a GPU use `tl.device_print`.
+reach you; type `p offsets` to see a block, `c` to continue). Compiled for a GPU, `print` and
+`print_if` become `tl.device_print`: a line per element with its program id and index (repeated
+where several threads hold the element; the message must be a string in quotes, the program ids
+numbers); `breakpoint_if` does nothing there,
+and the grader says how to switch the notebook to the interpreter to step through the kernel.
 Before launching your own kernels on tensors you made, `check_tensors(x, z)` checks they are
 contiguous: kernels index memory by hand and a transposed view would be read wrongly."""),
     ("code", """from puzzles import check_tensors, print_if
@@ -97,9 +110,11 @@ def demo_print(z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offsets, 1, mask=offsets < N0)
 
 
-z = torch.zeros(10, dtype=torch.int32)
+z = torch.zeros(10, dtype=torch.int32, device=device)
 check_tensors(z)
-demo_print[(3,)](z, 10, B0=4)"""),
+demo_print[(3,)](z, 10, B0=4)
+if on_gpu():
+    torch.cuda.synchronize()"""),
     ("markdown", """## Reading the grader's verdict
 
 Each puzzle ends with a grading cell such as `test(add_kernel, add_spec, nelem={"N0": 32})`. It

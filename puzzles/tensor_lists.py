@@ -67,10 +67,10 @@ def tables(lists: list[list[torch.Tensor]], block: int) -> tuple[torch.Tensor, t
             chunk_map(numels, block).to(device))
 
 
-def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
-          scale: float) -> tuple[Arena, list[str], list[str], torch.Tensor, Callable[[Arena], None]]:
-    """The arena of one case: (arena, the kernel's pointer names, every input region's name, the
-    expected z, and `relink`, which writes an arena's own addresses into its table)."""
+def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int, scale: float,
+          device: str = "cpu") -> tuple[Arena, list[str], list[str], torch.Tensor, Callable[[Arena], None]]:
+    """The arena of one case on `device`: (arena, the kernel's pointer names, every input region's
+    name, the expected z, and `relink`, which writes an arena's own addresses into its table)."""
     inputs, out = spec_signature(spec)
     by_name = {t.name: t for t in inputs}
     lengths = TensorLists.lengths(sizes)
@@ -85,7 +85,7 @@ def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
         for k, n in enumerate(lengths):
             shapes[f"{name}[{k}]"] = ((n,), by_name[name].dtype)
     shapes[out.name] = (out.shape(sizes), out.dtype)
-    arena = build_arena(shapes)
+    arena = build_arena(shapes, device)
     gen = torch.Generator().manual_seed(seed)
     for piece in pieces:
         t = arena.tensors[piece]

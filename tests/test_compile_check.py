@@ -146,9 +146,17 @@ def test_grade_fails_an_interpreter_only_kernel(tmp_path):
     linecache.checkcache(str(path))
 
 
-def test_the_courses_debugging_helpers_compile_to_nothing():
+def test_the_courses_debugging_helpers_compile():
+    # print_if compiles to a tl.device_print under a program-id test (tests/test_debug.py reads the IR),
+    # breakpoint_if to nothing; the check compiles them with the kernel, to the end, with no note (the
+    # printf's argument buffer on the stack is no register spill).
     result = test(ck.add_mask2_kernel_debugging, puzzle=2, quiet=True, compile_check="full")
-    assert result.passed, str(result)
+    assert result.passed and result.notes == [], str(result)
+    p = catalog.get(2)
+    args_for = _bind(ck.add_mask2_kernel_debugging, p.spec)
+    check = compile_check.start(ck.add_mask2_kernel_debugging, [args_for(_make_case(p.spec, p, p.canonical, 1, 0))])
+    check.report(True)
+    assert check.results and all("skipped" not in v and "error" not in v for v in check.results.values())
 
 
 def test_sizes_that_compile_alike_share_one_check_and_all_fail():

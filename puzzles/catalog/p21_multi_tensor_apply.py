@@ -121,6 +121,9 @@ spec reads them); rows 3 and 4 of the table point into it, so `z_ptr` itself is 
         "across all the tensors.",
     ),
     grid=lambda s: (s["C"],),
+    # 120 tensors as a model's parameters come: large matrices, vectors, a few tiny ones (26M elements).
+    perf_size=list_sizes([1 << 20, 4096, 1000, 1 << 18, 1024, 100] * 20, 1024, lr=0.1, momentum=0.9,
+                         weight_decay=0.01),
     tensor_lists=TensorLists(lists=("params", "grads", "moms"), outputs=("params", "moms")),
     notebook_cells=(("markdown", LOOP_TEXT), ("code", LOOP_CODE)),
 )

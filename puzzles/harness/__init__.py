@@ -23,6 +23,7 @@ from typing import Any
 from puzzles import compat
 from puzzles import compile_check as _compile_check
 from puzzles.autotune import autotune_missing, is_autotuned, test_every_config
+from puzzles.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.execution import KernelError, unwrap_kernel
 from puzzles.harness.cases import SizeRuleError, _make_case, _resolve_puzzle, _size_list
 from puzzles.harness.judging import _judge_runs
@@ -116,6 +117,8 @@ def test(
         order = argument_order_note(kernel, found)
         if order:
             result.notes.append(order)
+        if on_gpu() and calls_breakpoint_if(kernel):
+            result.notes.append(STEP_THROUGH_ADVICE)
         if perf and result.passed:
             _measure_speed(kernel, fn, spec, found, seed, result)
     result.seconds = time.perf_counter() - started
