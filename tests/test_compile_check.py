@@ -153,7 +153,7 @@ def test_the_courses_debugging_helpers_compile():
     result = test(ck.add_mask2_kernel_debugging, puzzle=2, quiet=True, compile_check="full")
     assert result.passed and result.notes == [], str(result)
     p = catalog.get(2)
-    args_for = _bind(ck.add_mask2_kernel_debugging, p.spec)
+    args_for = bind_arguments(ck.add_mask2_kernel_debugging, p.spec)
     check = compile_check.start(ck.add_mask2_kernel_debugging, [args_for(_make_case(p.spec, p, p.canonical, 1, 0))])
     check.report(True)
     assert check.results and all("skipped" not in v and "error" not in v for v in check.results.values())
