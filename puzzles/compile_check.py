@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERSION = 4  # bump when what the worker checks changes (invalidates the cache)
+VERSION = 7  # bump when what the worker checks changes (invalidates the cache)
 ALWAYS_TARGETS = (80, 90)  # A100 and H100 class
 T4 = 75  # Colab's free tier, where the puzzle allows it
 # Largest shared memory one block may use, per compute capability (bytes, opt-in limits).
@@ -150,6 +150,7 @@ class CompileProblem:
     filename: str | None = None
     sizes: list[int] = field(default_factory=list)  # indices of the tested sizes it fails
     construct: bool = False  # one of the known interpreter-only constructs (the message says what to write)
+    rule: bool = False  # the compiled kernel does what the puzzle rules out (a `tt.dot` where tl.dot is forbidden)
 
 
 @dataclass
@@ -225,15 +226,19 @@ class Check:
                 err = verdict["error"]
                 line, filename = self._place(err.get("function"), err.get("offset"))
                 report.problems.append(CompileProblem(err["message"], item["target"], line, filename,
-                                                      list(item["sizes"]), bool(err.get("construct"))))
+                                                      list(item["sizes"]), bool(err.get("construct")),
+                                                      bool(err.get("rule"))))
             report.notes += [n for n in verdict.get("notes", []) if n not in report.notes]
         return report
 
 
-def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: int = T4) -> Check | None:
+def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: int = T4,
+          forbidden: tuple[str, ...] = ()) -> Check | None:
     """Begin checking `kernel` as called with each (args, kwargs) of `calls` (the first is the
     canonical size: the full compile runs there). None when the kernel cannot be described (no
-    source, say): the interpreted verdict then stands alone."""
+    source, say): the interpreted verdict then stands alone. `forbidden`: triton.language functions
+    the puzzle rules out, looked for in the Triton IR (`tt.dot` for "dot"), however the kernel
+    reached them."""
     from puzzles.execution import unwrap_kernel
 
     fn = unwrap_kernel(kernel)
@@ -254,9 +259,10 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
             return None
         stages = [("front", 80)] + ([("full", t) for t in targets_for(min_sm)] if index == 0 else [])
         for stage, target in stages:
-            key = _key(stable, argspec, stage, target, options)
+            forbid = sorted(forbidden) if stage == "front" else []
+            key = _key(stable, argspec, stage, target, options, forbid)
             item = by_key.setdefault(key, {"stage": stage, "target": target, "args": argspec, "key": key,
-                                           "options": options, "sizes": []})
+                                           "options": options, "sizes": [], "forbid": forbid})
             item["sizes"].append(index)
     items = list(by_key.values())
     results = {}
@@ -282,7 +288,8 @@ def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None, flag
     if not enabled(flag):
         return None
     try:
-        return start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4))
+        return start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4),
+                     tuple(getattr(puzzle, "forbidden_calls", ())))
     except Exception:  # noqa: BLE001 - the check must never break grading
         return None
 
@@ -309,8 +316,12 @@ def apply(check: Check | None, result: Any, started: float, flag: bool | str = T
         if key not in errors:
             where = where_of(problem.target)
             source = linecache.getline(problem.filename, problem.line) if problem.filename and problem.line else ""
-            errors[key] = KernelError("compile", f"runs in the interpreter but would not compile for {where}: "
-                                      f"{problem.message}", problem.line, source, problem.filename)
+            if problem.rule:  # the message reads on from "Puzzle N"
+                errors[key] = KernelError("rule", f"{str(result.puzzle).split(':')[0]} {problem.message}",
+                                          problem.line, source, problem.filename)
+            else:
+                errors[key] = KernelError("compile", f"runs in the interpreter but would not compile for {where}: "
+                                          f"{problem.message}", problem.line, source, problem.filename)
         for index in problem.sizes:
             if index < len(result.outcomes):
                 _fail(result.outcomes[index], problem, errors[key], where_of(problem.target), unplaced)
@@ -328,6 +339,9 @@ def _fail(outcome: Any, problem: CompileProblem, error: Any, where: str, unplace
     from puzzles.execution import KernelError
 
     if outcome.status == "compile error":
+        return
+    if problem.rule:  # breaking the puzzle's rule fails every size, whatever the interpreter made of it
+        outcome.status, outcome.error, outcome.status_map = "error", error, None
         return
     if outcome.status == "passed":
         outcome.status, outcome.error, outcome.status_map = "compile error", error, None
@@ -612,21 +626,26 @@ def _check(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover - run
     options = item.get("options") or {}
     try:
         if item["stage"] == "front":
-            _front_end(src, target, options)
-            return {}
+            found = _front_end(src, target, options, item.get("forbid"))
+            return {"error": _forbidden_in_ir(found, built)} if found else {}
         import triton
 
         compiled = triton.compile(src, target=target, options=options)
     except CompilationError as exc:
         return {"error": _compilation_error(exc, built)}
     except Exception as exc:  # noqa: BLE001 - MLIR pass failures, ptxas errors
+        returned = _kernel_returns_a_value(built["root_entry"])
+        if returned is not None:  # MLIR says only "PassManager::run failed"
+            return {"error": returned}
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"error": {"message": f"{type(exc).__name__}: {message}"}}
     return {"notes": _needs(compiled, item["target"])}
 
 
-def _front_end(src: Any, target: Any, launch: dict | None = None) -> None:  # pragma: no cover - in the worker
-    """Python to Triton IR to GPU IR, without the LLVM and ptxas stages."""
+def _front_end(src: Any, target: Any, launch: dict | None = None,
+               forbid: list[str] | None = None) -> list[tuple[str, str, int]]:  # pragma: no cover - in the worker
+    """Python to Triton IR to GPU IR, without the LLVM and ptxas stages; returns the ops of `forbid`
+    (triton.language names) found in the Triton IR as generated, before any pass: (name, file, line)."""
     from triton._C.libtriton import ir
     from triton.compiler.compiler import make_backend
 
@@ -637,11 +656,51 @@ def _front_end(src: Any, target: Any, launch: dict | None = None) -> None:  # pr
     backend.load_dialects(context)
     module = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
                          context)
+    found = ops_in_ir(module.str(), forbid) if forbid else []
     stages: dict[str, Any] = {}
     backend.add_stages(stages, options, src.language)
     metadata: dict[str, Any] = {}
     for ext in ("ttir", "ttgir"):
         module = stages[ext](module, metadata)
+    return found
+
+
+def ops_in_ir(text: str, names: list[str]) -> list[tuple[str, str, int]]:
+    """(name, file, line) of each `tt.<name>` op in a printed Triton IR module, its location followed
+    through the module's `#locN = loc(...)` aliases (named values wrap the file location)."""
+    import re
+
+    aliases = dict(re.findall(r"^(#loc\d*) = (loc\(.*\))\s*$", text, re.M))
+
+    def place(loc: str, depth: int = 0) -> tuple[str, int] | None:
+        at = re.match(r'loc\("((?:[^"\\]|\\.)*)":(\d+):\d+\)', loc)
+        if at:
+            return at.group(1), int(at.group(2))
+        ref = re.search(r"#loc\d*", loc)
+        if ref and depth < 20 and ref.group(0) in aliases:
+            return place(aliases[ref.group(0)], depth + 1)
+        return None
+
+    found = []
+    for name in names:
+        for op in re.finditer(rf"= tt\.{re.escape(name)}\b[^\n]*?(loc\((?:#loc\d*|\"[^\n]*)\))\s*$", text, re.M):
+            where = place(op.group(1))
+            if where is not None:
+                found.append((name, *where))
+    return found
+
+
+def _forbidden_in_ir(found: list[tuple[str, str, int]], built: dict[str, Any]) -> dict:  # pragma: no cover
+    """The first forbidden op as an error at the learner's line (in the function that holds it)."""
+    name, filename, line = found[0]
+    entries = [e for e in built["by_src"].values() if e["filename"] == filename] or [built["root_entry"]]
+    entry = next((e for e in entries if e["first_line"] <= line < e["first_line"] + len(e["source"].splitlines())),
+                 built["root_entry"])
+    root = built["root_entry"]["name"]
+    where = entry["name"] if entry is built["root_entry"] else f"{entry['name']} (called from {root})"
+    return {"message": f"asks you not to use tl.{name} (its statement says why), and {where} does: the compiled "
+                       f"kernel has a tt.{name}", "function": entry["name"], "offset": line - entry["def_line"],
+            "rule": True}
 
 
 def _compilation_error(exc: Any, built: dict[str, Any]) -> dict:  # pragma: no cover - runs in the worker
@@ -671,17 +730,52 @@ def _compilation_error(exc: Any, built: dict[str, Any]) -> dict:  # pragma: no c
     message = " ".join(message.split())
     if message.startswith("NameError: Cannot access global variable"):
         message = message.split(" function.", 1)[0] + " function"  # the rest is about an escape hatch
-    hint = _hint(message, at.node)
-    if hint:
+    hint = _hint(message, at.node, entry["source"], entry["globals"])
+    if hint and _bare(message):
+        message = hint  # Triton's own assertion says nothing a learner can act on
+    elif hint:
         message = f"{message} ({hint})"
+    elif _bare(message):  # not a construct we know: say at least that much (the line says where)
+        message = ("Triton's compiler stopped on this line without a message (an internal assertion): the line "
+                   "uses something the interpreter accepts but the compiler does not support")
     if entry is not built["root_entry"]:
         message += f" [in {entry['name']}, called from {built['root_entry']['name']}]"
     offset = line - entry["def_line"] if line is not None else None
     return {"message": message, "function": entry["name"], "offset": offset, "construct": bool(hint)}
 
 
-def _hint(message: str, node: Any) -> str:
-    """What to write instead, for the constructs that only the interpreter accepts."""
+def _kernel_returns_a_value(entry: dict) -> dict | None:
+    """The kernel's `return <value>`, as an error at its line: a launched kernel has nowhere to return it."""
+    try:
+        tree = ast.parse(textwrap.dedent(entry["source"]))
+    except SyntaxError:
+        return None
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Return) and node.value is not None:
+            line = entry["first_line"] + node.lineno - 1
+            return {"message": "a kernel cannot return a value (a launch has nowhere to put it): write the result "
+                               "through a pointer with tl.store; a @triton.jit helper it calls may return values",
+                    "function": entry["name"], "offset": line - entry["def_line"], "construct": True}
+    return None
+
+
+def _bare(message: str) -> bool:
+    """An error from inside Triton's front end that carries no text (a bare `assert`)."""
+    return message.rstrip(": ") in ("AssertionError", "")
+
+
+def _assigned_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _hint(message: str, node: Any, source: str = "", scope: dict | None = None) -> str:
+    """What to write instead, for the constructs that only the interpreter accepts (and for the front
+    end's errors whose own text does not say what is wrong)."""
     if isinstance(node, ast.FunctionDef) or (message.startswith("StopIteration") and node is not None):
         return "a function defined inside the kernel is not supported: define it at module level with @triton.jit"
     if "Lambda" in message:
@@ -690,12 +784,40 @@ def _hint(message: str, node: Any) -> str:
         return "start at a constant and shift: j + tl.arange(0, B1)"
     if message.startswith("NameError: Cannot access global variable"):
         name = message.split("global variable ", 1)[1].split()[0]
+        if tuple((scope or {}).get(name, ())) == ("opaque", "function"):
+            return (f"{name} is a plain Python function: a kernel calls only @triton.jit functions (and "
+                    f"triton.language's); decorate {name} with @triton.jit")
         return (f"declare it `{name} = tl.constexpr(...)` at module level, or pass it as an argument; "
                 "the interpreter reads any global, the compiler only constants")
     if "multiple values for argument 'pid_" in message:  # a fifth value lands in print_if's pid_0
         return "compiled, print_if prints at most four values: split them over two print_if calls"
     if "Loop-carried variable" in message:
         return "give it its final type before the loop, e.g. tl.zeros([B0], dtype=tl.float32) instead of 0.0"
+    if _bare(message) and node is not None and any(isinstance(n, ast.Subscript) for n in ast.walk(node)):
+        # tl.tuple.__getitem__ asserts that a non-constant index is a slice, with no message.
+        return ("a tuple indexed by a value the compiler does not know: a Triton tuple can only be indexed by a "
+                "constant (`t[0]`) or by the variable of a `for i in tl.static_range(n)` loop, which the compiler "
+                "unrolls; the variable of a `range` loop, or an index computed in the kernel, is only known when "
+                "it runs")
+    if message.startswith("unsupported tensor index"):
+        return ("a block has no element access by position: pick an element with tl.sum(tl.where(offsets == i, x, "
+                "0)), load it alone with tl.load(ptr + i), or add axes with x[:, None] / x[None, :]")
+    if isinstance(node, ast.For) and "has no attribute 'func'" in message:
+        return ("a loop in a kernel runs over range(...), tl.range(...) or tl.static_range(...): a block cannot "
+                "be iterated element by element (work on the whole block, or loop over indices), and a tuple is "
+                "walked with `for i in tl.static_range(len(t))` and t[i]")
+    if message.startswith("unsupported AST node type: Break") or message.startswith(
+            "unsupported AST node type: Continue"):
+        return ("Triton kernels have no break or continue: give the loop the bound it needs, or guard the rest "
+                "of the body with an if (or a mask)")
+    if "Boolean value of Tensor with more than one value is ambiguous" in message:
+        return ("an if or while condition must be one value, not a block: to choose per element, use "
+                "tl.where(condition, a, b)")
+    if message.startswith("NameError:") and message.endswith("is not defined") and \
+            message.split()[1] in _assigned_names(source):
+        name = message.split()[1]
+        return (f"if {name} is assigned only inside an if or a loop, assign it before as well: the compiler "
+                "needs a value on every path, the interpreter only on the one it runs")
     return ""
 
 

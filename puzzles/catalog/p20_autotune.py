@@ -63,9 +63,11 @@ meta["B0"]),)`.
 
 **Graded under every config.** Any config can be the one picked, on some GPU or some size, so
 the grader runs your kernel under each of them (each config's `B0`, at every size below) and
-reports each config's verdict; a failure names its config. The `B0` in the sizes below is
-only the one the diagram uses. Write the kernel for any power-of-two `B0`: offsets from
-`B0`, never from a number.
+reports each config's verdict; a failure names its config. Your configs are not the only
+ones an autotuner could be given, so the grader also runs the kernel under two configs of its
+own, within these rules: `B0` a power of two from 32 to 1024, `num_warps` 1, 2, 4 or 8 (it
+says whose config failed). The `B0` in the sizes below is only the one the diagram uses.
+Write the kernel for any power-of-two `B0`: offsets from `B0`, never from a number.
 
 After the grade, a benchmark cell sweeps the configs and compares the autotuned kernel with the
 PyTorch spec using `triton.testing` (on a GPU; on a CPU it says why it does not).
@@ -82,5 +84,11 @@ PyTorch spec using `triton.testing` (on a GPU; on a CPU it says why it does not)
         "A kernel right under only one config usually hides a number where `B0` belongs (`* 64`).",
     ),
     notebook_cells=(("markdown", BENCHMARK_TEXT), ("code", BENCHMARK_CODE)),
-    extra={"autotune": True},  # the grader asks for an @triton.autotune kernel and runs each config
+    extra={
+        # The grader asks for an @triton.autotune kernel, runs each of its configs, and two of its own
+        # drawn from these values (the rules the statement gives).
+        "autotune": {"B0": (32, 64, 128, 256, 512, 1024), "num_warps": (1, 2, 4, 8)},
+        # The benchmark cell launches `silu_mul_kernel[grid](x, y, z, N0)`: N0 by position, so the grader too.
+        "positional_sizes": ("N0",),
+    },
 )
