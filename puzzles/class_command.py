@@ -19,8 +19,8 @@ from puzzles.classroom import (
     submission_files,
 )
 from puzzles.grade import Grade
-from puzzles.puzzle import Puzzle
 from puzzles.isolation import GIB, Limits, can_switch_user, job_uid
+from puzzles.puzzle import Puzzle
 
 GRADED, USAGE, GRADER_FAILED = 0, 2, 3
 

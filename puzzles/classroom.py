@@ -37,8 +37,8 @@ from puzzles import catalog
 from puzzles.grade import code_cells, strip_magics
 from puzzles.harness.cases import make_case, size_list
 from puzzles.harness.judging import values_close
-from puzzles.puzzle import Puzzle
 from puzzles.isolation import Limits, Worker, can_switch_user, job_uid, limits_dict, prepare_folder
+from puzzles.puzzle import Puzzle
 from puzzles.solution_source import is_starter
 
 CLASS_TIMEOUT = 5.0  # seconds per size: the same verdicts as 20 s on the course's kernels, 4x cheaper on loops
