@@ -115,6 +115,8 @@ class Puzzle:
     split_k: SplitK | None = None
     # Cells the notebook adds after the grading cell, as (kind, source): "markdown" or "code".
     notebook_cells: tuple[tuple[str, str], ...] = ()
+    # Weight in a class's gradebook (python -m puzzles grade CLASS/ --out DIR): points for a pass.
+    points: float = 1.0
     flops: Callable[[Sizes], int] | None = None
     # The oldest GPU (compute capability x10) the puzzle's kernel must compile for, besides
     # sm_80 and sm_90: 75 is Colab's free T4; raise it where the puzzle needs newer hardware.

@@ -148,3 +148,9 @@ def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: i
     row = p is not None and p.extra.get("tolerance") == "row"
     return _Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row)
+
+
+# Public names for the class grader (puzzles/classroom.py), which rebuilds a size's inputs and
+# expected output in its own process to check what an isolated grading process returned.
+make_case = _make_case
+size_list = _size_list
