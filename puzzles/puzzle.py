@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from puzzles.picture_hooks import RegisterTensor, SlidingWindow, TileOrder
+
 if TYPE_CHECKING:
     from puzzles.tensor_lists import TensorLists
 
@@ -35,6 +37,38 @@ def default_grid(sizes: Sizes) -> tuple[int, ...]:
             break
         grid.append(cdiv(n, b))
     return tuple(grid) or (1,)
+
+
+@dataclass(frozen=True)
+class KSlice:
+    """Where one input lies along the split axis: `axis` of the input indexes it, each index covering
+    `rows` consecutive rows of K (1 for `a` and `b`; 8 for int4 words packed along K)."""
+
+    tensor: str
+    axis: int
+    rows: int = 1
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """The split-K contract (puzzles 17, 18): grid axis `grid_axis` numbers the parts; part `s` reduces
+    only the `chunk`-row chunks s, s + parts, s + 2·parts, … of the `length` rows, and adds its partial
+    result into the output with `tl.atomic_add` (the output starts at zero)."""
+
+    inputs: tuple[KSlice, ...]
+    parts: str = "SPLIT_K"
+    chunk: str = "BK"
+    length: str = "K"
+    grid_axis: int = 2
+
+    def part_of(self, k: Any, sizes: Sizes) -> Any:
+        """The part that owns row `k` (an int or an array) of the split axis."""
+        return (k // sizes[self.chunk]) % sizes[self.parts]
+
+    def rule(self) -> str:
+        return (f"part s (tl.program_id({self.grid_axis})) reduces only the {self.chunk}-row chunks s, "
+                f"s + {self.parts}, s + 2·{self.parts}, … of {self.length} (⌊k / {self.chunk}⌋ mod {self.parts} = s) "
+                "and adds its partial tile into z with tl.atomic_add")
 
 
 @dataclass(frozen=True)
@@ -77,6 +111,8 @@ class Puzzle:
     # Inputs that are lists of tensors of different sizes (puzzle 21): a `TensorLists` saying which
     # spec inputs are lists and which tables (addresses, sizes, chunks) the kernel gets instead.
     tensor_lists: TensorLists | None = None
+    # A split-K reduction (puzzles 17, 18): the contract checked from the recorded accesses.
+    split_k: SplitK | None = None
     # Cells the notebook adds after the grading cell, as (kind, source): "markdown" or "code".
     notebook_cells: tuple[tuple[str, str], ...] = ()
     # Weight in a class's gradebook (python -m puzzles grade CLASS/ --out DIR): points for a pass.
@@ -85,6 +121,15 @@ class Puzzle:
     # The oldest GPU (compute capability x10) the puzzle's kernel must compile for, besides
     # sm_80 and sm_90: 75 is Colab's free T4; raise it where the puzzle needs newer hardware.
     min_sm: int = 75
+    # -- for the pictures (diagrams, the memory picture): records from puzzles/picture_hooks.py --------
+    # The output is the order of C's tiles (puzzle 16): both pictures draw the tiles.
+    tile_order: TileOrder | None = None
+    # A tensor computed but never stored (flash attention's scores), drawn dashed in the diagram.
+    register_tensor: RegisterTensor | None = None
+    # A loop over output pixels, each from a window of the input (convolution): the diagram shows one step.
+    sliding_window: SlidingWindow | None = None
+    # Shown under the memory picture's launch-order view (the widget): what the order means here.
+    launch_order_note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

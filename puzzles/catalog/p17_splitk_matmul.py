@@ -3,7 +3,8 @@
 from jaxtyping import Float16, Float32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle, cdiv
+from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
+from puzzles.puzzle import KSlice, Puzzle, SplitK, cdiv
 
 
 def splitk_matmul_spec(a: Float16[Tensor, "M K"], b: Float16[Tensor, "K N"]) -> Float32[Tensor, "M N"]:
@@ -67,6 +68,8 @@ in a second step (another kernel, or `torch.sum`).
     rtol=1e-3,
     atol=1e-3,
     output_init="zeros",
+    split_k=SplitK((KSlice("a", 1), KSlice("b", 0))),
     perf_size={"M": 16, "N": 4096, "K": 8192, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
+    launch_order_note=QUANTIZATION_ORDER_NOTE,
 )
