@@ -315,7 +315,7 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
     if viz_dir is not None:
         from puzzles import viz
 
-        viz.save_pngs(result, viz_dir / p.id)
+        viz.save_pngs(result, viz_dir / p.id, puzzle=p)
     reason = "" if result.passed else result.reason()
     for name, problem in submission.failed_names.items():  # a name the kernel needed was never defined
         if f"'{name}'" in reason:
