@@ -62,6 +62,12 @@ else:
         from puzzles import compile_check as _compile_check
 
         _compile_check.warm_up()
+    elif not _cli_without_grading and _os.environ.get("PUZZLES_IN_WORKER") != "1" and on_gpu():
+        # Learner kernels compiled for the GPU run in a worker process with its own CUDA context (a
+        # fault there cannot poison this one): start it now, it loads CUDA while the learner reads.
+        from puzzles import gpu_worker as _gpu_worker
+
+        _gpu_worker.warm_up()
 
 __all__ = [
     "PUZZLES",

@@ -17,7 +17,21 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--puzzle", type=int, action="append", help="only this puzzle number (repeatable)")
     g.add_argument("--json", action="store_true", help="print one JSON record per puzzle")
     g.add_argument("--viz", type=Path, metavar="DIR", help="write access pictures (PNG) under DIR")
-    g.add_argument("--timeout", type=float, default=20.0, help="seconds per size before a kernel is stopped")
+    g.add_argument("--timeout", type=float, help="seconds per size before a kernel is stopped "
+                   "(default 20; 5 for a class)")
+    c = g.add_argument_group("grading a class (a folder of student folders, several folders, or --per-file)")
+    c.add_argument("--out", type=Path, metavar="PATH",
+                   help="write the gradebook under this folder (with --student: the student's JSON file)")
+    c.add_argument("--jobs", type=int, help="students graded at once (default: the number of cores)")
+    c.add_argument("--seed", type=int, help="the inputs' seed (default: random, recorded in the gradebook)")
+    c.add_argument("--per-file", action="store_true", help="one student per file of the folders named")
+    c.add_argument("--student", type=Path, metavar="DIR", help="grade one student (a job of a batch system)")
+    c.add_argument("--merge", action="store_true",
+                   help="build the gradebook (--out) from per-student JSON files or folders of them")
+    c.add_argument("--isolate", action="store_true",
+                   help="grade one learner's files in a sandboxed process, as a class is graded")
+    c.add_argument("--memory", type=float, help="address-space limit per process in GiB (default 6; none "
+                   "where CUDA is available, whose reservations exceed any such limit; 0: none)")
 
     sub.add_parser("doctor", help="check the installation against the pins and run a tiny kernel")
 
@@ -36,13 +50,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "grade":
         from puzzles import grade
 
+        if args.student or args.merge or args.per_file or _is_class(args.paths) or (args.out and args.paths):
+            from puzzles import class_command
+
+            return class_command.main(args)
         try:
             paths = grade.expand(args.paths) if args.paths else grade.default_paths()
             selected = grade.select(args.puzzle)
         except (FileNotFoundError, KeyError) as err:
             print(f"error: {err.args[0]}", file=sys.stderr)
             return 2
-        grades = grade.grade(paths, selected, timeout=args.timeout, viz_dir=args.viz)
+        timeout = 20.0 if args.timeout is None else args.timeout
+        if args.isolate:
+            from puzzles import class_command
+
+            grades = class_command.isolated_grades(paths, selected, args, timeout)
+        else:
+            grades = grade.grade(paths, selected, timeout=timeout, viz_dir=args.viz, seed=args.seed)
         if args.json:
             for g_ in grades:
                 print(json.dumps(g_.record()))
@@ -89,6 +113,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path}")
         return 0
     return 2
+
+
+def _is_class(paths: list[str]) -> bool:
+    """Several folders (one per student), or one folder of student folders."""
+    folders = [Path(p) for p in paths if Path(p).is_dir()]
+    if len(folders) > 1:
+        return True
+    if len(folders) == 1 and len(paths) == 1:
+        from puzzles.classroom import is_roster
+
+        return is_roster(folders[0])
+    return False
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERSION = 4  # bump when what the worker checks changes (invalidates the cache)
+VERSION = 7  # bump when what the worker checks changes (invalidates the cache)
 ALWAYS_TARGETS = (80, 90)  # A100 and H100 class
 T4 = 75  # Colab's free tier, where the puzzle allows it
 # Largest shared memory one block may use, per compute capability (bytes, opt-in limits).
@@ -91,118 +91,29 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "triton-puzzles" / "compile"
 
 
-# -- what the worker needs to rebuild the kernel --------------------------------------------------------
+def _kernel_source() -> Any:
+    """puzzles/kernel_source.py, loaded by path in the worker (which must not import `puzzles`)."""
+    if "puzzles" in sys.modules:  # the grader's process
+        from puzzles import kernel_source
 
+        return kernel_source
+    module = sys.modules.get("puzzles_kernel_source")
+    if module is None:
+        import importlib.util
 
-def describe_kernel(kernel: Any) -> dict[str, Any] | None:
-    """The kernel and the @triton.jit functions it calls, as source plus the globals they read."""
-    from puzzles.execution import def_line, unwrap_kernel
-
-    fn = unwrap_kernel(kernel)
-    if fn is None:
-        return None
-    functions: dict[str, dict[str, Any]] = {}
-
-    def add(f: Any) -> str:
-        key = f"{f.__code__.co_filename}:{f.__code__.co_firstlineno}:{f.__name__}"
-        if key in functions:
-            return key
-        try:
-            lines, first = inspect.getsourcelines(f)
-        except (OSError, TypeError):
-            raise _NoSource(f.__name__) from None
-        source = "".join(lines)
-        entry: dict[str, Any] = {
-            "name": f.__name__, "filename": f.__code__.co_filename, "first_line": first,
-            "def_line": def_line(f), "source": source,
-            "future_annotations": bool(f.__code__.co_flags & _future_annotations_flag()), "globals": {}}
-        functions[key] = entry
-        scope = dict(f.__globals__)
-        if f.__closure__:
-            scope.update(zip(f.__code__.co_freevars, (c.cell_contents for c in f.__closure__), strict=False))
-        for name in sorted(_names_used(source)):
-            if name in scope:
-                entry["globals"][name] = _encode(scope[name], add)
-        return key
-
-    try:
-        root = add(fn)
-    except _NoSource:
-        return None
-    return {"root": root, "functions": functions}
-
-
-class _NoSource(Exception):
-    pass
-
-
-def _future_annotations_flag() -> int:
-    import __future__
-
-    return __future__.annotations.compiler_flag
-
-
-def _names_used(source: str) -> set[str]:
-    try:
-        tree = ast.parse(textwrap.dedent(source))
-    except SyntaxError:
-        return set()
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-
-
-def _encode(value: Any, add: Any) -> tuple:
-    """A global as the worker can rebuild it; anything else becomes an opaque stand-in, which
-    Triton's compiler rejects just as it rejects the real object."""
-    import types
-
-    from puzzles.execution import unwrap_kernel
-
-    if isinstance(value, types.ModuleType):
-        return ("module", value.__name__)
-    module = getattr(value, "__module__", None) or ""
-    # A @triton.jit function (the course's print_if and breakpoint_if among them: their compiled
-    # side) is rebuilt from its source and compiled with the kernel.
-    inner = unwrap_kernel(value) if hasattr(value, "fn") or hasattr(value, "arg_names") else None
-    if inner is not None:
-        if (inner.__module__ or "").startswith("triton."):
-            return ("attr", inner.__module__, inner.__qualname__)
-        return ("jit", add(inner))
-    if type(value).__name__ == "constexpr" and type(value).__module__.startswith("triton"):
-        if _plain(value.value) is not _OPAQUE:
-            return ("constexpr", value.value)
-        try:  # a constexpr dtype, say
-            return ("pickle", pickle.dumps(value))
-        except Exception:  # noqa: BLE001
-            return ("opaque", type(value.value).__name__)
-    plain = _plain(value)
-    if plain is not _OPAQUE:
-        return ("value", plain)
-    qual = getattr(value, "__qualname__", None)
-    if module.startswith(("triton", "math", "builtins")) and qual:
-        return ("attr", module, qual)
-    if type(value).__module__.startswith("triton.language"):  # dtypes and the like
-        try:
-            return ("pickle", pickle.dumps(value))
-        except Exception:  # noqa: BLE001
-            pass
-    return ("opaque", type(value).__name__)
-
-
-_OPAQUE = object()
-
-
-def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, tuple) and all(_plain(v) is not _OPAQUE for v in value):
-        return value
-    return _OPAQUE
+        spec = importlib.util.spec_from_file_location("puzzles_kernel_source",
+                                                      Path(__file__).with_name("kernel_source.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["puzzles_kernel_source"] = module
+        spec.loader.exec_module(module)
+    return module
 
 
 def describe_args(args: list[Any], kwargs: dict[str, Any], params: list[str],
                   plain_ints: frozenset[str] = frozenset()) -> list[tuple] | None:
     """Per parameter of the kernel: ("ptr", element type), ("typed", i32|i64) for an int passed to
     a parameter without annotation (never a constexpr), or ("scalar", value)."""
+    plain_value, OPAQUE = _kernel_source().plain_value, _kernel_source().OPAQUE  # noqa: N806
     bound: dict[str, Any] = dict(zip(params, args, strict=False))
     bound.update(kwargs)
     out = []
@@ -219,7 +130,7 @@ def describe_args(args: list[Any], kwargs: dict[str, Any], params: list[str],
         elif isinstance(value, int) and not isinstance(value, bool) and name in plain_ints:
             # Only its type reaches the compiled code: sizes that differ only here share a check.
             out.append(("typed", "i32" if -(2**31) <= value < 2**31 else "i64"))
-        elif _plain(value) is not _OPAQUE:
+        elif plain_value(value) is not OPAQUE:
             out.append(("scalar", value))
         else:
             return None
@@ -239,6 +150,7 @@ class CompileProblem:
     filename: str | None = None
     sizes: list[int] = field(default_factory=list)  # indices of the tested sizes it fails
     construct: bool = False  # one of the known interpreter-only constructs (the message says what to write)
+    rule: bool = False  # the compiled kernel does what the puzzle rules out (a `tt.dot` where tl.dot is forbidden)
 
 
 @dataclass
@@ -314,19 +226,23 @@ class Check:
                 err = verdict["error"]
                 line, filename = self._place(err.get("function"), err.get("offset"))
                 report.problems.append(CompileProblem(err["message"], item["target"], line, filename,
-                                                      list(item["sizes"]), bool(err.get("construct"))))
+                                                      list(item["sizes"]), bool(err.get("construct")),
+                                                      bool(err.get("rule"))))
             report.notes += [n for n in verdict.get("notes", []) if n not in report.notes]
         return report
 
 
-def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: int = T4) -> Check | None:
+def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: int = T4,
+          forbidden: tuple[str, ...] = ()) -> Check | None:
     """Begin checking `kernel` as called with each (args, kwargs) of `calls` (the first is the
     canonical size: the full compile runs there). None when the kernel cannot be described (no
-    source, say): the interpreted verdict then stands alone."""
+    source, say): the interpreted verdict then stands alone. `forbidden`: triton.language functions
+    the puzzle rules out, looked for in the Triton IR (`tt.dot` for "dot"), however the kernel
+    reached them."""
     from puzzles.execution import unwrap_kernel
 
     fn = unwrap_kernel(kernel)
-    spec = describe_kernel(kernel)
+    spec = _kernel_source().describe_kernel(kernel)
     if fn is None or spec is None:
         return None
     config = getattr(kernel, "config", None)  # an autotune config's launch options (puzzles/autotune.py)
@@ -343,9 +259,10 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
             return None
         stages = [("front", 80)] + ([("full", t) for t in targets_for(min_sm)] if index == 0 else [])
         for stage, target in stages:
-            key = _key(stable, argspec, stage, target, options)
+            forbid = sorted(forbidden) if stage == "front" else []
+            key = _key(stable, argspec, stage, target, options, forbid)
             item = by_key.setdefault(key, {"stage": stage, "target": target, "args": argspec, "key": key,
-                                           "options": options, "sizes": []})
+                                           "options": options, "sizes": [], "forbid": forbid})
             item["sizes"].append(index)
     items = list(by_key.values())
     results = {}
@@ -371,7 +288,8 @@ def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None, flag
     if not enabled(flag):
         return None
     try:
-        return start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4))
+        return start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4),
+                     tuple(getattr(puzzle, "forbidden_calls", ())))
     except Exception:  # noqa: BLE001 - the check must never break grading
         return None
 
@@ -398,8 +316,12 @@ def apply(check: Check | None, result: Any, started: float, flag: bool | str = T
         if key not in errors:
             where = where_of(problem.target)
             source = linecache.getline(problem.filename, problem.line) if problem.filename and problem.line else ""
-            errors[key] = KernelError("compile", f"runs in the interpreter but would not compile for {where}: "
-                                      f"{problem.message}", problem.line, source, problem.filename)
+            if problem.rule:  # the message reads on from "Puzzle N"
+                errors[key] = KernelError("rule", f"{str(result.puzzle).split(':')[0]} {problem.message}",
+                                          problem.line, source, problem.filename)
+            else:
+                errors[key] = KernelError("compile", f"runs in the interpreter but would not compile for {where}: "
+                                          f"{problem.message}", problem.line, source, problem.filename)
         for index in problem.sizes:
             if index < len(result.outcomes):
                 _fail(result.outcomes[index], problem, errors[key], where_of(problem.target), unplaced)
@@ -417,6 +339,9 @@ def _fail(outcome: Any, problem: CompileProblem, error: Any, where: str, unplace
     from puzzles.execution import KernelError
 
     if outcome.status == "compile error":
+        return
+    if problem.rule:  # breaking the puzzle's rule fails every size, whatever the interpreter made of it
+        outcome.status, outcome.error, outcome.status_map = "error", error, None
         return
     if outcome.status == "passed":
         outcome.status, outcome.error, outcome.status_map = "compile error", error, None
@@ -607,7 +532,7 @@ def _worker_main() -> None:  # pragma: no cover - runs in the worker process
                 for entry in request.get("path", []):  # the learner's own modules, as the grader sees them
                     if entry not in sys.path:
                         sys.path.append(entry)
-                built[job] = _rebuild(request["spec"])
+                built[job] = _kernel_source().rebuild_kernel(request["spec"])
             verdict = _check(built[job], item)
         except Exception as exc:  # noqa: BLE001 - a kernel this check cannot rebuild is not failed for it
             verdict = {"skipped": f"{type(exc).__name__}: {exc}", "transient": True}
@@ -661,74 +586,6 @@ def _store(cache: str, key: str, verdict: dict) -> None:  # pragma: no cover - r
         pass
 
 
-def _rebuild(spec: dict) -> dict[str, Any]:  # pragma: no cover - runs in the worker process
-    """Each function as a JITFunction of this process, defined at its own file and lines."""
-    import importlib
-    import linecache
-
-    import triton
-
-    jitted: dict[str, Any] = {}
-    files: dict[str, list[str]] = {}
-
-    class Opaque:  # stands for a global the compiler must not accept
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-        def __repr__(self) -> str:
-            return f"<{self.name} object>"
-
-    def decode(value: tuple) -> Any:
-        kind = value[0]
-        if kind == "module":
-            return importlib.import_module(value[1])
-        if kind == "attr":
-            obj = importlib.import_module(value[1])
-            for part in value[2].split("."):
-                obj = getattr(obj, part)
-            return obj
-        if kind == "jit":
-            return build(value[1])
-        if kind == "constexpr":
-            return triton.language.constexpr(value[1])
-        if kind == "value":
-            return value[1]
-        if kind == "pickle":
-            return pickle.loads(value[1])
-        return Opaque(value[1])
-
-    def build(key: str) -> Any:
-        if key in jitted:
-            return jitted[key]
-        entry = spec["functions"][key]
-        scope: dict[str, Any] = {"__name__": f"puzzles_compile_check_{len(jitted)}"}
-        jitted[key] = None  # recursion guard
-        for name, value in entry["globals"].items():
-            scope[name] = decode(value)
-        filename, first = entry["filename"], entry["first_line"]
-        # Triton reads a function's source through linecache: give it each function at its own
-        # lines of its file (several functions of one file or cell share the entry).
-        lines = files.setdefault(filename, [])
-        own = entry["source"].splitlines(True)
-        lines += ["\n"] * max(0, first - 1 + len(own) - len(lines))
-        lines[first - 1 : first - 1 + len(own)] = own
-        linecache.cache[filename] = (sum(map(len, lines)), None, list(lines), filename)
-        tree = ast.parse(textwrap.dedent(entry["source"]))
-        func = tree.body[0]
-        func.decorator_list = []  # autotune, heuristics, jit: the check compiles the function itself
-        ast.increment_lineno(tree, first - 1)
-        flags = _future_annotations_flag() if entry["future_annotations"] else 0
-        exec(compile(tree, filename, "exec", flags=flags, dont_inherit=True), scope)
-        plain = scope[entry["name"]]
-        jitted[key] = triton.jit(plain)
-        scope[entry["name"]] = jitted[key]
-        return jitted[key]
-
-    root = build(spec["root"])
-    by_src = {fn.src: spec["functions"][k] for k, fn in jitted.items() if fn is not None}
-    return {"root": root, "by_src": by_src, "root_entry": spec["functions"][spec["root"]]}
-
-
 def _signature(fn: Any, argspec: list[tuple]) -> tuple[dict[str, str], dict[str, Any]]:  # pragma: no cover
     signature, constexprs = {}, {}
     for param, arg in zip(fn.params, argspec, strict=False):
@@ -769,21 +626,26 @@ def _check(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover - run
     options = item.get("options") or {}
     try:
         if item["stage"] == "front":
-            _front_end(src, target, options)
-            return {}
+            found = _front_end(src, target, options, item.get("forbid"))
+            return {"error": _forbidden_in_ir(found, built)} if found else {}
         import triton
 
         compiled = triton.compile(src, target=target, options=options)
     except CompilationError as exc:
         return {"error": _compilation_error(exc, built)}
     except Exception as exc:  # noqa: BLE001 - MLIR pass failures, ptxas errors
+        returned = _kernel_returns_a_value(built["root_entry"])
+        if returned is not None:  # MLIR says only "PassManager::run failed"
+            return {"error": returned}
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"error": {"message": f"{type(exc).__name__}: {message}"}}
     return {"notes": _needs(compiled, item["target"])}
 
 
-def _front_end(src: Any, target: Any, launch: dict | None = None) -> None:  # pragma: no cover - in the worker
-    """Python to Triton IR to GPU IR, without the LLVM and ptxas stages."""
+def _front_end(src: Any, target: Any, launch: dict | None = None,
+               forbid: list[str] | None = None) -> list[tuple[str, str, int]]:  # pragma: no cover - in the worker
+    """Python to Triton IR to GPU IR, without the LLVM and ptxas stages; returns the ops of `forbid`
+    (triton.language names) found in the Triton IR as generated, before any pass: (name, file, line)."""
     from triton._C.libtriton import ir
     from triton.compiler.compiler import make_backend
 
@@ -794,11 +656,51 @@ def _front_end(src: Any, target: Any, launch: dict | None = None) -> None:  # pr
     backend.load_dialects(context)
     module = src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
                          context)
+    found = ops_in_ir(module.str(), forbid) if forbid else []
     stages: dict[str, Any] = {}
     backend.add_stages(stages, options, src.language)
     metadata: dict[str, Any] = {}
     for ext in ("ttir", "ttgir"):
         module = stages[ext](module, metadata)
+    return found
+
+
+def ops_in_ir(text: str, names: list[str]) -> list[tuple[str, str, int]]:
+    """(name, file, line) of each `tt.<name>` op in a printed Triton IR module, its location followed
+    through the module's `#locN = loc(...)` aliases (named values wrap the file location)."""
+    import re
+
+    aliases = dict(re.findall(r"^(#loc\d*) = (loc\(.*\))\s*$", text, re.M))
+
+    def place(loc: str, depth: int = 0) -> tuple[str, int] | None:
+        at = re.match(r'loc\("((?:[^"\\]|\\.)*)":(\d+):\d+\)', loc)
+        if at:
+            return at.group(1), int(at.group(2))
+        ref = re.search(r"#loc\d*", loc)
+        if ref and depth < 20 and ref.group(0) in aliases:
+            return place(aliases[ref.group(0)], depth + 1)
+        return None
+
+    found = []
+    for name in names:
+        for op in re.finditer(rf"= tt\.{re.escape(name)}\b[^\n]*?(loc\((?:#loc\d*|\"[^\n]*)\))\s*$", text, re.M):
+            where = place(op.group(1))
+            if where is not None:
+                found.append((name, *where))
+    return found
+
+
+def _forbidden_in_ir(found: list[tuple[str, str, int]], built: dict[str, Any]) -> dict:  # pragma: no cover
+    """The first forbidden op as an error at the learner's line (in the function that holds it)."""
+    name, filename, line = found[0]
+    entries = [e for e in built["by_src"].values() if e["filename"] == filename] or [built["root_entry"]]
+    entry = next((e for e in entries if e["first_line"] <= line < e["first_line"] + len(e["source"].splitlines())),
+                 built["root_entry"])
+    root = built["root_entry"]["name"]
+    where = entry["name"] if entry is built["root_entry"] else f"{entry['name']} (called from {root})"
+    return {"message": f"asks you not to use tl.{name} (its statement says why), and {where} does: the compiled "
+                       f"kernel has a tt.{name}", "function": entry["name"], "offset": line - entry["def_line"],
+            "rule": True}
 
 
 def _compilation_error(exc: Any, built: dict[str, Any]) -> dict:  # pragma: no cover - runs in the worker
@@ -828,17 +730,52 @@ def _compilation_error(exc: Any, built: dict[str, Any]) -> dict:  # pragma: no c
     message = " ".join(message.split())
     if message.startswith("NameError: Cannot access global variable"):
         message = message.split(" function.", 1)[0] + " function"  # the rest is about an escape hatch
-    hint = _hint(message, at.node)
-    if hint:
+    hint = _hint(message, at.node, entry["source"], entry["globals"])
+    if hint and _bare(message):
+        message = hint  # Triton's own assertion says nothing a learner can act on
+    elif hint:
         message = f"{message} ({hint})"
+    elif _bare(message):  # not a construct we know: say at least that much (the line says where)
+        message = ("Triton's compiler stopped on this line without a message (an internal assertion): the line "
+                   "uses something the interpreter accepts but the compiler does not support")
     if entry is not built["root_entry"]:
         message += f" [in {entry['name']}, called from {built['root_entry']['name']}]"
     offset = line - entry["def_line"] if line is not None else None
     return {"message": message, "function": entry["name"], "offset": offset, "construct": bool(hint)}
 
 
-def _hint(message: str, node: Any) -> str:
-    """What to write instead, for the constructs that only the interpreter accepts."""
+def _kernel_returns_a_value(entry: dict) -> dict | None:
+    """The kernel's `return <value>`, as an error at its line: a launched kernel has nowhere to return it."""
+    try:
+        tree = ast.parse(textwrap.dedent(entry["source"]))
+    except SyntaxError:
+        return None
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Return) and node.value is not None:
+            line = entry["first_line"] + node.lineno - 1
+            return {"message": "a kernel cannot return a value (a launch has nowhere to put it): write the result "
+                               "through a pointer with tl.store; a @triton.jit helper it calls may return values",
+                    "function": entry["name"], "offset": line - entry["def_line"], "construct": True}
+    return None
+
+
+def _bare(message: str) -> bool:
+    """An error from inside Triton's front end that carries no text (a bare `assert`)."""
+    return message.rstrip(": ") in ("AssertionError", "")
+
+
+def _assigned_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _hint(message: str, node: Any, source: str = "", scope: dict | None = None) -> str:
+    """What to write instead, for the constructs that only the interpreter accepts (and for the front
+    end's errors whose own text does not say what is wrong)."""
     if isinstance(node, ast.FunctionDef) or (message.startswith("StopIteration") and node is not None):
         return "a function defined inside the kernel is not supported: define it at module level with @triton.jit"
     if "Lambda" in message:
@@ -847,12 +784,40 @@ def _hint(message: str, node: Any) -> str:
         return "start at a constant and shift: j + tl.arange(0, B1)"
     if message.startswith("NameError: Cannot access global variable"):
         name = message.split("global variable ", 1)[1].split()[0]
+        if tuple((scope or {}).get(name, ())) == ("opaque", "function"):
+            return (f"{name} is a plain Python function: a kernel calls only @triton.jit functions (and "
+                    f"triton.language's); decorate {name} with @triton.jit")
         return (f"declare it `{name} = tl.constexpr(...)` at module level, or pass it as an argument; "
                 "the interpreter reads any global, the compiler only constants")
     if "multiple values for argument 'pid_" in message:  # a fifth value lands in print_if's pid_0
         return "compiled, print_if prints at most four values: split them over two print_if calls"
     if "Loop-carried variable" in message:
         return "give it its final type before the loop, e.g. tl.zeros([B0], dtype=tl.float32) instead of 0.0"
+    if _bare(message) and node is not None and any(isinstance(n, ast.Subscript) for n in ast.walk(node)):
+        # tl.tuple.__getitem__ asserts that a non-constant index is a slice, with no message.
+        return ("a tuple indexed by a value the compiler does not know: a Triton tuple can only be indexed by a "
+                "constant (`t[0]`) or by the variable of a `for i in tl.static_range(n)` loop, which the compiler "
+                "unrolls; the variable of a `range` loop, or an index computed in the kernel, is only known when "
+                "it runs")
+    if message.startswith("unsupported tensor index"):
+        return ("a block has no element access by position: pick an element with tl.sum(tl.where(offsets == i, x, "
+                "0)), load it alone with tl.load(ptr + i), or add axes with x[:, None] / x[None, :]")
+    if isinstance(node, ast.For) and "has no attribute 'func'" in message:
+        return ("a loop in a kernel runs over range(...), tl.range(...) or tl.static_range(...): a block cannot "
+                "be iterated element by element (work on the whole block, or loop over indices), and a tuple is "
+                "walked with `for i in tl.static_range(len(t))` and t[i]")
+    if message.startswith("unsupported AST node type: Break") or message.startswith(
+            "unsupported AST node type: Continue"):
+        return ("Triton kernels have no break or continue: give the loop the bound it needs, or guard the rest "
+                "of the body with an if (or a mask)")
+    if "Boolean value of Tensor with more than one value is ambiguous" in message:
+        return ("an if or while condition must be one value, not a block: to choose per element, use "
+                "tl.where(condition, a, b)")
+    if message.startswith("NameError:") and message.endswith("is not defined") and \
+            message.split()[1] in _assigned_names(source):
+        name = message.split()[1]
+        return (f"if {name} is assigned only inside an if or a loop, assign it before as well: the compiler "
+                "needs a value on every path, the interpreter only on the one it runs")
     return ""
 
 

@@ -284,8 +284,10 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
     """Run each job in one forked child, in order; yield ("ok", value) per job as it finishes,
     or ("timeout"|"crash", message) for the job that did not, after which the child is gone.
 
-    The child shares the parent's memory copy-on-write, so a kernel defined in a notebook cell
-    runs as is; whatever it does to memory dies with the child.
+    The child is forked at once (the caller may do other work before reading the results; each
+    job's `timeout` counts from when its result is asked for). It shares the parent's memory
+    copy-on-write, so a kernel defined in a notebook cell runs as is; whatever it does to memory
+    dies with the child.
     """
     read_fd, write_fd = os.pipe()
     with warnings.catch_warnings():
@@ -302,12 +304,15 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
                 payload = ("ok", job())
             except BaseException as exc:  # noqa: BLE001 - report anything to the parent
                 payload = ("crash", f"{type(exc).__name__}: {exc}")
-            _send(write_fd, payload)
+            send_frame(write_fd, payload)
         os._exit(0)
     os.close(write_fd)
-    reader = _Reader(read_fd)
+    return _child_results(pid, FrameReader(read_fd), len(jobs), timeout)
+
+
+def _child_results(pid: int, reader: FrameReader, count: int, timeout: float) -> Iterator[tuple[str, Any]]:
     try:
-        for _ in jobs:
+        for _ in range(count):
             status, payload = reader.receive(timeout)
             yield status, payload
             if status != "ok":
@@ -326,7 +331,8 @@ def _breakpoint_here(*args: Any, **kwargs: Any) -> None:
     pdb.Pdb().set_trace(sys._getframe(1))
 
 
-def _send(fd: int, payload: Any) -> None:
+def send_frame(fd: int, payload: Any) -> None:
+    """Write one pickled message, length first (FrameReader reads it)."""
     data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     data = len(data).to_bytes(8, "little") + data
     view = memoryview(data)
@@ -334,7 +340,9 @@ def _send(fd: int, payload: Any) -> None:
         view = view[os.write(fd, view) :]
 
 
-class _Reader:
+class FrameReader:
+    """Reads the messages `send_frame` wrote, each within a time limit."""
+
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.buffer = bytearray()

@@ -1,10 +1,15 @@
 """`python -m puzzles grade`: the scoreboard over notebooks or Python files.
 
-Each file is read, never run as a whole: from every code cell only the definitions (imports,
-functions, classes, constant assignments) are taken, so grading cells, shell commands and
-long-running demos are skipped. Kernels are then found by their canonical names and graded by
-the same `test()` as the notebooks, against the catalog's own spec (a spec edited in the
-notebook does not change what is graded). The files are never modified.
+Each file is read, never run as a whole: from every code cell only the definitions are taken
+(imports, functions, classes, constant assignments, and assignments with calls whose names a
+function or class uses, such as `CONFIGS = [triton.Config(...) for ...]` above an autotuned
+kernel), so grading cells, bare expressions, shell commands and experiments are skipped. Kernels
+are then found by their canonical names and graded by the same `test()` as the notebooks,
+against the catalog's own spec (a spec edited in the notebook does not change what is graded).
+The files are never modified.
+
+This runs the definitions in this process: it is the learner's scoreboard over their own work.
+Submissions of others are graded by puzzles/classroom.py, in isolated processes.
 """
 
 from __future__ import annotations
@@ -15,16 +20,20 @@ import linecache
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from puzzles import catalog
+from puzzles.execution import KernelTimeout, time_limit
 from puzzles.harness import test
 from puzzles.puzzle import Puzzle
-from puzzles.solution_source import is_starter
+from puzzles.solution_source import is_starter, starter_source
 
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+# Calls that grade or show results: a statement that makes them is a grading cell, never a definition.
+GRADING_CALLS = frozenset({"test", "progress", "display", "print"})
+LOAD_SECONDS = 10.0  # one statement of a learner's file, while loading its definitions
 
 
 @dataclass
@@ -35,11 +44,12 @@ class Grade:
     source: str = ""
     seconds: float = 0.0
     result: Any = None
+    seed: int | None = None
 
     def record(self) -> dict:
         return {"puzzle": self.puzzle.number, "id": self.puzzle.id, "kernel": self.puzzle.kernel_name,
                 "status": self.status, "reason": self.reason, "source": self.source,
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), "seed": self.seed}
 
 
 def code_cells(path: Path) -> list[tuple[str, str]]:
@@ -55,116 +65,271 @@ def code_cells(path: Path) -> list[tuple[str, str]]:
     return [(str(path), path.read_text())]
 
 
-def _strip_magics(source: str) -> str:
-    # IPython lines (%pip, !ls) are not Python: make them `pass`, keeping indentation and line numbers.
+def strip_magics(source: str) -> str:
+    """IPython lines (%pip, !ls) are not Python: make them `pass`, keeping indentation and line numbers."""
     return "\n".join(re.sub(r"^(\s*)[%!].*$", r"\1pass", line) for line in source.splitlines())
 
 
-def _is_definition(node: ast.stmt) -> bool:
-    """Imports, functions, classes, and assignments of constants: nothing that runs the learner's
-    experiments (an assignment such as `result = test(...)` or `x = torch.rand(...)` is skipped)."""
-    if isinstance(node, (ast.Assign, ast.AnnAssign)):
-        return node.value is not None and not any(
-            isinstance(sub, ast.Call) and not _is_constexpr_call(sub) for sub in ast.walk(node.value))
-    return isinstance(node, _DEFINITIONS)
+def _has_call(node: ast.AST) -> bool:
+    return any(isinstance(sub, ast.Call) and not _is_constexpr_call(sub) for sub in ast.walk(node))
 
 
 def _is_constexpr_call(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr == "constexpr"
 
 
+def _calls_grader_or_launches(node: ast.AST) -> bool:
+    """`test(...)`, `progress()`, or a kernel launch `kernel[grid](...)`: a grading cell or an experiment."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if name in GRADING_CALLS or isinstance(func, ast.Subscript):
+                return True
+    return False
+
+
+def _loaded_names(node: ast.AST) -> set[str]:
+    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+
+
+def _free_names(node: ast.AST) -> set[str]:
+    """Module-level names a function or class may read: what it loads less its own locals
+    (decorators, defaults and base classes are read at module level, so they all count)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        outer = set().union(*(_loaded_names(d) for d in node.decorator_list),
+                            *(_loaded_names(d) for d in node.args.defaults + node.args.kw_defaults if d),
+                            *(_loaded_names(a.annotation) for a in _all_args(node.args) if a.annotation))
+        local = {a.arg for a in _all_args(node.args)}
+        local |= {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)}
+        declared = {n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names}
+        inner = set().union(*(_loaded_names(s) for s in node.body))
+        return outer | (inner - (local - declared))
+    return _loaded_names(node)  # a class body runs at module level
+
+
+def _all_args(args: ast.arguments) -> list[ast.arg]:
+    return args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> set[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {sub.id for t in targets for sub in ast.walk(t) if isinstance(sub, ast.Name)}
+
+
+def select_definitions(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements grading runs, in order: imports, functions, classes, assignments without
+    calls, and assignments with calls whose names a function or class (or another selected
+    assignment) uses. Grading cells, kernel launches, bare expressions and loops are left out."""
+    plain, with_calls = [], []
+    for node in statements:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            if node.value is None or _calls_grader_or_launches(node.value):
+                continue
+            (with_calls if _has_call(node.value) else plain).append(node)
+        elif isinstance(node, _DEFINITIONS):
+            plain.append(node)
+    needed = set().union(*(_free_names(n) for n in plain if isinstance(n, (ast.FunctionDef, ast.ClassDef))))
+    chosen: set[int] = set()
+    grew = True
+    while grew:  # an assignment a kernel needs may itself need another one
+        grew = False
+        for node in with_calls:
+            if id(node) not in chosen and _targets(node) & needed:
+                chosen.add(id(node))
+                needed |= _loaded_names(node.value)
+                grew = True
+    keep = {id(n) for n in plain} | chosen
+    return [n for n in statements if id(n) in keep]
+
+
 _DEF = re.compile(r"^\s*def\s+(\w+)\s*\(", re.MULTILINE)
 
 
-def load_definitions(path: Path, broken: dict[str, str] | None = None,
-                     ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
-    """Execute only the definitions of a file; return the namespace, where each name was
-    defined, and the problems met (a cell that does not parse, a definition that raised).
-    `broken`, when given, receives for each function that could not be defined why (so a
-    syntax error in a kernel's cell is a failure, not "not attempted")."""
-    namespace: dict[str, Any] = {"__name__": f"graded_{path.stem}"}
-    origins: dict[str, str] = {}
-    problems: list[str] = []
+@dataclass
+class Loaded:
+    """What the definitions of one file made: the namespace, where each function or class was
+    defined, the problems met, and why each function that could not be defined failed."""
+
+    namespace: dict[str, Any]
+    origins: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    broken: dict[str, str] = field(default_factory=dict)
+    failed_names: dict[str, str] = field(default_factory=dict)  # name -> why its assignment raised
+
+
+def load_file(path: Path) -> Loaded:
+    """Execute only the definitions of a file (see `select_definitions`). A cell that does not
+    parse and a statement that raises are reported, not fatal; a function that could not be
+    defined is recorded in `broken` (so a syntax error in a kernel's cell is a failure, not
+    "not attempted"), with the failed assignment it needed when that was the cause."""
+    loaded = Loaded({"__name__": f"graded_{path.stem}"})
+    failed_names = loaded.failed_names
     for label, source in code_cells(path):
-        text = _strip_magics(source)
+        text = strip_magics(source)
         try:
             tree = ast.parse(text)
         except SyntaxError as err:
             problem = f"{label}: line {err.lineno}: SyntaxError: {err.msg}"
-            problems.append(problem)
-            if broken is not None:
-                for name in _DEF.findall(text):
-                    broken[name] = problem
+            loaded.problems.append(problem)
+            for name in _DEF.findall(text):
+                loaded.broken[name] = problem
             continue
         # Register the source so Triton (and error messages) can read it by file name.
         linecache.cache[label] = (len(text), None, text.splitlines(keepends=True), label)
-        for node in tree.body:
-            if not _is_definition(node):
-                continue
+        for node in select_definitions(tree.body):
             try:
-                exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), namespace)
-            except Exception as err:  # noqa: BLE001 - a learner's cell can raise anything
+                with time_limit(LOAD_SECONDS):
+                    exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), loaded.namespace)
+            except (Exception, KernelTimeout) as err:  # noqa: BLE001 - a learner's cell can raise anything
                 problem = f"{label}: line {node.lineno}: {type(err).__name__}: {err}"
-                problems.append(problem)
-                if broken is not None and isinstance(node, ast.FunctionDef):
-                    broken[node.name] = problem
+                if isinstance(err, KernelTimeout):
+                    problem = (f"{label}: line {node.lineno}: did not finish within {LOAD_SECONDS:g} s while "
+                               "loading (an endless loop at module level, in a class body or a decorator?)")
+                cause = failed_names.get(getattr(err, "name", None) or "")
+                if isinstance(err, NameError) and cause:
+                    problem += f" (because {cause})"
+                loaded.problems.append(problem)
+                if isinstance(node, ast.FunctionDef):
+                    loaded.broken[node.name] = problem
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    failed_names.update(dict.fromkeys(_targets(node), problem))
                 continue
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                origins[node.name] = label
-    return namespace, origins, problems
+                loaded.origins[node.name] = label
+    return loaded
+
+
+def load_definitions(path: Path, broken: dict[str, str] | None = None,
+                     ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """`load_file` as a tuple (namespace, origins, problems), filling `broken` when given."""
+    loaded = load_file(path)
+    if broken is not None:
+        broken.update(loaded.broken)
+    return loaded.namespace, loaded.origins, loaded.problems
 
 
 def _kernel_source(label: str, name: str) -> str:
     text = "".join(linecache.cache.get(label, (0, None, [], label))[2])
-    for node in ast.parse(_strip_magics(text)).body:
+    for node in ast.parse(strip_magics(text)).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
             return "\n".join(text.splitlines()[start - 1 : node.end_lineno])
     return ""
 
 
-def grade(paths: list[Path], puzzles: list[Puzzle], timeout: float = 20.0, viz_dir: Path | None = None) -> list[Grade]:
-    """Grade every puzzle whose kernel the files define. When several files define a kernel, the
-    last one that is not the starter is graded and the others are named in a warning (stderr)."""
-    found: dict[str, list[tuple[Any, str]]] = {}
-    broken: dict[str, str] = {}
-    problems: list[str] = []
-    for path in paths:
-        file_broken: dict[str, str] = {}
-        namespace, origins, file_problems = load_definitions(path, file_broken)
-        problems += file_problems
-        for p in puzzles:
-            if p.kernel_name in namespace:
-                found.setdefault(p.kernel_name, []).append(
-                    (namespace[p.kernel_name], origins.get(p.kernel_name, str(path))))
-            elif p.kernel_name in file_broken:
-                broken[p.kernel_name] = file_broken[p.kernel_name]
-    grades = []
-    for p in puzzles:
-        candidates = found.get(p.kernel_name, [])
-        attempts = [c for c in candidates if not is_starter(_kernel_source(c[1], p.kernel_name), p)]
-        if not attempts and p.kernel_name in broken:  # the learner wrote it, but it does not even define
-            grades.append(Grade(p, "failed", broken[p.kernel_name], broken[p.kernel_name].split(": line")[0]))
-            continue
-        if not candidates:
-            grades.append(Grade(p, "not attempted", f"no {p.kernel_name} found"))
-            continue
-        kernel, origin = (attempts or candidates)[-1]
-        others = [o for _, o in candidates if o != origin]
-        if others:
-            problems.append(f"{p.kernel_name} is defined in {len(candidates)} places; graded the one in {origin}, "
-                            f"not {', '.join(others)}")
-        if not attempts:
-            grades.append(Grade(p, "not attempted", "still the starter", origin))
-            continue
-        result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full")
-        if viz_dir is not None:
-            from puzzles import viz
+def _parameters(source: str, name: str) -> list[str] | None:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return [a.arg for a in _all_args(node.args)]
+    return None
 
-            viz.save_pngs(result, viz_dir / p.id)
-        grades.append(Grade(p, "passed" if result.passed else "failed", "" if result.passed else result.reason(),
-                            origin, result.seconds, result))
-    for problem in problems:
+
+def renamed_kernel(paths: list[Path], p: Puzzle) -> str | None:
+    """"no kernel named X; found Y with the same parameters" when a decorated function of the
+    files has the starter's parameters under another name (read from the source, never run)."""
+    wanted = _parameters(starter_source(p), p.kernel_name)
+    if not wanted:
+        return None
+    other_kernels = {q.kernel_name for q in catalog.all_puzzles()}  # puzzles 1 and 2 take the same parameters
+    for path in paths:
+        try:
+            cells = code_cells(path)
+        except (OSError, ValueError):
+            continue
+        for label, source in cells:
+            try:
+                tree = ast.parse(strip_magics(source))
+            except SyntaxError:
+                continue
+            for node in tree.body:
+                if (isinstance(node, ast.FunctionDef) and node.decorator_list and node.name not in other_kernels
+                        and [a.arg for a in _all_args(node.args)] == wanted):
+                    return (f"no kernel named {p.kernel_name}; found {node.name} with the same parameters "
+                            f"({label}, line {node.lineno}): name it {p.kernel_name} to have it graded")
+    return None
+
+
+@dataclass
+class Submission:
+    """The kernels the files define, per kernel name: (kernel, where), in file order; why a
+    kernel could not be defined; and the problems met while loading."""
+
+    paths: list[Path]
+    found: dict[str, list[tuple[Any, str]]] = field(default_factory=dict)
+    broken: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    failed_names: dict[str, str] = field(default_factory=dict)
+
+
+def collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
+    """Load the definitions of every file and keep the puzzles' kernels."""
+    submission = Submission(list(paths))
+    for path in paths:
+        try:
+            loaded = load_file(path)
+        except (OSError, ValueError, UnicodeDecodeError) as err:  # a truncated or corrupt notebook
+            problem = f"{path}: cannot be read ({type(err).__name__}: {err})"
+            submission.problems.append(problem)
+            try:  # the puzzles this file was for: by its name, or the kernels still legible in it
+                names = set(_DEF.findall(path.read_text(errors="replace")))
+            except OSError:
+                names = set()
+            for p in puzzles:
+                if p.kernel_name in names or path.stem == p.id:
+                    submission.broken.setdefault(p.kernel_name, problem)
+            continue
+        submission.problems += loaded.problems
+        submission.failed_names.update(loaded.failed_names)
+        for p in puzzles:
+            if p.kernel_name in loaded.namespace:
+                submission.found.setdefault(p.kernel_name, []).append(
+                    (loaded.namespace[p.kernel_name], loaded.origins.get(p.kernel_name, str(path))))
+            elif p.kernel_name in loaded.broken:
+                submission.broken[p.kernel_name] = loaded.broken[p.kernel_name]
+    return submission
+
+
+def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_dir: Path | None = None,
+                 seed: int | None = None) -> Grade:
+    """The verdict on one puzzle's kernel. When several files define it, the last one that is
+    not the starter is graded and the others are named in `submission.problems`."""
+    candidates = submission.found.get(p.kernel_name, [])
+    attempts = [c for c in candidates if not is_starter(_kernel_source(c[1], p.kernel_name), p)]
+    if not attempts and p.kernel_name in submission.broken:  # the learner wrote it, but it does not even define
+        problem = submission.broken[p.kernel_name]
+        return Grade(p, "failed", problem, problem.split(": line")[0])
+    if not candidates:
+        renamed = renamed_kernel(submission.paths, p)
+        if renamed:  # not graded (it may be a variant kept aside), but say what was found
+            return Grade(p, "not attempted", renamed)
+        return Grade(p, "not attempted", f"no {p.kernel_name} found")
+    kernel, origin = (attempts or candidates)[-1]
+    others = [o for _, o in candidates if o != origin]
+    if others:
+        submission.problems.append(f"{p.kernel_name} is defined in {len(candidates)} places; graded the one in "
+                                   f"{origin}, not {', '.join(others)}")
+    if not attempts:
+        return Grade(p, "not attempted", "still the starter", origin)
+    result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full", seed=seed)
+    if viz_dir is not None:
+        from puzzles import viz
+
+        viz.save_pngs(result, viz_dir / p.id, puzzle=p)
+    reason = "" if result.passed else result.reason()
+    for name, problem in submission.failed_names.items():  # a name the kernel needed was never defined
+        if f"'{name}'" in reason:
+            reason += f" ({name} was not defined: {problem})"
+    return Grade(p, "passed" if result.passed else "failed", reason, origin, result.seconds, result, result.seed)
+
+
+def grade(paths: list[Path], puzzles: list[Puzzle], timeout: float = 20.0, viz_dir: Path | None = None,
+          seed: int | None = None) -> list[Grade]:
+    """Grade every puzzle whose kernel the files define, in this process; the problems met
+    (files that do not parse, kernels defined twice) are printed as warnings (stderr)."""
+    submission = collect(paths, puzzles)
+    grades = [grade_puzzle(submission, p, timeout, viz_dir, seed) for p in puzzles]
+    for problem in submission.problems:
         print(f"warning: {problem}", file=sys.stderr)
     return grades
 

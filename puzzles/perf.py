@@ -17,6 +17,7 @@ Everything but the measuring (`bench`, `device_limits`, `measure`) is pure: give
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -62,12 +63,17 @@ class DeviceLimits:
 @dataclass(frozen=True)
 class Baseline:
     """A faster kernel for the same problem, timed beside the learner's at the same size: the gap
-    between the two is the lesson. `launcher(inputs, sizes)` gets the spec's inputs on the GPU and
-    returns a function that runs it once."""
+    between the two is the lesson. `launcher` names a function ("module:function", imported only when
+    timed, so the catalog and the learner's notebook never import the solutions) that gets the spec's
+    inputs on the GPU and the sizes, and returns a function that runs the baseline once."""
 
     name: str
     lesson: str
-    launcher: Callable[[list[torch.Tensor], Sizes], Callable[[], Any]]
+    launcher: str
+
+    def launch(self, inputs: list[torch.Tensor], sizes: Sizes) -> Callable[[], Any]:
+        module, function = self.launcher.split(":")
+        return getattr(importlib.import_module(module), function)(inputs, sizes)
 
 
 @dataclass
@@ -251,7 +257,7 @@ def measure(launch: Callable[[], Any], spec: Callable[..., Any], inputs: list[to
     baseline_ms, baseline_error = None, ""
     if baseline is not None:
         try:
-            baseline_ms = bench(baseline.launcher(inputs, sizes))
+            baseline_ms = bench(baseline.launch(inputs, sizes))
         except Exception as err:  # noqa: BLE001 - the comparison must never cost the learner the report
             baseline_error = f"{type(err).__name__}: {err}".splitlines()[0]
     read, written = fewest_bytes(spec, sizes)

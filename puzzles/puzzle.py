@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from puzzles.picture_hooks import RegisterTensor, SlidingWindow, TileOrder
+
 if TYPE_CHECKING:
     from puzzles.tensor_lists import TensorLists
 
@@ -113,10 +115,21 @@ class Puzzle:
     split_k: SplitK | None = None
     # Cells the notebook adds after the grading cell, as (kind, source): "markdown" or "code".
     notebook_cells: tuple[tuple[str, str], ...] = ()
+    # Weight in a class's gradebook (python -m puzzles grade CLASS/ --out DIR): points for a pass.
+    points: float = 1.0
     flops: Callable[[Sizes], int] | None = None
     # The oldest GPU (compute capability x10) the puzzle's kernel must compile for, besides
     # sm_80 and sm_90: 75 is Colab's free T4; raise it where the puzzle needs newer hardware.
     min_sm: int = 75
+    # -- for the pictures (diagrams, the memory picture): records from puzzles/picture_hooks.py --------
+    # The output is the order of C's tiles (puzzle 16): both pictures draw the tiles.
+    tile_order: TileOrder | None = None
+    # A tensor computed but never stored (flash attention's scores), drawn dashed in the diagram.
+    register_tensor: RegisterTensor | None = None
+    # A loop over output pixels, each from a window of the input (convolution): the diagram shows one step.
+    sliding_window: SlidingWindow | None = None
+    # Shown under the memory picture's launch-order view (the widget): what the order means here.
+    launch_order_note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

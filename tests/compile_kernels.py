@@ -82,6 +82,91 @@ def add_mask2_kernel_good_helper(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offsets, _plus_offset(x), mask=offsets < N0)
 
 
+@triton.jit
+def add_mask2_kernel_tuple_loop(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    parts = (4.0, 6.0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    for i in range(2):
+        x += parts[i]  # BAD_LINE
+    tl.store(z_ptr + offsets, x, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_tuple_static_range(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    parts = (4.0, 6.0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    for i in tl.static_range(len(parts)):  # unrolled: parts[i] has a constant index
+        x += parts[i]
+    tl.store(z_ptr + offsets, x, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_break(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    for i in range(20):
+        x += 1.0
+        if i == 9:
+            break  # BAD_LINE
+    tl.store(z_ptr + offsets, x, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_if_on_block(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    if offsets < N0 + B0:  # BAD_LINE
+        x += 10.0
+    tl.store(z_ptr + offsets, x, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_element_index(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    first = offsets[0]  # BAD_LINE
+    tl.store(z_ptr + offsets, x + 10.0 + first * 0, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_iterate_block(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    for v in offsets:  # BAD_LINE
+        x += v * 0.0
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_name_in_one_branch(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * B0 + tl.arange(0, B0)
+    if pid >= 0:
+        y = tl.load(x_ptr + offsets, mask=offsets < N0) + 10.0
+    tl.store(z_ptr + offsets, y, mask=offsets < N0)  # BAD_LINE
+
+
+def _plus_ten_plain(v):  # not @triton.jit: the interpreter calls it, the compiler refuses
+    return v + 10.0
+
+
+@triton.jit
+def add_mask2_kernel_plain_function(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, _plus_ten_plain(x), mask=offsets < N0)  # BAD_LINE
+
+
+@triton.jit
+def add_mask2_kernel_returns(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+    return x  # BAD_LINE
+
+
 from puzzles import breakpoint_if, print_if  # noqa: E402 - the course's debugging helpers
 
 

@@ -7,6 +7,7 @@ A change of sizes, shapes or grid must be followed by `python -m puzzles diagram
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -107,3 +108,18 @@ def test_no_notebook_markdown_holds_an_svg_data_uri() -> None:
         for cell in json.loads(path.read_text())["cells"]:
             if cell["cell_type"] == "markdown":
                 assert "data:image/svg" not in "".join(cell["source"]), path.name
+
+
+@pytest.mark.parametrize(("number", "record", "none", "touched"), [
+    (9, "register_tensor", None, lambda scene: any(i.role == "virtual" for i in scene.items)),
+    (10, "sliding_window", None, lambda scene: any("one step of the program's loop" in n for n in scene.notes)),
+    (16, "tile_order", None, lambda scene: scene.custom is not None),
+    (17, "split_k", None, lambda scene: any("part s of K" in n for n in scene.axis_notes)),
+    (19, "strided_inputs", {}, lambda scene: any("strided view" in n for n in scene.notes)),
+    (21, "tensor_lists", None, lambda scene: scene.custom is not None),
+])
+def test_a_touch_follows_the_puzzles_record_not_its_number(number, record, none, touched) -> None:
+    puzzle = catalog.get(number)
+    assert touched(diagrams.scene_for(puzzle))
+    assert touched(diagrams.scene_for(replace(puzzle, number=99)))  # renumbered: the same picture
+    assert not touched(diagrams.scene_for(replace(puzzle, **{record: none})))  # without it: the generic one

@@ -119,3 +119,16 @@ def test_the_references_speed_reports_on_a_gpu(number):
     if number == 18:
         assert r.baseline_ms is not None and r.baseline_ms < r.ms, r.text()
     torch.cuda.synchronize()
+
+
+def test_every_baseline_names_an_importable_launcher():
+    # The catalog names baselines by "module:function" so the notebook's spec cell never carries solution code.
+    import importlib
+
+    from puzzles import all_puzzles
+
+    named = [p for p in all_puzzles() if p.extra.get("baseline") is not None]
+    assert named, "puzzle 18 has a production baseline"
+    for p in named:
+        module, function = p.extra["baseline"].launcher.split(":")
+        assert callable(getattr(importlib.import_module(module), function))

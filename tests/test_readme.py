@@ -38,6 +38,7 @@ RUN: dict[str, str] = {
     "make setup": "",
     ".venv/bin/python benchmarks/run_all.py": "GPU",
     "make bench": "GPU",
+    ".venv/bin/python benchmarks/gpu_worker.py": "GPU",
     ".venv/bin/python benchmarks/gptq/bench.py --out benchmarks/gptq/results/latest": "CUDA",
 }
 # Forms of the synopses that are run as well (the flags the README names).

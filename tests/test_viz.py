@@ -7,6 +7,7 @@ import io
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,8 +16,6 @@ from PIL import Image
 
 from puzzles import catalog, test, viz
 from puzzles.viz import jupyter as viz_jupyter
-from puzzles.viz import model as viz_model
-from puzzles.viz import style as viz_style
 
 P2 = catalog.get(2)
 P2_SIZE = [{"N0": 200, "B0": 32}]
@@ -155,7 +154,7 @@ def test_stepping_fades_earlier_ops(good):
     assert color_at(step1, lay, "x", 195) == viz.LOAD
     assert color_at(step1, lay, "z", 195) == viz.OTHERS  # the store has not happened yet
     step2 = pixels(viz.render_png(good, program=6, op_index=1))
-    assert color_at(step2, lay, "x", 195) == viz_style._fade(viz.LOAD)
+    assert color_at(step2, lay, "x", 195) == viz.fade(viz.LOAD)
     assert color_at(step2, lay, "z", 195) == viz.STORE
     with pytest.raises(ValueError):
         viz.render_png(good, program=6, op_index=2)
@@ -237,20 +236,23 @@ def test_puzzle_16_launch_order_is_a_map_of_cs_tiles_in_the_order_programs_take_
     p = catalog.get(16)
     size = {"M": 64, "N": 48, "BM": 16, "BN": 16, "GROUP_M": 2}  # 4 × 3 tiles, bands of 2 tile rows
     result = test(p.reference(), p.spec, quiet=True, sizes=[size])
-    model = viz_model._model(result)
+    model = viz.digest(result, puzzle=p)
     assert model.tiles.tolist() == [[0, 2, 4], [1, 3, 5], [6, 8, 10], [7, 9, 11]]  # down each band's columns
-    lay = viz.layout(result)
-    img = pixels(viz.render_png(result, view="order"))
+    lay = viz.layout(result, puzzle=p)
+    img = pixels(viz.render_png(result, view="order", puzzle=p))
     n = 12
     for (r, c), pid in np.ndenumerate(model.tiles):
         assert tile_color(img, lay, r, c) == viz.order_color(int(pid), n)
     # One program's view marks the tile it takes; a row-major kernel gives the row-major map.
-    img = pixels(viz.render_png(result, view="program", program=3))
+    img = pixels(viz.render_png(model, view="program", program=3))
     assert tile_color(img, lay, 1, 1) == viz.STORE and tile_color(img, lay, 0, 0) == viz.OTHERS
     row_major = test(load_kernel(ROW_MAJOR_ORDER, "grouped_order_kernel"), p.spec, quiet=True, sizes=[size])
-    assert viz_model._model(row_major, 0).tiles.tolist() == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
-    # Other puzzles have no tile map.
-    assert viz_model._model(test(P2.reference(), P2.spec, quiet=True, sizes=P2_SIZE)).tiles is None
+    assert viz.digest(row_major, 0, puzzle=p).tiles.tolist() == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    # The map comes from the puzzle's TileOrder record, not from its number or its sizes: without the
+    # record there is no map; any puzzle that carries it gets one.
+    assert viz.digest(result).tiles is None
+    assert viz.digest(result, puzzle=replace(P2, tile_order=p.tile_order)).tiles is not None
+    assert viz.digest(test(P2.reference(), P2.spec, quiet=True, sizes=P2_SIZE), puzzle=P2).tiles is None
 
 
 def test_wrong_outputs_get_a_dark_dot():
@@ -315,7 +317,7 @@ def jupyter(monkeypatch):
     import IPython.display
 
     shown = []
-    monkeypatch.setattr(viz_jupyter, "_frontend", lambda: "kernel")
+    monkeypatch.setattr(viz_jupyter, "frontend", lambda: "kernel")
     monkeypatch.setattr(IPython.display, "display", lambda obj, **_: shown.append(obj))
     return shown
 
@@ -368,8 +370,24 @@ def test_widget_steps_and_switches_views():
     size.value = 1  # another size: the slider follows its grid
     outcome = no_mask.outcomes[1]
     assert prog.max == int(np.prod(outcome.trace.grid)) - 1
-    bundle = viz_jupyter._WithFallback(box, image.value, "text")._repr_mimebundle_()
+    bundle = viz_jupyter.WidgetWithPicture(box, image.value, "text")._repr_mimebundle_()
     assert {"application/vnd.jupyter.widget-view+json", "image/png", "text/plain"} <= set(bundle)
+
+
+def test_widget_shows_the_puzzles_launch_order_note_under_the_order_view(no_mask):
+    pytest.importorskip("ipywidgets")
+    puzzle = replace(P2, launch_order_note="Programs that run together share the cache.")
+    box = viz.widget(no_mask, puzzle=puzzle)
+    view, note = box.children[0].children[0], box.children[3]
+    assert note.value == ""
+    view.value = "order"
+    assert "Programs that run together share the cache." in note.value
+    plain = viz.widget(no_mask, puzzle=P2)  # no note: nothing under the view
+    plain.children[0].children[0].value = "order"
+    assert plain.children[3].value == ""
+    # The quantization track (13-18) explains its launch orders; the classic puzzles say nothing.
+    assert all(catalog.get(n).launch_order_note for n in range(13, 19))
+    assert not any(catalog.get(n).launch_order_note for n in range(1, 13))
 
 
 LAUNCH = """
@@ -425,7 +443,10 @@ def test_fewest_bytes_of_a_strided_input_count_its_view_not_the_gaps_of_its_stor
 
     p = catalog.get(19)
     result = test(p.reference(), p.spec, quiet=True)
-    st = viz.stats(result)
+    st = viz.stats(result, puzzle=p)
     n0, n1 = p.sizes[0]["N0"], p.sizes[0]["N1"]
     assert st.tensor_bytes == {"x": n1 * n0 * 3, "z": n1 * n0 * 4}
     assert st.ratio == pytest.approx(1.0)  # a correct kernel moves exactly the fewest bytes
+    # The view comes from the puzzle's strided_inputs: without the puzzle, the whole storage counts.
+    storage = viz.stats(result)
+    assert storage.tensor_bytes["x"] > n1 * n0 * 3 and storage.ratio < 1.0

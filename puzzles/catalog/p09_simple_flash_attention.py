@@ -4,6 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.bug_inputs import attention_growing_scores
+from puzzles.picture_hooks import RegisterTensor
 from puzzles.puzzle import Puzzle, cdiv
 
 
@@ -48,5 +49,6 @@ sizes the keys grow along the row, so the maximum changes in every chunk.
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     perf_size={"N0": 16384, "T": 16384, "B0": 64, "B1": 64},
+    register_tensor=RegisterTensor("q·k", ("N0", "T"), caption="scores, in registers only"),
     extra={"draw_inputs": attention_growing_scores},
 )

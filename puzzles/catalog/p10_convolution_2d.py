@@ -4,6 +4,7 @@ import torch
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.picture_hooks import SlidingWindow
 from puzzles.puzzle import Puzzle, cdiv
 
 
@@ -49,4 +50,5 @@ where `x` counts as zero outside the image (so the output has the image's size).
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     perf_size={"N0": 1024, "H": 64, "W": 64, "KH": 4, "KW": 4, "B0": 8},
+    sliding_window=SlidingWindow("x", rows="H", cols="W", height="KH", width="KW"),
 )

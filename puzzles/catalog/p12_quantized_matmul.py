@@ -72,7 +72,6 @@ multiple of 64; `N0` and `N1` are any sizes. `tl.dot` is allowed.
     ),
     rtol=1e-2,
     atol=1e-1,
-    extra={"FPINT": FPINT, "GROUP": GROUP},
     perf_size={"N0": 4096, "N1": 4096, "MID": 4096, "B0": 64, "B1": 64, "B_MID": 64},
     flops=lambda s: 2 * s["N0"] * s["N1"] * s["MID"],
 )

@@ -4,6 +4,7 @@ import torch
 from jaxtyping import Int8, Int32
 from torch import Tensor
 
+from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
 from puzzles.puzzle import Puzzle
 
 FPINT = 8  # 4-bit values per int32 word
@@ -77,6 +78,6 @@ any size and `N1` need not be a multiple of `B1`. Anything in `triton.language` 
         "Shift each nibble to its place, `q << 4 * n` with `n = tl.arange(0, 8)`, and add the 8 of a word with "
         "`tl.sum(..., axis=2)`; store the `B0 × B1 // 8` words at `z_ptr + r * (N1 // 8) + w`.",
     ),
-    extra={"FPINT": FPINT},
+    launch_order_note=QUANTIZATION_ORDER_NOTE,
     perf_size={"N0": 8192, "N1": 8192, "B0": 16, "B1": 256},
 )

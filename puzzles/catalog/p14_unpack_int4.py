@@ -4,6 +4,7 @@ import torch
 from jaxtyping import Int8, Int32
 from torch import Tensor
 
+from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
 from puzzles.puzzle import Puzzle, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
@@ -57,6 +58,6 @@ of `BK`, nor `N` of `BN`.
         "`z_ptr + k[:, None] * N + n[None, :]`.",
     ),
     grid=lambda s: (cdiv(s["K"], s["BK"]), cdiv(s["N"], s["BN"])),
-    extra={"FPINT": FPINT},
+    launch_order_note=QUANTIZATION_ORDER_NOTE,
     perf_size={"K": 8192, "N": 8192, "BK": 64, "BN": 128},
 )

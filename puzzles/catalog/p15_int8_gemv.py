@@ -3,6 +3,7 @@
 from jaxtyping import Float16, Int8
 from torch import Tensor
 
+from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
 from puzzles.puzzle import Puzzle, cdiv
 
 
@@ -65,4 +66,5 @@ sums. `K` need not be a multiple of `BK`, nor `N` of `BN`.
     atol=1e-2,
     perf_size={"N": 8192, "K": 8192, "BN": 64, "BK": 128},
     flops=lambda s: 2 * s["N"] * s["K"],
+    launch_order_note=QUANTIZATION_ORDER_NOTE,
 )

@@ -4,6 +4,8 @@ import torch
 from jaxtyping import Int32
 from torch import Tensor
 
+from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
+from puzzles.picture_hooks import TileOrder
 from puzzles.puzzle import Puzzle, cdiv
 
 
@@ -72,4 +74,6 @@ multiple of `GROUP_M`. Write the remap yourself with integer arithmetic (`//`, `
         "`z_ptr + 2 * pid + 1`. (Or: `tm, tn = tl.swizzle2d(pid // TN, pid % TN, TM, TN, GROUP_M)`.)",
     ),
     grid=lambda s: (cdiv(s["M"], s["BM"]) * cdiv(s["N"], s["BN"]),),
+    tile_order=TileOrder(rows="M", cols="N", block_rows="BM", block_cols="BN", group="GROUP_M"),
+    launch_order_note=QUANTIZATION_ORDER_NOTE,
 )

@@ -3,6 +3,7 @@
 from jaxtyping import Float16, Float32
 from torch import Tensor
 
+from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
 from puzzles.puzzle import KSlice, Puzzle, SplitK, cdiv
 
 
@@ -70,4 +71,5 @@ in a second step (another kernel, or `torch.sum`).
     split_k=SplitK((KSlice("a", 1), KSlice("b", 0))),
     perf_size={"M": 16, "N": 4096, "K": 8192, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
+    launch_order_note=QUANTIZATION_ORDER_NOTE,
 )

@@ -4,8 +4,9 @@ import torch
 from jaxtyping import Float16, Int32
 from torch import Tensor
 
+from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
 from puzzles.perf import Baseline
-from puzzles.puzzle import KSlice, Puzzle, Sizes, SplitK, cdiv
+from puzzles.puzzle import KSlice, Puzzle, SplitK, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -32,27 +33,14 @@ def gptq_matmul_spec(
     return (a.float() @ w).half()
 
 
-def production_launcher(inputs: list[Tensor], sizes: Sizes):
-    """The course's production kernel (solutions/gptq) on the puzzle's own tensors, loaded as a
-    checkpoint's layer would be."""
-    from solutions.gptq import gptq_matmul, load_gptq_layer
-
-    a, qweight, scales, qzeros = inputs
-    weight = load_gptq_layer({"qweight": qweight, "qzeros": qzeros, "scales": scales},
-                             {"bits": 4, "group_size": sizes["G"]})
-    return lambda: gptq_matmul(a, weight)
-
-
-PRODUCTION = Baseline(
-    name="the production GPTQ kernel (solutions/gptq, gptq_matmul)",
-    lesson=("It reads the same 4-bit weights; the gap is the work per weight. A kernel written as the hints say "
-            "loads each word once for each of its 8 rows, and a scale and a zero point for every weight; the "
-            "production kernel loads each word once, in 16-byte vectors (the weights are repacked at load time), "
-            "and one row of scales and zero points per K step, dequantizes two weights per fp16 instruction with "
-            "bit tricks instead of integer-to-float conversions, hands the weights to the tensor cores straight "
-            "from registers, and takes its tile and split from a table tuned per M (solutions/gptq/kernels.py; "
-            "measurements in benchmarks/gptq/NOTES.md)."),
-    launcher=production_launcher,
+PRODUCTION_LESSON = (
+    "It reads the same 4-bit weights; the gap is the work per weight. A kernel written as the hints say "
+    "loads each word once for each of its 8 rows, and a scale and a zero point for every weight; the "
+    "production kernel loads each word once, in 16-byte vectors (the weights are repacked at load time), "
+    "and one row of scales and zero points per K step, dequantizes two weights per fp16 instruction with "
+    "bit tricks instead of integer-to-float conversions, hands the weights to the tensor cores straight "
+    "from registers, and takes its tile and split from a table tuned per M (solutions/gptq/kernels.py; "
+    "measurements in benchmarks/gptq/NOTES.md)."
 )
 
 
@@ -127,7 +115,10 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
     atol=1e-1,
     output_init="zeros",
     split_k=SplitK((KSlice("a", 1), KSlice("qweight", 0, rows=8))),
-    extra={"FPINT": FPINT, "baseline": PRODUCTION},
+    launch_order_note=QUANTIZATION_ORDER_NOTE,
+    extra={"baseline": Baseline(
+        name="the production GPTQ kernel (solutions/gptq, gptq_matmul)", lesson=PRODUCTION_LESSON,
+        launcher="solutions.gptq.puzzle_baseline:launcher")},
     perf_size={"M": 16, "N": 4096, "K": 4096, "G": 128, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
 )

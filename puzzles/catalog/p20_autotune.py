@@ -16,9 +16,9 @@ BENCHMARK_TEXT = """\
 
 `triton.testing.do_bench` runs a launch many times and returns the median time in milliseconds;
 `triton.testing.perf_report` runs a function over a range of sizes and providers and prints the
-table (and draws the plot) of the results. The cell below times the kernel under each of your
-configs, then the autotuned kernel against the PyTorch spec, in GB/s (three tensors of `N0` floats
-move through memory).
+table of the results. The cell below times the kernel under each of your configs, then the
+autotuned kernel against the PyTorch spec, in GB/s (three tensors of `N0` floats move through
+memory).
 
 **On a GPU** the numbers are real: the autotuner's pick (`silu_mul_kernel.best_config`) should be
 at or near the best row of the first table, and a memory-bound kernel like this one should reach
@@ -34,41 +34,12 @@ correct) is the part that counts.
 """
 
 BENCHMARK_CODE = """\
-from puzzles import on_gpu
+from puzzles.autotune import sweep
 
-if on_gpu():
-    x_names, sizes = ["N0"], [2**i for i in range(12, 27, 2)]
-
-    def gbps(ms, n):  # x and y read, z written: 12 bytes per element
-        return 12 * n / (ms * 1e-3) / 1e9
-
-    for config in silu_mul_kernel.configs:  # each config alone: the sweep the autotuner runs
-        x = torch.rand(2**24, device="cuda")
-        y, z = torch.rand_like(x), torch.empty_like(x)
-        grid = (triton.cdiv(x.numel(), config.kwargs["B0"]),)
-        ms = triton.testing.do_bench(lambda: silu_mul_kernel.fn[grid](x, y, z, x.numel(), **config.kwargs,
-                                                                     num_warps=config.num_warps))
-        print(f"{config}: {ms * 1e3:8.1f} us  {gbps(ms, x.numel()):7.1f} GB/s at N0=2**24")
-
-    @triton.testing.perf_report(triton.testing.Benchmark(
-        x_names=x_names, x_vals=sizes, line_arg="provider", line_vals=["triton", "torch"],
-        line_names=["Triton (autotuned)", "PyTorch spec"], ylabel="GB/s", plot_name="silu_mul", args={}))
-    def bench(N0, provider):
-        x = torch.rand(N0, device="cuda")
-        y, z = torch.rand_like(x), torch.empty_like(x)
-        if provider == "triton":
-            grid = lambda meta: (triton.cdiv(N0, meta["B0"]),)  # noqa: E731 - the autotuner picks B0
-            ms = triton.testing.do_bench(lambda: silu_mul_kernel[grid](x, y, z, N0))
-        else:
-            ms = triton.testing.do_bench(lambda: silu_mul_spec(x, y))
-        return gbps(ms, N0)
-
-    bench.run(print_data=True, show_plots=True)
-    print("the autotuner picked", silu_mul_kernel.best_config)
-else:
-    print("No GPU: Triton's interpreter runs kernels as NumPy code, so a time measured here says nothing about "
-          "a GPU, and num_warps means nothing. The grade above (correct under every config) is what counts here; "
-          "on a GPU this cell prints each config's time and the autotuned kernel against PyTorch in GB/s.")
+# Each config alone with triton.testing.do_bench at N0 = 2**24, then the autotuned kernel against the spec
+# over N0 = 2**12 .. 2**26 with triton.testing.perf_report (`sweep??` shows the code). It runs in the GPU
+# worker, where test() runs your kernel: a kernel that faults gives a message here, not a dead notebook.
+table = sweep(silu_mul_kernel)
 """
 
 PUZZLE = Puzzle(
@@ -92,9 +63,11 @@ meta["B0"]),)`.
 
 **Graded under every config.** Any config can be the one picked, on some GPU or some size, so
 the grader runs your kernel under each of them (each config's `B0`, at every size below) and
-reports each config's verdict; a failure names its config. The `B0` in the sizes below is
-only the one the diagram uses. Write the kernel for any power-of-two `B0`: offsets from
-`B0`, never from a number.
+reports each config's verdict; a failure names its config. Your configs are not the only
+ones an autotuner could be given, so the grader also runs the kernel under two configs of its
+own, within these rules: `B0` a power of two from 32 to 1024, `num_warps` 1, 2, 4 or 8 (it
+says whose config failed). The `B0` in the sizes below is only the one the diagram uses.
+Write the kernel for any power-of-two `B0`: offsets from `B0`, never from a number.
 
 After the grade, a benchmark cell sweeps the configs and compares the autotuned kernel with the
 PyTorch spec using `triton.testing` (on a GPU; on a CPU it says why it does not).
@@ -111,5 +84,11 @@ PyTorch spec using `triton.testing` (on a GPU; on a CPU it says why it does not)
         "A kernel right under only one config usually hides a number where `B0` belongs (`* 64`).",
     ),
     notebook_cells=(("markdown", BENCHMARK_TEXT), ("code", BENCHMARK_CODE)),
-    extra={"autotune": True},  # the grader asks for an @triton.autotune kernel and runs each config
+    extra={
+        # The grader asks for an @triton.autotune kernel, runs each of its configs, and two of its own
+        # drawn from these values (the rules the statement gives).
+        "autotune": {"B0": (32, 64, 128, 256, 512, 1024), "num_warps": (1, 2, 4, 8)},
+        # The benchmark cell launches `silu_mul_kernel[grid](x, y, z, N0)`: N0 by position, so the grader too.
+        "positional_sizes": ("N0",),
+    },
 )

@@ -21,16 +21,20 @@ LOOP_TEXT = """\
 A model has hundreds of parameter tensors, many of them small (biases, norms). Updating them one
 launch per tensor pays the launch overhead (several microseconds on a GPU) hundreds of times and
 leaves most of the GPU idle during each small launch; one launch over the chunk map keeps every
-program busy with a chunk of `B0` elements, whichever tensor it belongs to. The cell below builds
-the tables for a list of real tensors with `puzzles.tensor_lists.tables` (what a fused optimizer
-does once per step), checks your kernel against a loop of per-tensor launches of a plain kernel,
-and counts the launches. On a GPU it also times both; on a CPU the interpreter's times mean
-nothing (every program is NumPy code run one after another), so it reports only the counts.
+program busy with a chunk of `B0` elements, whichever tensor it belongs to.
+
+The cell below defines the loop's kernel, one tensor per launch, and hands both kernels to
+`compare_with_loop` (from `puzzles.tensor_lists`; `compare_with_loop??` shows its source). It
+builds the tables for a list of real tensors with `tables` (what a fused optimizer does once per
+step), runs your kernel once and the plain kernel once per tensor, checks that they agree and
+counts the launches. On a GPU it also times both; on a CPU the interpreter's times mean nothing
+(every program is NumPy code run one after another), so it reports only the counts. It runs the
+kernels where `test()` does (a child process on a CPU, the GPU worker on a GPU), so a kernel with
+a wild pointer gives a message here instead of ending the notebook.
 """
 
 LOOP_CODE = """\
-from puzzles import on_gpu
-from puzzles.tensor_lists import tables
+from puzzles.tensor_lists import compare_with_loop
 
 
 @triton.jit
@@ -43,36 +47,7 @@ def sgd_one_kernel(p_ptr, g_ptr, m_ptr, po_ptr, mo_ptr, N, lr, momentum, weight_
     tl.store(po_ptr + offs, p - lr * m, mask=mask)
 
 
-device = "cuda" if on_gpu() else "cpu"
-torch.manual_seed(0)
-lengths = [4096 * 1024, 4096, 1024, 1024 * 1024, 1024, 1024] * 40 if on_gpu() else [300, 7, 64, 129, 1, 50]
-params, grads, moms = ([torch.randn(n, device=device) for n in lengths] for _ in range(3))
-out_p, out_m = [torch.empty_like(p) for p in params], [torch.empty_like(p) for p in params]
-B0, hyper = 1024 if on_gpu() else 64, {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01}
-addresses, numels, chunks = tables([params, grads, moms, out_p, out_m], B0)
-
-
-def one_launch():
-    sgd_kernel[(chunks.shape[0],)](addresses, numels, chunks, out_p[0], len(lengths), **hyper, B0=B0)
-
-
-def loop_of_launches():
-    for p, g, m, po, mo in zip(params, grads, moms, out_p, out_m):
-        sgd_one_kernel[(triton.cdiv(p.numel(), B0),)](p, g, m, po, mo, p.numel(), **hyper, B0=B0)
-
-
-one_launch()
-fused = [t.clone() for t in out_p + out_m]
-loop_of_launches()
-same = all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(fused, out_p + out_m))
-print(f"{len(lengths)} tensors, {sum(lengths):,} elements, {chunks.shape[0]} chunks of {B0}: "
-      f"1 launch against {len(lengths)}; same result: {same}")
-if on_gpu():
-    fused_ms = triton.testing.do_bench(one_launch)
-    loop_ms = triton.testing.do_bench(loop_of_launches)
-    print(f"one launch: {fused_ms * 1e3:,.0f} us   loop of launches: {loop_ms * 1e3:,.0f} us")
-else:
-    print("No GPU: the interpreter's times say nothing about a GPU, so only the launches are counted.")
+numbers = compare_with_loop(sgd_kernel, sgd_one_kernel, lr=0.1, momentum=0.9, weight_decay=0.01)
 """
 
 PUZZLE = Puzzle(

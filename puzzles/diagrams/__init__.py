@@ -20,9 +20,10 @@ spec's docstring) and the grid of programs. All of it comes from the puzzle itse
 
 Large dimensions are drawn in block units (one cell = one block, the block size labelled);
 past the end of a dimension that is not a multiple of its block, the last block's masked lanes
-are hatched. A few puzzles get a touch of their own (touches.py, keyed by number) where the
-generic picture would mislead: the scores of flash attention live only in registers, the
-convolution's window, split-K's interleaved chunks, and the tile order of puzzle 16.
+are hatched. Where the generic picture would mislead, a puzzle's records (fields of its `Puzzle`,
+see puzzles/picture_hooks.py) ask for a touch (touches.py): a tensor in registers only (flash
+attention's scores), one step of a sliding window (the convolution), split-K's interleaved
+chunks, a strided view, or a picture of its own (a tile order; lists of tensors).
 
 The SVG output is deterministic (fixed hash salt, no date, glyphs drawn as paths with the
 DejaVu Sans that ships with matplotlib), so regenerating gives identical bytes with the pinned
@@ -31,9 +32,10 @@ pixels may differ by a shade between machines, so each PNG records in its metada
 of the SVG it was drawn with (`Source`), which the test checks instead of the PNG's bytes.
 
 The package, in the order a diagram is made: style.py (settings, colours, sizes), scene.py
-(what to show), touches.py (per-puzzle changes), layout.py (where it goes), paint.py (the
-drawing primitives), then one module per family of picture: generic.py, tile_order.py
-(puzzle 16), multi_tensor.py (puzzle 21). This file holds the entry points.
+(what to show), touches.py (the changes a puzzle's records ask for), layout.py (text sizes and
+where it goes), paint.py (the drawing primitives), then one module per family of picture:
+generic.py (with strided.py's storage strip), tile_order.py, multi_tensor.py. This file holds
+the entry points.
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ import matplotlib
 from matplotlib.figure import Figure
 
 from puzzles.catalog import all_puzzles
-from puzzles.diagrams.generic import _draw_generic
+from puzzles.diagrams.generic import draw_generic
 from puzzles.diagrams.scene import Scene, build_scene
 from puzzles.diagrams.style import FIG_W, METADATA_KEYS, RC
-from puzzles.diagrams.touches import _TOUCHES
+from puzzles.diagrams.touches import apply_touches
 from puzzles.puzzle import Puzzle
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
@@ -80,11 +82,9 @@ def _rc() -> Iterator[None]:
 
 
 def scene_for(puzzle: Puzzle) -> Scene:
-    """The scene of a puzzle, its touch applied."""
+    """The scene of a puzzle, with the touches its records ask for."""
     scene = build_scene(puzzle)
-    touch = _TOUCHES.get(puzzle.number)
-    if touch is not None:
-        touch(scene)
+    apply_touches(scene)
     return scene
 
 
@@ -93,7 +93,7 @@ def draw(puzzle: Puzzle) -> Figure:
     with _rc():
         scene = scene_for(puzzle)
         fig = Figure(figsize=(FIG_W, 4))
-        (scene.custom or _draw_generic)(fig, scene)
+        (scene.custom or draw_generic)(fig, scene)
         return fig
 
 

@@ -12,17 +12,30 @@ from dataclasses import dataclass, field
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
 
-from puzzles.diagrams.scene import _NAME, Dim, Item, Scene
+from puzzles.diagrams.scene import Dim, Item, Scene, base_name
 from puzzles.diagrams.style import DECK, FS_AXIS, FS_NAME, FS_SMALL, GAP
 
 _TTP = TextToPath()
 
 
 @functools.lru_cache(maxsize=4096)
-def _text_w(text: str, size: float, weight: str = "normal", family: str = "DejaVu Sans") -> float:
+def text_width(text: str, size: float, weight: str = "normal", family: str = "DejaVu Sans") -> float:
     """Width of a line of text, inches."""
     font = FontProperties(family=family, size=size, weight=weight)
     return _TTP.get_text_width_height_descent(text, font, ismath=False)[0] / 72
+
+
+def wrap(text: str, size: float, width: float, family: str = "DejaVu Sans") -> list[str]:
+    """`text` cut into lines no wider than `width` inches, at spaces."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        trial = f"{line} {word}".strip()
+        if line and text_width(trial, size, family=family) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = trial
+    return lines + ([line] if line else [])
 
 
 NAME_H = 0.25  # the name line above a tensor
@@ -30,18 +43,18 @@ LINE_H = 0.15  # one line of an axis label
 CELL_LABEL = 0.16  # the row of cell labels under (or beside) a face
 
 
-def _face(item: Item, c: float) -> tuple[float, float]:
+def face_size(item: Item, c: float) -> tuple[float, float]:
     """Width and height of the drawn face (masked overhang included), inches."""
     w = item.col.padded / item.col.unit * c if item.col else c
     h = item.row.padded / item.row.unit * c if item.row else c
     return w, h
 
 
-def _deck(item: Item) -> float:
+def deck_depth(item: Item) -> float:
     return (item.layers - 1) * DECK
 
 
-def _name_text(item: Item) -> tuple[str, str]:
+def name_text(item: Item) -> tuple[str, str]:
     caption = item.caption
     if item.lead:
         parts = []
@@ -58,7 +71,7 @@ def _axis_lines(dim: Dim | None, shown: bool) -> list[str]:
     return [t for t in dim.labels() if t]
 
 
-def _overflow(item: Item, dim: Dim | None) -> float:
+def overflow(item: Item, dim: Dim | None) -> float:
     """How far, in cells, the program's block runs past the face (a window over the edge)."""
     if dim is None:
         return 0.0
@@ -95,24 +108,24 @@ def _ticks(item: Item, dim: Dim | None, shown: bool) -> list[int]:
     return sorted(marks)
 
 
-def _labels(item: Item, c: float) -> Labels:
-    h = _face(item, c)[1]
+def axis_labels(item: Item, c: float) -> Labels:
+    h = face_size(item, c)[1]
     col_lines = _axis_lines(item.col, item.show_col)
     row_lines = _axis_lines(item.row, item.show_row)
     col_ticks = _ticks(item, item.col, item.show_col)
     row_ticks = _ticks(item, item.row, item.show_row)
-    tick_w = max((_text_w(str(t), FS_TICK) for t in row_ticks), default=0) + (0.05 if row_ticks else 0)
-    row_len = max((_text_w(t, FS_AXIS) for t in row_lines), default=0)
+    tick_w = max((text_width(str(t), FS_TICK) for t in row_ticks), default=0) + (0.05 if row_ticks else 0)
+    row_len = max((text_width(t, FS_AXIS) for t in row_lines), default=0)
     # Written along the face when that is long enough; it may run past the face's ends unless a
     # column label wider than the face comes down to the same corner.
-    w = _face(item, c)[0]
-    if len(col_lines) == 2 and _text_w(col_lines[1], FS_AXIS) > w + 0.3:  # one short line per part
+    w = face_size(item, c)[0]
+    if len(col_lines) == 2 and text_width(col_lines[1], FS_AXIS) > w + 0.3:  # one short line per part
         col_lines = col_lines[:1] + col_lines[1].split(", ")
-    col_w = max((_text_w(t, FS_AXIS) for t in col_lines), default=0)
+    col_w = max((text_width(t, FS_AXIS) for t in col_lines), default=0)
     rotated = row_len <= h + 0.16 or (row_len <= 1.5 * h + 0.3 and col_w <= w + 0.1)
     if not rotated and len(row_lines) == 2:  # written across: one short line per part
         row_lines = row_lines[:1] + row_lines[1].split(", ")
-        row_len = max(_text_w(t, FS_AXIS) for t in row_lines)
+        row_len = max(text_width(t, FS_AXIS) for t in row_lines)
     if not row_lines:
         row_w = 0.0
     elif rotated:
@@ -125,22 +138,22 @@ def _labels(item: Item, c: float) -> Labels:
 
 def _extents(item: Item, c: float) -> tuple[float, float, float, float]:
     """(left, right, top, bottom) of everything drawn for an item, relative to its face's top-left."""
-    w, h = _face(item, c)
-    dk = _deck(item)
-    lab = _labels(item, c)
-    name, caption = _name_text(item)
-    name_w = _text_w(name, FS_NAME, "bold") + (_text_w("  " + caption, FS_SMALL) if caption else 0)
-    col_w = max((_text_w(t, FS_AXIS) for t in lab.col_lines), default=0)
-    right = max(w + dk + _overflow(item, item.col) * c, name_w, col_w / 2 + w / 2)
+    w, h = face_size(item, c)
+    dk = deck_depth(item)
+    lab = axis_labels(item, c)
+    name, caption = name_text(item)
+    name_w = text_width(name, FS_NAME, "bold") + (text_width("  " + caption, FS_SMALL) if caption else 0)
+    col_w = max((text_width(t, FS_AXIS) for t in lab.col_lines), default=0)
+    right = max(w + dk + overflow(item, item.col) * c, name_w, col_w / 2 + w / 2)
     if item.row is not None and item.row.expr in item.cell_labels:
         right = max(right, w + CELL_LABEL + 0.05)
     left = lab.tick_w + lab.row_w
     top = dk + lab.top + NAME_H
-    bottom = h + _overflow(item, item.row) * c
+    bottom = h + overflow(item, item.row) * c
     if item.col is not None and item.col.expr in item.cell_labels:
         bottom += CELL_LABEL
     if lab.row_rotated:
-        row_len = max((_text_w(t, FS_AXIS) for t in lab.row_lines), default=0)
+        row_len = max((text_width(t, FS_AXIS) for t in lab.row_lines), default=0)
         bottom = max(bottom, h / 2 + row_len / 2)
     else:
         bottom = max(bottom, h / 2 + LINE_H * len(lab.row_lines) / 2)
@@ -150,18 +163,13 @@ def _extents(item: Item, c: float) -> tuple[float, float, float, float]:
     return left_edge, right, top, -bottom
 
 
-def _base(expr: str) -> str | None:
-    names = _NAME.findall(expr)
-    return names[0] if names else None
-
-
 def _shares(dim: Dim | None, own: Dim | None) -> bool:
     """Does `own` line up with `dim`: the same dimension, or a packed form of it drawn the same length?"""
     if dim is None or own is None:
         return False
     if own is dim:
         return True
-    return _base(own.expr) == _base(dim.expr) and math.isclose(own.padded / own.unit, dim.padded / dim.unit)
+    return base_name(own.expr) == base_name(dim.expr) and math.isclose(own.padded / own.unit, dim.padded / dim.unit)
 
 
 @dataclass
@@ -176,7 +184,7 @@ class Layout:
     cols: set[int] = field(default_factory=set)  # ... whose columns line up
 
 
-def _arrange(scene: Scene, fold_left: bool = False, fold_above: bool = False) -> Layout:
+def arrange(scene: Scene, fold_left: bool = False, fold_above: bool = False) -> Layout:
     """Where each tensor goes around the anchor (the output, or the tensor with the most dimensions).
 
     Folding puts all but the nearest of the tensors on the left under that nearest one (or all
@@ -222,12 +230,12 @@ def _arrange(scene: Scene, fold_left: bool = False, fold_above: bool = False) ->
     return lay
 
 
-def _place(scene: Scene, lay: Layout, c: float) -> tuple[float, float, float, float]:
+def place(scene: Scene, lay: Layout, c: float) -> tuple[float, float, float, float]:
     """Place every item for cell size c; returns the bounding box (x0, x1, y0, y1), inches."""
     a = scene.anchor
     assert a is not None
     a.fx, a.fy = 0.0, 0.0
-    aw, ah = _face(a, c)
+    aw, ah = face_size(a, c)
     al, ar, at, ab = _extents(a, c)
     boxes = [(al, ar, at, ab)]
 
@@ -238,7 +246,7 @@ def _place(scene: Scene, lay: Layout, c: float) -> tuple[float, float, float, fl
         return boxes[-1]
 
     def centred(item: Item) -> float:
-        return 0.0 if id(item) in lay.rows else -(ah - _face(item, c)[1]) / 2
+        return 0.0 if id(item) in lay.rows else -(ah - face_size(item, c)[1]) / 2
 
     cursor = al - GAP
     for item in reversed(lay.left):
@@ -255,7 +263,7 @@ def _place(scene: Scene, lay: Layout, c: float) -> tuple[float, float, float, fl
         cursor = put(item, cursor - l_, centred(item))[1] + GAP
     cursor = at + GAP * 0.5
     for item in lay.above:
-        w = _face(item, c)[0]
+        w = face_size(item, c)[0]
         _, _, _, b_ = _extents(item, c)
         box = put(item, 0.0 if id(item) in lay.cols else (aw - w) / 2, cursor - b_)
         cursor = box[2] + GAP * 0.5
@@ -269,7 +277,7 @@ def _place(scene: Scene, lay: Layout, c: float) -> tuple[float, float, float, fl
             x = box[1] + GAP
     cursor = ab - GAP * 0.5
     for item in lay.below:
-        w = _face(item, c)[0]
+        w = face_size(item, c)[0]
         _, _, t_, _ = _extents(item, c)
         box = put(item, 0.0 if id(item) in lay.cols else (aw - w) / 2, cursor - t_)
         cursor = box[3] - GAP * 0.5

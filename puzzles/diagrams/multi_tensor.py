@@ -1,4 +1,5 @@
-"""The picture of puzzle 21: tensors of different sizes cut into chunks, and which program takes which.
+"""The picture of a puzzle over lists of tensors (a `TensorLists` on its `Puzzle`, as puzzle 21):
+tensors of different sizes cut into chunks, and which program takes which.
 
 The generic picture draws the spec's flat tensors, which hides the lesson; this one draws what
 the kernel sees: one allocation per tensor (a column of the address table), each cut into chunks
@@ -23,11 +24,11 @@ def draw_multi_tensor(fig: Figure, scene: Scene) -> None:
     longest = max(cdiv(n, block) * block for n in lengths)
     left, width = 1.9, style.FIG_W - 2.4
     scale, bar_h, pitch = width / longest, 0.32, 0.62
-    head_h = paint._header_height(scene)
+    head_h = paint.header_height(scene)
     height = head_h + 0.45 + pitch * len(lengths) + 1.55
     fig.set_size_inches(style.FIG_W, height)
     p = paint.Painter(fig, style.FIG_W, height)
-    paint._header(p, scene, height)
+    paint.draw_header(p, scene, height)
     top = height - head_h - 0.35
     p.text(0.15, top + 0.05, "each tensor in its own allocation (column t of the address table), cut into chunks of "
            f"B0 = {block}; the number in a chunk is the program that updates it", fontsize=style.FS_SMALL,

@@ -15,12 +15,13 @@ from puzzles.diagrams.layout import (
     LINE_H,
     TICK_H,
     Layout,
-    _deck,
-    _face,
-    _labels,
-    _name_text,
-    _overflow,
-    _text_w,
+    axis_labels,
+    deck_depth,
+    face_size,
+    name_text,
+    overflow,
+    text_width,
+    wrap,
 )
 from puzzles.diagrams.scene import Dim, Item, Scene
 from puzzles.diagrams.style import (
@@ -86,16 +87,16 @@ class Painter:
         self.ax.add_patch(FancyArrowPatch(start, end, clip_on=False, **kw))
 
 
-def _xy(item: Item, c: float, row_e: float, col_e: float) -> tuple[float, float]:
+def point_at(item: Item, c: float, row_e: float, col_e: float) -> tuple[float, float]:
     """The point at element offsets (row, column) of an item's face."""
     x = item.fx + (col_e / item.col.unit * c if item.col else col_e * c)
     y = item.fy - (row_e / item.row.unit * c if item.row else row_e * c)
     return x, y
 
 
-def _draw_item(p: Painter, item: Item, c: float) -> None:
+def draw_item(p: Painter, item: Item, c: float) -> None:
     fill, edge, ls = _style(item)
-    w, h = _face(item, c)
+    w, h = face_size(item, c)
     row, col = item.row, item.col
     size_r, size_c = (row.size if row else 1), (col.size if col else 1)
     unit_r, unit_c = (row.unit if row else 1), (col.unit if col else 1)
@@ -182,8 +183,8 @@ def _draw_item(p: Painter, item: Item, c: float) -> None:
             p.arrow(a, b, arrowstyle="-|>", mutation_scale=9, color=STRONG_EDGE, linewidth=1.0, zorder=z0 + 0.8)
 
     # labels: ticks and the column label over the face, the name over them; ticks and the row label on the left
-    dk = _deck(item)
-    lab = _labels(item, c)
+    dk = deck_depth(item)
+    lab = axis_labels(item, c)
     y = item.fy + dk + 0.03
     if lab.col_ticks:
         _tick_row(p, [item.fx + t / unit_c * c for t in lab.col_ticks], lab.col_ticks, y, horizontal=True)
@@ -193,12 +194,12 @@ def _draw_item(p: Painter, item: Item, c: float) -> None:
         p.text(item.fx + nc * c / 2, y, line, fontsize=FS_AXIS - (0.5 if small else 0), color=MUTED, ha="center",
                va="bottom", zorder=6)
         y += LINE_H
-    name, caption = _name_text(item)
+    name, caption = name_text(item)
     name_color = VIRTUAL_EDGE if item.role == "virtual" else edge
     p.text(item.fx, y + 0.02, name, fontsize=FS_NAME, fontweight="bold", va="bottom", ha="left", zorder=6,
            color=name_color)
     if caption:
-        p.text(item.fx + _text_w(name, FS_NAME, "bold"), y + 0.035, "  " + caption, fontsize=FS_SMALL, color=MUTED,
+        p.text(item.fx + text_width(name, FS_NAME, "bold"), y + 0.035, "  " + caption, fontsize=FS_SMALL, color=MUTED,
                va="bottom", ha="left", zorder=6)
     if lab.row_ticks:
         _tick_row(p, [item.fy - t / unit_r * c for t in lab.row_ticks], lab.row_ticks, item.fx - 0.04,
@@ -230,7 +231,7 @@ def _tick_row(p: Painter, positions: list[float], values: list[int], at: float, 
     last = -1e9
     for pos, value in zip(positions, values, strict=True):
         text = str(value)
-        room = _text_w(text, FS_TICK) / 2 + 0.04 if horizontal else 0.1
+        room = text_width(text, FS_TICK) / 2 + 0.04 if horizontal else 0.1
         if abs(pos - last) < room + (0.06 if horizontal else 0):
             continue
         last = pos
@@ -240,15 +241,15 @@ def _tick_row(p: Painter, positions: list[float], values: list[int], at: float, 
             p.text(at, pos, text, fontsize=FS_TICK, color=MUTED, ha="right", va="center", zorder=6)
 
 
-def _guides(p: Painter, scene: Scene, lay: Layout, c: float) -> None:
+def draw_guides(p: Painter, scene: Scene, lay: Layout, c: float) -> None:
     """Dashed lines from each aligned tensor's block to the anchor's: the same rows, or the same columns."""
     a = scene.anchor
     assert a is not None
-    aw, ah = _face(a, c)
+    aw, ah = face_size(a, c)
     for item in scene.items:
         if item is a or item.strong or a.strong:
             continue
-        w, h = _face(item, c)
+        w, h = face_size(item, c)
         if id(item) in lay.rows and a.row is not None and item.row is not None:
             for r0, r1 in item.ranges(item.row)[0][:1]:
                 for e in (max(r0, 0), min(r1, item.row.padded)):
@@ -263,7 +264,7 @@ def _guides(p: Painter, scene: Scene, lay: Layout, c: float) -> None:
                     p.line([x, x], [y0, y1], color=GUIDE, linewidth=0.7, linestyle=(0, (2, 2)), zorder=1)
 
 
-def _program_grid(p: Painter, scene: Scene, x: float, y: float) -> tuple[float, float]:
+def draw_program_grid(p: Painter, scene: Scene, x: float, y: float) -> tuple[float, float]:
     """The grid of programs with the chosen one highlighted; returns (width, height), inches.
 
     An axis that walks the anchor's columns is drawn across, one that walks its rows down, and
@@ -313,10 +314,10 @@ def _program_grid(p: Painter, scene: Scene, x: float, y: float) -> tuple[float, 
     for axis, note in enumerate(scene.axis_notes):
         lines.append({"h": "→ ", "v": "↓ ", "d": "↗ "}[direction[axis]] + note)
     ty = fy - nv * cell - 0.1
-    width = max(nh * cell + (nd - 1) * DECK, _text_w(title, FS_AXIS + 0.5, "bold"))
+    width = max(nh * cell + (nd - 1) * DECK, text_width(title, FS_AXIS + 0.5, "bold"))
     for line in lines:
         p.text(x, ty, line, fontsize=FS_SMALL, color=MUTED, va="top", ha="left")
-        width = max(width, _text_w(line, FS_SMALL))
+        width = max(width, text_width(line, FS_SMALL))
         ty -= 0.17
     return width, y - ty
 
@@ -340,7 +341,7 @@ def _later_steps(item: Item, dim: Dim) -> bool:
     return min(light[1], dim.size) - max(light[0], 0) > covered
 
 
-def _legend(p: Painter, scene: Scene, x: float, y: float, width: float) -> float:
+def draw_legend(p: Painter, scene: Scene, x: float, y: float, width: float) -> float:
     """The legend entries the picture uses, wrapped into `width`; returns the height used."""
     faces = [(i, d) for i in scene.items for d in (i.row, i.col) if d is not None]
     used = {"input", "output", "the program's block"}
@@ -348,13 +349,13 @@ def _legend(p: Painter, scene: Scene, x: float, y: float, width: float) -> float
         used.add("in registers only")
     if any(_later_steps(i, d) for i, d in faces):
         used.add("its later loop steps")
-    if any(d.padded > d.size for _, d in faces) or any(_overflow(i, d) > 0 for i, d in faces):
+    if any(d.padded > d.size for _, d in faces) or any(overflow(i, d) > 0 for i, d in faces):
         used.add("masked: past the end")
     cx, cy = x, y
     for label, fill, edge, ls, hatch in LEGEND:
         if label not in used:
             continue
-        need = 0.3 + _text_w(label, FS_SMALL) + 0.25
+        need = 0.3 + text_width(label, FS_SMALL) + 0.25
         if cx + need > x + width:
             cx, cy = x, cy - 0.2
         p.rect(cx, cy, 0.22, 0.13, facecolor=fill, edgecolor=edge, linewidth=0.9, linestyle=ls, hatch=hatch, zorder=3)
@@ -363,30 +364,18 @@ def _legend(p: Painter, scene: Scene, x: float, y: float, width: float) -> float
     return y - cy + 0.2
 
 
-def _wrap(text: str, size: float, width: float, family: str = "DejaVu Sans") -> list[str]:
-    lines, line = [], ""
-    for word in text.split(" "):
-        trial = f"{line} {word}".strip()
-        if line and _text_w(trial, size, family=family) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = trial
-    return lines + ([line] if line else [])
-
-
 def _header_lines(scene: Scene) -> tuple[list[str], list[str]]:
     sizes = ", ".join(f"{k} = {v}" for k, v in scene.sizes.items())
-    return (_wrap(f"canonical sizes: {sizes}", FS_SMALL + 0.5, FIG_W - 0.3),
-            _wrap(scene.formula, FS_FORMULA, FIG_W - 0.3, family="DejaVu Sans Mono"))
+    return (wrap(f"canonical sizes: {sizes}", FS_SMALL + 0.5, FIG_W - 0.3),
+            wrap(scene.formula, FS_FORMULA, FIG_W - 0.3, family="DejaVu Sans Mono"))
 
 
-def _header_height(scene: Scene) -> float:
+def header_height(scene: Scene) -> float:
     sizes, formula = _header_lines(scene)
     return 0.42 + 0.18 * len(sizes) + 0.04 + 0.2 * len(formula) + 0.08
 
 
-def _header(p: Painter, scene: Scene, top: float) -> None:
+def draw_header(p: Painter, scene: Scene, top: float) -> None:
     """Title, sizes and formula, from `top` down."""
     pz = scene.puzzle
     y = top - 0.12
@@ -418,7 +407,7 @@ def _packed(scene: Scene) -> list[tuple[Item, str, int]]:
 INSET_H = 0.62
 
 
-def _packing_inset(p: Painter, scene: Scene, x: float, y: float, width: float) -> float:
+def draw_packing_inset(p: Painter, scene: Scene, x: float, y: float, width: float) -> float:
     """One int32 word and its 8 nibbles, low nibble first; returns the height used."""
     packed = _packed(scene)
     if not packed:
@@ -432,14 +421,14 @@ def _packing_inset(p: Painter, scene: Scene, x: float, y: float, width: float) -
     p.text(x + 8 * box, y - 0.23, "bit 0", fontsize=6, color=MUTED, ha="right", va="top")
     tx = x + 8 * box + 0.15
     head = "one int32 word = 8 four-bit values, low nibble first: nibble n is (word >> 4n) & 0xF"
-    lines = _wrap(head, FS_SMALL, width - (tx - x))
+    lines = wrap(head, FS_SMALL, width - (tx - x))
     for item, base, per in packed:
         text = f"{item.name}: word w holds {base} = {per}w … {per}w + {per - 1} (nibble n: {base} = {per}w + n)"
-        lines += _wrap(text, FS_SMALL, width - (tx - x))
+        lines += wrap(text, FS_SMALL, width - (tx - x))
     for i, line in enumerate(lines):
         p.text(tx, y - 0.02 - 0.16 * i, line, fontsize=FS_SMALL, color=TEXT if i == 0 else MUTED, ha="left", va="top")
     return max(INSET_H, 0.16 * len(lines) + 0.12)
 
 
-def _inset_height(scene: Scene, width: float) -> float:
-    return _packing_inset(Painter(Figure(), 1, 1), scene, 0, 0, width)
+def packing_inset_height(scene: Scene, width: float) -> float:
+    return draw_packing_inset(Painter(Figure(), 1, 1), scene, 0, 0, width)

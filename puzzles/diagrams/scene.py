@@ -128,8 +128,15 @@ def _eval(expr: str, env: dict[str, int]) -> int:
     return int(eval(expr, {"__builtins__": {}}, dict(env)))  # shapes are small expressions like "MID//8"
 
 
-def _names(expr: str, sizes: dict[str, int]) -> list[str]:
+def size_names(expr: str, sizes: dict[str, int]) -> list[str]:
+    """The size keys a dimension's expression names ("MID//8" -> ["MID"]), each once."""
     return [n for n in dict.fromkeys(_NAME.findall(expr)) if n in sizes]
+
+
+def base_name(expr: str) -> str | None:
+    """The first name in a dimension's expression: what a packed "X//k" is a form of."""
+    names = _NAME.findall(expr)
+    return names[0] if names else None
 
 
 def _grid_dependencies(puzzle: Puzzle, sizes: dict[str, int]) -> list[set[str]]:
@@ -177,7 +184,7 @@ def build_scene(puzzle: Puzzle) -> Scene:
     inputs, output = spec_signature(puzzle.spec)
     specs: list[tuple[TensorSpec, str]] = [(t, "input") for t in inputs] + [(output, "output")]
     exprs = list(dict.fromkeys(d for t, _ in specs for d in t.dims))
-    bases = {n for e in exprs for n in _names(e, sizes)}
+    bases = {n for e in exprs for n in size_names(e, sizes)}
     plain = [e for e in exprs if e in sizes]  # dimensions that are a single size name
 
     grid = tuple(puzzle.grid_for(sizes))
@@ -235,7 +242,7 @@ def build_scene(puzzle: Puzzle) -> Scene:
     block_env = {d: sizes[k] for d, (k, _) in block_of.items()}
     for e in exprs:
         size = _eval(e, sizes)
-        names = _names(e, sizes)
+        names = size_names(e, sizes)
         blocked = [n for n in names if n in block_of]
         dim = Dim(e, size)
         if blocked:

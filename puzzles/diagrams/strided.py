@@ -1,28 +1,35 @@
-"""Puzzle 19's storage strip: where a strided view's elements sit in the storage behind it, the
-gaps between them, and the strides that step from one element to the next."""
+"""The storage strip of a strided input (`Puzzle.strided_inputs`, as in puzzle 19): where a strided
+view's elements sit in the storage behind it, the gaps between them, and the strides that step from
+one element to the next."""
 
 from __future__ import annotations
 
 from puzzles.diagrams.paint import Painter
 from puzzles.diagrams.scene import Scene
 from puzzles.diagrams.style import FS_SMALL, INPUT_EDGE, INPUT_FILL, MASK_EDGE, MUTED, STRONG, STRONG_EDGE, TEXT
+from puzzles.inputs import spec_signature
 
 CELL = 0.15  # inches per storage element
 GAP_W = 0.9  # the compressed run of storage between two rows of the view
 STRIP_H = 0.95
 
 
-def _strided(scene: Scene) -> list[tuple[str, tuple[str, ...]]]:
-    return [(name, strides) for name, strides in scene.puzzle.strided_inputs.items() if len(strides) == 3]
+def _strided(scene: Scene) -> list[tuple[str, tuple[str, ...], int]]:
+    """(name, its three strides' size keys, pixels per row) of each 3-axis strided input."""
+    if not scene.puzzle.strided_inputs:
+        return []
+    inputs, _ = spec_signature(scene.puzzle.spec)
+    columns = {t.name: t.dims[1] for t in inputs if len(t.dims) == 3}
+    return [(name, strides, scene.dims[columns[name]].size)
+            for name, strides in scene.puzzle.strided_inputs.items() if len(strides) == 3 and name in columns]
 
 
 def strided_inset(p: Painter, scene: Scene, x: float, y: float, width: float) -> float:
     """The storage of each 3-axis strided input (rows, columns, channels) from its first element: pixel
     (0, 0) and (0, 1), the end of row 0, the gap, then row 1; returns the height used."""
     used = 0.0
-    for name, (s1_name, s0_name, sc_name) in _strided(scene):
+    for name, (s1_name, s0_name, sc_name), n0 in _strided(scene):
         s1, s0, sc = (scene.sizes[k] for k in (s1_name, s0_name, sc_name))
-        n0 = scene.sizes["N0"]
         if sc != 1 or s0 != 3:  # drawn for channels-last pixels (the canonical size); others in words
             continue
         top = y - used - 0.5

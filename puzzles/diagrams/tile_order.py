@@ -1,11 +1,12 @@
-"""The picture of puzzle 16: the order in which programs take the output's tiles.
+"""The picture of a tile-order puzzle (a `TileOrder` on its `Puzzle`, as puzzle 16): the order in
+which programs take the output's tiles, row-major and grouped.
 """
 
 from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from puzzles.diagrams.paint import Painter, _header, _header_height
+from puzzles.diagrams.paint import Painter, draw_header, header_height
 from puzzles.diagrams.scene import Scene
 from puzzles.diagrams.style import (
     FIG_W,
@@ -20,13 +21,14 @@ from puzzles.diagrams.style import (
     TEXT,
     VIRTUAL_EDGE,
 )
-from puzzles.puzzle import cdiv
 
 
-def _draw_tile_order(fig: Figure, scene: Scene) -> None:
+def draw_tile_order(fig: Figure, scene: Scene) -> None:
     """Row-major and grouped program order over the TM x TN tiles, side by side."""
-    s = scene.sizes
-    tm, tn, group = cdiv(s["M"], s["BM"]), cdiv(s["N"], s["BN"]), s["GROUP_M"]
+    tiling = scene.puzzle.tile_order
+    assert tiling is not None, "drawn only for a puzzle with a tile order"
+    (tm, tn), group = tiling.tiles(scene.sizes), scene.sizes[tiling.group]
+    m, n, bm, bn, group_name = tiling.rows, tiling.cols, tiling.block_rows, tiling.block_cols, tiling.group
 
     def grouped(pid: int) -> tuple[int, int]:
         per_group = group * tn
@@ -39,21 +41,22 @@ def _draw_tile_order(fig: Figure, scene: Scene) -> None:
 
     cell = min(0.36, 3.2 / tn, 3.6 / tm)
     first = min(group * group, tm * tn)
-    head_h = _header_height(scene)
+    head_h = header_height(scene)
     panel_w, panel_h = tn * cell, tm * cell
     height = head_h + 0.75 + panel_h + 1.0
     fig.set_size_inches(FIG_W, height)
     p = Painter(fig, FIG_W, height)
-    _header(p, scene, height)
+    draw_header(p, scene, height)
     top = height - head_h - 0.55
     gap = FIG_W - 2 * panel_w
-    panels = [(gap / 3, "row-major order", row_major), (2 * gap / 3 + panel_w, f"grouped, GROUP_M = {group}", grouped)]
+    panels = [(gap / 3, "row-major order", row_major),
+              (2 * gap / 3 + panel_w, f"grouped, {group_name} = {group}", grouped)]
     for x, title, order in panels:
         where = {order(pid): pid for pid in range(tm * tn)}
         p.text(x, top + 0.3, title, fontsize=FS_NAME, fontweight="bold", ha="left", va="bottom", color=OUTPUT_EDGE)
-        p.text(x + panel_w / 2, top + 0.04, f"TN = cdiv(N, BN) = {tn} tile columns", fontsize=FS_AXIS, color=MUTED,
-               ha="center", va="bottom")
-        p.text(x - 0.06, top - panel_h / 2, f"TM = cdiv(M, BM) = {tm} tile rows", fontsize=FS_AXIS, color=MUTED,
+        p.text(x + panel_w / 2, top + 0.04, f"TN = cdiv({n}, {bn}) = {tn} tile columns", fontsize=FS_AXIS,
+               color=MUTED, ha="center", va="bottom")
+        p.text(x - 0.06, top - panel_h / 2, f"TM = cdiv({m}, {bm}) = {tm} tile rows", fontsize=FS_AXIS, color=MUTED,
                rotation=90, ha="center", va="bottom", rotation_mode="anchor")
         rows_read, cols_read = set(), set()
         for (r, k), pid in where.items():
@@ -81,8 +84,8 @@ def _draw_tile_order(fig: Figure, scene: Scene) -> None:
         p.text(x, top - panel_h - 0.1,
                f"programs 0…{first - 1} read {len(rows_read)} panels of A + {len(cols_read)} of B",
                fontsize=FS_AXIS, color=STRONG_EDGE, ha="left", va="top")
+    bands = f"; purple lines: bands of {group_name} tile rows" if tm > group else ""
     p.text(0.2, 0.55, f"one 1-D grid of TM · TN = {tm * tn} programs; the number in a tile is the pid that computes it"
-           f"{'; purple lines: bands of GROUP_M tile rows' if tm > group else ''}.", fontsize=FS_SMALL, color=MUTED,
-           ha="left", va="top")
+           f"{bands}.", fontsize=FS_SMALL, color=MUTED, ha="left", va="top")
     p.text(0.2, 0.35, "z[pid] = (tile_m, tile_n); the input launch is a placeholder whose shape carries the "
            "geometry", fontsize=FS_SMALL, color=MUTED, ha="left", va="top")

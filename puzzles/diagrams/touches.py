@@ -1,89 +1,112 @@
-"""Per-puzzle touches: where the generic picture would mislead, a puzzle's scene is adjusted
-(flash attention's scores, the convolution's window, split-K's chunks, puzzle 19's strides) or
-replaced by a picture of its own (puzzle 16's tile order, puzzle 21's tensor lists).
+"""Touches: where the generic picture would mislead, a puzzle's scene is adjusted or replaced, as the
+puzzle's own records ask (fields of `Puzzle`, never its number):
+
+* `register_tensor`: a tensor computed in registers only, drawn dashed (flash attention's scores);
+* `sliding_window`: one step of a loop over output pixels, its window and its pixel (the convolution);
+* `split_k`: which part takes which of K's chunks (the split-K matmuls);
+* `strided_inputs`: a strided view drawn as its channel planes, its strides in words;
+* `extra["autotune"]`: the block size is the autotuner's to pick;
+* `tile_order`, `tensor_lists`: a picture of their own (tile_order.py, multi_tensor.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from puzzles.diagrams.multi_tensor import draw_multi_tensor
-from puzzles.diagrams.scene import Item, Scene, _names
-from puzzles.diagrams.tile_order import _draw_tile_order
-from puzzles.puzzle import cdiv
+from puzzles.diagrams.scene import Item, Scene, size_names
+from puzzles.diagrams.tile_order import draw_tile_order
+from puzzles.picture_hooks import RegisterTensor, SlidingWindow
+from puzzles.puzzle import SplitK, cdiv
 
 
-def _touch_flash_attention(scene: Scene) -> None:
-    """Puzzle 9: the N0 x T scores exist only in registers; draw them, dashed, in the middle."""
+def apply_touches(scene: Scene) -> None:
+    """Adjust the generic scene for each record its puzzle carries (in place)."""
+    puzzle = scene.puzzle
+    if puzzle.register_tensor is not None:
+        _show_register_tensor(scene, puzzle.register_tensor)
+    if puzzle.sliding_window is not None:
+        _show_window(scene, puzzle.sliding_window)
+    if puzzle.split_k is not None:
+        _show_split_k(scene, puzzle.split_k)
+    if puzzle.strided_inputs:
+        _show_strided(scene)
+    if puzzle.extra.get("autotune"):
+        _note_autotuned_block(scene)
+    if puzzle.tile_order is not None:  # the order of the tiles, not the placeholder tensors
+        scene.custom = draw_tile_order
+    if puzzle.tensor_lists is not None:  # the spec's flat tensors hide the lesson
+        scene.custom = draw_multi_tensor
+
+
+def _show_register_tensor(scene: Scene, tensor: RegisterTensor) -> None:
+    """A tensor that exists only in registers: drawn dashed, before the output, as the picture's centre."""
     dims = scene.dims
-    if "N0" in dims and "T" in dims:
-        scores = Item("q·k", "virtual", "float32", [dims["N0"], dims["T"]], caption="scores, in registers only")
-        scene.items.insert(len(scene.items) - 1, scores)
-        scene.anchor = scores
+    if all(d in dims for d in tensor.dims):
+        item = Item(tensor.name, "virtual", "float32", [dims[d] for d in tensor.dims], caption=tensor.caption)
+        scene.items.insert(len(scene.items) - 1, item)
+        scene.anchor = item
 
 
-def _touch_convolution(scene: Scene) -> None:
-    """Puzzle 10: the program loops over pixels; show one window and the pixel it makes."""
+def _show_window(scene: Scene, window: SlidingWindow) -> None:
+    """The program loops over pixels; show one window and the pixel it makes, near the bottom edge
+    (where the window is masked)."""
     s, dims = scene.sizes, scene.dims
-    if not all(k in s for k in ("H", "W", "KH", "KW")):
+    rows, cols, height, width = window.rows, window.cols, window.height, window.width
+    if not all(k in s for k in (rows, cols, height, width)):
         return
-    h, w = max(s["H"] - s["KH"] // 2 - 1, 0), max(s["W"] // 2 - 2, 0)
-    for dim in ("H", "W"):
+    h, w = max(s[rows] - s[height] // 2 - 1, 0), max(s[cols] // 2 - 2, 0)
+    for dim in (rows, cols):
         dims[dim].kind = "loop"
         dims[dim].light = (0, dims[dim].size)
     for item in scene.items:
-        if item.name == "x":
-            item.strong = {"H": [(h, h + s["KH"])], "W": [(w, w + s["KW"])]}
+        if item.name == window.input:
+            item.strong = {rows: [(h, h + s[height])], cols: [(w, w + s[width])]}
         elif item.role == "output":
-            item.strong = {"H": [(h, h + 1)], "W": [(w, w + 1)]}
+            item.strong = {rows: [(h, h + 1)], cols: [(w, w + 1)]}
         else:  # the filter: all of it, every step
-            item.light = {"KH": None, "KW": None}
+            item.light = {height: None, width: None}
     scene.notes.append(
-        f"one step of the program's loop: output pixel (h, w) = ({h}, {w}) from the {s['KH']} × {s['KW']} window "
-        f"at rows {h}…{h + s['KH'] - 1}, columns {w}…{w + s['KW'] - 1} of x; rows past H = {s['H']} are masked (zero)"
+        f"one step of the program's loop: output pixel (h, w) = ({h}, {w}) from the {s[height]} × {s[width]} "
+        f"window at rows {h}…{h + s[height] - 1}, columns {w}…{w + s[width] - 1} of {window.input}; rows past "
+        f"{rows} = {s[rows]} are masked (zero)"
     )
-    x = next((i for i in scene.items if i.name == "x"), None)
+    x = next((i for i in scene.items if i.name == window.input), None)
     z = next((i for i in scene.items if i.role == "output"), None)
     if x and z:
-        scene.arrows.append((x, (h + s["KH"] / 2, w + s["KW"] / 2), z, (h + 0.5, w + 0.5), "Σ k·window"))
+        scene.arrows.append((x, (h + s[height] / 2, w + s[width] / 2), z, (h + 0.5, w + 0.5), "Σ k·window"))
 
 
-def _touch_splitk(scene: Scene) -> None:
-    """Puzzles 17 and 18: part s (grid axis 2) takes the K chunks s, s + SPLIT_K, ..."""
-    s = scene.sizes
-    split = [a for a, d in enumerate(scene.axis_dims) if d is None and "SPLIT_K" in scene.axis_notes[a]]
-    if not split or "K" not in scene.dims or not scene.dims["K"].block:
+def _show_split_k(scene: Scene, split: SplitK) -> None:
+    """Part s (its grid axis) takes the K chunks s, s + SPLIT_K, ...; each chunk is labelled with its part."""
+    s, axis = scene.sizes, split.grid_axis
+    if axis >= len(scene.grid) or split.length not in scene.dims or not scene.dims[split.length].block:
         return
-    part, parts = scene.pid[split[0]], s["SPLIT_K"]
-    scene.axis_notes[split[0]] = f"axis {split[0]}: part s of K, SPLIT_K = {parts}; here s = {part}"
-    k = scene.dims["K"]
+    part, parts = scene.pid[axis], s[split.parts]
+    scene.axis_notes[axis] = f"axis {axis}: part s of {split.length}, {split.parts} = {parts}; here s = {part}"
+    k = scene.dims[split.length]
     n_chunks = cdiv(k.size, k.block)
     chunks = list(range(part, n_chunks, parts))
     for e, dim in scene.dims.items():
-        if "K" in _names(e, s) and dim.block:
+        if split.length in size_names(e, s) and dim.block:
             dim.strong = [(i * dim.block, (i + 1) * dim.block) for i in chunks]
             dim.light = None
     for item in scene.items:
         for dim in item.dims:
-            if "K" in _names(dim.expr, s) and dim.block and dim.unit == dim.block:
+            if split.length in size_names(dim.expr, s) and dim.block and dim.unit == dim.block:
                 item.cell_labels[dim.expr] = [str(i % parts) for i in range(cdiv(dim.size, dim.block))]
     listed = ", ".join(str(i) for i in chunks)
     scene.notes.append(
-        f"part s = {part} takes the K chunks s, s + SPLIT_K, … of {k.block_name} = {k.block} rows (here chunks "
-        f"{listed}; the small numbers say which part takes each chunk) and atomically adds its partial tile into z"
+        f"part s = {part} takes the {split.length} chunks s, s + {split.parts}, … of {k.block_name} = {k.block} rows "
+        f"(here chunks {listed}; the small numbers say which part takes each chunk) and atomically adds its "
+        "partial tile into z"
     )
 
 
-def _touch_tile_order(scene: Scene) -> None:
-    """Puzzle 16: the interesting picture is the order of the tiles, not the placeholder tensors."""
-    scene.custom = _draw_tile_order
-
-
-def _touch_strided(scene: Scene) -> None:
-    """Puzzle 19: the input is a view of rows x columns x channels. It is drawn as its channel planes,
-    each rows x columns like the output (so N0 runs across in both), and the storage strip under the
-    picture (strided.py) shows its strides and the gaps between its rows."""
+def _show_strided(scene: Scene) -> None:
+    """A strided input of rows x columns x channels is drawn as its channel planes, each rows x columns
+    like the output (so N0 runs across in both), and the storage strip under the picture (strided.py)
+    shows its strides and the gaps between its rows."""
     for item in scene.items:
         strides = scene.puzzle.strided_inputs.get(item.name)
         if strides is None or len(item.dims) != 3:
@@ -97,25 +120,7 @@ def _touch_strided(scene: Scene) -> None:
                            "other bytes of the storage, which the grader guards; the kernel steps by the strides")
 
 
-def _touch_autotune(scene: Scene) -> None:
-    """Puzzle 20: B0 comes from the autotuner's configs; the drawn one is only an example."""
-    if scene.puzzle.extra.get("autotune"):
-        scene.notes.append(f"B0 = {scene.sizes['B0']} is drawn as an example: the autotuner picks B0 from the "
-                           "kernel's configs (each config's B0 is graded), and the grid asks for it with meta[\"B0\"]")
-
-
-def _touch_multi_tensor(scene: Scene) -> None:
-    """Puzzle 21: the spec's flat tensors hide the lesson; draw the tensors, their chunks and the map."""
-    scene.custom = draw_multi_tensor
-
-
-_TOUCHES: dict[int, Callable[[Scene], None]] = {
-    9: _touch_flash_attention,
-    10: _touch_convolution,
-    16: _touch_tile_order,
-    17: _touch_splitk,
-    18: _touch_splitk,
-    19: _touch_strided,
-    20: _touch_autotune,
-    21: _touch_multi_tensor,
-}
+def _note_autotuned_block(scene: Scene) -> None:
+    """B0 comes from the autotuner's configs; the drawn one is only an example."""
+    scene.notes.append(f"B0 = {scene.sizes['B0']} is drawn as an example: the autotuner picks B0 from the "
+                       "kernel's configs (each config's B0 is graded), and the grid asks for it with meta[\"B0\"]")

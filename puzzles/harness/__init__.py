@@ -29,7 +29,7 @@ from puzzles.harness.cases import SizeRuleError, _make_case, _resolve_puzzle, _s
 from puzzles.harness.judging import _judge_runs
 from puzzles.harness.presenting import _device_name, _measure_speed, present
 from puzzles.harness.running import _run_cases, on_gpu
-from puzzles.harness.signature import _bind, _check_kernel
+from puzzles.harness.signature import argument_order_note, bind_arguments, check_kernel
 from puzzles.inputs import SpecError
 from puzzles.puzzle import Puzzle, Sizes
 from puzzles.result import TestResult
@@ -92,7 +92,7 @@ def test(
     unsupported = compat.triton_problem()
     problem = KernelError("setup", unsupported) if unsupported else None
     if problem is None:
-        problem = _check_kernel(kernel, spec, found) if spec is not None else KernelError(
+        problem = check_kernel(kernel, spec, found) if spec is not None else KernelError(
             "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
     size_list: list[Sizes] = []
     if problem is None:
@@ -108,12 +108,15 @@ def test(
     if problem is not None:
         result.error = problem
     else:
-        fn = _bind(kernel, spec, found)
+        fn = bind_arguments(kernel, spec, found)
         check = None if on_gpu() else _compile_check.begin(kernel, fn, cases, found, compile_check)
         result.outcomes = _judge_runs(kernel, cases, _run_cases(kernel, fn, cases, timeout, isolate, record), timeout)
         _compile_check.apply(check, result, started, compile_check)
         if found is None:
             result.notes.append("unknown puzzle: tested only the sizes given")
+        order = argument_order_note(kernel, found)
+        if order:
+            result.notes.append(order)
         if on_gpu() and calls_breakpoint_if(kernel):
             result.notes.append(STEP_THROUGH_ADVICE)
         if perf and result.passed:

@@ -4,17 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
-import torch
-
 from puzzles.harness.cases import _Case
-from puzzles.harness.running import on_gpu
+from puzzles.harness.running import ArenaNames, ArenaTensor, on_gpu
 from puzzles.inputs import (
     spec_input_names,
 )
-from puzzles.puzzle import Puzzle, default_grid
+from puzzles.puzzle import Puzzle, Sizes, default_grid
 from puzzles.result import TestResult
 
 
@@ -37,36 +34,60 @@ def _measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p:
     if p is not None and p.strided_inputs:
         result.notes.append("speed is not measured for this puzzle by test(); its notebook times it")
         return
+    from puzzles import gpu_worker
+
+    sizes = (p.perf_size if p and p.perf_size else None) or result.outcomes[0].sizes
+    # The kernel's pointer arguments: each tensor list's tables, or the spec's inputs.
+    names = list(p.tensor_lists.pointers) if p and p.tensor_lists else spec_input_names(spec)
+    grid = tuple((p.grid if p else default_grid)(sizes))
+    args, kwargs = args_for(_Case(sizes, seed, grid, ArenaNames([*names, "z"]), names, None))
+    flops = p.flops(sizes) if p and p.flops else 0
+    zero = p is not None and p.output_init == "zeros"
+    # Timed in the GPU worker, like every launch of the learner's kernel (puzzles/gpu_worker.py).
+    reply = gpu_worker.call("puzzles.harness.presenting:measure_speed_here", kernel, p.number if p else None,
+                            None if p else spec, dict(sizes), seed, grid, args, kwargs, flops, zero, timeout=300.0)
+    if reply.status == "ok":
+        result.perf = reply.value
+    else:
+        why = reply.error.describe() if reply.error else reply.status
+        result.notes.append(f"speed not measured: {why}")
+
+
+def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any] | None, sizes: Sizes, seed: int,
+                       grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any], flops: int,
+                       zero: bool) -> Any:
+    """In the GPU worker: time the kernel, the spec (and the puzzle's baseline) at one size on
+    fresh inputs; a PerfReport."""
+    from puzzles import catalog
     from puzzles import perf as _perf
     from puzzles.inputs import draw_inputs
 
-    sizes = (p.perf_size if p and p.perf_size else None) or result.outcomes[0].sizes
+    p = catalog.get(number) if number is not None else None
+    spec = p.spec if p is not None else spec
     inputs, out = draw_inputs(spec, sizes, seed, device="cuda")  # as the spec sees them (torch's time)
-    grid = (p.grid if p else default_grid)(sizes)
     if p is not None and p.tensor_lists is not None:  # the kernel gets each tensor on its own, and tables
         from puzzles.tensor_lists import build
 
-        arena, pointers, _, _, _ = build(spec, p.tensor_lists, sizes, seed, 1.0, device="cuda")
-        case = _Case(sizes, seed, grid, arena, pointers, out)
-        out = arena.tensors["z"]
+        tensors = build(spec, p.tensor_lists, sizes, seed, 1.0, device="cuda")[0].tensors
     else:
-        arena = SimpleNamespace(tensors={**dict(zip(spec_input_names(spec), inputs, strict=True)), "z": out})
-        case = _Case(sizes, seed, grid, arena, spec_input_names(spec), out)
-    args, kwargs = args_for(case)
-    flops = p.flops(sizes) if p and p.flops else 0
-    zero = p is not None and p.output_init == "zeros"
+        tensors = {**dict(zip(spec_input_names(spec), inputs, strict=True)), "z": out}
+    out = tensors["z"]
+    args = [tensors[a.name] if isinstance(a, ArenaTensor) else a for a in args]
+    kwargs = {k: tensors[v.name] if isinstance(v, ArenaTensor) else v for k, v in kwargs.items()}
 
     def launch() -> None:
         if zero:
             out.zero_()
-        kernel[case.grid](*args, **kwargs)
+        kernel[grid](*args, **kwargs)
 
-    result.perf = _perf.measure(launch, spec, inputs, sizes, flops, p.extra.get("baseline") if p else None)
+    return _perf.measure(launch, spec, inputs, sizes, flops, p.extra.get("baseline") if p else None)
 
 
 def _device_name() -> str:
     if on_gpu():
-        return f"{torch.cuda.get_device_name()} (compiled)"
+        from puzzles import gpu_worker
+
+        return f"{gpu_worker.device_name()} (compiled)"
     return "CPU (Triton interpreter)"
 
 

@@ -2,13 +2,15 @@
 
 Without a GPU each size runs in Triton's interpreter, in a child process where the OS can fork
 (a wild pointer or an endless loop cannot hurt the notebook); on a CUDA machine it is compiled
-and run on the GPU, with guard zones checked after the run, then checked under the interpreter.
+and run on the GPU in the GPU worker process (a fault or an endless loop ends that process, not
+the notebook), with guard zones checked after the run, then checked under the interpreter.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import os
 import time
@@ -22,7 +24,6 @@ from puzzles.execution import (
     KernelTimeout,
     RunOutput,
     can_fork,
-    error_from_exception,
     kernel_file,
     launch_interpreted,
     run_in_child,
@@ -53,7 +54,7 @@ def _run_cases(kernel: Any, args_for: Callable, cases: list[_Case], timeout: flo
     # stdout and stdin instead of being captured.
     capture = isolate is not False
     if on_gpu():
-        runs = _run_on_gpu(kernel, args_for, cases, timeout, record, capture)
+        runs = _run_on_gpu(kernel, args_for, cases, timeout, record, capture, isolate=isolate)
     else:
         jobs = [(lambda c=case: _timed(timeout, lambda: _run_interpreted(kernel, args_for, c, record, capture)))
                 for case in cases]
@@ -72,8 +73,9 @@ def _run_cases(kernel: Any, args_for: Callable, cases: list[_Case], timeout: flo
                     break
     for case, run in zip(cases, runs, strict=False):
         if _timed_out(run):
-            where = " (in the access check under Triton's interpreter)" if on_gpu() else ""
-            run.error.message = timeout_message(timeout, _size_text(case.sizes), where)
+            if "on the GPU" not in run.error.message:
+                where = " (in the access check under Triton's interpreter)" if on_gpu() else ""
+                run.error.message = timeout_message(timeout, _size_text(case.sizes), where)
     return runs
 
 
@@ -94,19 +96,45 @@ def _size_text(sizes: Sizes) -> str:
 
 
 def _run_on_gpu(kernel: Any, args_for: Callable, cases: list[_Case], timeout: float, record: bool, capture: bool,
-                run_compiled: Callable[[Any, Callable, _Case], RunOutput] | None = None) -> list[RunOutput]:
-    """Each size compiled and run on the GPU, then checked under the interpreter; a timeout in
-    the check is the verdict (the compiler may have removed an endless loop the check cannot
-    finish), and no later size is checked."""
-    runs = []
+                run_compiled: Callable[[Any, Callable, _Case], RunOutput] | None = None,
+                isolate: bool | None = None) -> list[RunOutput]:
+    """Each size compiled and run on the GPU (in the GPU worker, puzzles/gpu_worker.py), and
+    checked under the interpreter (in a forked child where the OS can fork, working beside the GPU
+    runs: this process never touches CUDA); a timeout in the check is the verdict (the compiler may
+    have removed an endless loop the check cannot finish), and no later size is checked. A CUDA
+    fault is checked too: the check names the access that caused it."""
+    run_on_gpu = run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout)
+    jobs = [lambda c=case: _timed(timeout, lambda: _run_interpreted(kernel, args_for, c, True, capture))
+            for case in cases] if record else []
+    forked = isolate is not False and can_fork() and bool(jobs)
+    checks = run_in_child(jobs, timeout + _CHILD_GRACE) if forked else None
+    runs: list[RunOutput] = []
+    lost = False  # a fault or a crash: the later sizes run only under the interpreter (no restart each)
     for case in cases:
-        run = (run_compiled or _run_compiled)(kernel, args_for, case)
-        if run.error is None and record:
-            checked = _timed(timeout, lambda c=case: _run_interpreted(kernel, args_for, c, True, capture))
-            _merge_check(run, checked)
-        runs.append(run)
-        if _timed_out(run):
+        runs.append(RunOutput(error=KernelError("lost", "not run on the GPU: an earlier size faulted")) if lost
+                    else run_on_gpu(kernel, args_for, case))
+        lost = lost or (runs[-1].error is not None and runs[-1].error.kind in ("fault", "crash"))
+        if _timed_out(runs[-1]):
             break
+    try:
+        for i, run in enumerate(runs):
+            if not record or _timed_out(run):
+                continue
+            if checks is not None:
+                status, payload = next(checks, ("crash", "the access check stopped"))
+                checked = payload if status == "ok" else RunOutput(error=KernelError(status, payload))
+            else:
+                checked = jobs[i]()
+            if run.error is not None and run.error.kind == "lost":
+                runs[i] = run = checked  # after a fault: the interpreter's verdict alone
+            elif run.error is None or run.error.kind in ("fault", "crash"):
+                _merge_check(run, checked)
+            if _timed_out(checked):
+                del runs[i + 1:]
+                break
+    finally:
+        if checks is not None:
+            checks.close()
     return runs
 
 
@@ -131,10 +159,20 @@ def _merge_check(compiled: RunOutput, checked: RunOutput) -> None:
     """The GPU's answer, with the interpreter's account of every access.
 
     A compiled kernel's out-of-bounds loads leave no trace and its stores only damage guard
-    zones, so the same kernel also runs once under the guarded interpreter on CPU copies (in
-    this process: CUDA forbids forking) to name each invalid access, its program and its line.
+    zones, so the same kernel also runs once under the guarded interpreter on CPU copies to name
+    each invalid access, its program and its line (and the one behind a CUDA fault).
     """
-    compiled.stdout = checked.stdout  # what the kernel printed, as the interpreter ran it
+    if not compiled.stdout.strip():
+        compiled.stdout = checked.stdout  # printed nothing on the GPU: what it printed in the interpreter
+    if compiled.error is not None and compiled.error.kind in ("fault", "crash"):
+        invalid = checked.trace.invalid if checked.trace is not None else []
+        if invalid:
+            compiled.trace, first = checked.trace, invalid[0]
+            compiled.error.message += f"; the access check under Triton's interpreter: {first.describe()}"
+            compiled.error.line, compiled.error.source = first.line, first.source
+        elif checked.error is not None and not _timed_out(checked):
+            compiled.error.message += f"; under Triton's interpreter: {checked.error.describe()}"
+        return
     if checked.error is None:
         compiled.trace = checked.trace
         compiled.trace.output = checked.output  # with masked-off lanes poisoned: judged too
@@ -145,24 +183,75 @@ def _merge_check(compiled: RunOutput, checked: RunOutput) -> None:
                             f"{checked.error.describe()})\n")
 
 
-def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
-    """Compile and run on the GPU; out-of-bounds writes show up as damaged guard zones."""
-    cpu = case.arena
-    gpu = build_arena({n: (tuple(t.shape), t.dtype) for n, t in cpu.tensors.items()}, device="cuda")
+@dataclasses.dataclass(frozen=True)
+class ArenaTensor:
+    """Stands for the arena's tensor `name` in arguments sent to the GPU worker."""
+
+    name: str
+
+
+class ArenaNames:
+    """An arena's stand-in for `args_for`: each tensor an `ArenaTensor`."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.tensors = {n: ArenaTensor(n) for n in names}
+
+
+def run_in_gpu_worker(kernel: Any, args_for: Callable, case: _Case, timeout: float) -> RunOutput:
+    """One size compiled and run in the GPU worker; a CUDA fault or the time limit restarts it."""
+    from puzzles import gpu_worker
+
+    args, kwargs = args_for(dataclasses.replace(case, arena=ArenaNames(list(case.arena.tensors))))
+    tensors = {n: t.clone() for n, t in case.arena.tensors.items()}
+    sizes = _size_text(case.sizes)
+    reply = gpu_worker.call("puzzles.harness.running:run_compiled_case", kernel, tensors, args, kwargs,
+                            tuple(case.grid), case.relink, timeout=timeout)
+    if reply.status == "ok":
+        output, violations, seconds = reply.value
+        return RunOutput(output, None, None, reply.printed, seconds, violations)
+    error = reply.error or KernelError("crash", "the GPU process failed")
+    if reply.status == "fault":
+        error = KernelError("fault", f"{_fault_words(error.message)} at {sizes} (the GPU process was restarted)",
+                            error.line, error.source, error.filename)
+    elif reply.status == "timeout":
+        error = KernelError("timeout", timeout_message(timeout, sizes, " on the GPU (the GPU process was restarted)"))
+    elif reply.status == "crash":
+        error.message = f"{error.message} at {sizes}"
+    return RunOutput(error=error, stdout=reply.printed)
+
+
+def _fault_words(message: str) -> str:
+    """"illegal memory access" for CUDA's ways of saying that a kernel touched a bad address."""
+    lowered = message.lower()
+    if "misaligned" in lowered:
+        return "misaligned memory access"
+    if any(w in lowered for w in ("illegal memory access", "illegal address", "address space")):
+        return "illegal memory access"
+    return f"CUDA error ({message.split(chr(10))[0][:160]})"
+
+
+def run_compiled_case(kernel: Any, tensors: dict[str, torch.Tensor], args: list[Any], kwargs: dict[str, Any],
+                      grid: tuple[int, ...], relink: Callable[[Any], None] | None
+                      ) -> tuple[torch.Tensor, list[str], float]:
+    """In the GPU worker: compile and run one size on a guarded copy of the case's arena; returns
+    (the output on the CPU, the guard zones' violations, seconds). Out-of-bounds writes show up
+    as damaged guard zones (the pattern 0xA5 around every tensor)."""
+    device = os.environ.get("PUZZLES_WORKER_DEVICE", "cuda")
+    gpu = build_arena({n: (tuple(t.shape), t.dtype) for n, t in tensors.items()}, device=device)
     gpu.buffer.fill_(0xA5)
-    for n, t in cpu.tensors.items():
+    for n, t in tensors.items():
         gpu.tensors[n].copy_(t)
-    if case.relink is not None:
-        case.relink(gpu)  # the copied table still holds the CPU arena's addresses
+    if relink is not None:
+        relink(gpu)  # the copied table still holds the CPU arena's addresses
     guard = gpu.buffer.clone()
-    gpu_case = dataclasses.replace(case, arena=gpu)
-    args, kwargs = args_for(gpu_case)
+
+    def real(value: Any) -> Any:
+        return gpu.tensors[value.name] if isinstance(value, ArenaTensor) else value
+
     started = time.perf_counter()
-    try:
-        kernel[case.grid](*args, **kwargs)
+    kernel[grid](*[real(a) for a in args], **{k: real(v) for k, v in kwargs.items()})
+    if device == "cuda":
         torch.cuda.synchronize()
-    except Exception as exc:  # compile errors and launch failures of the learner's kernel
-        return RunOutput(error=error_from_exception(exc, kernel))
     seconds = time.perf_counter() - started
     # Every byte outside the tensors must still hold the guard pattern.
     damaged = gpu.buffer != guard
@@ -176,4 +265,4 @@ def _run_compiled(kernel: Any, args_for: Callable, case: _Case) -> RunOutput:
         regions = gpu.regions()
         owner = max((r for r in regions if r[0] <= first), default=regions[0], key=lambda r: r[0])
         violations.append(f"a store wrote outside {owner[2]} ({int(damaged.sum())} bytes in guard zones)")
-    return RunOutput(gpu.output().cpu(), None, None, "", seconds, violations)
+    return gpu.output().cpu(), violations, seconds

@@ -10,19 +10,22 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import triton
+
 from puzzles.execution import (
     KernelError,
     def_line,
     unwrap_kernel,
 )
 from puzzles.harness.cases import _Case
+from puzzles.harness.operations import forbidden_call_error
 from puzzles.inputs import (
     spec_input_names,
 )
 from puzzles.puzzle import Puzzle
 
 
-def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> KernelError | None:
+def check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> KernelError | None:
     """A signature the grader cannot call correctly, told with the expected one (never an
     error from inside Triton, which is what calling it anyway would give)."""
     inputs = list(p.tensor_lists.pointers) if p and p.tensor_lists else list(spec_input_names(spec))
@@ -59,11 +62,14 @@ def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> Ke
         order = ", ".join(q.name for q in params[:n_ptr])
         return bad(f"takes its pointers as ({order}) but they are passed in the order "
                    f"({', '.join(ptr_names)}): swap them back")
+    supplied = supplied_by_decorators(kernel)
     for param in params[n_ptr:]:
-        if p and param.name not in known:
+        provided = param.name in known or param.name in supplied or param.default is not inspect.Parameter.empty
+        if p and not provided:
             return bad(f"has a parameter {param.name!r} that this puzzle does not provide "
-                       f"(it provides {', '.join(sorted(known))})")
-        if param.name.startswith("B") and not _is_constexpr(param.annotation):
+                       f"(it provides {', '.join(sorted(known))}; a parameter with a default value, or one that "
+                       "@triton.heuristics or an autotune config supplies, is fine too)")
+        if param.name.startswith("B") and not _is_constexpr(param.annotation) and param.name not in supplied:
             return bad(f"declares block size {param.name} without tl.constexpr: write `{param.name}: tl.constexpr` "
                        "(tl.arange and block shapes need compile-time sizes)")
     if p is not None:
@@ -72,7 +78,10 @@ def _check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> Ke
         if missing:
             return bad(f"has no parameter {', '.join(missing)}: the kernel cannot know "
                        f"{'that size' if len(missing) == 1 else 'those sizes'} without it")
-    return _forbidden_call(fn, p) if p and p.forbidden_calls else None
+        wrong_place = _positional_mismatch([q.name for q in params], n_ptr, p)
+        if wrong_place:
+            return bad(wrong_place)
+    return forbidden_call_error(kernel, p.forbidden_calls, p.number) if p and p.forbidden_calls else None
 
 
 def _expected_params(signature: str | None, inputs: list[str]) -> list[str]:
@@ -92,29 +101,6 @@ def _base(name: str) -> str:
     return name
 
 
-def _forbidden_call(fn: Callable[..., Any], p: Puzzle) -> KernelError | None:
-    """The first call in the kernel's own source to a function the puzzle's statement rules out."""
-    import ast
-    import linecache
-    import textwrap
-
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return None  # no source to read: the result is still graded
-    def called(node: ast.Call) -> str | None:  # `dot` for tl.dot(...) and for dot(...)
-        return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and called(node) in p.forbidden_calls]
-    if not calls:
-        return None
-    first = min(calls, key=lambda node: node.lineno)
-    name = called(first)
-    line, filename = fn.__code__.co_firstlineno + first.lineno - 1, fn.__code__.co_filename
-    return KernelError("rule", f"Puzzle {p.number} asks you not to use tl.{name} (its statement says why), and "
-                       f"{fn.__name__} calls it", line, linecache.getline(filename, line), filename)
-
-
 def _is_constexpr(annotation: Any) -> bool:
     import triton.language as tl
 
@@ -130,15 +116,91 @@ def _def_line(fn: Callable[..., Any]) -> tuple[int, str, str]:
     return line, linecache.getline(filename, line), filename
 
 
-def _bind(kernel: Any, spec: Callable[..., Any],
+def decorator_chain(kernel: Any) -> list[Any]:
+    """The kernel and what it wraps, outermost first: heuristics, autotuner, ..., the jitted function.
+    An autotune config's launch (puzzles/autotune.py) starts at the kernel it came from (`outer`)."""
+    chain, obj = [], getattr(kernel, "outer", None) or kernel
+    for _ in range(8):
+        chain.append(obj)
+        if hasattr(obj, "arg_names") and not isinstance(obj, (triton.runtime.Autotuner, triton.runtime.Heuristics)):
+            break
+        if not hasattr(obj, "fn"):
+            break
+        obj = obj.fn
+    return chain
+
+
+def supplied_by_decorators(kernel: Any) -> set[str]:
+    """Parameters that `@triton.heuristics` or an `@triton.autotune` config fills in."""
+    names: set[str] = set()
+    for obj in decorator_chain(kernel):
+        if isinstance(obj, triton.runtime.Heuristics):
+            names |= set(obj.values)
+        elif isinstance(obj, triton.runtime.Autotuner):
+            names |= {k for config in obj.configs for k in config.kwargs}
+    return names
+
+
+def _positional_sizes(p: Puzzle | None) -> tuple[str, ...]:
+    """Sizes the notebook's own launch passes by position, right after the pointers (puzzle 20's
+    benchmark: `silu_mul_kernel[grid](x, y, z, N0)`); every other size is passed by name."""
+    return tuple(p.extra.get("positional_sizes", ())) if p is not None else ()
+
+
+def _launch_text(p: Puzzle, n_ptr: int) -> str:
+    pointers = [_base(n) for n in _expected_params(p.expected_signature(), [])[:n_ptr]]
+    return f"{p.kernel_name}[grid]({', '.join(pointers + list(_positional_sizes(p)))})"
+
+
+def _positional_mismatch(params: list[str], n_ptr: int, p: Puzzle) -> str | None:
+    for i, name in enumerate(_positional_sizes(p)):
+        at = params[n_ptr + i] if n_ptr + i < len(params) else None
+        if at != name:
+            return (f"takes {at} where the notebook's own launch, `{_launch_text(p, n_ptr)}`, passes {name} by "
+                    f"position: declare {name} right after the pointers, as the statement does")
+    return None
+
+
+def argument_order_note(kernel: Any, p: Puzzle | None) -> str | None:
+    """A note when the kernel declares the statement's sizes in another order (they are passed by name)."""
+    fn = unwrap_kernel(kernel)
+    if fn is None or p is None:
+        return None
+    wanted = _expected_params(p.expected_signature(), [])
+    declared = [n for n in inspect.signature(fn).parameters if n in wanted]
+    statement = [n for n in wanted if n in declared]
+    if declared == statement:
+        return None
+    return (f"{fn.__name__} declares its parameters in the order ({', '.join(declared)}), the statement in the order "
+            f"({', '.join(statement)}): the grader passes the pointers by position and the sizes by name (as "
+            "Triton-Puzzles' test does), so the order of the sizes does not matter here; a launch that passes them "
+            "by position would bind them wrong")
+
+
+def bind_arguments(kernel: Any, spec: Callable[..., Any],
           p: Puzzle | None = None) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
-    """How to call the kernel: pointers in spec order, then the sizes it declares, by name."""
+    """How to call the kernel: pointers in spec order, then the sizes the notebook's launch passes by
+    position, then the other sizes it declares, by name, and what its @triton.heuristics compute."""
     params = list(inspect.signature(unwrap_kernel(kernel)).parameters)
     n_inputs = len(p.tensor_lists.pointers) if p and p.tensor_lists else len(spec_input_names(spec))
-    size_params = params[n_inputs + 1 :]
+    positional = _positional_sizes(p)
+    size_params = [n for n in params[n_inputs + 1 :] if n not in positional]
+    heuristics = [obj for obj in decorator_chain(kernel) if isinstance(obj, triton.runtime.Heuristics)]
 
     def args_for(case: _Case) -> tuple[list[Any], dict[str, Any]]:
         tensors = [case.arena.tensors[n] for n in case.input_names] + [case.arena.tensors["z"]]
-        return tensors, {name: case.sizes[name] for name in size_params}
+        args = tensors + [case.sizes[n] for n in positional]
+        kwargs = {name: case.sizes[name] for name in size_params if name in case.sizes}
+        # The interpreted run calls the jitted function itself: apply the heuristics as Triton would
+        # (outermost first, each seeing the arguments so far). On a GPU they compute the same values.
+        for wrapper in heuristics:
+            for name, rule in wrapper.values.items():
+                kwargs[name] = rule({**dict(zip(params, args, strict=False)), **kwargs})
+        return args, kwargs
 
     return args_for
+
+
+# The names these had before they were public (other branches may still import them).
+_bind = bind_arguments
+_check_kernel = check_kernel

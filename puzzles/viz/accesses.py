@@ -6,7 +6,6 @@ the fewest bytes the puzzle needs).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -127,10 +126,6 @@ def itemsize(dtype: str) -> int:
         return 4
 
 
-def _numel(shape: Iterable[int]) -> int:
-    return math.prod(shape)
-
-
 @dataclass
 class Counts:
     """Memory traffic of one program, or of all of them."""
@@ -192,13 +187,11 @@ def output_name(trace: Trace) -> str:
     return "z" if "z" in trace.tensors else list(trace.tensors)[-1]
 
 
-
-
-def _compute_stats(trace: Trace, ops: dict[Program, list[Op]], view_numel: dict[str, int] | None = None) -> Stats:
-    """`view_numel`: the elements of each strided input's view (puzzle 19), whose storage also holds
-    gaps that a kernel need not read; the fewest bytes count the view's elements only."""
+def compute_stats(trace: Trace, ops: dict[Program, list[Op]], view_numel: dict[str, int] | None = None) -> Stats:
+    """The numbers of a run. `view_numel`: the elements of each strided input's view, whose storage
+    also holds gaps that a kernel need not read; the fewest bytes count the view's elements only."""
     sizes = {name: itemsize(dtype) for name, (_, dtype) in trace.tensors.items()}
-    tensor_bytes = {name: (view_numel or {}).get(name, _numel(shape)) * sizes[name]
+    tensor_bytes = {name: (view_numel or {}).get(name, math.prod(shape)) * sizes[name]
                     for name, (shape, _) in trace.tensors.items()}
     total = Counts()
     per_program = {}
@@ -209,11 +202,3 @@ def _compute_stats(trace: Trace, ops: dict[Program, list[Op]], view_numel: dict[
             total.add(op, sizes)
         per_program[program] = c
     return Stats(per_program, total, sum(tensor_bytes.values()), tensor_bytes, output_name(trace))
-
-
-def _fmt_bytes(n: int) -> str:
-    return f"{n:,} B"
-
-
-def _pct(part: int, whole: int) -> str:
-    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "0"

@@ -13,7 +13,9 @@ from puzzles.viz.style import DPI
 
 
 @dataclass
-class _Text:
+class Text:
+    """One string at a pixel position of the picture."""
+
     x: float
     y: float
     s: str
@@ -24,7 +26,6 @@ class _Text:
     halo: bool = False
     ha: str = "left"
     va: str = "top"
-
 
 
 class _Fonts:
@@ -83,7 +84,12 @@ def _hex_rgb(color: str) -> np.ndarray:
     return np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)], np.float32)
 
 
-def _blit(canvas: np.ndarray, t: _Text) -> None:
+def text_width(text: str, size: float = 8.5, bold: bool = True) -> int:
+    """Pixels a string takes, with a little room on each side (for laying text out)."""
+    return _FONTS.width(text, size, bold) + 4
+
+
+def blit(canvas: np.ndarray, t: Text) -> None:
     """Blend one text into the canvas (with a white halo when asked, for labels over cells)."""
     img, top = _FONTS.bitmap(t.s, t.size, t.weight == "bold", t.mono)
     h, w = img.shape

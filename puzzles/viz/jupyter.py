@@ -5,21 +5,21 @@ cannot run widgets.
 from __future__ import annotations
 
 import base64
+import html
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from puzzles.viz.model import _Model, _model, _pick_outcome
-from puzzles.viz.picture import _require, render_png, stats_table
+from puzzles.viz.model import Model, digest, digest_to_draw, pick_outcome
+from puzzles.viz.picture import render_png, stats_table
+from puzzles.viz.style import Program
 
 if TYPE_CHECKING:  # imported lazily at run time: the viz must not slow down `import puzzles`
     from puzzles.puzzle import Puzzle
     from puzzles.result import TestResult
 
-from puzzles.viz.style import Program
 
-
-def _frontend() -> str:
+def frontend() -> str:
     """"kernel" inside Jupyter (Lab, Notebook, Colab, VS Code), "ipython" in a terminal IPython, else "terminal"."""
     try:
         from IPython import get_ipython
@@ -31,7 +31,7 @@ def _frontend() -> str:
     return "kernel" if getattr(shell, "kernel", None) is not None else "ipython"
 
 
-class _WithFallback:
+class WidgetWithPicture:
     """A widget whose output also carries a PNG: JupyterLab draws the widget (its renderer ranks
     first); nbviewer, GitHub and frontends without widget support draw the picture instead."""
 
@@ -45,30 +45,26 @@ class _WithFallback:
         return data
 
 
-def quantization_track(puzzle: Puzzle | None) -> bool:
-    """The quantization track: the puzzles after the twelve classic ones (13: pack int4, and on)."""
-    return puzzle is not None and getattr(puzzle, "number", 0) > 12
-
-
 def widget(result: TestResult, puzzle: Puzzle | None = None, program: Program | int | None = None) -> Any:
     """The interactive view: size, program, step through its ops, overview and launch order.
 
     The picture is the same PNG `render_png` makes, in an ipywidgets.Image (in the last child, a
-    frame that scrolls sideways rather than shrink it).
+    frame that scrolls sideways rather than shrink it). Under the launch-order view: the puzzle's
+    `launch_order_note`, if it has one.
     """
     import ipywidgets as w
 
     traced = [i for i, o in enumerate(result.outcomes) if o.trace is not None]
     if not traced:
         raise ValueError("no memory trace to draw")
-    models: dict[int, _Model] = {}
+    models: dict[int, Model] = {}
 
-    def model_for(i: int) -> _Model:
+    def model_for(i: int) -> Model:
         if i not in models:
-            models[i] = _require(result, i)
+            models[i] = digest_to_draw(result, i, puzzle=puzzle)
         return models[i]
 
-    start = result.outcomes.index(_pick_outcome(result))
+    start = result.outcomes.index(pick_outcome(result))
     m = model_for(start)
     views = [("one program", "program"), ("overview", "overview"), ("launch order", "order")]
     view = w.ToggleButtons(options=views, value="program", style={"button_width": "110px"})
@@ -89,8 +85,7 @@ def widget(result: TestResult, puzzle: Puzzle | None = None, program: Program | 
     image = w.Image(format="png", layout=w.Layout(max_width="none", width="auto", height="auto",
                                                   align_self="flex-start", flex="0 0 auto"))
     frame = w.Box([image], layout=w.Layout(overflow="auto", width="100%"))
-    hint = ("<i>Quantization track: the launch order shows which programs a GPU runs together, "
-            "and so which packed weight and activation tiles they can share in cache.</i>")
+    hint = f"<i>{html.escape(puzzle.launch_order_note)}</i>" if puzzle is not None and puzzle.launch_order_note else ""
     busy = {"on": False}  # setting one control from another must not redraw twice
 
     def refresh(*_: Any) -> None:
@@ -112,7 +107,7 @@ def widget(result: TestResult, puzzle: Puzzle | None = None, program: Program | 
                 c.layout.visibility = "visible" if is_program else "hidden"
             op_index = step.value - 1 if step.value else None
             image.value = render_png(model, program=prog.value, op_index=op_index, view=view.value)
-            note.value = hint if view.value == "order" and quantization_track(puzzle) else ""
+            note.value = hint if view.value == "order" else ""
         except Exception as err:  # noqa: BLE001 - say it in the widget, not in a hidden log
             note.value = f"<b>could not draw:</b> {type(err).__name__}: {err}"
         finally:
@@ -148,13 +143,15 @@ def show(result: TestResult, puzzle: Puzzle | None = None) -> None:
     read on nbviewer or GitHub, which draw no widget without saved widget state).
     """
     try:
-        model = _model(result)
+        model = digest(result, puzzle=puzzle)
         if model is None:
             print(_no_trace_reason(result))
             return
-        if _frontend() != "kernel":
+        if frontend() != "kernel":
             print(stats_table(model))
-            print("(pictures: puzzles.viz.render_png(result, 'accesses.png') or save_pngs(result, 'viz/'))")
+            which = f", puzzle=puzzles.get({puzzle.number})" if puzzle is not None else ""
+            print(f"(pictures: puzzles.viz.render_png(result, 'accesses.png'{which}) or "
+                  f"save_pngs(result, 'viz/'{which}))")
             return
         from IPython.display import Image, display
 
@@ -167,7 +164,7 @@ def show(result: TestResult, puzzle: Puzzle | None = None) -> None:
         except Exception:  # noqa: BLE001 - no ipywidgets (or a broken install): the picture alone
             display(Image(render_png(model)))
             return
-        display(_WithFallback(view, view.children[-1].children[0].value, stats_table(model)))
+        display(WidgetWithPicture(view, view.children[-1].children[0].value, stats_table(model)))
     except Exception as err:  # noqa: BLE001 - a drawing problem must not hide the verdict
         print(f"(could not draw the memory accesses: {type(err).__name__}: {err})")
 

@@ -1,32 +1,33 @@
-"""The launch-order view of a tile-order puzzle (puzzle 16): which program takes each of C's
-tiles, drawn as a grid of tiles numbered in launch order.
+"""The launch-order view of a tile-order puzzle (a `TileOrder` on its `Puzzle`, as puzzle 16): which
+program takes each of C's tiles, drawn as a grid of tiles numbered in launch order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from puzzles.viz.fonts import _Text
-from puzzles.viz.layout import TensorBox, _text_w
+from puzzles.picture_hooks import TileOrder
+from puzzles.viz.fonts import Text, text_width
+from puzzles.viz.layout import Layout, TensorBox
+from puzzles.viz.paint import Paint
 from puzzles.viz.style import OTHERS, STORE, UNTOUCHED, order_color, program_color
-
-if TYPE_CHECKING:  # types only: model.py imports this module
-    from puzzles.viz.model import _Model
-    from puzzles.viz.picture import _Paint
 
 TILES = "C's tiles"
 
 
-def tile_map(sizes: dict[str, int], output: Any, programs: int) -> np.ndarray | None:
-    """For a tile-order puzzle (z[pid] = (tile_m, tile_n) over a TM × TN grid of C's tiles, as in
-    puzzle 16): the (TM, TN) map of which program (launch index) takes each tile, -1 for none.
-    None for any other kind of run."""
-    if output is None or not {"M", "N", "BM", "BN"} <= set(sizes):
+def tile_map(order: TileOrder | None, sizes: dict[str, int], output: Any, programs: int) -> np.ndarray | None:
+    """The (TM, TN) map of which program (launch index) takes each of C's tiles, -1 for none, read
+    from the kernel's output `z[pid] = (tile_m, tile_n)`. None without a tile order, and for an
+    output that is not one (another shape or dtype, or not one row per program)."""
+    if order is None or output is None:
         return None
-    tm, tn = -(-sizes["M"] // sizes["BM"]), -(-sizes["N"] // sizes["BN"])
+    try:
+        tm, tn = order.tiles(sizes)
+    except (KeyError, ZeroDivisionError):  # a run without the order's sizes (a bare trace)
+        return None
     z = np.asarray(output.detach().cpu()) if hasattr(output, "detach") else np.asarray(output)
     if z.shape != (tm * tn, 2) or programs != tm * tn or z.dtype.kind not in "iu":
         return None
@@ -39,13 +40,13 @@ def tile_map(sizes: dict[str, int], output: Any, programs: int) -> np.ndarray | 
 
 
 @dataclass
-class _TileBox(TensorBox):
+class TileBox(TensorBox):
     """C's tiles as a grid of K × K cells each (big enough to carry a number), not a tensor."""
 
     k: int = 3
 
     @classmethod
-    def make(cls, shape: tuple[int, ...]) -> _TileBox:
+    def make(cls, shape: tuple[int, ...]) -> TileBox:
         tm, tn = shape
         k = 4 if tm * tn <= 24 else 3
         return cls(TILES, (tm, tn), "tile", tm * tn * k * k, tn * k, tm * k, tn * k, k=k)
@@ -59,29 +60,27 @@ class _TileBox(TensorBox):
         return (rows * self.width + cols).ravel()
 
 
-def _paint_tiles(model: _Model, paints: dict[str, _Paint], view: str, pi: int) -> list[_Text]:
-    """Colour C's tiles (by the program that takes each) and, in the launch-order view, number them."""
-    if model.tiles is None or TILES not in paints:
-        return []
-    box, paint, lay = model.boxes[TILES], paints[TILES], model.layout
-    n = len(model.programs)
+def paint_tiles(tiles: np.ndarray, box: TileBox, paint: Paint, lay: Layout, view: str, shown: int,
+                programs: int) -> list[Text]:
+    """Colour C's tiles by the program that takes each (in the program view: the `shown` program's
+    tile against the others) and, in the launch-order view, number them; returns the numbers."""
     texts = []
-    for (r, c), who in np.ndenumerate(model.tiles):
+    for (r, c), who in np.ndenumerate(tiles):
         cells = box.tile_elements(r, c)
         if who < 0:
             paint.fill(cells, UNTOUCHED)
             continue
         if view == "order":
-            color = order_color(int(who), n)
+            color = order_color(int(who), programs)
         elif view == "overview":
             color = program_color(int(who))
         else:
-            color = STORE if who == pi else OTHERS
+            color = STORE if who == shown else OTHERS
         paint.fill(cells, color)
         side = box.k * lay.cell
-        if view == "order" and side >= _text_w(str(who), 7.5) - 2:
+        if view == "order" and side >= text_width(str(who), 7.5) - 2:
             x, y = box.x + (c + 0.5) * side - lay.gap / 2, box.y + (r + 0.5) * side - lay.gap / 2
-            texts.append(_Text(float(x), float(y), str(who), size=7.5, halo=True, ha="center", va="center",
-                               weight="bold"))
+            texts.append(Text(float(x), float(y), str(who), size=7.5, halo=True, ha="center", va="center",
+                              weight="bold"))
     paint.tile = box.k
     return texts

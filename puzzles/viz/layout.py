@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from puzzles.viz.accesses import _numel
-from puzzles.viz.fonts import _FONTS
+from puzzles.viz.fonts import text_width
 from puzzles.viz.style import (
     BOX_GAP_X,
     BOX_GAP_Y,
@@ -29,10 +27,6 @@ from puzzles.viz.style import (
     WIDE_AREA_H,
     WIDE_AREA_W,
 )
-
-if TYPE_CHECKING:  # types only: model.py imports this module
-    from puzzles.viz.model import _Model
-
 
 
 @dataclass
@@ -87,10 +81,24 @@ class TensorBox:
         wrapped = f" (rows of {self.width})" if len(self.shape) == 1 and self.rows > 1 else ""
         return f"{self.name}  {self.dtype}[{dims}]{wrapped}"
 
+    def keep_room_for(self, oob: np.ndarray) -> None:
+        """Margins around the grid for the out-of-bounds lanes of the whole run (the layout never jumps)."""
+        if oob.size == 0:
+            return
+        r, c = self.cells(oob)
+        cap_rows = max(2, min(8, self.rows // 2)) if not self.panel_rows else self.panel_rows + 1
+        self.top = int(min(cap_rows, max(0, -r.min())))
+        self.bottom = int(min(cap_rows, max(0, r.max() - self.rows + 1)))
+        if self.rows == 1 and len(self.shape) <= 1:
+            cap_cols = max(8, min(64, self.numel // 2))
+            self.left = int(min(cap_cols, max(0, -c.min())))
+            self.right = int(min(cap_cols, max(0, c.max() - self.cols + 1)))
 
-def _box_for(name: str, shape: tuple[int, ...], dtype: str) -> TensorBox:
+
+def box_for(name: str, shape: tuple[int, ...], dtype: str) -> TensorBox:
+    """A tensor's grid: 1-D a row (wrapped at 64 when long), 2-D a grid, 3-D and more small multiples."""
     shape = tuple(int(s) for s in shape)
-    numel = max(1, _numel(shape))
+    numel = max(1, math.prod(shape))
     if len(shape) <= 1:
         width = numel if numel <= 128 else 64  # long rows wrap at 64: power-of-two blocks stay aligned
         return TensorBox(name, shape, dtype, numel, width, -(-numel // width), width)
@@ -102,20 +110,6 @@ def _box_for(name: str, shape: tuple[int, ...], dtype: str) -> TensorBox:
     per_row = max(1, min(panels, round(math.sqrt(panels * (r + 1) / (c + 1)))))
     prows = -(-panels // per_row)
     return TensorBox(name, shape, dtype, numel, c, prows * (r + 1) - 1, per_row * (c + 1) - 1, r, per_row)
-
-
-def _set_margins(box: TensorBox, oob: np.ndarray) -> None:
-    """Room around the grid for the out-of-bounds lanes of the whole run (the layout never jumps)."""
-    if oob.size == 0:
-        return
-    r, c = box.cells(oob)
-    cap_rows = max(2, min(8, box.rows // 2)) if not box.panel_rows else box.panel_rows + 1
-    box.top = int(min(cap_rows, max(0, -r.min())))
-    box.bottom = int(min(cap_rows, max(0, r.max() - box.rows + 1)))
-    if box.rows == 1 and len(box.shape) <= 1:
-        cap_cols = max(8, min(64, box.numel // 2))
-        box.left = int(min(cap_cols, max(0, -c.min())))
-        box.right = int(min(cap_cols, max(0, c.max() - box.cols + 1)))
 
 
 @dataclass
@@ -154,7 +148,7 @@ def _pack(boxes: list[TensorBox], cell: int, max_w: int) -> tuple[int, int, list
     x = y = shelf_h = area_w = 0
     places = []
     for box in boxes:
-        w = max(box.grid_cols * cell, _text_w(box.label()))
+        w = max(box.grid_cols * cell, text_width(box.label()))
         h = LABEL_H + box.grid_rows * cell
         if x > 0 and x + w > max_w:
             y += shelf_h + BOX_GAP_Y
@@ -188,22 +182,20 @@ def _label_room(places: list[tuple[int, int]], area_w: int) -> list[int]:
     return rooms
 
 
-def _text_w(text: str, size: float = 8.5, bold: bool = True) -> int:
-    return _FONTS.width(text, size, bold) + 4
-
-
-def _stats_lines_reserved(model: _Model) -> int:
-    # The panel's height is fixed per run, so the picture keeps its size while one steps through it.
-    most_ops = max((len(v) for v in model.ops.values()), default=0)
-    n_programs = len(model.programs)
-    counts, tensors, totals = 9, 2 + len(model.boxes), 5
-    program_view = counts + tensors + totals + 2 + min(most_ops, MAX_OPS_LISTED) + (most_ops > MAX_OPS_LISTED)
-    overview = counts + tensors + totals + 2 + min(n_programs, MAX_PROGRAMS_LISTED) + (n_programs > MAX_PROGRAMS_LISTED)
+def stats_lines(most_ops: int, programs: int, tensors: int) -> int:
+    """Lines the numbers beside the tensors take at most, for a run whose busiest program has
+    `most_ops` ops. The panel's height is fixed per run, so the picture keeps its size while one
+    steps through it."""
+    counts, by_tensor, totals = 9, 2 + tensors, 5
+    program_view = counts + by_tensor + totals + 2 + min(most_ops, MAX_OPS_LISTED) + (most_ops > MAX_OPS_LISTED)
+    overview = counts + by_tensor + totals + 2 + min(programs, MAX_PROGRAMS_LISTED) + (programs > MAX_PROGRAMS_LISTED)
     return max(program_view, overview) + 1
 
 
-def _make_layout(model: _Model) -> Layout:
-    boxes = list(model.boxes.values())
+def make_layout(tensors: dict[str, TensorBox], lines: int, title: str, status: str) -> Layout:
+    """Place the tensors' grids (`box.x`, `box.y` are set) and the numbers beside them, `lines` of
+    them, under a header whose first line is `title` with `status` at its right."""
+    boxes = list(tensors.values())
     # Numbers beside the tensors; but long, flat tensors (a 4 × 200 input) get the full width
     # with the numbers underneath, when that makes their cells much bigger.
     cell, area_w, area_h, places = _fit(boxes, MAX_AREA_W, MAX_AREA_H)
@@ -219,7 +211,7 @@ def _make_layout(model: _Model) -> Layout:
         box.x = PAD + x + box.left * cell
         box.y = top + y + LABEL_H + box.top * cell
         box.room = room
-    stats_h = _stats_lines_reserved(model) * LINE_H
+    stats_h = lines * LINE_H
     if side:
         stats_x, stats_y = PAD + area_w + BOX_GAP_X, top
         width = stats_x + STATS_W + PAD
@@ -228,6 +220,5 @@ def _make_layout(model: _Model) -> Layout:
         stats_x, stats_y = PAD, top + area_h + BOX_GAP_Y
         width = PAD + max(area_w, STATS_W) + PAD
         height = stats_y + stats_h + PAD
-    title = " · ".join(s for s in (model.title, model.kernel, model.sizes) if s)
-    width = max(width, PAD + _text_w(title, 11) + 30 + _text_w(model.status.upper(), 11) + PAD)
-    return Layout(cell, gap, model.boxes, width, height, area_w, area_h, stats_x, stats_y)
+    width = max(width, PAD + text_width(title, 11) + 30 + text_width(status.upper(), 11) + PAD)
+    return Layout(cell, gap, tensors, width, height, area_w, area_h, stats_x, stats_y)

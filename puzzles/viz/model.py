@@ -1,29 +1,35 @@
 """One run's trace, digested once (the widget re-renders it many times): its programs in launch
 order, their ops, the tensors' boxes, the numbers and the layout.
+
+What is particular to a puzzle comes from its `Puzzle` record, passed in by the caller: the view
+sizes of its strided inputs (for the fewest bytes) and its tile order (C's tiles in launch order).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from puzzles.recording import Trace
-from puzzles.viz.accesses import Op, Stats, _compute_stats, output_name, program_ops
-from puzzles.viz.launch_order import TILES, _TileBox, tile_map
-from puzzles.viz.layout import Layout, TensorBox, _box_for, _make_layout, _set_margins
+from puzzles.viz.accesses import Op, Stats, compute_stats, output_name, program_ops
+from puzzles.viz.launch_order import TILES, TileBox, tile_map
+from puzzles.viz.layout import Layout, TensorBox, box_for, make_layout, stats_lines
+from puzzles.viz.style import Program
 
 if TYPE_CHECKING:  # imported lazily at run time: the viz must not slow down `import puzzles`
+    from puzzles.puzzle import Puzzle
     from puzzles.result import SizeOutcome, TestResult
 
-from puzzles.viz.style import Program
+Source = Any  # a TestResult, a SizeOutcome, a Trace, or a Model already digested
 
 
 @dataclass
-class _Model:
+class Model:
+    """One run, ready to draw: what `digest` makes of a TestResult, SizeOutcome or Trace."""
+
     trace: Trace
     title: str = ""
     kernel: str = ""
@@ -36,9 +42,9 @@ class _Model:
     stats: Stats | None = None
     layout: Layout | None = None
     offending: list[Program] = field(default_factory=list)
+    tiles: np.ndarray | None = None  # tile-order puzzles: (TM, TN) launch index of the program per tile, -1 none
     _overview: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
     _touched: dict[str, np.ndarray] | None = None
-    tiles: np.ndarray | None = None  # tile-order puzzles: (TM, TN) launch index of the program per tile, -1 none
 
     @property
     def output(self) -> str:
@@ -80,43 +86,46 @@ class _Model:
             self._overview = result
         return self._overview
 
+    def touched(self) -> dict[str, np.ndarray]:
+        """Per tensor: which elements some program touched."""
+        if self._touched is None:
+            self._touched = {name: count > 0 for name, (_, count) in self.overview().items()}
+        return self._touched
 
-def _pick_outcome(result: TestResult) -> SizeOutcome | None:
+
+def pick_outcome(result: TestResult) -> SizeOutcome | None:
     """The first failing size that has a trace; else the canonical size (the first)."""
     traced = [o for o in result.outcomes if o.trace is not None]
     failing = [o for o in traced if not o.passed]
     return (failing or traced or [None])[0]
 
 
-def strided_view_numel(title: str, sizes: dict[str, int]) -> dict[str, int]:
-    """Elements of each strided input's view, for the puzzle named in a verdict's title ("Puzzle 19: ...")."""
-    match = re.match(r"Puzzle (\d+):", title or "")
-    if not match or not sizes:
+def _view_numel(puzzle: Puzzle | None, sizes: dict[str, int]) -> dict[str, int]:
+    """Elements of the view of each of the puzzle's strided inputs (their storage holds gaps too)."""
+    if puzzle is None or not puzzle.strided_inputs or not sizes:
         return {}
-    from puzzles import catalog
     from puzzles.inputs import spec_signature
 
-    try:
-        puzzle = catalog.get(int(match.group(1)))
-    except (KeyError, ValueError):
-        return {}
-    if not puzzle.strided_inputs:
-        return {}
     inputs, _ = spec_signature(puzzle.spec)
     return {t.name: math.prod(t.shape(sizes)) for t in inputs if t.name in puzzle.strided_inputs}
 
 
-def _model(source: Any, outcome: int | None = None) -> _Model | None:
-    """Digest a TestResult, SizeOutcome or Trace (None when there is no trace to draw)."""
+def digest(source: Source, outcome: int | None = None, *, puzzle: Puzzle | None = None) -> Model | None:
+    """Digest a TestResult, SizeOutcome or Trace (None when there is no trace to draw).
+
+    outcome: which size of a TestResult (default: its first failing size with a trace, else the first).
+    puzzle: the run's puzzle, whose records say what is particular to it (strided inputs count
+        their view in the fewest bytes; a tile order draws C's tiles); None draws the run as it is.
+    """
     title = kernel = sizes = status = ""
     status_map = None
     size_dict: dict[str, int] = {}
     output = None
-    if isinstance(source, _Model):
+    if isinstance(source, Model):
         return source
     if hasattr(source, "outcomes"):  # a TestResult
         title, kernel = source.puzzle, source.kernel
-        source = source.outcomes[outcome] if outcome is not None else _pick_outcome(source)
+        source = source.outcomes[outcome] if outcome is not None else pick_outcome(source)
         if source is None:
             return None
     if hasattr(source, "trace") and not isinstance(source, Trace):  # a SizeOutcome
@@ -126,47 +135,57 @@ def _model(source: Any, outcome: int | None = None) -> _Model | None:
     if not isinstance(source, Trace):
         return None
     trace = source
-    m = _Model(trace, title, kernel, sizes, status, status_map)
+    m = Model(trace, title, kernel, sizes, status, status_map)
     m.ops = program_ops(trace)
     gx, gy, gz = (tuple(trace.grid) + (1, 1, 1))[:3]
     m.programs = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
     for program in m.ops:  # a trace from elsewhere may name programs outside its grid
         if program not in m.programs:
             m.programs.append(program)
-    m.boxes = {name: _box_for(name, shape, dtype) for name, (shape, dtype) in trace.tensors.items()}
+    m.boxes = {name: box_for(name, shape, dtype) for name, (shape, dtype) in trace.tensors.items()}
     for name, box in m.boxes.items():
         oob = [a for plist in m.ops.values() for op in plist for t, a in op.oob.items() if t == name]
-        _set_margins(box, np.concatenate(oob) if oob else np.empty(0, np.int64))
-    m.tiles = tile_map(size_dict, output, len(m.programs))
+        box.keep_room_for(np.concatenate(oob) if oob else np.empty(0, np.int64))
+    m.tiles = tile_map(puzzle.tile_order if puzzle else None, size_dict, output, len(m.programs))
     if m.tiles is not None:
-        m.boxes[TILES] = _TileBox.make(m.tiles.shape)
-    m.stats = _compute_stats(trace, m.ops, strided_view_numel(title, size_dict))
+        m.boxes[TILES] = TileBox.make(m.tiles.shape)
+    m.stats = compute_stats(trace, m.ops, _view_numel(puzzle, size_dict))
     m.offending = list(dict.fromkeys(tuple(a.program) for a in [*trace.invalid, *trace.stores_to_inputs]))
     if not m.offending and status_map is not None and np.any(np.asarray(status_map) == 1):
         m.offending = _writers_of(m, int(np.flatnonzero(np.asarray(status_map).reshape(-1) == 1)[0]))
-    m.layout = _make_layout(m)
+    most_ops = max((len(v) for v in m.ops.values()), default=0)
+    header = " · ".join(s for s in (m.title, m.kernel, m.sizes) if s)
+    m.layout = make_layout(m.boxes, stats_lines(most_ops, len(m.programs), len(m.boxes)), header, m.status)
     return m
 
 
+def digest_to_draw(source: Source, outcome: int | None = None, *, puzzle: Puzzle | None = None) -> Model:
+    """`digest`, or a ValueError that says why there is nothing to draw."""
+    model = digest(source, outcome, puzzle=puzzle)
+    if model is None:
+        raise ValueError("no memory trace to draw: the kernel did not run in Triton's interpreter "
+                         "(or failed before it ran); set TRITON_INTERPRET=1")
+    return model
 
 
-def _writers_of(m: _Model, element: int) -> list[Program]:
+def _writers_of(m: Model, element: int) -> list[Program]:
     out = m.output
     return [p for p in m.programs for op in m.ops.get(p, []) if op.op != "load" and out in op.elements
             and np.any(op.elements[out] == element)][:1]
 
 
-def layout(source: TestResult | SizeOutcome | Trace, outcome: int | None = None) -> Layout:
+def layout(source: TestResult | SizeOutcome | Trace, outcome: int | None = None, *,
+           puzzle: Puzzle | None = None) -> Layout:
     """The pixel layout `render_png` uses for this run (for tests and for pointing at cells)."""
-    model = _model(source, outcome)
+    model = digest(source, outcome, puzzle=puzzle)
     if model is None:
         raise ValueError("no memory trace to lay out")
     return model.layout
 
 
-def stats(source: TestResult | SizeOutcome | Trace) -> Stats:
+def stats(source: TestResult | SizeOutcome | Trace, *, puzzle: Puzzle | None = None) -> Stats:
     """Loads, stores, bytes moved and masked lanes, per program and in total, for one run."""
-    model = _model(source)
+    model = digest(source, puzzle=puzzle)
     if model is None:
         raise ValueError("no memory trace to count (the kernel did not run in the interpreter)")
     return model.stats

@@ -11,17 +11,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from puzzles.recording import Trace
-from puzzles.viz.accesses import Counts, _fmt_bytes, _pct
-from puzzles.viz.fonts import _blit, _Text
-from puzzles.viz.launch_order import _paint_tiles
-from puzzles.viz.layout import TensorBox, _text_w
-from puzzles.viz.model import _Model, _model
-
-if TYPE_CHECKING:  # imported lazily at run time: the viz must not slow down `import puzzles`
-    from matplotlib.figure import Figure
-
-    from puzzles.result import SizeOutcome, TestResult
-
+from puzzles.viz.accesses import Counts
+from puzzles.viz.fonts import Text, blit, text_width
+from puzzles.viz.launch_order import TILES, paint_tiles
+from puzzles.viz.model import Model, digest, digest_to_draw
+from puzzles.viz.paint import Paint
 from puzzles.viz.style import (
     ATOMIC,
     DPI,
@@ -33,7 +27,6 @@ from puzzles.viz.style import (
     OTHERS,
     OUT_OF_BOUNDS,
     PAD,
-    RGB,
     SHARED_DOT,
     STATS_PT,
     STORE,
@@ -41,77 +34,33 @@ from puzzles.viz.style import (
     VIEWS,
     WRONG_DOT,
     Program,
-    _fade,
+    fade,
     order_color,
     program_color,
 )
 
+if TYPE_CHECKING:  # imported lazily at run time: the viz must not slow down `import puzzles`
+    from matplotlib.figure import Figure
 
-class _Paint:
-    """Cell-level colours of one tensor's grid (top and bottom half, and a centre dot)."""
-
-    def __init__(self, box: TensorBox) -> None:
-        self.box = box
-        shape = (box.grid_rows, box.grid_cols, 3)
-        self.top = np.full(shape, 255, np.uint8)
-        self.bottom = np.full(shape, 255, np.uint8)
-        self.dot = np.zeros(shape, np.uint8)
-        self.has_dot = np.zeros(shape[:2], bool)
-        self.tile = 1  # cells per tile side: the white gaps separate tiles, not cells
-
-    def _rc(self, elements: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r, c = self.box.cells(elements)
-        r, c = r + self.box.top, c + self.box.left
-        keep = (r >= 0) & (r < self.box.grid_rows) & (c >= 0) & (c < self.box.grid_cols)
-        return r[keep], c[keep]
-
-    def fill(self, elements: np.ndarray, color: RGB | np.ndarray, half: str = "both") -> None:
-        r, c = self._rc(elements)
-        if half in ("both", "top"):
-            self.top[r, c] = color
-        if half in ("both", "bottom"):
-            self.bottom[r, c] = color
-
-    def mark(self, elements: np.ndarray, color: RGB) -> None:
-        r, c = self._rc(elements)
-        self.dot[r, c] = color
-        self.has_dot[r, c] = True
-
-    def pixels(self, cell: int, gap: int) -> np.ndarray:
-        """Expand cells to pixels: split halves, centre dots, white gaps between cells."""
-        inner = cell - gap
-        img = np.repeat(np.repeat(self.top, cell, 0), cell, 1)
-        bottom = np.repeat(np.repeat(self.bottom, cell, 0), cell, 1)
-        py = np.arange(img.shape[0]) % cell
-        img = np.where((py >= (inner + 1) // 2)[:, None, None], bottom, img)
-        if self.has_dot.any() and inner >= 4:
-            lo, hi = inner // 2 - max(1, inner // 6), inner // 2 + max(1, inner // 6)
-            in_dot = (py >= lo) & (py < hi)
-            px = np.arange(img.shape[1]) % cell
-            in_dot_x = (px >= lo) & (px < hi)
-            dots = np.repeat(np.repeat(self.has_dot, cell, 0), cell, 1) & in_dot[:, None] & in_dot_x[None, :]
-            dot_colors = np.repeat(np.repeat(self.dot, cell, 0), cell, 1)
-            img[dots] = dot_colors[dots]
-        if gap:
-            pitch = cell * self.tile
-            img[np.arange(img.shape[0]) % pitch >= pitch - gap] = 255
-            img[:, np.arange(img.shape[1]) % pitch >= pitch - gap] = 255
-        return img
+    from puzzles.puzzle import Puzzle
+    from puzzles.result import SizeOutcome, TestResult
 
 
-def _all_touched(model: _Model) -> dict[str, np.ndarray]:
-    if model._touched is None:
-        model._touched = {name: count > 0 for name, (_, count) in model.overview().items()}
-    return model._touched
+def _fmt_bytes(n: int) -> str:
+    return f"{n:,} B"
 
 
-def _paint_program(model: _Model, pi: int, op_index: int | None) -> dict[str, _Paint]:
+def _pct(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "0"
+
+
+def _paint_program(model: Model, pi: int, op_index: int | None) -> dict[str, Paint]:
     program = model.programs[pi]
     plist = model.ops.get(program, [])
     paints = {}
-    touched = _all_touched(model)
+    touched = model.touched()
     for name, box in model.boxes.items():
-        p = _Paint(box)
+        p = Paint(box)
         p.fill(np.arange(box.numel), UNTOUCHED)
         p.fill(np.flatnonzero(touched[name]), OTHERS)
         paints[name] = p
@@ -120,7 +69,7 @@ def _paint_program(model: _Model, pi: int, op_index: int | None) -> dict[str, _P
     else:
         passes = [(plist[:op_index], True), (plist[op_index : op_index + 1], False)]
     for ops, faded in passes:
-        f = _fade if faded else (lambda c: c)
+        f = fade if faded else (lambda c: c)
         for name, paint in paints.items():
             loaded = [op.elements[name] for op in ops if op.op == "load" and name in op.elements]
             stored = [op.elements[name] for op in ops if op.op == "store" and name in op.elements]
@@ -140,7 +89,7 @@ def _paint_program(model: _Model, pi: int, op_index: int | None) -> dict[str, _P
     return paints
 
 
-def _mark_wrong(model: _Model, paints: dict[str, _Paint]) -> None:
+def _mark_wrong(model: Model, paints: dict[str, Paint]) -> None:
     if model.status_map is None:
         return
     status = np.asarray(model.status_map).reshape(-1)
@@ -149,7 +98,7 @@ def _mark_wrong(model: _Model, paints: dict[str, _Paint]) -> None:
         paints[out].mark(np.flatnonzero(status == 1), WRONG_DOT)
 
 
-def _paint_overview(model: _Model, order: bool) -> dict[str, _Paint]:
+def _paint_overview(model: Model, order: bool) -> dict[str, Paint]:
     paints = {}
     n = len(model.programs)
     palette = np.array([order_color(i, n) if order else program_color(i) for i in range(n)], np.uint8)
@@ -160,7 +109,7 @@ def _paint_overview(model: _Model, order: bool) -> dict[str, _Paint]:
                 bad.setdefault(t, []).append(a)
     for name, (first, count) in model.overview().items():
         box = model.boxes[name]
-        p = _Paint(box)
+        p = Paint(box)
         p.fill(np.arange(box.numel), UNTOUCHED)
         hit = np.flatnonzero(first >= 0)
         p.fill(hit, palette[first[hit]])
@@ -175,15 +124,18 @@ def _paint_overview(model: _Model, order: bool) -> dict[str, _Paint]:
 
 
 
-def _draw(model: _Model, view: str, pi: int, op_index: int | None) -> tuple[np.ndarray, list[_Text]]:
+def _draw(model: Model, view: str, pi: int, op_index: int | None) -> tuple[np.ndarray, list[Text]]:
     lay = model.layout
     canvas = np.full((lay.height, lay.width, 3), 255, np.uint8)
-    texts: list[_Text] = []
+    texts: list[Text] = []
     if view == "program":
         paints = _paint_program(model, pi, op_index)
     else:
         paints = _paint_overview(model, order=view == "order")
-    tile_texts = _paint_tiles(model, paints, view, pi)
+    tile_texts = []
+    if model.tiles is not None and TILES in paints:
+        tile_texts = paint_tiles(model.tiles, model.boxes[TILES], paints[TILES], model.layout, view, pi,
+                                 len(model.programs))
     for name, paint in paints.items():
         box = paint.box
         img = paint.pixels(lay.cell, lay.gap)
@@ -191,13 +143,13 @@ def _draw(model: _Model, view: str, pi: int, op_index: int | None) -> tuple[np.n
         h, w = img.shape[:2]
         h, w = min(h, lay.height - y0), min(w, lay.width - x0)
         canvas[y0 : y0 + h, x0 : x0 + w] = img[:h, :w]
-        texts.append(_Text(x0, y0 - LABEL_H + 2, box.label(), weight="bold"))
+        texts.append(Text(x0, y0 - LABEL_H + 2, box.label(), weight="bold"))
         note, color = _tensor_note(model, view, pi, op_index, name)
-        label_w = _text_w(box.label())
-        while note and label_w + 8 + _text_w(note, bold=False) > box.room:
+        label_w = text_width(box.label())
+        while note and label_w + 8 + text_width(note, bold=False) > box.room:
             note = note.rpartition(" · ")[0]  # drop details that do not fit; the stats panel has them
         if note:
-            texts.append(_Text(x0 + label_w + 8, y0 - LABEL_H + 2, note, color=color))
+            texts.append(Text(x0 + label_w + 8, y0 - LABEL_H + 2, note, color=color))
     texts += tile_texts
     if view != "program":
         texts += _program_labels(model, view == "order")
@@ -206,7 +158,7 @@ def _draw(model: _Model, view: str, pi: int, op_index: int | None) -> tuple[np.n
     return canvas, texts
 
 
-def _tensor_note(model: _Model, view: str, pi: int, op_index: int | None, name: str) -> tuple[str, str]:
+def _tensor_note(model: Model, view: str, pi: int, op_index: int | None, name: str) -> tuple[str, str]:
     """What the shown ops did to one tensor; masked-off lanes have no address, so they are a count."""
     if view != "program":
         _, count = model.overview()[name]
@@ -236,7 +188,7 @@ def _tensor_note(model: _Model, view: str, pi: int, op_index: int | None, name: 
     return " · ".join(parts), "#c62828" if offending else "#1f4e79"
 
 
-def _program_labels(model: _Model, order: bool) -> list[_Text]:
+def _program_labels(model: Model, order: bool) -> list[Text]:
     """Name each program at the centre of the output cells it stored (tiling at a glance)."""
     lay, out = model.layout, model.output
     box = model.boxes[out]
@@ -252,12 +204,12 @@ def _program_labels(model: _Model, order: bool) -> list[_Text]:
         r, c = box.cells(np.unique(np.concatenate(written)))
         xs, ys = lay.cell_origin(box, r, c)
         text = f"#{i}" if order else ",".join(str(program[k]) for k in axes)
-        if xs.max() - xs.min() + lay.cell < _text_w(text, 7.5) or ys.max() - ys.min() + lay.cell < 11:
+        if xs.max() - xs.min() + lay.cell < text_width(text, 7.5) or ys.max() - ys.min() + lay.cell < 11:
             continue  # the tile is smaller than its name
         x, y = float(xs.mean() + lay.cell / 2), float(ys.mean() + lay.cell / 2)
         if any(abs(x - t.x) < 14 and abs(y - t.y) < 10 for t in labels):
             continue  # several programs wrote this tile (split-K): the first one names it, as it colours it
-        labels.append(_Text(x, y, text, size=7.5, halo=True, ha="center", va="center", weight="bold"))
+        labels.append(Text(x, y, text, size=7.5, halo=True, ha="center", va="center", weight="bold"))
     return labels
 
 
@@ -265,14 +217,14 @@ def _program_name(program: Program) -> str:
     return f"({program[0]}, {program[1]}, {program[2]})"
 
 
-def _header(model: _Model, view: str, pi: int, op_index: int | None, canvas: np.ndarray,
-            texts: list[_Text]) -> None:
+def _header(model: Model, view: str, pi: int, op_index: int | None, canvas: np.ndarray,
+            texts: list[Text]) -> None:
     ok = model.status == "passed"
     verdict = model.status.upper() if model.status else ""
     parts = [s for s in (model.title, model.kernel, model.sizes) if s]
-    texts.append(_Text(PAD, PAD, " · ".join(parts) or "memory accesses", size=11, weight="bold"))
+    texts.append(Text(PAD, PAD, " · ".join(parts) or "memory accesses", size=11, weight="bold"))
     if verdict:
-        texts.append(_Text(model.layout.width - PAD, PAD, verdict, size=11, weight="bold",
+        texts.append(Text(model.layout.width - PAD, PAD, verdict, size=11, weight="bold",
                            color="#2e7d32" if ok else "#c62828", ha="right"))
     grid = "×".join(str(g) for g in model.trace.grid)
     program = model.programs[pi]
@@ -289,7 +241,7 @@ def _header(model: _Model, view: str, pi: int, op_index: int | None, canvas: np.
         if any(op.op == "atomic" for ops in model.ops.values() for op in ops):
             legend.insert(2, (ATOMIC, "atomic"))
         if op_index is not None:
-            legend.append((_fade(LOAD), "earlier steps"))
+            legend.append((fade(LOAD), "earlier steps"))
     elif view == "overview":
         what = f"overview: each element coloured by the program that touched it first · grid {grid} " \
                f"({len(model.programs)} programs)"
@@ -303,7 +255,7 @@ def _header(model: _Model, view: str, pi: int, op_index: int | None, canvas: np.
         n = len(model.programs)
         legend = [(order_color(0, n), "#0 first"), (order_color(n - 1, n), f"#{n - 1} last"),
                   (UNTOUCHED, "untouched"), (OUT_OF_BOUNDS, "out of bounds")]
-    texts.append(_Text(PAD, PAD + 22, what[:170], size=9, color="#333333"))
+    texts.append(Text(PAD, PAD + 22, what[:170], size=9, color="#333333"))
     x, y = PAD, PAD + 44
     for color, label in legend:  # swatches drawn in pixels, so their colours are exact
         canvas[y + 2 : y + 13, x : x + 11] = color
@@ -311,15 +263,15 @@ def _header(model: _Model, view: str, pi: int, op_index: int | None, canvas: np.
             canvas[y + 2 : y + 13, x : x + 11] = program_color(0)
             canvas[y + 5 : y + 10, x + 3 : x + 8] = SHARED_DOT
             label = label[1:].strip()
-        texts.append(_Text(x + 15, y, label, size=8.5))
-        x += 15 + _text_w(label, bold=False) + 12
+        texts.append(Text(x + 15, y, label, size=8.5))
+        x += 15 + text_width(label, bold=False) + 12
     if model.status_map is not None and np.any(np.asarray(model.status_map) == 1):
         canvas[y + 2 : y + 13, x : x + 11] = UNTOUCHED
         canvas[y + 5 : y + 10, x + 3 : x + 8] = WRONG_DOT
-        texts.append(_Text(x + 15, y, "wrong value", size=8.5))
+        texts.append(Text(x + 15, y, "wrong value", size=8.5))
 
 
-def _stats_text(model: _Model, view: str, pi: int, op_index: int | None) -> list[_Text]:
+def _stats_text(model: Model, view: str, pi: int, op_index: int | None) -> list[Text]:
     st, lay = model.stats, model.layout
     program = model.programs[pi]
     mine = st.per_program.get(program, Counts())
@@ -393,13 +345,11 @@ def _stats_text(model: _Model, view: str, pi: int, op_index: int | None) -> list
                           red if c.out_of_bounds else "#222222"))
         if n > MAX_PROGRAMS_LISTED:
             lines.append((f"… {n - MAX_PROGRAMS_LISTED} more programs", grey))
-    return [_Text(lay.stats_x, lay.stats_y + i * LINE_H, s, color=c, mono=True, size=STATS_PT)
+    return [Text(lay.stats_x, lay.stats_y + i * LINE_H, s, color=c, mono=True, size=STATS_PT)
             for i, (s, c) in enumerate(lines) if s]
 
 
-
-
-def _picture(model: _Model, view: str, program: Program | int | None, op_index: int | None) -> np.ndarray:
+def _picture(model: Model, view: str, program: Program | int | None, op_index: int | None) -> np.ndarray:
     """The finished picture as an (height, width, 3) uint8 array."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, not {view!r}")
@@ -409,44 +359,38 @@ def _picture(model: _Model, view: str, program: Program | int | None, op_index: 
         raise ValueError(f"op_index {op_index} is outside this program's {n_ops} ops")
     canvas, texts = _draw(model, view, pi, op_index)
     for t in texts:
-        _blit(canvas, t)
+        blit(canvas, t)
     return canvas
 
 
-def _require(source: Any, outcome: int | None) -> _Model:
-    model = _model(source, outcome)
-    if model is None:
-        raise ValueError("no memory trace to draw: the kernel did not run in Triton's interpreter "
-                         "(or failed before it ran); set TRITON_INTERPRET=1")
-    return model
-
-
-def render_figure(source: TestResult | SizeOutcome | Trace, program: Program | int | None = None,
-                  op_index: int | None = None, *, view: str = "program", outcome: int | None = None) -> Figure:
+def render_figure(source: TestResult | SizeOutcome | Trace | Model, program: Program | int | None = None,
+                  op_index: int | None = None, *, view: str = "program", outcome: int | None = None,
+                  puzzle: Puzzle | None = None) -> Figure:
     """The picture as a matplotlib Figure (Agg; never shown on screen), pixel for pixel. See `render_png`."""
     from matplotlib.figure import Figure
 
-    canvas = _picture(_require(source, outcome), view, program, op_index)
+    canvas = _picture(digest_to_draw(source, outcome, puzzle=puzzle), view, program, op_index)
     fig = Figure(figsize=(canvas.shape[1] / DPI, canvas.shape[0] / DPI), dpi=DPI, facecolor="white")
     fig.figimage(canvas, 0, 0, origin="upper")  # no axes, no resampling
     return fig
 
 
-def render_png(source: TestResult | SizeOutcome | Trace, path: str | Path | None = None,
+def render_png(source: TestResult | SizeOutcome | Trace | Model, path: str | Path | None = None,
                program: Program | int | None = None, op_index: int | None = None, *, view: str = "program",
-               outcome: int | None = None) -> bytes:
+               outcome: int | None = None, puzzle: Puzzle | None = None) -> bytes:
     """Draw one run's memory accesses as PNG bytes (and write them to `path` if given).
 
     source: a TestResult (its first failing size, else its canonical size; `outcome` picks another),
-        a SizeOutcome, or a Trace.
+        a SizeOutcome, a Trace, or a Model from `digest`.
     program: a program id (tuple) or its launch index; default the first offending program, else 0.
     op_index: show that program's ops up to this one (0-based; earlier ones faded); None shows all.
     view: "program" (one program's loads and stores), "overview" (each element coloured by the
         program that touched it) or "order" (programs coloured by launch order).
+    puzzle: the run's puzzle (see `digest`): its strided inputs and tile order are drawn as such.
     """
     from PIL import Image  # matplotlib's own PNG writer is Pillow
 
-    canvas = _picture(_require(source, outcome), view, program, op_index)
+    canvas = _picture(digest_to_draw(source, outcome, puzzle=puzzle), view, program, op_index)
     buf = io.BytesIO()
     Image.fromarray(canvas).save(buf, format="png", compress_level=3)
     png = buf.getvalue()
@@ -460,9 +404,10 @@ def render_png(source: TestResult | SizeOutcome | Trace, path: str | Path | None
 # =====================================================================================================
 
 
-def stats_table(source: TestResult | SizeOutcome | Trace, max_programs: int = 32) -> str:
+def stats_table(source: TestResult | SizeOutcome | Trace | Model, max_programs: int = 32, *,
+                puzzle: Puzzle | None = None) -> str:
     """Per program and in total: ops, bytes, masked lanes, and the fewest bytes the puzzle needs."""
-    model = _model(source)
+    model = digest(source, puzzle=puzzle)
     if model is None:
         return "no memory trace (the kernel did not run in Triton's interpreter)"
     st = model.stats
@@ -493,13 +438,14 @@ def stats_table(source: TestResult | SizeOutcome | Trace, max_programs: int = 32
 # =====================================================================================================
 
 
-def save_pngs(result: TestResult, directory: str | Path, max_programs: int = 8) -> list[Path]:
+def save_pngs(result: TestResult, directory: str | Path, max_programs: int = 8, *,
+              puzzle: Puzzle | None = None) -> list[Path]:
     """Write the overview, the launch order and a few programs' pictures; return the paths written.
 
     The programs drawn are the offending ones first, then the first and the last, up to
     `max_programs`. Nothing is written when the run has no trace (a GPU run, a signature error).
     """
-    model = _model(result)
+    model = digest(result, puzzle=puzzle)
     if model is None:
         return []
     out = Path(directory)

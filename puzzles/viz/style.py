@@ -38,8 +38,8 @@ MAX_PROGRAMS_LISTED = 16
 CELL_SIZES = (24, 20, 18, 16, 14, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2)
 
 
-
-def _fade(color: RGB) -> RGB:
+def fade(color: RGB) -> RGB:
+    """The colour of an earlier step: FADE of it, the rest white."""
     return tuple(int(round(c * FADE + 255 * (1 - FADE))) for c in color)
 
 

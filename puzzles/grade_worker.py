@@ -1,0 +1,91 @@
+"""`python -m puzzles.grade_worker`: grades one submission inside the sandbox (puzzles/isolation.py).
+
+Started by the class grader with a JSON request on stdin. In order, before any submitted code
+runs: apply the limits (and drop to its own user), import the grader, and say so; then load the
+submission's definitions and grade each puzzle, reporting one JSON line per step on the channel
+it was started with (what the submission prints goes to a log instead).
+
+This process is not trusted once the submission is loaded: its verdicts are claims. With each
+verdict it returns the evidence, every output the kernel produced and the size, seed and index
+of the inputs it was given, so that the grader, in its own process, rebuilds those inputs and
+compares the outputs itself (puzzles/classroom.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+EVIDENCE_LIMIT = 1 << 22  # elements per output returned (the puzzles' sizes are far smaller)
+
+
+def encode_tensor(tensor: Any) -> dict:
+    array = tensor.detach().cpu().contiguous().numpy()
+    return {"dtype": str(array.dtype), "shape": list(array.shape), "data": base64.b64encode(array.tobytes()).decode()}
+
+
+WORKER_PID = os.getpid()
+
+
+def _emit(channel: TextIO, event: str, **fields: Any) -> None:
+    if os.getpid() != WORKER_PID:  # a forked kernel run that unwound into this code (its parent died)
+        os._exit(70)
+    channel.write(json.dumps({"event": event, **fields}, default=str) + "\n")
+    channel.flush()
+
+
+def _record_evidence(store: list[dict]) -> None:
+    """Keep every (size, seed, index, output) the harness judges, as the harness saw it."""
+    import puzzles.harness as harness
+
+    judge = harness._judge_runs
+
+    def judge_and_keep(kernel: Any, cases: list, runs: list) -> Any:
+        for index, (case, run) in enumerate(zip(cases, runs, strict=False)):
+            if run.output is not None and run.output.numel() <= EVIDENCE_LIMIT:
+                store.append({"sizes": dict(case.sizes), "seed": case.seed, "index": index,
+                              "output": encode_tensor(run.output)})
+        return judge(kernel, cases, runs)
+
+    harness._judge_runs = judge_and_keep
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    channel = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # the submission's prints go to the log, never to the report channel
+    sys.stdout = sys.stderr
+    from puzzles.isolation import Limits, apply_limits
+
+    protections = apply_limits(Limits(**request["limits"]), Path.cwd())
+    _emit(channel, "started", active=protections.active, missing=protections.missing)
+
+    from puzzles import catalog, grade
+
+    puzzles = [catalog.get(n) for n in request["puzzles"]]
+    evidence: list[dict] = []
+    _record_evidence(evidence)
+    _emit(channel, "ready")
+    submission = grade.collect([Path(f) for f in request["files"]], puzzles)
+    _emit(channel, "loaded", problems=submission.problems)
+    for p in puzzles:
+        evidence.clear()
+        try:
+            g = grade.grade_puzzle(submission, p, timeout=request["timeout"], seed=request["seed"])
+        except Exception as err:  # noqa: BLE001 - the submission may have broken the harness itself
+            _emit(channel, "puzzle", number=p.number, status="failed", seconds=0.0, source="",
+                  reason=f"grading raised {type(err).__name__}: {err}", evidence=[])
+            continue
+        _emit(channel, "puzzle", number=p.number, status=g.status, reason=g.reason, seconds=g.seconds,
+              source=g.source, evidence=list(evidence))
+    _emit(channel, "done", problems=submission.problems[-20:])
+    channel.close()
+    os._exit(0)  # skip whatever exit handlers the submission registered
+
+
+if __name__ == "__main__":
+    sys.exit(main())

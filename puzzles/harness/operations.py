@@ -1,0 +1,137 @@
+"""Operation rules (puzzle 15 forbids `tl.dot`): what the kernel really calls, not what its text says.
+
+A rule read from the kernel's own source misses a call from a `@triton.jit` helper and any alias
+(`from triton.language import dot as mm`, `mm = tl.dot`, `import triton.language as T; T.dot`).
+So every call in the kernel and in each jitted function it reaches is resolved to the object it
+names, through that function's own globals and closure (and its simple local aliases), and compared
+by identity with `triton.language`'s function. The compile check looks at the Triton IR as well
+(puzzles/compile_check.py), which catches what no name resolution can.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from puzzles.execution import KernelError, unwrap_kernel
+
+_UNRESOLVED = object()
+
+
+@dataclass
+class ForbiddenCall:
+    """One call of a ruled-out function: in which jitted function, at which file line, under which name."""
+
+    name: str  # the triton.language function, e.g. "dot"
+    function: str  # the jitted function that calls it
+    written: str  # how the call is written: "tl.dot", "mm", "T.dot"
+    line: int
+    filename: str
+    path: tuple[str, ...]  # the functions from the kernel down to `function`
+
+
+def forbidden_calls(kernel: Any, names: tuple[str, ...]) -> list[ForbiddenCall]:
+    """Every call to one of `names` (functions of triton.language) that the kernel can reach."""
+    import triton.language as tl
+
+    banned = {id(getattr(tl, n)): n for n in names if hasattr(tl, n)}
+    found: list[ForbiddenCall] = []
+    root = unwrap_kernel(kernel)
+    if root is None or not banned:
+        return found
+    seen: set[Any] = set()
+    queue: list[tuple[Callable[..., Any], tuple[str, ...]]] = [(root, (root.__name__,))]
+    while queue:
+        fn, path = queue.pop(0)
+        if fn.__code__ in seen:
+            continue
+        seen.add(fn.__code__)
+        for node, target, line in _calls(fn):
+            if id(target) in banned:
+                found.append(ForbiddenCall(banned[id(target)], fn.__name__, ast.unparse(node.func), line,
+                                           fn.__code__.co_filename, path))
+                continue
+            inner = _own_jit_function(target)
+            if inner is not None:
+                queue.append((inner, (*path, inner.__name__)))
+    return found
+
+
+def forbidden_call_error(kernel: Any, names: tuple[str, ...], puzzle_number: int) -> KernelError | None:
+    """The first ruled-out call the kernel makes, as an error at the learner's line."""
+    calls = forbidden_calls(kernel, names)
+    if not calls:
+        return None
+    first = calls[0]
+    via = f" as `{first.written}`" if first.written != f"tl.{first.name}" else ""
+    where = first.function if len(first.path) == 1 else f"{first.function} (called from {' -> '.join(first.path[:-1])})"
+    return KernelError("rule", f"Puzzle {puzzle_number} asks you not to use tl.{first.name} (its statement says why), "
+                       f"and {where} calls it{via}", first.line, linecache.getline(first.filename, first.line),
+                       first.filename)
+
+
+def _calls(fn: Callable[..., Any]) -> Iterator[tuple[ast.Call, Any, int]]:
+    """(call, the object it calls or _UNRESOLVED, file line) for each call in fn's body."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return  # no source to read: the result is still graded (and the compile check reads the IR)
+    scope: dict[str, Any] = dict(fn.__globals__)
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__, strict=False):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:  # an empty cell
+                pass
+    # A local alias (`mm = tl.dot`, then `mm(a, b)`): a name assigned once, to something resolvable.
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else tree.body
+    nodes = [node for stmt in body for node in ast.walk(stmt)]  # not the decorators: they are not the kernel's
+    assigned: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+    for name, values in assigned.items():
+        value = _resolve(values[0], scope) if len(values) == 1 else _UNRESOLVED
+        if value is not _UNRESOLVED and callable(value):
+            scope[name] = value
+        else:
+            scope.pop(name, None)  # a local variable shadows any global of its name
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            yield node, _resolve(node.func, scope), first + node.lineno - 1
+
+
+def _resolve(expr: ast.expr, scope: dict[str, Any]) -> Any:
+    """The object a name or a dotted name stands for in `scope`, or _UNRESOLVED."""
+    if isinstance(expr, ast.Name):
+        return scope.get(expr.id, _UNRESOLVED)
+    if isinstance(expr, ast.Attribute):
+        base = _resolve(expr.value, scope)
+        if base is _UNRESOLVED:
+            return _UNRESOLVED
+        try:
+            return inspect.getattr_static(base, expr.attr) if not inspect.ismodule(base) else getattr(base, expr.attr)
+        except AttributeError:
+            return _UNRESOLVED
+    return _UNRESOLVED
+
+
+def _own_jit_function(value: Any) -> Callable[..., Any] | None:
+    """The Python function behind a @triton.jit helper of the learner's (not Triton's own library)."""
+    if value is _UNRESOLVED or not (hasattr(value, "fn") or hasattr(value, "arg_names")):
+        return None
+    try:
+        inner = unwrap_kernel(value)
+    except Exception:  # noqa: BLE001 - anything odd is not a helper
+        return None
+    if inner is None or not hasattr(inner, "__code__") or (inner.__module__ or "").startswith("triton."):
+        return None
+    return inner

@@ -1,0 +1,121 @@
+"""A synthetic class for the class-grading tests and benchmarks/grade_class.py: honest students
+(references, starters, a wrong kernel, a notebook) and hostile ones (a forged `test`, a forged
+judge, writing another student's file, an endless loop while loading, a huge allocation, a
+kernel that kills its grading process, a truncated notebook)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from puzzles import catalog, notebooks
+from puzzles.solution_source import reference_source, starter_source
+
+HEADER = "import os\nimport torch\nimport triton\nimport triton.language as tl\n\n"
+P1, P2 = catalog.get(1), catalog.get(2)
+
+# student -> {puzzle number: expected status}; the hostile ones' expected reason words follow.
+EXPECTED = {
+    "honest_ref": {1: "passed", 2: "passed"},
+    "honest_nb": {1: "passed", 2: "not attempted"},
+    "starter": {1: "not attempted", 2: "not attempted"},
+    "wrong": {1: "failed", 2: "passed"},
+    "forged_test": {1: "failed", 2: "not attempted"},
+    "forged_judge": {1: "failed", 2: "not attempted"},
+    "tamperer": {1: "passed", 2: "not attempted"},
+    "looper": {1: "failed", 2: "not attempted"},
+    "hog": {1: "failed", 2: "not attempted"},
+    "killer": {1: "failed", 2: "passed"},
+    "truncated": {1: "failed", 2: "not attempted"},
+}
+REASONS = {
+    ("wrong", 1): "wrong",
+    ("forged_test", 1): "could not confirm",
+    ("forged_judge", 1): "could not confirm",
+    ("looper", 1): "loading the submission did not finish",
+    ("hog", 1): "memory",
+    ("killer", 1): "killed the process",
+    ("truncated", 1): "cannot be read",
+}
+
+FORGED_TEST = '''
+class Sneaky:  # a class body runs while loading: replace the grader's test() with a yes-man
+    import puzzles.grade as grading
+
+    class Passed:
+        passed, seconds, seed = True, 0.0, 1
+
+        def reason(self):
+            return "passed"
+
+    grading.test = lambda *args, **kwargs: Sneaky.Passed()
+'''
+
+FORGED_JUDGE = '''
+class Sneaky:  # replace the harness's judge: every size "passed", whatever the output
+    import puzzles.harness as harness
+    from puzzles.result import SizeOutcome
+
+    harness._judge_runs = lambda kernel, cases, runs: [
+        Sneaky.SizeOutcome(c.sizes, c.seed, "passed") for c in cases]
+'''
+
+KILL_PARENT = "    os.kill(os.getppid(), 9)  # the process that runs this kernel: the student's grading process\n"
+
+STALL = """
+class Stall:
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass
+
+"""
+
+DO_NOTHING = '''
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    pass
+'''
+
+
+def write_notebook(path: Path, puzzle_source: str) -> None:
+    nb = json.loads(notebooks.dumps(notebooks.puzzle_notebook(P1)))
+    for cell in nb["cells"]:
+        if "starter" in cell.get("metadata", {}).get("tags", []):
+            cell["source"] = puzzle_source
+    path.write_text(json.dumps(nb))
+
+
+def build_class(root: Path) -> Path:
+    """The class folder (one sub-folder per student); returns it."""
+    folder = root / "class"
+    files = {
+        "honest_ref": HEADER + reference_source(P1) + "\n\n" + reference_source(P2),
+        "starter": HEADER + starter_source(P1) + "\n\n" + starter_source(P2),
+        "wrong": HEADER + reference_source(P1).replace("10.0", "11.0") + "\n\n" + reference_source(P2),
+        "forged_test": HEADER + FORGED_TEST + DO_NOTHING,
+        "forged_judge": HEADER + FORGED_JUDGE + DO_NOTHING,
+        # a loop in a class body that swallows the loader's interruption: only the worker's deadline stops it
+        "looper": HEADER + STALL + reference_source(P1),
+        # a module-level tensor the kernel uses, far over the memory limit (torch.empty: never touched)
+        "hog": HEADER + "SCALE = torch.empty(1 << 31).numel() // (1 << 31)\n\n"
+        + reference_source(P1).replace("x + 10.0", "x + 10.0 * SCALE"),
+        "killer": HEADER + reference_source(P1).replace("    offsets =", KILL_PARENT + "    offsets =", 1)
+        + "\n\n" + reference_source(P2),
+    }
+    for name, text in files.items():
+        (folder / name).mkdir(parents=True)
+        (folder / name / "answers.py").write_text(text)
+    victim = folder / "honest_ref" / "answers.py"
+    (folder / "tamperer").mkdir()
+    (folder / "tamperer" / "answers.py").write_text(
+        HEADER + f"class Vandal:\n    open({str(victim)!r}, 'a').write('# tampered')\n\n" + reference_source(P1))
+    (folder / "honest_nb").mkdir()
+    write_notebook(folder / "honest_nb" / f"{P1.id}.ipynb", reference_source(P1))
+    (folder / "truncated").mkdir()
+    write_notebook(folder / "truncated" / f"{P1.id}.ipynb", reference_source(P1))
+    whole = (folder / "truncated" / f"{P1.id}.ipynb").read_text()
+    (folder / "truncated" / f"{P1.id}.ipynb").write_text(whole[: len(whole) * 2 // 3])
+    return folder

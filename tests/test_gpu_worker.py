@@ -1,0 +1,193 @@
+"""The GPU worker's protocol, on a CPU: the same worker runs under Triton's interpreter on CPU tensors
+(PUZZLES_WORKER_DEVICE=cpu). A kernel travels as source (with its @jit helpers, constexpr globals,
+autotune configs and heuristics); a crash or a time limit ends the worker and the next call works."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+import wrong_kernels as wrong
+
+from puzzles import catalog, gpu_worker, on_gpu, test
+from puzzles.harness.cases import _make_case
+from puzzles.harness.judging import _judge_runs
+from puzzles.harness.running import _run_on_gpu
+from puzzles.harness.signature import _bind
+
+SCALE = tl.constexpr(10.0)
+
+
+@triton.jit
+def _plus_scale(x):
+    return x + SCALE
+
+
+@triton.jit
+def add_mask2_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    tl.store(z_ptr + offsets, _plus_scale(tl.load(x_ptr + offsets, mask=mask)), mask=mask)
+
+
+@triton.jit
+def add_mask2_kernel_wild(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    wild = (z_ptr.to(tl.int64, bitcast=True) + (1 << 46)).to(tl.pointer_type(tl.float32), bitcast=True)
+    tl.store(wild + offsets, tl.load(x_ptr + offsets, mask=offsets < N0))
+
+
+@triton.jit
+def add_mask2_kernel_prints(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    print("hello from program", tl.program_id(0))
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 10.0, mask=mask)
+
+
+@triton.autotune(configs=[triton.Config({"B0": 16}, num_warps=1), triton.Config({"B0": 64}, num_warps=2)],
+                 key=["N0"])
+@triton.jit
+def copy_autotuned(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < N0) * 2, mask=offsets < N0)
+
+
+@triton.heuristics({"B0": lambda args: triton.next_power_of_2(args["N0"])})
+@triton.jit
+def copy_heuristic(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < N0) * 3, mask=offsets < N0)
+
+
+@pytest.fixture
+def cpu_worker(monkeypatch):
+    monkeypatch.setenv("PUZZLES_WORKER_DEVICE", "cpu")
+    return gpu_worker.worker("cpu")
+
+
+def _grade_in_worker(kernel, timeout: float = 20.0):
+    p = catalog.get(2)
+    cases = [_make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
+    runs = _run_on_gpu(kernel, _bind(kernel, p.spec), cases, timeout, True, True)
+    return _judge_runs(kernel, cases, runs)
+
+
+def test_a_kernel_travels_with_its_helper_and_constexpr_global(cpu_worker):
+    outcomes = _grade_in_worker(add_mask2_kernel)
+    assert [o.status for o in outcomes] == ["passed"] * len(outcomes)
+
+
+def test_autotuned_and_heuristics_kernels_travel_with_their_configs(cpu_worker):
+    reply = cpu_worker.call("worker_jobs:launch_each_config", copy_autotuned, 100)
+    assert reply.status == "ok", reply
+    assert [(kwargs, warps) for kwargs, warps, _ in reply.value] == [({"B0": 16}, 1), ({"B0": 64}, 2)]
+    assert all(z == [2.0 * i for i in range(100)] for _, _, z in reply.value)
+    reply = cpu_worker.call("worker_jobs:launch_elementwise", copy_heuristic, 37)
+    assert reply.status == "ok", reply
+    assert reply.value.tolist() == [3.0 * i for i in range(37)]
+
+
+def test_what_the_kernel_prints_comes_back(cpu_worker):
+    outcomes = _grade_in_worker(add_mask2_kernel_prints)
+    assert outcomes[0].passed
+    assert "hello from program" in outcomes[0].stdout
+
+
+def test_a_crash_ends_the_worker_and_the_next_kernel_passes(cpu_worker):
+    outcomes = _grade_in_worker(add_mask2_kernel_wild)
+    first = outcomes[0]
+    assert first.status == "out of bounds" and first.invalid_accesses[0].op == "store"
+    assert "crashed" in first.reason() and "N0=200" in first.reason() and "access check" in first.reason()
+    assert all(o.status == "out of bounds" for o in outcomes[1:])  # the later sizes under the interpreter alone
+    assert cpu_worker.call("worker_jobs:segfault").status == "crash"
+    assert all(o.passed for o in _grade_in_worker(add_mask2_kernel))
+
+
+def test_a_timeout_ends_the_worker_and_the_next_kernel_passes(cpu_worker):
+    outcomes = _grade_in_worker(wrong.add_mask2_kernel_forever, timeout=2.0)
+    assert outcomes[0].status == "timeout" and "on the GPU" in outcomes[0].reason()
+    assert all(o.status == "not run" for o in outcomes[1:])
+    assert all(o.passed for o in _grade_in_worker(add_mask2_kernel))
+
+
+def test_an_error_in_the_worker_names_the_learners_line(cpu_worker, load_kernel):
+    kernel = load_kernel("""
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + undefined_name)
+""", "add_kernel")
+    error = _grade_in_worker(kernel)[0].error
+    assert error is not None and "undefined_name" in error.message
+    assert error.line == 9 and "undefined_name" in error.source
+
+
+# -- on a CUDA GPU (skipped without one) ----------------------------------------------------------------------
+
+needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")]
+
+
+@triton.jit
+def add_mask2_kernel_spins(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    while tl.load(x_ptr) == tl.load(x_ptr):  # never false for a number: spins on the GPU
+        tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+def test_on_a_gpu_a_fault_then_a_correct_kernel_then_a_torch_op():
+    spec = catalog.get(2).spec
+    wild = test(add_mask2_kernel_wild, spec, quiet=True)
+    failure = wild.first_failure
+    assert failure is not None and "illegal memory access at N0=200" in failure.reason(), str(wild)
+    assert "GPU process was restarted" in failure.reason() and failure.invalid_accesses[0].op == "store"
+    assert test(add_mask2_kernel, spec, quiet=True).passed
+    assert torch.ones(3, device="cuda").sum().item() == 3.0  # this process's CUDA is fine
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+def test_on_a_gpu_an_endless_loop_stops_at_the_limit():
+    started = time.perf_counter()
+    result = test(add_mask2_kernel_spins, catalog.get(2).spec, quiet=True, timeout=3)
+    first = result.outcomes[0]
+    assert first.status == "timeout" and "on the GPU" in first.reason(), str(result)
+    assert time.perf_counter() - started < 60
+    assert test(add_mask2_kernel, catalog.get(2).spec, quiet=True).passed
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+def test_on_a_gpu_the_notebook_process_never_initialises_cuda_for_test():
+    # Run in a fresh interpreter: grading a kernel there leaves its CUDA untouched (it can fork).
+    import subprocess
+    import sys
+
+    code = ("import puzzles, torch; from puzzles import catalog, test; p = catalog.get(2); "
+            "assert test(p.reference(), p.spec, quiet=True, perf=True).passed; print(torch.cuda.is_initialized())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("False")
+
+
+@triton.jit
+def add_mask2_kernel_device_print(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    if tl.program_id(0) == 1:
+        tl.device_print("from the GPU, program", tl.program_id(0))
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 10.0, mask=mask)
+
+
+@needs_gpu[0]
+@needs_gpu[1]
+def test_on_a_gpu_what_the_kernel_prints_comes_back_with_the_verdict():
+    result = test(add_mask2_kernel_device_print, catalog.get(2).spec, quiet=True)
+    assert result.passed
+    assert "from the GPU, program" in result.outcomes[0].stdout

@@ -1,0 +1,203 @@
+"""Grading a class: sandboxed workers, verdicts the grader checks itself, the gradebook, and the
+per-student jobs whose merge equals the roster's gradebook (issue 25); what grading loads (issue 21)."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import classroom_fixtures as fixtures
+import pytest
+import torch
+
+from puzzles import catalog, grade
+from puzzles.classroom import check_evidence
+from puzzles.grade_worker import encode_tensor
+from puzzles.harness.cases import make_case, size_list
+from puzzles.isolation import UID_BASE, can_switch_user
+from puzzles.solution_source import reference_source
+
+ROOT = Path(__file__).resolve().parent.parent
+P1_ID = catalog.get(1).id
+FAST = ["--puzzle", "1", "--puzzle", "2", "--timeout", "2", "--seed", "7"]
+
+
+def run_grade(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "puzzles", "grade", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+
+
+def rows(table: Path) -> list[dict]:
+    return list(csv.DictReader(table.open()))
+
+
+def digests(folder: Path) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def job_processes() -> list[str]:
+    """Processes of the jobs' own users (the killer's orphans, a loader still looping)."""
+    left = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uid = int(next(line.split()[1] for line in status.read_text().splitlines() if line.startswith("Uid:")))
+        except (OSError, StopIteration, ValueError):
+            continue
+        if uid >= UID_BASE:
+            left.append(status.parent.name)
+    return left
+
+
+def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_path):
+    folder = fixtures.build_class(tmp_path)
+    before = digests(folder)
+    proc = run_grade(str(folder), *FAST, "--jobs", "2", "--out", str(tmp_path / "book"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # graded, though students failed
+    got = {(r["student"], int(r["puzzle"][:2])): r for r in rows(tmp_path / "book" / "grades.csv")}
+    for student, verdicts in fixtures.EXPECTED.items():
+        for number, status in verdicts.items():
+            row = got[(student, number)]
+            assert row["status"] == status, (student, number, row)
+            assert row["seed"] == "7"
+    for (student, number), words in fixtures.REASONS.items():
+        assert words in got[(student, number)]["message"], (student, number, got[(student, number)])
+    if can_switch_user():  # as root each worker is a user of its own: no write outside its folder
+        assert digests(folder) == before
+        assert not job_processes(), "processes of the jobs' users were left behind"
+        record = json.loads((tmp_path / "book" / "students" / "tamperer.json").read_text())
+        assert any("PermissionError" in p for p in record["problems"])
+        assert any("unprivileged user" in p for p in record["protections"])
+    honest = json.loads((tmp_path / "book" / "students" / "honest_ref.json").read_text())
+    assert honest["points"] == honest["max_points"] == 2.0
+    assert "killed the process" in (tmp_path / "book" / "feedback" / "killer.txt").read_text()
+    assert "students" in proc.stderr  # the progress bar
+
+
+def test_per_student_jobs_merged_give_the_roster_gradebook(tmp_path):
+    folder = tmp_path / "class"
+    whole = fixtures.build_class(tmp_path / "all")
+    folder.mkdir()
+    for name in ("honest_ref", "wrong", "starter"):
+        (whole / name).rename(folder / name)
+    roster = run_grade(str(folder), *FAST, "--jobs", "2", "--out", str(tmp_path / "roster"))
+    assert roster.returncode == 0, roster.stderr
+    jobs = [subprocess.Popen([sys.executable, "-m", "puzzles", "grade", "--student", str(d), *FAST,
+                              "--out", str(tmp_path / "results" / f"{d.name}.json")], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for d in sorted(folder.iterdir())]
+    assert all(job.wait(timeout=600) == 0 for job in jobs)
+    merged = run_grade("--merge", str(tmp_path / "results"), "--out", str(tmp_path / "merged"))
+    assert merged.returncode == 0, merged.stderr
+
+    def table(book: str) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in rows(tmp_path / book / "grades.csv")]
+
+    assert table("roster") == table("merged") and len(table("roster")) == 6
+
+
+def test_a_claimed_pass_is_checked_against_the_spec():
+    p = catalog.get(1)
+    sizes = [dict(s) for s in p.sizes]
+    right = [{"sizes": s, "seed": 5, "index": i, "output": encode_tensor(make_case(p.spec, p, s, 5, i).expected)}
+             for i, s in enumerate(sizes)]
+    assert check_evidence(p, 5, right) is None
+    wrong = [dict(item, output=encode_tensor(torch.zeros(s["N0"]))) for item, s in zip(right, sizes, strict=True)]
+    assert "differ from the spec" in check_evidence(p, 5, wrong)
+    assert len(right) > 1 and "no output" in check_evidence(p, 5, right[:1])
+    assert "seed" in check_evidence(p, 6, right)
+    huge = [dict(right[0], sizes={**sizes[0], "N0": 10**6})]
+    assert "does not have" in check_evidence(p, 5, huge)
+
+
+def test_grading_runs_the_assignments_a_kernel_needs_and_skips_experiments():
+    source = ("import triton\nCONFIGS = [triton.Config({'B0': b}) for b in (32, 64)]\n"
+              "x = torch.rand(8)\nresult = test(k, spec)\nz = k[(1,)](x)\nHELPER = make(CONFIGS)\n"
+              "@triton.autotune(configs=HELPER, key=['N0'])\n@triton.jit\ndef k(x_ptr, N0):\n    pass\n")
+    chosen = grade.select_definitions(ast.parse(source).body)
+    names = [ast.unparse(n).split(" =")[0].split("\n")[0] for n in chosen]
+    assert names == ["import triton", "CONFIGS", "HELPER", "@triton.autotune(configs=HELPER, key=['N0'])"]
+
+
+def test_an_autotuned_kernel_with_module_level_configs_passes(tmp_path):
+    p = catalog.get(20)
+    source = reference_source(p)
+    start, end = source.index("configs=[") + len("configs="), source.index("],") + 1
+    configs = source[start:end]
+    text = ("import torch\nimport triton\nimport triton.language as tl\n\n"
+            f"CONFIGS = [c for c in {configs}]\n\n" + source[:start] + "CONFIGS" + source[end:])
+    (tmp_path / "a.py").write_text(text)
+    (g,) = grade.grade([tmp_path / "a.py"], [p], timeout=10)
+    assert g.status == "passed", g.reason
+
+
+def test_a_renamed_kernel_is_named(tmp_path):
+    p = catalog.get(2)
+    (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(p).replace(p.kernel_name, "my_kernel"))
+    (g,) = grade.grade([tmp_path / "a.py"], [p])
+    assert g.status == "not attempted"
+    assert f"no kernel named {p.kernel_name}; found my_kernel with the same parameters" in g.reason
+
+
+@pytest.mark.parametrize("flag", ["--isolate"])
+def test_one_learner_isolated_keeps_the_scoreboard(tmp_path, flag):
+    (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(catalog.get(1)))
+    proc = run_grade(str(tmp_path / "a.py"), flag, *FAST)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "✓   1 Constant add" in proc.stdout and "1 passed, 0 failed, 1 not attempted" in proc.stdout
+
+
+def test_students_are_found_per_folder_or_per_file(tmp_path):
+    from puzzles.__main__ import _is_class
+    from puzzles.classroom import discover
+
+    for name in ("ada", "bob"):
+        (tmp_path / "class" / name).mkdir(parents=True)
+        (tmp_path / "class" / name / f"{P1_ID}.ipynb").write_text("{}")
+        (tmp_path / "files" / f"{name}.py").parent.mkdir(exist_ok=True)
+        (tmp_path / "files" / f"{name}.py").write_text("")
+    roster = discover([tmp_path / "class"])
+    assert [(s.name, [f.name for f in s.files]) for s in roster] == [("ada", [f"{P1_ID}.ipynb"]),
+                                                                     ("bob", [f"{P1_ID}.ipynb"])]
+    # `grade student_*`: each folder is a student (not one learner whose kernels overwrite each other)
+    assert _is_class([str(tmp_path / "class" / "ada"), str(tmp_path / "class" / "bob")])
+    assert _is_class([str(tmp_path / "class")])
+    assert not _is_class([str(tmp_path / "class" / "ada")])  # one learner's folder: the scoreboard
+    assert [s.name for s in discover([tmp_path / "files"], per_file=True)] == ["ada", "bob"]
+
+
+def test_an_endless_loop_while_loading_is_stopped_in_the_scoreboard_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(grade, "LOAD_SECONDS", 1.0)
+    p = catalog.get(1)
+    (tmp_path / "a.py").write_text(fixtures.HEADER + "class Stall:\n    while True:\n        pass\n\n"
+                                   + reference_source(p))
+    (g,) = grade.grade([tmp_path / "a.py"], [p])
+    assert g.status == "passed"  # the loop is reported (stderr), the kernel still graded
+    assert "line 6: did not finish within 1 s while loading" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("number", [p.number for p in catalog.all_puzzles()])
+def test_the_grader_confirms_right_outputs_of_every_puzzle(number):
+    """The check in the grader's process accepts the spec's own outputs at every size of every puzzle
+    (sizes with floats, tensor lists, strided inputs, zero-initialised outputs) and rejects poison."""
+    p = catalog.get(number)
+    sizes = size_list(p, None, None, None)
+    right = [{"sizes": dict(s), "seed": 3, "index": i,
+              "output": encode_tensor(make_case(p.spec, p, dict(s), 3, i).expected)} for i, s in enumerate(sizes)]
+    assert check_evidence(p, 3, right) is None
+    first = make_case(p.spec, p, dict(sizes[0]), 3, 0).expected
+    poisoned = [dict(right[0], output=encode_tensor(torch.full_like(first, 7)))] + right[1:]
+    assert check_evidence(p, 3, poisoned) is not None
+
+
+def test_without_a_user_of_its_own_grading_works_and_says_what_is_missing(tmp_path):
+    from puzzles.classroom import Options, Student, grade_student
+
+    (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(catalog.get(1)))
+    result = grade_student(Student("solo", [tmp_path / "a.py"]), [catalog.get(1)], Options(timeout=2), seed=1, uid=None)
+    assert [v.status for v in result.verdicts] == ["passed"], result
+    assert any("own user" in m for m in result.missing_protections)
+    assert any("memory limit" in a for a in result.protections)

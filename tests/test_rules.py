@@ -1,0 +1,157 @@
+"""The grader's rules hold for what a kernel really does (issue 21): puzzle 15's ban on tl.dot through helpers
+and aliases, puzzle 20 graded under configs of the grader's own, parameters that a default, @triton.heuristics or
+an autotune config supplies, and the order in which sizes are declared."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import rule_kernels as rk
+import triton
+
+from puzzles import catalog, on_gpu, test
+from puzzles.autotune import grader_configs, tuning_rules
+from puzzles.execution import unwrap_kernel
+from puzzles.harness.operations import forbidden_calls
+
+SEEDS = range(20)
+# Puzzle 20 at 20 seeds: what the seed changes is which configs the grader picks; small sizes keep it fast
+# (one several programs long, one shorter than any block).
+SMALL_20 = [{"N0": 300, "B0": 64}, {"N0": 97, "B0": 64}]
+
+
+def name_of(kernel) -> str:
+    return unwrap_kernel(kernel).__name__
+
+
+def grade(number: int, kernel, seed: int = 1234, **kwargs):
+    return test(kernel, catalog.get(number).spec, quiet=True, seed=seed, **kwargs)
+
+
+def marked_line(fn, marker: str = "FORBIDDEN") -> int:
+    fn = getattr(fn, "fn", fn)
+    lines, first = inspect.getsourcelines(fn)
+    return next(first + i for i, text in enumerate(lines) if marker in text)
+
+
+# -- puzzle 15: tl.dot however it is reached ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", list(rk.GEMV_WITH_DOT))
+def test_tl_dot_is_found_through_helpers_and_aliases(how):
+    kernel, helper = rk.GEMV_WITH_DOT[how]
+    result = grade(15, kernel)
+    assert not result.passed and result.error is not None and result.error.kind == "rule", str(result)
+    assert "not to use tl.dot" in result.error.message
+    assert not result.outcomes  # rejected before running
+    where = helper or kernel
+    assert result.error.line == marked_line(where)
+    assert result.error.filename == rk.__file__ and "FORBIDDEN" in result.error.source
+    name = getattr(where, "fn", where).__name__
+    assert f"{name} " in result.error.message  # the function that makes the call is named
+    if helper is not None:
+        assert "called from" in result.error.message and kernel.fn.__name__ in result.error.message
+
+
+def test_the_search_resolves_names_not_text():
+    # A helper of the learner's called `dot` that sums is not tl.dot; every alias of tl.dot is.
+    assert forbidden_calls(rk.int8_gemv_kernel_helper_named_dot, ("dot",)) == []
+    for kernel, _ in rk.GEMV_WITH_DOT.values():
+        assert [c.name for c in forbidden_calls(kernel, ("dot",))] == ["dot"]
+    written = {forbidden_calls(k, ("dot",))[0].written for k, _ in rk.GEMV_WITH_DOT.values()}
+    assert {"mm", "matmul", "T.dot", "product", "tl.dot"} <= written
+
+
+def test_a_helper_named_dot_that_does_not_use_tl_dot_passes():
+    result = grade(15, rk.int8_gemv_kernel_helper_named_dot)
+    assert result.passed, str(result)
+
+
+@pytest.mark.skipif(on_gpu(), reason="the ahead-of-time compile check runs only without a GPU")
+def test_tl_dot_that_no_name_shows_is_found_in_the_compiled_ir(tmp_path, monkeypatch):
+    monkeypatch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path / "compile-cache"))
+    monkeypatch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
+    kernel = rk.int8_gemv_kernel_dot_by_name
+    assert forbidden_calls(kernel, ("dot",)) == []  # getattr(tl, "d" + "ot"): no name to resolve
+    result = grade(15, kernel)
+    assert not result.passed
+    failure = result.first_failure
+    assert failure.error is not None and failure.error.kind == "rule", str(result)
+    assert "not to use tl.dot" in failure.error.message and "tt.dot" in failure.error.message
+    assert failure.error.line == marked_line(kernel) and "FORBIDDEN" in failure.error.source
+    assert all(not o.passed for o in result.outcomes)
+
+
+# -- puzzle 20: the grader's own configs ----------------------------------------------------------------------
+
+
+def test_the_grader_picks_its_configs_within_the_puzzles_rules_and_off_the_learners():
+    rules = tuning_rules(catalog.get(20))
+    assert rules["B0"] and rules["num_warps"]
+    for blocks in [(64,), (32, 128, 1024), (32,), (1024,), (32, 64, 128, 256, 512, 1024)]:
+        learner = [triton.Config({"B0": b, "UNROLL": 2}, num_warps=2) for b in blocks]
+        configs = grader_configs(learner, rules)
+        chosen = [c.kwargs["B0"] for c in configs]
+        assert len(configs) == 2 and all(b in rules["B0"] for b in chosen)
+        if len(blocks) < len(rules["B0"]):
+            assert not set(chosen) & set(blocks)  # values the learner's configs do not use
+        assert chosen[0] == min(set(rules["B0"]) - set(blocks) or rules["B0"])
+        assert chosen[1] == max(set(rules["B0"]) - set(blocks) or rules["B0"])
+        assert all(c.num_warps in rules["num_warps"] and c.num_warps != 2 for c in configs)
+        assert all(c.kwargs["UNROLL"] == 2 for c in configs)  # the learner's other meta-parameters are kept
+
+
+@pytest.mark.parametrize("kernel", [rk.silu_mul_kernel_literal_block, rk.silu_mul_kernel_literal_stride],
+                         ids=name_of)
+def test_a_kernel_right_only_under_its_own_configs_fails_under_the_graders(kernel):
+    for seed in SEEDS:
+        result = grade(20, kernel, seed=seed, sizes=SMALL_20, compile_check=False, isolate=False)
+        assert not result.passed, seed
+        assert "config 1 of 1" in " ".join(result.notes) and "passed" in result.notes[1]  # its own config passes
+        assert "config of the grader's own" in result.notes[0], result.notes
+        failure = result.first_failure
+        assert "under the grader's own config" in failure.reason() and "not one of yours" in failure.reason()
+        assert failure.sizes["B0"] != kernel.configs[0].kwargs["B0"]
+
+
+@pytest.mark.parametrize("kernel", [catalog.get(20).reference(), rk.silu_mul_kernel_extra_meta,
+                                    rk.silu_mul_kernel_heuristics_above], ids=name_of)
+def test_correct_autotuned_kernels_pass_under_every_config(kernel):
+    assert grade(20, kernel).passed  # at the puzzle's own sizes, compile check included
+    for seed in SEEDS:
+        result = grade(20, kernel, seed=seed, sizes=SMALL_20, compile_check=False, isolate=False)
+        assert result.passed, (seed, str(result))
+        assert sum(n.startswith("grader's config") and n.endswith("passed") for n in result.notes) == 2
+
+
+# -- parameters and their order ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel", [rk.add_mask2_kernel_default, rk.add_mask2_kernel_heuristics],
+                         ids=name_of)
+def test_parameters_a_default_or_heuristics_supply_are_accepted(kernel):
+    for seed in SEEDS:  # the compile check too, once (it must accept the parameters as well)
+        result = grade(2, kernel, seed=seed, compile_check=seed == 0, isolate=False)
+        assert result.passed, (seed, str(result))
+
+
+def test_a_parameter_nothing_supplies_is_still_refused():
+    result = grade(2, rk.add_mask2_kernel_unknown)
+    assert result.error is not None and result.error.kind == "signature"
+    assert "'ADD' that this puzzle does not provide" in result.error.message
+
+
+def test_sizes_declared_in_another_order_are_passed_by_name_and_the_verdict_says_so():
+    result = grade(2, rk.add_mask2_kernel_sizes_reordered)
+    assert result.passed, str(result)
+    note = next(n for n in result.notes if "declares its parameters in the order" in n)
+    assert "(x_ptr, z_ptr, B0, N0)" in note and "(x_ptr, z_ptr, N0, B0)" in note and "by name" in note
+    assert not any("declares its parameters" in n for n in grade(2, catalog.get(2).reference()).notes)
+
+
+def test_where_the_notebook_launches_a_size_by_position_the_grader_does_too():
+    result = grade(20, rk.silu_mul_kernel_sizes_reordered)
+    assert result.error is not None and result.error.kind == "signature", str(result)
+    assert "silu_mul_kernel[grid](x, y, z, N0)" in result.error.message
+    assert "declare N0 right after the pointers" in result.error.message
