@@ -503,3 +503,41 @@ def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_ha
     right = _run_interpreted(sum_kernel_masking_with_where, _bind(sum_kernel_masking_with_where, p.spec, p), case, True)
     right.trace.output = right.output
     assert _judge(case, RunOutput(case.expected.clone(), right.trace, None, "", 0.01), None).passed
+
+
+# -- the GPU path, with the GPU worker on the CPU (PUZZLES_WORKER_DEVICE=cpu, as tests/test_gpu_worker.py) --------
+
+
+@pytest.fixture
+def cpu_worker(monkeypatch):
+    from puzzles import gpu_worker
+
+    monkeypatch.setenv("PUZZLES_WORKER_DEVICE", "cpu")
+    return gpu_worker.worker("cpu")
+
+
+def _grade_through_the_worker(number: int, kernel):
+    from puzzles.harness.cases import _make_case
+    from puzzles.harness.judging import _judge_runs
+    from puzzles.harness.running import _run_on_gpu
+    from puzzles.harness.signature import _bind
+
+    p = catalog.get(number)
+    cases = [_make_case(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]
+    return _judge_runs(kernel, cases, _run_on_gpu(kernel, _bind(kernel, p.spec, p), cases, 20.0, True, True))
+
+
+@interpreted_only
+def test_through_the_worker_each_output_tensor_is_its_own_allocation(cpu_worker):
+    assert all(o.passed for o in _grade_through_the_worker(21, catalog.get(21).reference()))
+    assert all(o.passed for o in _grade_through_the_worker(21, sgd_with_other_and_where))
+    failure = next(o for o in _grade_through_the_worker(21, sgd_outputs_end_to_end) if not o.passed)
+    assert failure.status == "out of bounds" and "params_out[0]" in failure.reason()
+
+
+@interpreted_only
+def test_through_the_worker_a_kernel_relying_on_zero_lanes_fails_on_the_check_run(cpu_worker):
+    # The worker's run (the interpreter, lanes 0) is right; the check run's poisoned lanes show the dependence.
+    failure = next(o for o in _grade_through_the_worker(7, sum_kernel_relying_on_zero_lanes) if not o.passed)
+    assert failure.status == "wrong" and "right on this GPU" in failure.reason() and "other=" in failure.reason()
+    assert all(o.passed for o in _grade_through_the_worker(7, sum_kernel_masking_with_where))
