@@ -21,22 +21,19 @@ from puzzles.recording import Trace
 from puzzles.result import MAX_SHOWN, Mismatch, SizeOutcome
 
 
-def _judge_runs(kernel: Any, cases: list[_Case], runs: list[RunOutput],
-                timeout: float | None = None) -> list[SizeOutcome]:
+def _judge_runs(kernel: Any, cases: list[_Case], runs: list[RunOutput]) -> list[SizeOutcome]:
     """A verdict for each size; the sizes after a timeout were not run."""
-    outcomes = [_judge(case, run, kernel_file(kernel), timeout) for case, run in zip(cases, runs, strict=False)]
+    outcomes = [_judge(case, run, kernel_file(kernel)) for case, run in zip(cases, runs, strict=False)]
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
     return outcomes
 
 
-def _judge(case: _Case, run: RunOutput, filename: str | None, timeout: float | None = None) -> SizeOutcome:
+def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
                     output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected)
     if run.error is not None:
         o.status = "timeout" if run.error.kind == "timeout" else "error"
         o.error = run.error
-        if o.status == "timeout":
-            o.time_limit = timeout
         if run.error.kind in ("fault", "crash") and run.trace is not None and run.trace.invalid:
             # A CUDA fault that the interpreter's access check explained: name the accesses too.
             o.status, o.invalid_accesses = "out of bounds", run.trace.invalid + run.trace.stores_to_inputs
