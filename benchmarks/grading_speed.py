@@ -5,7 +5,7 @@
 
 For each classic puzzle: the median wall time of `test(reference, spec)` over --repeat runs (all
 its sizes, access recording on, child process included), with the ahead-of-time GPU compile check
-(puzzles/compile_check.py) on as a learner has it: "cold" is the first run with empty compile
+(puzzles/compile_check/) on as a learner has it: "cold" is the first run with empty compile
 caches (the check's verdicts and Triton's kernels; the compiler worker already loaded, as it is
 once the notebook's import cell has run), "warm" the median of the re-runs, answered from the
 cache, and "off" the median with the check switched off. Then one cold run of the whole set in a
@@ -39,7 +39,7 @@ from puzzles import test, catalog, compile_check
 ok = all(test(p.reference(), p.spec, quiet=True).passed for p in catalog.all_puzzles() if p.number <= 12)
 wall = time.perf_counter() - t0
 peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-for worker in compile_check._WORKERS.values():  # still running: not in RUSAGE_CHILDREN
+for worker in compile_check.WORKERS.values():  # still running: not in RUSAGE_CHILDREN
     try:
         status = open(f"/proc/{worker.proc.pid}/status").read()
         peak = max(peak, int(status.split("VmHWM:")[1].split()[0]))

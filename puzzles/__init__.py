@@ -58,7 +58,7 @@ else:
     _cli_without_grading = _sys.argv[:1] == ["-m"] and _sys.argv[1:2] != ["grade"]
     if _os.environ.get("TRITON_INTERPRET") == "1" and not _cli_without_grading:
         # Load the GPU compiler in its workers now, while the learner reads: the first grading cell
-        # then finds it ready (see puzzles/compile_check.py; PUZZLES_COMPILE_CHECK=0 turns it off).
+        # then finds it ready (see puzzles/compile_check/; PUZZLES_COMPILE_CHECK=0 turns it off).
         from puzzles import compile_check as _compile_check
 
         _compile_check.warm_up()

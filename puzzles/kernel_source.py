@@ -1,6 +1,6 @@
 """A learner's kernel as data another process can rebuild: its source, and the globals it reads.
 
-The compile check's workers (puzzles/compile_check.py) and the GPU worker (puzzles/gpu_worker.py)
+The compile check's workers (puzzles/compile_check/) and the GPU worker (puzzles/gpu_worker.py)
 run in other processes than the notebook, where the kernel defined in a notebook cell does not
 exist. `describe_kernel` turns the kernel, and every @triton.jit function it reaches, into source
 plus the globals each reads (modules by name, constants by value, other @jit functions by

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 from puzzles import catalog
+from puzzles.primer import PRIMER_NAME, primer_cells
 from puzzles.puzzle import Puzzle
 from puzzles.solution_source import ROOT, kernel_signature, starter_source
 
@@ -265,10 +266,15 @@ def progress_notebook() -> dict:
     ])
 
 
-def all_notebooks() -> dict[str, dict]:
-    from puzzles.primer import primer_notebook
+def primer_notebook() -> dict:
+    """Notebook 00: the primer's content (puzzles/primer.py) with the course's Colab link and set-up."""
+    link = f"[![Open In Colab]({COLAB_BADGE})]({COLAB_URL.format(repo=GITHUB_REPO, name=PRIMER_NAME)})"
+    cells = primer_cells(link, SETUP_SOURCE, IMPORTS_SOURCE)
+    return _notebook([_cell(kind, source, f"p0-{i}") for i, (kind, source) in enumerate(cells)])
 
-    books = {"00_primer.ipynb": primer_notebook()}
+
+def all_notebooks() -> dict[str, dict]:
+    books = {PRIMER_NAME: primer_notebook()}
     for p in catalog.all_puzzles():
         books[notebook_name(p)] = puzzle_notebook(p)
     books[PROGRESS_NAME] = progress_notebook()

@@ -1,11 +1,19 @@
-"""Notebook 00: the Triton programming model in four small runnable demos."""
+"""Notebook 00: the Triton programming model in four small runnable demos.
+
+Content only: `primer_cells` gives the cells as (kind, source); puzzles/notebooks.py assembles them
+into the notebook with the course's Colab link and set-up cells, as it does for every puzzle.
+"""
 
 from __future__ import annotations
 
-from puzzles.notebooks import COLAB_BADGE, COLAB_URL, GITHUB_REPO, IMPORTS_SOURCE, SETUP_SOURCE, _cell, _notebook
+PRIMER_NAME = "00_primer.ipynb"
 
-_CELLS: list[tuple[str, str]] = [
-    ("markdown", f"""[![Open In Colab]({COLAB_BADGE})]({COLAB_URL.format(repo=GITHUB_REPO, name="00_primer.ipynb")})
+
+def primer_cells(colab_link: str, setup_source: str, imports_source: str) -> list[tuple[str, str]]:
+    """The primer's cells, in order, as (kind, source): `colab_link` is the markdown of its "Open in
+    Colab" badge, `setup_source` and `imports_source` the course's first two code cells."""
+    return [
+        ("markdown", f"""{colab_link}
 
 # Puzzle 0: a primer on Triton
 
@@ -19,17 +27,17 @@ Without a GPU, `import puzzles` turns on Triton's interpreter (`TRITON_INTERPRET
 kernels run on the CPU as ordinary Python, so you can print inside them and use a debugger.
 On a CUDA GPU they are compiled and run for real, and a kernel reads and writes the GPU's
 memory: its tensors must be made there (`device`, below)."""),
-    ("code", SETUP_SOURCE),
-    ("code", IMPORTS_SOURCE + """from puzzles import on_gpu
+        ("code", setup_source),
+        ("code", imports_source + """from puzzles import on_gpu
 
 # Where the demos' tensors live: the GPU's memory when kernels are compiled for it, else the CPU's.
 device = "cuda" if on_gpu() else "cpu"
 """),
-    ("markdown", """## Demo 1: load a block with a mask
+        ("markdown", """## Demo 1: load a block with a mask
 
 A block has a power-of-two size, but the data rarely does. The mask says which lanes are real:
 masked-off lanes are not read, and `other=` gives the value they take."""),
-    ("code", """@triton.jit
+        ("code", """@triton.jit
 def demo_load(x_ptr, N0, B0: tl.constexpr):
     offsets = tl.arange(0, B0)
     x = tl.load(x_ptr + offsets, mask=offsets < N0, other=0.0)
@@ -41,11 +49,11 @@ x = torch.arange(5, dtype=torch.float32, device=device)
 demo_load[(1,)](x, 5, B0=8)  # one program; lanes 5, 6, 7 are masked off and read as 0
 if on_gpu():
     torch.cuda.synchronize()  # a GPU's prints arrive when the kernel has finished"""),
-    ("markdown", """## Demo 2: a 2-D block
+        ("markdown", """## Demo 2: a 2-D block
 
 Blocks can have two dimensions. Broadcasting builds a grid of offsets: `rows[:, None] * N0 +
 cols[None, :]` is the address of element `[row, col]` of a row-major matrix with `N0` columns."""),
-    ("code", """@triton.jit
+        ("code", """@triton.jit
 def demo_load_2d(x_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
     cols = tl.arange(0, B0)
     rows = tl.arange(0, B1)
@@ -58,12 +66,12 @@ x = torch.arange(12, dtype=torch.float32, device=device).view(3, 4)  # 3 rows of
 demo_load_2d[(1,)](x, 4, 3, B0=8, B1=4)
 if on_gpu():
     torch.cuda.synchronize()"""),
-    ("markdown", """## Demo 3: a masked store
+        ("markdown", """## Demo 3: a masked store
 
 `tl.store(ptr + offsets, values, mask=...)` writes only where the mask is true. Without the mask,
 lanes past the end would write outside the tensor: the grader reports that as an out-of-bounds
 access, with the program id and the line."""),
-    ("code", """@triton.jit
+        ("code", """@triton.jit
 def demo_store(z_ptr, N0, B0: tl.constexpr):
     offsets = tl.arange(0, B0)
     tl.store(z_ptr + offsets, offsets * 10, mask=offsets < N0)
@@ -72,11 +80,11 @@ def demo_store(z_ptr, N0, B0: tl.constexpr):
 z = torch.zeros(5, dtype=torch.int32, device=device)
 demo_store[(1,)](z, 5, B0=8)
 z"""),
-    ("markdown", """## Demo 4: several programs
+        ("markdown", """## Demo 4: several programs
 
 A grid of `cdiv(N0, B0)` programs covers a long vector: program `pid` takes the block that starts
 at `pid * B0`. Programs run independently (on a GPU, in parallel; here, one after another)."""),
-    ("code", """@triton.jit
+        ("code", """@triton.jit
 def demo_programs(z_ptr, N0, B0: tl.constexpr):
     pid = tl.program_id(0)
     offsets = pid * B0 + tl.arange(0, B0)
@@ -87,7 +95,7 @@ N0, B0 = 10, 4
 z = torch.full((N0,), -1, dtype=torch.int32, device=device)
 demo_programs[(triton.cdiv(N0, B0),)](z, N0, B0=B0)
 z  # which program wrote each element"""),
-    ("markdown", """## Printing and stopping in one program
+        ("markdown", """## Printing and stopping in one program
 
 In the interpreter, `print` works inside a kernel, once per program. To keep the output short,
 `print_if(..., pid_0=[...])` prints only in the programs you name, and `breakpoint_if(pid_0=[...])`
@@ -99,7 +107,7 @@ numbers); `breakpoint_if` does nothing there,
 and the grader says how to switch the notebook to the interpreter to step through the kernel.
 Before launching your own kernels on tensors you made, `check_tensors(x, z)` checks they are
 contiguous: kernels index memory by hand and a transposed view would be read wrongly."""),
-    ("code", """from puzzles import check_tensors, print_if
+        ("code", """from puzzles import check_tensors, print_if
 
 
 @triton.jit
@@ -115,7 +123,7 @@ check_tensors(z)
 demo_print[(3,)](z, 10, B0=4)
 if on_gpu():
     torch.cuda.synchronize()"""),
-    ("markdown", """## Reading the grader's verdict
+        ("markdown", """## Reading the grader's verdict
 
 Each puzzle ends with a grading cell such as `test(add_kernel, add_spec, nelem={"N0": 32})`. It
 runs your kernel at the size shown and at other sizes the puzzle allows (so a hard-coded size or a
@@ -127,7 +135,7 @@ stopped; your notebook survives. Every verdict carries the random `seed`: pass `
 the same inputs again. The result is also an object: `result.passed`, `result.outcomes`.
 
 Here is the verdict on a kernel that forgot its mask:"""),
-    ("code", """from puzzles.catalog.p02_constant_add_block import add2_spec
+        ("code", """from puzzles.catalog.p02_constant_add_block import add2_spec
 
 
 @triton.jit
@@ -138,10 +146,6 @@ def forgot_the_mask_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 
 
 result = test(forgot_the_mask_kernel, add2_spec, nelem={"N0": 200}, B={"B0": 32})"""),
-    ("code", "result.passed, result.first_failure.status"),
-    ("markdown", "On to [puzzle 1](01_constant_add.ipynb)."),
-]
-
-
-def primer_notebook() -> dict:
-    return _notebook([_cell(kind, source, f"p0-{i}") for i, (kind, source) in enumerate(_CELLS)])
+        ("code", "result.passed, result.first_failure.status"),
+        ("markdown", "On to [puzzle 1](01_constant_add.ipynb)."),
+    ]

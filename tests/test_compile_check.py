@@ -186,9 +186,9 @@ def test_an_autotune_config_is_compiled_with_its_launch_options():
 
 
 def test_a_dead_worker_is_replaced():
-    old = compile_check._worker("front")
+    old = compile_check.worker_for("front")
     old.proc.kill()
     old.proc.wait()
     result = test(ck.add_mask2_kernel_lambda, puzzle=2, quiet=True)
     assert result.first_failure.status == "compile error", str(result)
-    assert compile_check._worker("front") is not old
+    assert compile_check.worker_for("front") is not old

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from puzzles.harness import on_gpu
-from puzzles.primer import primer_notebook
+from puzzles.notebooks import primer_notebook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

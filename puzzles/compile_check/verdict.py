@@ -1,0 +1,89 @@
+"""The compile check folded into the grader's verdict: started before the interpreted run, its
+failures then fail the sizes the interpreter passed (puzzles/harness calls `begin` and `apply`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from puzzles.compile_check.checking import Check, CompileProblem, start
+from puzzles.compile_check.settings import ALWAYS_TARGETS, BUDGET, FULL_GRACE, T4, enabled
+
+
+def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None, flag: bool | str = True) -> Check | None:
+    """The harness's hook, before the interpreted run: start checking at every case's size."""
+    if not enabled(flag):
+        return None
+    try:
+        return start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4),
+                     tuple(getattr(puzzle, "forbidden_calls", ())))
+    except Exception:  # noqa: BLE001 - the check must never break grading
+        return None
+
+
+def apply(check: Check | None, result: Any, started: float, flag: bool | str = True) -> None:
+    """Fold the check into `result`: a compile failure fails the sizes the interpreter passed."""
+    if check is None:
+        return
+    import linecache
+
+    def where_of(target: int) -> str:
+        return "a GPU" if target in ALWAYS_TARGETS else f"sm_{target} (Colab's T4)"
+
+    from puzzles.execution import KernelError
+
+    report = check.report(True if flag == "full" else 0.0)  # the front end, always
+    if flag != "full" and report.pending:
+        report = check.report(min(FULL_GRACE, max(0.0, BUDGET - (time.perf_counter() - started))))
+    errors: dict[tuple[str, int | None], KernelError] = {}
+    unplaced: list[str] = []
+    # One wording per distinct error: the GPU targets of every course first, then the T4.
+    for problem in sorted(report.problems, key=lambda p: (p.target not in ALWAYS_TARGETS, p.sizes)):
+        key = (problem.message, problem.line)
+        if key not in errors:
+            where = where_of(problem.target)
+            source = linecache.getline(problem.filename, problem.line) if problem.filename and problem.line else ""
+            if problem.rule:  # the message reads on from "Puzzle N"
+                errors[key] = KernelError("rule", f"{str(result.puzzle).split(':')[0]} {problem.message}",
+                                          problem.line, source, problem.filename)
+            else:
+                errors[key] = KernelError("compile", f"runs in the interpreter but would not compile for {where}: "
+                                          f"{problem.message}", problem.line, source, problem.filename)
+        for index in problem.sizes:
+            if index < len(result.outcomes):
+                fail_outcome(result.outcomes[index], problem, errors[key], where_of(problem.target), unplaced)
+    result.notes += [n for n in unplaced if n not in result.notes]
+    result.notes += [n for n in report.notes if n not in result.notes]
+    if report.pending and not report.problems:
+        result.notes.append(f"compiles for a GPU; the full compile for {', '.join(sorted(set(report.pending)))} is "
+                            "still running: a re-run shows its notes (`python -m puzzles grade` waits for it)")
+
+
+def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, unplaced: list[str]) -> None:
+    """A compile failure at one size: it fails a size the interpreter passed; where the interpreter
+    failed too, its error stands (unless the compiler names a known interpreter-only construct),
+    and so does evidence of wrong values, with the compiler's message as a note."""
+    from puzzles.execution import KernelError
+
+    if outcome.status == "compile error":
+        return
+    if problem.rule:  # breaking the puzzle's rule fails every size, whatever the interpreter made of it
+        outcome.status, outcome.error, outcome.status_map = "error", error, None
+        return
+    if outcome.status == "passed":
+        outcome.status, outcome.error, outcome.status_map = "compile error", error, None
+    elif outcome.status == "error" and outcome.error is not None and problem.construct:
+        # The interpreter failed too, on a construct only it accepts (a nested def): the compiler's
+        # message, with what to write instead, replaces its (if it does not say the same).
+        if problem.message.split(" (")[0] not in outcome.error.message:
+            outcome.status, outcome.status_map = "compile error", None
+            outcome.error = KernelError("compile", f"would not compile for {where}: "
+                                        f"{problem.message}", error.line, error.source, error.filename)
+    elif outcome.status == "error" and outcome.error is not None and \
+            problem.message.split(" (")[0] in outcome.error.message:
+        pass  # the interpreter's error says it already
+    else:
+        text = error.describe().replace("\n  ", " ")
+        if text not in unplaced:
+            unplaced.append(text)
+

@@ -1,0 +1,186 @@
+"""The code's layering, checked statically: no import cycle, no private (underscore) name imported
+from another module, no Python file over 600 lines, in puzzles/ and solutions/.
+
+Every import counts: relative ones, and those inside functions (a lazy import is still a
+dependency). The grader's core still has violations that a later sweep removes: they are listed in
+KNOWN_* below, exactly, as a ratchet. A new violation fails, and so does a listed one that no longer
+occurs (delete its line: the list only shrinks).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("puzzles", "solutions")
+MAX_LINES = 600
+
+# Modules still in an import cycle (issue 23: the grader core, its steps reached back into by the
+# modules they call). A module may leave this list; none may join it.
+KNOWN_CYCLE_MODULES = {
+    "puzzles.autotune", "puzzles.catalog", "puzzles.gpu_worker", "puzzles.harness", "puzzles.harness.cases",
+    "puzzles.harness.presenting", "puzzles.harness.running", "puzzles.layouts", "puzzles.puzzle",
+    "puzzles.sandbox", "puzzles.solution_source", "puzzles.tensor_lists",
+}
+
+# (importing file, private name, module it comes from): the seams of the grader that was cut out of
+# one file (issue 23). Each goes when its name becomes public where it lives.
+KNOWN_PRIVATE_IMPORTS = {
+    ("puzzles/execution.py", "_LIBRARY_DIRS", "puzzles.recording"),
+    ("puzzles/autotune.py", "_device_name", "puzzles.harness.presenting"),
+    ("puzzles/harness/signature.py", "_Case", "puzzles.harness.cases"),
+    ("puzzles/harness/__init__.py", "_make_case", "puzzles.harness.cases"),
+    ("puzzles/harness/__init__.py", "_resolve_puzzle", "puzzles.harness.cases"),
+    ("puzzles/harness/__init__.py", "_size_list", "puzzles.harness.cases"),
+    ("puzzles/harness/__init__.py", "_judge_runs", "puzzles.harness.judging"),
+    ("puzzles/harness/__init__.py", "_device_name", "puzzles.harness.presenting"),
+    ("puzzles/harness/__init__.py", "_measure_speed", "puzzles.harness.presenting"),
+    ("puzzles/harness/__init__.py", "_run_cases", "puzzles.harness.running"),
+    ("puzzles/harness/running.py", "_Case", "puzzles.harness.cases"),
+    ("puzzles/harness/judging.py", "_Case", "puzzles.harness.cases"),
+    ("puzzles/harness/presenting.py", "_Case", "puzzles.harness.cases"),
+}
+
+KNOWN_LONG_FILES: set[str] = set()
+
+
+def module_files(root: Path) -> dict[str, Path]:
+    """Dotted module name -> its file, for every Python file of the packages."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def owning_module(name: str, modules: dict[str, Path]) -> str | None:
+    """The project module that `name` (a module, or a name inside one) belongs to, if any."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str, path: Path, modules: dict[str, Path],
+               root: Path) -> tuple[set[str], list[tuple[str, str, str]]]:
+    """The project modules `module` imports, and its imports of underscore names from other modules
+    as (file, name, from module)."""
+    edges: set[str] = set()
+    private: list[tuple[str, str, str]] = []
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            edges |= {o for a in node.names if (o := owning_module(a.name, modules)) and o != module}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                target = submodule if submodule in modules else owning_module(source, modules)
+                if target is None or target == module:
+                    continue
+                edges.add(target)
+                if alias.name.startswith("_") and not alias.name.startswith("__") and target != submodule:
+                    private.append((path.relative_to(root).as_posix(), alias.name, target))
+    return edges, private
+
+
+def scan(root: Path = ROOT) -> tuple[set[str], set[tuple[str, str, str]], set[str]]:
+    """(modules in an import cycle, private imports, files over MAX_LINES)."""
+    modules = module_files(root)
+    graph: dict[str, set[str]] = {}
+    private: set[tuple[str, str, str]] = set()
+    for module, path in modules.items():
+        edges, found = imports_of(module, path, modules, root)
+        if path.name == "__init__.py":  # a package importing its own submodules is no cycle
+            edges = {e for e in edges if e.rpartition(".")[0] != module}
+        graph[module] = edges
+        private |= set(found)
+    in_cycle: set[str] = set()
+    for group in strongly_connected(graph):
+        if len(group) > 1:
+            in_cycle |= group
+    long_files = {p.relative_to(root).as_posix() for p in modules.values()
+                  if len(p.read_text().splitlines()) > MAX_LINES}
+    return in_cycle, private, long_files
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's strongly connected components, iteratively (no recursion limit to meet)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.add(member)
+                    if member == node:
+                        break
+                groups.append(group)
+    return groups
+
+
+def test_the_checker_sees_cycles_private_imports_and_relative_imports(tmp_path):
+    package = tmp_path / "puzzles"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from puzzles.a import thing\n")
+    (package / "a.py").write_text("def f():\n    from .b import _hidden\n    return _hidden\nthing = 1\n")
+    (package / "b.py").write_text("from puzzles import a\n_hidden = 2\n")
+    (package / "sub" / "__init__.py").write_text("from .c import C\n")
+    (package / "sub" / "c.py").write_text("C = 3\n" + "x = 0\n" * MAX_LINES)
+    (tmp_path / "solutions").mkdir()
+    in_cycle, private, long_files = scan(tmp_path)
+    assert in_cycle == {"puzzles.a", "puzzles.b"}  # through an import inside a function, relative
+    assert private == {("puzzles/a.py", "_hidden", "puzzles.b")}
+    assert long_files == {"puzzles/sub/c.py"}
+
+
+def test_no_new_import_cycle():
+    in_cycle, _, _ = scan()
+    assert in_cycle - KNOWN_CYCLE_MODULES == set(), "modules newly in an import cycle"
+    assert KNOWN_CYCLE_MODULES - in_cycle == set(), "no longer in a cycle: remove them from KNOWN_CYCLE_MODULES"
+
+
+def test_no_new_private_import():
+    _, private, _ = scan()
+    assert private - KNOWN_PRIVATE_IMPORTS == set(), "private names imported from another module: make them public"
+    assert KNOWN_PRIVATE_IMPORTS - private == set(), "gone: remove them from KNOWN_PRIVATE_IMPORTS"
+
+
+def test_no_python_file_over_the_line_limit():
+    _, _, long_files = scan()
+    assert long_files - KNOWN_LONG_FILES == set(), f"over {MAX_LINES} lines: split by job"
+    assert KNOWN_LONG_FILES - long_files == set(), "short enough now: remove them from KNOWN_LONG_FILES"
