@@ -26,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# Runs from a checkout without an install (as on a GPU box with its own torch): the course's packages are here.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 # Empty caches for this run (set before puzzles is imported: its compiler worker reads them).
 _CACHES = tempfile.mkdtemp(prefix="grading-speed-")
 os.environ["PUZZLES_COMPILE_CACHE"] = os.path.join(_CACHES, "verdicts")

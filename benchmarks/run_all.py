@@ -20,6 +20,9 @@ import re
 import sys
 from pathlib import Path
 
+# Runs from a checkout without an install (as on a GPU box with its own torch): the course's packages are here.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 
 def main() -> int:
     parser = argparse.ArgumentParser()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -12,7 +13,17 @@ import pytest
 import puzzles  # noqa: F401  - must precede any triton import
 
 TESTS = Path(__file__).parent
+ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
+
+
+def pythonpath_without_checkout() -> str:
+    """PYTHONPATH less this checkout: a test that runs a copy of the course must import the copy's own
+    `puzzles`, yet keep packages that this environment gets through PYTHONPATH (as on a GPU machine
+    whose notebook packages are carried in)."""
+    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and Path(p).resolve() != ROOT.resolve()]
+    return os.pathsep.join(kept)
 
 
 def load_kernel_source(source: str, name: str, tmp_path: Path):

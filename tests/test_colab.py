@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import pythonpath_without_checkout
 
 from puzzles import catalog, notebooks
 from puzzles.solution_source import reference_source
@@ -113,7 +114,8 @@ def test_a_notebook_runs_from_the_wheel_outside_the_checkout(tmp_path):
     work = tmp_path / "content"  # as Colab's /content: no course anywhere above it
     work.mkdir()
     path = _combined_notebook(work)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = pythonpath_without_checkout()  # packages carried in that way stay "preinstalled"
     env["TRITON_PUZZLES_PIP"] = f"--no-index {wheel}"
     proc = subprocess.run([str(python), "-c", DRIVER, str(path)], cwd=work, env=env, capture_output=True,
                           text=True, timeout=600)

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from conftest import pythonpath_without_checkout
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -30,7 +32,8 @@ RUN: dict[str, str] = {
     ".venv/bin/python -m puzzles workspace [--update]": "my-notebooks/",
     "make grade": "not attempted",
     ".venv/bin/python -m puzzles grade": "not attempted",
-    ".venv/bin/python -m puzzles grade [PATH ...] [--puzzle N] [--json] [--viz DIR]": "not attempted",
+    ".venv/bin/python -m puzzles grade [PATH ...] [--puzzle N] [--json] [--viz DIR] [--seed N] [--isolate]":
+        "not attempted",
     ".venv/bin/python -m puzzles grade --viz DIR": "not attempted",
     "make notebooks": "",
     ".venv/bin/python -m puzzles notebooks [--check] [--force]": "",
@@ -45,8 +48,8 @@ RUN: dict[str, str] = {
 EXTRA_FORMS = {
     ".venv/bin/python -m puzzles workspace [--update]": [".venv/bin/python -m puzzles workspace --update"],
     ".venv/bin/python -m puzzles notebooks [--check] [--force]": [".venv/bin/python -m puzzles notebooks --check"],
-    ".venv/bin/python -m puzzles grade [PATH ...] [--puzzle N] [--json] [--viz DIR]":
-        [".venv/bin/python -m puzzles grade notebooks/01_constant_add.ipynb --puzzle 1 --json"],
+    ".venv/bin/python -m puzzles grade [PATH ...] [--puzzle N] [--json] [--viz DIR] [--seed N] [--isolate]":
+        [".venv/bin/python -m puzzles grade notebooks/01_constant_add.ipynb --puzzle 1 --json --seed 3"],
 }
 NOT_RUN: dict[str, str] = {
     "make lab": "opens JupyterLab and waits (tests/test_browser.py runs JupyterLab headless)",
@@ -61,6 +64,21 @@ NOT_RUN: dict[str, str] = {
         "downloads torch (what `make setup` does; tests/test_setup.py checks its plan)",
     "source .venv/bin/activate": "changes the calling shell only",
 }
+# The instructors' commands need a class of submissions: tests/test_grade_class.py grades a synthetic class
+# with each form (roster, files per student, named folders, one job per student, the merge).
+CLASS_FORMS = "tests/test_grade_class.py runs this form on a synthetic class"
+NOT_RUN.update({
+    ".venv/bin/python -m puzzles grade CLASS/ --out gradebook/": CLASS_FORMS,
+    ".venv/bin/python -m puzzles grade CLASS/*.ipynb --per-file --out gb/": CLASS_FORMS,
+    ".venv/bin/python -m puzzles grade CLASS/ada CLASS/bob --out gb/": CLASS_FORMS,
+    ".venv/bin/python -m puzzles grade --student CLASS/ada --seed 4242 --out results/ada.json": CLASS_FORMS,
+    ".venv/bin/python -m puzzles grade --merge results/ --out gradebook/": CLASS_FORMS,
+    "students=(CLASS/*/)": "a line of the Slurm array job's script (needs a cluster)",
+    "s=${students[$SLURM_ARRAY_TASK_ID]}": "a line of the Slurm array job's script (needs a cluster)",
+    '.venv/bin/python -m puzzles grade --student "$s" --seed 4242 --timeout 5 --out "results/$(basename "$s").json"':
+        "a line of the Slurm array job's script (needs a cluster); the --student form is tested",
+    ".venv/bin/python benchmarks/grade_class.py": "a benchmark of minutes (its results are in benchmarks/results/)",
+})
 
 
 def readme_commands(text: str = README) -> list[str]:
@@ -70,7 +88,7 @@ def readme_commands(text: str = README) -> list[str]:
     for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
         for line in block.splitlines():
             line = line.split("  #", 1)[0].strip()
-            if line:
+            if line and not line.startswith("#"):  # a comment, a shebang or a batch system's directive
                 found.append(line)
     prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
     for span in re.findall(r"`([^`\n]+)`", prose):
@@ -120,11 +138,14 @@ def test_readme_commands_work_as_written_on_a_fresh_clone(tmp_path):
     clone = tmp_path / "course"
     _copy_checkout(clone)
     (clone / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PYTHONPATH"] = pythonpath_without_checkout()
     env["PATH"] = "/usr/bin:/bin"  # nothing activated: only the system's python3 is on PATH
     env["PUZZLES_COMPILE_CHECK"] = "0"  # grading starters; the compile check has its own tests
     failures = []
     for command, expect in RUN.items():
+        if expect in ("GPU", "CUDA") and torch.cuda.is_available():
+            continue  # a GPU benchmark of minutes: here only its no-GPU message is checked, on a CPU
         for form in [command, *EXTRA_FORMS.get(command, [])]:
             proc = subprocess.run(_runnable(form), shell=True, cwd=clone, env=env, capture_output=True, text=True,
                                   timeout=600)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import pythonpath_without_checkout
 
 from puzzles import catalog, notebooks, workspace
 from puzzles.solution_source import reference_source
@@ -144,7 +145,7 @@ def _copy_repo(dest: Path) -> None:
 def test_maintainer_commands_leave_the_learner_answer_intact(tmp_path):
     repo = tmp_path / "course"
     _copy_repo(repo)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the copy's own `puzzles`
+    env = {**os.environ, "PYTHONPATH": pythonpath_without_checkout()}  # the copy's own `puzzles`
     # This interpreter's environment, marked as set up (-o): the copy must not install anything.
     venv = Path(sys.prefix)
     make = ["make", "--no-print-directory", "-o", str(venv / ".installed"), f"VENV={venv}", f"PY={sys.executable}"]
