@@ -37,7 +37,7 @@ from puzzles import catalog
 from puzzles.grade import code_cells, strip_magics
 from puzzles.harness.cases import make_case, size_list
 from puzzles.harness.judging import values_close
-from puzzles.isolation import GIB, Limits, Worker, can_switch_user, job_uid, limits_dict, prepare_folder
+from puzzles.isolation import GIB, MEMORY_WATCH, Limits, Worker, can_switch_user, job_uid, limits_dict, prepare_folder
 from puzzles.puzzle import Puzzle
 from puzzles.solution_source import is_starter
 
@@ -270,9 +270,11 @@ def _follow(worker: Worker, deadlines: dict, remaining: list[Puzzle], tried: set
         if kind == "started" and not result.protections:
             result.protections = [str(a) for a in event.get("active", [])]
             result.missing_protections = [str(m) for m in event.get("missing", [])]
-            if worker.memory_limit:  # this one is the grader's own, not the worker's claim
+            if worker.memory_limit and MEMORY_WATCH.works():  # the grader's own protection, not a claim
                 result.protections.append(f"memory limit {worker.memory_limit / GIB:.3g} GiB (resident, "
                                           "all its processes, watched by the grader)")
+            elif worker.memory_limit:
+                result.missing_protections.append("memory limit (no /proc here to measure the processes)")
         elif kind == "loaded":
             loaded = True
             result.problems += [shown(str(x)) for x in event.get("problems", [])][:50]

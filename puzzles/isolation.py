@@ -262,8 +262,12 @@ class ProcessInfo:
 
 def read_processes() -> dict[int, ProcessInfo]:
     """Every process /proc shows, by id (one read of /proc/PID/status each)."""
-    found = {}
-    for entry in os.scandir("/proc"):
+    found: dict[int, ProcessInfo] = {}
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return found  # no /proc (not Linux): nothing to measure, nothing found to kill
+    for entry in entries:
         if not entry.name.isdigit():
             continue
         try:
@@ -325,6 +329,11 @@ class MemoryWatch:
         self.lock = threading.Lock()
         self.workers: list[Worker] = []
         self.thread: threading.Thread | None = None
+
+    @staticmethod
+    def works() -> bool:
+        """It measures through /proc (Linux)."""
+        return os.path.exists(f"/proc/{os.getpid()}/status")
 
     def add(self, worker: Worker) -> None:
         with self.lock:
