@@ -120,11 +120,21 @@ def patch_lang(original: Any, fn: Any) -> Any:
     from triton.runtime import interpreter
 
     if hasattr(interpreter, "_LangPatchScope"):  # 3.6 and later: the interpreter keeps its own undo list
-        return original(fn)
+        scope = original(fn)
+        scope.set_attr(tl.core.tensor, "__index__", _scalar_index)  # undone with the rest, in reverse order
+        return scope
     core = tl.core
     patched = [tl, core, tl.math, core.tensor, core.dtype]
     if hasattr(core, "tensor_descriptor_base"):
         patched.append(core.tensor_descriptor_base)
     snapshot = _Snapshot(patched)
     original(fn)
+    core.tensor.__index__ = _scalar_index  # the snapshot restores it
     return snapshot
+
+
+def _scalar_index(self: Any) -> int:
+    """`range(0, H)` on a scalar argument. Triton 3.5 and 3.6's interpreter call `int()` on a one-element
+    array, which NumPy 2.5 refuses ("only 0-dimensional arrays can be converted to Python scalars"); a
+    GPU machine's torch may bring that NumPy. `.item()` takes any one-element array."""
+    return int(self.handle.data.item())

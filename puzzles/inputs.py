@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import inspect
 import typing
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
@@ -169,14 +170,25 @@ class Arena:
     buffer: torch.Tensor
     tensors: dict[str, torch.Tensor]
     offsets: dict[str, int]  # byte offset of each tensor in the buffer
+    # Names that are another region's tensor under a second name (puzzle 21's z_ptr is the first
+    # output tensor, as in the notebook's launch): passed to the kernel, never a region of their own.
+    aliases: dict[str, str] = field(default_factory=dict)
+    # Builds the judged output from the arena when it is not simply `z` (outputs in allocations of their own).
+    gather: Callable[[Arena], torch.Tensor] | None = None
 
     def regions(self) -> list[tuple[int, int, str]]:
         """(first byte address, one past last byte address, name), by address."""
         out = []
         for name, t in self.tensors.items():
+            if name in self.aliases:
+                continue
             start = t.data_ptr()
             out.append((start, start + t.numel() * t.element_size(), name))
         return sorted(out)
+
+    def output(self) -> torch.Tensor:
+        """A copy of what the kernel wrote, as the spec returns it."""
+        return self.gather(self) if self.gather is not None else self.tensors["z"].clone()
 
 
 def build_arena(shapes: dict[str, tuple[tuple[int, ...], torch.dtype]], device: str = "cpu") -> Arena:

@@ -13,6 +13,7 @@ import dataclasses
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import triton
@@ -35,6 +36,7 @@ class Access:
     masked: int  # lanes masked off by the kernel
     line: int | None
     shape: tuple[int, ...] = ()  # the op's block shape
+    rmw: str = ""  # for an atomic: "add", "xchg", "max", "cas", ...
 
 
 @dataclass
@@ -75,6 +77,15 @@ class InvalidAccess:
 
 
 @dataclass
+class UnfilledLoad:
+    """A masked load without `other=` whose masked-off lanes the grader filled with poison."""
+
+    line: int | None
+    source: str
+    lanes: int  # masked-off lanes filled, over the whole run
+
+
+@dataclass
 class Trace:
     """Everything one run touched."""
 
@@ -83,7 +94,14 @@ class Trace:
     accesses: list[Access] = field(default_factory=list)
     invalid: list[InvalidAccess] = field(default_factory=list)
     stores_to_inputs: list[InvalidAccess] = field(default_factory=list)
-    recorded: bool = True  # False: accesses were checked but not kept (test(record=False))
+    # Masked loads without `other=`, by line: their masked-off lanes held poison (NaN, junk integers),
+    # as a GPU leaves them undefined where the interpreter would give 0.
+    unfilled_loads: dict[int | None, UnfilledLoad] = field(default_factory=dict)
+    # What the grader did for the kernel that Triton's interpreter cannot (an exchange of floats).
+    emulated: list[str] = field(default_factory=list)
+    recorded: bool = True
+    # On a GPU, the output of this (interpreted) check run, whose undefined lanes held poison.
+    output: Any = field(default=None, repr=False)  # False: accesses were checked but not kept (test(record=False))
 
     def __repr__(self) -> str:
         # One line, not thousands of accesses with their element arrays.
@@ -125,19 +143,25 @@ class Recorder:
 
         def masked_load(ptrs, mask, other, *rest):
             safe = self._check("load", ptrs, mask)
-            return orig_load(ptrs, safe, other, *rest)
+            loaded = orig_load(ptrs, safe, other, *rest)
+            if other is None and not safe.data.all():
+                self._poison_masked_lanes(loaded, safe)
+            return loaded
 
         def masked_store(ptrs, value, mask, *rest):
             safe = self._check("store", ptrs, mask)
             return orig_store(ptrs, value, safe, *rest)
 
         def atomic_rmw(op, ptr, val, mask, *rest):
-            safe = self._check("atomic", ptr, mask)
+            kind = _RMW_NAMES.get(str(op).rsplit(".", 1)[-1], str(op).rsplit(".", 1)[-1].lower())
+            safe = self._check("atomic", ptr, mask, kind)
+            if kind == "xchg" and val.dtype.scalar.is_floating() and hasattr(_interp, "_interpreter"):
+                return self._exchange_floats(ptr, val, safe)
             return orig_rmw(op, ptr, val, safe, *rest)
 
         def atomic_cas(ptr, cmp, val, *rest):
             all_lanes = _interp.TensorHandle(np.ones_like(ptr.data, dtype=bool), triton.language.int1)
-            safe = self._check("atomic", ptr, all_lanes)
+            safe = self._check("atomic", ptr, all_lanes, "cas")
             if not safe.data.all():
                 raise MemoryError("atomic_cas out of bounds (it has no mask: check its pointers)")
             return orig_cas(ptr, cmp, val, *rest)
@@ -152,7 +176,36 @@ class Recorder:
             setattr(b, name, fn)
 
     # -- the check ---------------------------------------------------------------------------
-    def _check(self, op: str, ptrs, mask):
+    def _poison_masked_lanes(self, loaded, safe) -> None:
+        """A masked load without `other=`: poison in every masked-off lane (the interpreter put 0 there),
+        and the load's line noted."""
+        data = loaded.data
+        bits = masked_lane_bits(data.dtype)
+        if bits is None:
+            return
+        off = ~np.broadcast_to(np.asarray(safe.data, dtype=bool), np.shape(data))
+        data.view(bits[0])[off] = bits[1]
+        line = self._kernel_line()
+        seen = self.trace.unfilled_loads.get(line)
+        if seen is None:
+            self.trace.unfilled_loads[line] = UnfilledLoad(line, _source_line(self.kernel_file, line), int(off.sum()))
+        else:
+            seen.lanes += int(off.sum())
+
+    def _exchange_floats(self, ptr, val, safe):
+        """tl.atomic_xchg of floats, which Triton's interpreter refuses ("Unsupported data type") and a GPU
+        runs: the old values are read and the new ones written, lane by lane where the mask allows."""
+        np_dtype = np.asarray(val.data).dtype
+        zeros = np.zeros(np.shape(ptr.data), dtype=np_dtype)
+        old = _interp._interpreter.load(ptr.data, safe.data, zeros, np_dtype)
+        _interp._interpreter.store(ptr.data, val.data, safe.data)
+        note = (f"Triton's interpreter cannot run tl.atomic_xchg on {val.dtype.scalar} (a GPU can): the grader "
+                "ran it as a plain exchange")
+        if note not in self.trace.emulated:
+            self.trace.emulated.append(note)
+        return _interp.TensorHandle(old, val.dtype.scalar)
+
+    def _check(self, op: str, ptrs, mask, rmw: str = ""):
         addresses = np.asarray(ptrs.data, dtype=np.uint64)
         active = np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)
         program = tuple(int(i) for i in _interp.interpreter_builder.grid_idx)
@@ -177,7 +230,7 @@ class Recorder:
                 elements = ((flat_addr[sel] - self.starts[s]) // np.uint64(self.element_sizes[name])).astype(np.int64)
                 self.trace.accesses.append(Access(
                     op, program, name, elements, int(addresses.size),
-                    int(addresses.size - active.sum()), line, tuple(addresses.shape)))
+                    int(addresses.size - active.sum()), line, tuple(addresses.shape), rmw))
                 if op != "load" and name in self.inputs:
                     self.trace.stores_to_inputs.append(InvalidAccess(
                         op, name, int(elements[0]), program, line, _source_line(self.kernel_file, line),
@@ -187,7 +240,7 @@ class Recorder:
             # in this order (the out-of-bounds report above says which tensor it went past).
             tensor = self.trace.invalid[-1].tensor if active.any() else ""
             self.trace.accesses.append(Access(op, program, tensor, np.empty(0, np.int64), int(addresses.size),
-                                              int(addresses.size - active.sum()), line, tuple(addresses.shape)))
+                                              int(addresses.size - active.sum()), line, tuple(addresses.shape), rmw))
         return _interp.TensorHandle(safe_active, triton.language.int1)
 
     def _report(self, op: str, addr: np.ndarray, slot: np.ndarray, program, line) -> None:
@@ -215,6 +268,30 @@ class Recorder:
                     return frame.f_lineno
             frame = frame.f_back
         return None
+
+
+# Atomic operations by the interpreter's enum name; integer and float adds are both "add".
+_RMW_NAMES = {"ADD": "add", "FADD": "add", "UMIN": "min", "UMAX": "max"}
+
+# What a masked-off lane of a load without `other=` holds in the checked run: a NaN with a payload of
+# its own (not the never-written marker), or a junk integer, so an output that depends on it shows.
+_MASKED_LANE_BITS = {
+    np.dtype(np.float32): (np.int32, 0x7FC0BAD0),
+    np.dtype(np.float64): (np.int64, 0x7FF80000BAD0BAD0),
+    np.dtype(np.float16): (np.int16, 0x7E0B),
+    np.dtype(np.uint16): (np.uint16, 0x7FCB),  # bfloat16, as the interpreter stores it
+    np.dtype(np.int32): (np.int32, 0x5A5A5A5A),
+    np.dtype(np.int64): (np.int64, 0x5A5A5A5A5A5A5A5A),
+    np.dtype(np.int16): (np.int16, 0x5A5A),
+    np.dtype(np.int8): (np.int8, 0x5A),
+    np.dtype(np.uint8): (np.uint8, 0xA5),
+    np.dtype(np.uint32): (np.uint32, 0xA5A5A5A5),
+}
+
+
+def masked_lane_bits(np_dtype: np.dtype) -> tuple[type, int] | None:
+    """(integer view, bit pattern) of the poison put in masked-off lanes of this dtype; None for booleans."""
+    return _MASKED_LANE_BITS.get(np.dtype(np_dtype))
 
 
 def _source_line(filename: str | None, line: int | None) -> str:

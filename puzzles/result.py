@@ -17,8 +17,37 @@ MAX_SHOWN = 8
 @dataclass
 class Mismatch:
     index: tuple[int, ...]
-    expected: float
-    got: float
+    expected: float | int  # an int for an integer output
+    got: float | int
+    word_bits: int = 0  # 32 or 64: an integer output shown as a hex word (packed nibbles); 0 otherwise
+
+    def values(self) -> str:
+        """`expected 0.25, got 0.5`; integers as integers; words in hex with the differing nibbles named."""
+        if self.word_bits:
+            e, g = _hex(self.expected, self.word_bits), _hex(self.got, self.word_bits)
+            return f"expected {e}, got {g} ({_nibbles_text(self.differing_nibbles())} differ)"
+        if isinstance(self.expected, int) and isinstance(self.got, int):
+            return f"expected {self.expected}, got {self.got}"
+        return f"expected {self.expected:.6g}, got {self.got:.6g}"
+
+    def differing_nibbles(self) -> list[int]:
+        """Nibble n is bits 4n..4n+3 (nibble 0 the lowest), highest first."""
+        diff = (int(self.expected) ^ int(self.got)) & ((1 << self.word_bits) - 1)
+        return [n for n in reversed(range(self.word_bits // 4)) if (diff >> 4 * n) & 0xF]
+
+    def marks(self) -> str:
+        """A caret under each differing hex digit of `values()`'s words."""
+        digits = self.word_bits // 4
+        differ = set(self.differing_nibbles())
+        return "  " + "".join("^" if digits - 1 - i in differ else " " for i in range(digits))
+
+
+def _hex(value: float | int, bits: int) -> str:
+    return f"0x{int(value) & ((1 << bits) - 1):0{bits // 4}X}"
+
+
+def _nibbles_text(nibbles: list[int]) -> str:
+    return ("nibble " if len(nibbles) == 1 else "nibbles ") + ", ".join(str(n) for n in nibbles)
 
 
 @dataclass
@@ -45,6 +74,15 @@ class SizeOutcome:
     output: torch.Tensor | None = None
     transposed: bool = False  # the output is the expected one transposed
     note: str = ""  # more about the wrong elements (which rows, by how much)
+    time_limit: float | None = None  # for a size stopped at its time limit: the limit, in seconds
+
+    def time_text(self) -> str:
+        """`12 ms`; for a size stopped at its limit, the limit (it did not run `0 ms`)."""
+        if self.status == "timeout":
+            return f"over {self.time_limit:g} s" if self.time_limit else "stopped"
+        if self.status == "not run":
+            return "–"
+        return f"{self.seconds * 1000:.0f} ms"
 
     @property
     def passed(self) -> bool:
@@ -88,10 +126,8 @@ class SizeOutcome:
                          "goes with the row stride in the store and the loads)")
         if self.mismatch_count:
             m = self.mismatches[0]
-            parts.append(
-                f"{self.mismatch_count} of {total} elements wrong (first z{_fmt_index(m.index)}: "
-                f"expected {m.expected:.6g}, got {m.got:.6g})"
-            )
+            first = f"first z{_fmt_index(m.index)}: {m.values()}"
+            parts.append(f"{self.mismatch_count} of {total} elements wrong ({first})")
         if self.note:
             parts.append(self.note)
         return "; ".join(parts) or self.status
@@ -151,7 +187,7 @@ class TestResult:
             for o in self.outcomes:
                 mark = "ok " if o.passed else "FAIL"
                 why = "" if o.passed else o.reason()
-                lines.append(f"  [{mark}] {o.size_text()}  seed={o.seed}  {o.seconds * 1000:.0f} ms  {why}")
+                lines.append(f"  [{mark}] {o.size_text()}  seed={o.seed}  {o.time_text()}  {why}")
         failure = self.first_failure
         if failure is not None and failure.error is None:
             lines += _detail_lines(failure)
@@ -202,7 +238,15 @@ def _detail_lines(o: SizeOutcome) -> list[str]:
         lines.append(f"  {'out of bounds' if a.kind == 'out of bounds' else 'store into an input'}: {a.describe()}")
     if o.mismatches:
         lines.append("  first wrong elements (index: expected vs got):")
-        lines += [f"    z{_fmt_index(m.index)}: {m.expected:.6g} vs {m.got:.6g}" for m in o.mismatches[:MAX_SHOWN]]
+        for m in o.mismatches[:MAX_SHOWN]:
+            if m.word_bits:
+                head = f"    z{_fmt_index(m.index)}: "
+                lines.append(f"{head}{_hex(m.expected, m.word_bits)} vs {_hex(m.got, m.word_bits)}  "
+                             f"({_nibbles_text(m.differing_nibbles())} differ)")
+                lines.append(" " * (len(head) + 2 + m.word_bits // 4 + 4) + m.marks())
+            else:
+                pair = m.values().replace("expected ", "").replace(", got", " vs")
+                lines.append(f"    z{_fmt_index(m.index)}: {pair}")
     if o.unwritten:
         shown = ", ".join("z" + _fmt_index(i) for i in o.unwritten[:MAX_SHOWN])
         lines.append(f"  never written: {shown}{' ...' if o.unwritten_count > MAX_SHOWN else ''}")
@@ -284,7 +328,7 @@ def render_html(result: TestResult) -> str:
             mark = ("<span style='color:#2e7d32'>✓</span>" if o.passed else
                     "–" if o.status == "not run" else "<span style='color:#c62828'>✗</span>")
             rows.append(f"<tr><td{_CELL}>{mark}</td><td{_NOWRAP}><code>{e(o.size_text())}</code></td>"
-                        f"<td{_NOWRAP}>{o.seed}</td><td{_NOWRAP}>{o.seconds * 1000:.0f} ms</td>"
+                        f"<td{_NOWRAP}>{o.seed}</td><td{_NOWRAP}>{e(o.time_text())}</td>"
                         f"<td{_CELL}>{'' if o.passed else e(o.reason())}</td></tr>")
         head = "".join(f"<th{_NOWRAP}>{h}</th>" for h in ("", "sizes", "seed", "time", "what went wrong"))
         parts.append(f'<table style="border-collapse:collapse"><tr>{head}</tr>' + "".join(rows) + "</table>")

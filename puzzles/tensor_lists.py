@@ -10,9 +10,11 @@ optimizer sees: every tensor in its own allocation, and three small tables built
 * `chunks`: one row per program, (tensor index, chunk index): program `pid` updates elements
   `chunk * B0 ...` of tensor `tensor`.
 
-In the grader every tensor of every list is its own region of the guarded arena (named like
-`params[2]`), so a chunk that runs past its tensor is caught and named. The output lists are
-slices of the output `z` (one row of `z` per output list), so the judge compares `z` as usual.
+In the grader every tensor of every list, outputs included, is its own region of the guarded arena
+(named like `params[2]`, `params_out[2]`), so a chunk that runs past its tensor is caught and named,
+and a kernel that writes the outputs end to end instead of through the table runs past the first
+one. The kernel's `z_ptr` is the first output tensor, as in the notebook's launch; the outputs are
+gathered into `z` (one row per output list, each list end to end) for judging.
 """
 
 from __future__ import annotations
@@ -67,29 +69,52 @@ def tables(lists: list[list[torch.Tensor]], block: int) -> tuple[torch.Tensor, t
             chunk_map(numels, block).to(device))
 
 
+def output_piece(name: str, k: int) -> str:
+    """The arena's name for tensor `k` of output list `name`."""
+    return f"{name}_out[{k}]"
+
+
+def is_output_piece(region: str) -> bool:
+    """True for the name of one tensor of an output list (`params_out[2]`)."""
+    return "_out[" in region
+
+
+@dataclass(frozen=True)
+class Gather:
+    """The judged output of a tensor-list case: one row per output list, its tensors end to end."""
+
+    rows: tuple[tuple[str, ...], ...]  # the arena's names of each output list's tensors
+
+    def __call__(self, a: Arena) -> torch.Tensor:
+        return torch.stack([torch.cat([a.tensors[piece] for piece in row]) for row in self.rows])
+
+
 @dataclass(frozen=True)
 class Relink:
-    """Writes an arena's own addresses into its address table (the GPU worker's copy of an arena
-    needs its own); plain data, so it travels to the worker with the case."""
+    """Makes an arena (the case's, or the GPU worker's copy of it) point at its own tensors: their
+    addresses in the table, the kernel's z (the first output tensor, as the notebook passes it) and
+    the gathering of the outputs. Plain data, so it travels to the worker with the case."""
 
     lists: tuple[str, ...]
-    outputs: int
     lengths: tuple[int, ...]
+    outputs: Gather
     out_name: str
     table: str
 
     def __call__(self, a: Arena) -> None:
-        starts = [sum(self.lengths[:k]) for k in range(len(self.lengths))]
         rows = [[a.tensors[f"{name}[{k}]"].data_ptr() for k in range(len(self.lengths))] for name in self.lists]
-        z = a.tensors[self.out_name]
-        rows += [[z[row, start:].data_ptr() for start in starts] for row in range(self.outputs)]
+        rows += [[a.tensors[piece].data_ptr() for piece in row] for row in self.outputs.rows]
         a.tensors[self.table].copy_(torch.tensor(rows, dtype=torch.int64))
+        a.tensors[self.out_name] = a.tensors[self.outputs.rows[0][0]]
+        a.aliases[self.out_name] = self.outputs.rows[0][0]
+        a.gather = self.outputs
 
 
 def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int, scale: float,
           device: str = "cpu") -> tuple[Arena, list[str], list[str], torch.Tensor, Callable[[Arena], None]]:
     """The arena of one case on `device`: (arena, the kernel's pointer names, every input region's
-    name, the expected z, and `relink`, which writes an arena's own addresses into its table)."""
+    name, the expected z, and `relink`, which makes an arena (this one, or its copy on a GPU) point at
+    its own tensors: the address table, the kernel's z and the gathering of the outputs)."""
     inputs, out = spec_signature(spec)
     by_name = {t.name: t for t in inputs}
     lengths = TensorLists.lengths(sizes)
@@ -103,7 +128,10 @@ def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
     for name in lists.lists:
         for k, n in enumerate(lengths):
             shapes[f"{name}[{k}]"] = ((n,), by_name[name].dtype)
-    shapes[out.name] = (out.shape(sizes), out.dtype)
+    outputs = [[output_piece(name, k) for k in range(len(lengths))] for name in lists.outputs]
+    for row in outputs:
+        for piece, n in zip(row, lengths, strict=True):
+            shapes[piece] = ((n,), out.dtype)
     arena = build_arena(shapes, device)
     gen = torch.Generator().manual_seed(seed)
     for piece in pieces:
@@ -111,8 +139,11 @@ def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
         t.copy_(random_tensor(tuple(t.shape), t.dtype, gen, scale))
     arena.tensors[lists.pointers[1]].copy_(torch.tensor(lengths, dtype=torch.int32))
     arena.tensors[lists.pointers[2]].copy_(chunk_map(lengths, sizes["B0"]))
-    poison_(arena.tensors[out.name])
-    relink = Relink(tuple(lists.lists), len(lists.outputs), tuple(lengths), out.name, lists.pointers[0])
+    for row in outputs:
+        for piece in row:
+            poison_(arena.tensors[piece])
+    gather = Gather(tuple(tuple(row) for row in outputs))
+    relink = Relink(tuple(lists.lists), tuple(lengths), gather, out.name, lists.pointers[0])
     relink(arena)
     flat = [torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(len(lengths))]) for name in by_name]
     expected = call_spec(spec, flat, sizes)

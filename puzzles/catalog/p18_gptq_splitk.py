@@ -71,7 +71,9 @@ The `+ 1` is AutoGPTQ's storage convention: it saves each zero point minus one, 
 adds the one back (newer "v2" checkpoints drop it; this puzzle uses the classic format). No
 activation reordering: the group of row `k` is simply `k // G` (what `g_idx` holds when
 `desc_act` is off). Real checkpoints use `G = 128`; to keep the interpreter quick, the sizes
-here use `G = 32` and `G = 64`, on the same layout.
+here use smaller groups on the same layout, from `G = 24` to `G = 64`: a group need not be a
+power of two, nor a multiple of `BK` (nor `BK` a multiple of it), so a chunk may hold rows of two
+or three groups.
 
 **The kernel.** As in puzzle 17, the grid is `(cdiv(M, BM), cdiv(N, BN), SPLIT_K)` and part
 `s` reduces the `BK`-row chunks `s, s + SPLIT_K, …` of `K`. For each chunk it loads the `BM × BK`
@@ -91,6 +93,9 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
         {"M": 3, "N": 64, "K": 256, "G": 32, "BM": 16, "BN": 32, "BK": 32, "SPLIT_K": 4},
         {"M": 5, "N": 40, "K": 192, "G": 64, "BM": 16, "BN": 32, "BK": 32, "SPLIT_K": 4},
         {"M": 17, "N": 24, "K": 160, "G": 32, "BM": 16, "BN": 16, "BK": 64, "SPLIT_K": 2},
+        # Groups that are not powers of two, nor multiples of BK, nor divisors of it.
+        {"M": 3, "N": 24, "K": 120, "G": 24, "BM": 16, "BN": 16, "BK": 32, "SPLIT_K": 2},
+        {"M": 2, "N": 16, "K": 80, "G": 40, "BM": 16, "BN": 16, "BK": 16, "SPLIT_K": 3},
     ),
     hints=(
         "Start from your puzzle 17 kernel: the same grid, the same loop "

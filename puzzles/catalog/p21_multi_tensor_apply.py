@@ -77,9 +77,12 @@ allocation**. The host cannot pass `3K` pointers, so it passes tables (the kerne
   Each tensor is cut into `cdiv(L, B0)` chunks, so the grid is `(C,)` and the last chunk of
   a tensor is usually partial: mask it with that tensor's own size.
 
-`lr`, `momentum` and `weight_decay` come as scalars. The grader writes the new values into
-the output `z` (row 0 the parameters, row 1 the momentum, each list end to end, which is how the
-spec reads them); rows 3 and 4 of the table point into it, so `z_ptr` itself is not needed.
+`lr`, `momentum` and `weight_decay` come as scalars. The new values go to tensors of their own,
+one allocation each, like the inputs: rows 3 and 4 of the table point at them. `z_ptr` is the
+first of them (the notebook's launch below passes `out_p[0]`), so it is not needed, and a kernel
+that writes the lists end to end through it runs past that tensor. To compare with the spec, the
+grader gathers the new values into `z` (row 0 the parameters, row 1 the momentum, each list end
+to end).
 `T` (the total size) and the `L`s are the grader's, not the kernel's.
 """,
     sizes=(

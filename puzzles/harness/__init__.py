@@ -111,6 +111,8 @@ def test(
         fn = bind_arguments(kernel, spec, found)
         check = None if on_gpu() else _compile_check.begin(kernel, fn, cases, found, compile_check)
         result.outcomes = _judge_runs(kernel, cases, _run_cases(kernel, fn, cases, timeout, isolate, record))
+        for outcome in result.outcomes:  # a stopped size shows its limit, not a time
+            outcome.time_limit = timeout if outcome.status == "timeout" else None
         _compile_check.apply(check, result, started, compile_check)
         if found is None:
             result.notes.append("unknown puzzle: tested only the sizes given")

@@ -25,7 +25,7 @@ from puzzles.inputs import (
     spec_signature,
 )
 from puzzles.layouts import storage_numel, strided_view, strides_of
-from puzzles.puzzle import Puzzle, Sizes, default_grid
+from puzzles.puzzle import Puzzle, Sizes, SplitK, default_grid
 
 
 @dataclass
@@ -42,6 +42,10 @@ class _Case:
     row_tolerance: bool = False
     guarded: list[str] | None = None  # regions no store may touch, when more than the kernel's inputs
     relink: Callable[[Any], None] | None = None  # rewrites an address table for another arena (GPU copy)
+    split_k: SplitK | None = None  # the split-K contract to check from the recorded accesses
+    # What the spec gives for a contiguous reading of the strided inputs (puzzle 19): a kernel that
+    # ignores the strides it is given writes this.
+    contiguous_expected: torch.Tensor | None = None
 
 
 def _resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzzle | None:
@@ -146,8 +150,21 @@ def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: i
     zero_init = p is not None and p.output_init == "zeros"
     names = [t.name for t in inputs]
     row = p is not None and p.extra.get("tolerance") == "row"
+    contiguous = None
+    if strided:
+        read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
+        if all(t is not None for t in read.values()):
+            contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
     return _Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
-                 row_tolerance=row)
+                 row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous)
+
+
+def _contiguous_reading(storage: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor | None:
+    """The storage read from its first element as if the view were contiguous (None if it is too short)."""
+    numel = 1
+    for n in shape:
+        numel *= n
+    return storage[:numel].view(shape) if storage.numel() >= numel else None
 
 
 # Public names for the class grader (puzzles/classroom.py), which rebuilds a size's inputs and

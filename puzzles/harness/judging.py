@@ -13,6 +13,7 @@ from puzzles.execution import (
     kernel_file,
 )
 from puzzles.harness.cases import _Case
+from puzzles.harness.split_k import split_k_violation
 from puzzles.inputs import (
     unwritten_mask,
 )
@@ -37,8 +38,11 @@ def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
             # A CUDA fault that the interpreter's access check explained: name the accesses too.
             o.status, o.invalid_accesses = "out of bounds", run.trace.invalid + run.trace.stores_to_inputs
         return o
-    out, expected = run.output, case.expected
+    out, expected = _poisoned_if_wrong(run, case), case.expected
     o.output = out
+    if out is not run.output:
+        o.note = ("right on this GPU, but not in the check run under Triton's interpreter, whose masked-off lanes "
+                  "held NaN or junk")
     if run.trace is not None:
         o.invalid_accesses = run.trace.invalid + run.trace.stores_to_inputs
     if run.guard_violations and not o.invalid_accesses:  # the interpreter's account is more precise
@@ -52,6 +56,7 @@ def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
         race = _race(run.trace, filename) if recorded else None
         if race is not None:
             o.status, o.error = "race", race
+            _add_notes(o, run.trace.emulated)
             return o
     else:
         unwritten = unwritten_mask(out)
@@ -65,19 +70,85 @@ def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     o.mismatch_count = int(wrong.sum())
     o.mismatches = [Mismatch(tuple(i), _scalar(expected[tuple(i)]), _scalar(out[tuple(i)]))
                     for i in torch.nonzero(wrong)[:MAX_SHOWN].tolist()]
+    if expected.dtype in (torch.int32, torch.int64) and any(
+            max(abs(int(m.expected)), abs(int(m.got))) >= 1 << 16 for m in o.mismatches):
+        for m in o.mismatches:  # packed words (puzzle 13): hex, so the wrong nibbles show
+            m.word_bits = expected.element_size() * 8
     if o.mismatch_count and not o.unwritten_count:
         o.transposed = _is_transposed(out, expected, case)
     if o.mismatch_count and case.row_tolerance and expected.dim() >= 2:
         o.note = _row_summary(torch.where(unwritten, 0, out), expected, wrong)
+    if o.mismatch_count:
+        _explain_wrong(o, out, expected, wrong, case, run.trace)
     if run.trace is not None and run.trace.invalid:
         o.status = "out of bounds"
+        _add_notes(o, [_escape_hint(run.trace, case)])
     elif o.invalid_accesses:  # only stores into inputs: in bounds, but the inputs must stay as given
         o.status = "store into input"
     elif o.unwritten_count:
         o.status = "unwritten"
     elif o.mismatch_count:
         o.status = "wrong"
+    elif recorded and case.split_k is not None:
+        broken = split_k_violation(run.trace, case.split_k, case.sizes, filename)
+        if broken is not None:
+            o.status, o.error = "split-K contract", broken
+    if run.trace is not None:
+        _add_notes(o, run.trace.emulated)
     return o
+
+
+def _poisoned_if_wrong(run: RunOutput, case: _Case) -> torch.Tensor:
+    """The output to judge: the GPU's, unless it is right and the interpreter's check run (whose masked-off
+    lanes without other= held poison) is wrong: the output depends on lanes a GPU leaves undefined, which
+    happened to hold harmless values on this run."""
+    checked = run.trace.output if run.trace is not None else None
+    if checked is None or not run.trace.unfilled_loads or checked.shape != run.output.shape:
+        return run.output
+    if not case.zero_init and bool(unwritten_mask(checked).any()):
+        return run.output  # the check run did not finish the output: nothing to learn from it
+    if not bool(_close(run.output, case.expected, case).all()) or bool(_close(checked, case.expected, case).all()):
+        return run.output
+    return checked
+
+
+def _add_notes(o: SizeOutcome, notes: list[str]) -> None:
+    for note in notes:
+        if note and note not in o.note:
+            o.note = f"{o.note}; {note}" if o.note else note
+
+
+def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: _Case,
+                   trace: Trace | None) -> None:
+    """Say what the wrong values look like when the run knows why: lanes a load left undefined, or a
+    contiguous reading of an input that the kernel was given the strides of."""
+    if trace is not None and trace.unfilled_loads and (not expected.dtype.is_floating_point or
+                                                       bool((torch.isnan(out) & wrong).any())):
+        loads = sorted(trace.unfilled_loads.values(), key=lambda u: u.line or 0)
+        where = "; ".join(f"line {u.line}: {u.source.strip()}" if u.line else "a load" for u in loads[:3])
+        garbage = int((torch.isnan(out) & ~torch.isnan(expected) & wrong).sum()) if out.is_floating_point() else 0
+        seen = f"{garbage} of the wrong elements are NaN: " if garbage else ""
+        depends = "the output depends on them" if garbage else "if the output depends on them"
+        _add_notes(o, [f"{seen}masked loads without other= ({where}) leave their masked-off lanes undefined on a GPU "
+                       "(the interpreter gives 0; the grader fills them with NaN or junk, as a GPU may), and "
+                       f"{depends}: give the load other=0 (or the value that adds nothing), or keep those lanes "
+                       "out with tl.where"])
+        return
+    if case.contiguous_expected is not None and bool(_close(out, case.contiguous_expected, case).all()):
+        _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a "
+                       "packed array): address the elements with the strides the kernel is given"])
+
+
+def _escape_hint(trace: Trace, case: _Case) -> str:
+    """For tensor lists: a store past an output tensor usually means the outputs were written end to end."""
+    from puzzles.tensor_lists import is_output_piece
+
+    outputs = [a for a in trace.invalid if a.op != "load" and is_output_piece(a.tensor)]
+    if not outputs or case.relink is None:
+        return ""
+    return (f"{outputs[0].tensor} is one tensor of its own allocation (z_ptr is the first output tensor, as the "
+            "notebook passes it): write each tensor's results through its own address in the table, at offsets "
+            "within that tensor")
 
 
 def _close(out: torch.Tensor, expected: torch.Tensor, case: _Case) -> torch.Tensor:
@@ -120,7 +191,8 @@ def _is_transposed(out: torch.Tensor, expected: torch.Tensor, case: _Case) -> bo
 
 
 def _race(trace: Trace, filename: str | None) -> KernelError | None:
-    """Two programs writing one output element where one of them uses a plain store.
+    """Two programs writing one output element where the result depends on their order: one of them
+    uses a plain store, or they combine different operations (tl.atomic_xchg with tl.atomic_add).
 
     Programs run one after another in the interpreter, so a load-add-store into a shared output
     gives the right sum here and a wrong one on a GPU, where they run at once: name it.
@@ -130,22 +202,38 @@ def _race(trace: Trace, filename: str | None) -> KernelError | None:
     import numpy as np
 
     gx, gy, _ = trace.grid
-    writers: dict[int, tuple[int, bool, Any]] = {}  # element -> (program, plain store?, access)
+    writers: dict[int, tuple[int, str, Any]] = {}  # element -> (program, how it writes, access)
     for access in trace.accesses:
         if access.tensor != "z" or access.op == "load" or not access.elements.size:
             continue
         program = access.program[0] + gx * (access.program[1] + gy * access.program[2])
+        how = "store" if access.op == "store" else access.rmw or "atomic"
         for element in np.unique(access.elements).tolist():
-            first = writers.setdefault(element, (program, access.op == "store", access))
-            if first[0] != program and (first[1] or access.op == "store"):
-                plain = first[2] if first[1] else access
+            first = writers.setdefault(element, (program, how, access))
+            if first[0] == program:
+                continue
+            source = lambda a: linecache.getline(filename or "", a.line or 0)  # noqa: E731
+            if first[1] == "store" or how == "store":
+                plain = first[2] if first[1] == "store" else access
                 return KernelError(
                     "race",
                     f"programs {first[2].program} and {access.program} both write z element {element} and "
                     f"program {plain.program} uses a plain tl.store: on a GPU they run at the same time and one "
                     "overwrites the other (use tl.atomic_add to accumulate into a shared output)",
-                    plain.line, linecache.getline(filename or "", plain.line or 0), filename)
+                    plain.line, source(plain), filename)
+            if how != first[1] or how in _ORDER_DEPENDENT:
+                odd = access if how in _ORDER_DEPENDENT or first[1] not in _ORDER_DEPENDENT else first[2]
+                return KernelError(
+                    "race",
+                    f"programs {first[2].program} (tl.atomic_{first[1]}) and {access.program} "
+                    f"(tl.atomic_{how}) both write z element {element}: the result depends on the order in which "
+                    "they run, which a GPU does not fix (use tl.atomic_add in every program to accumulate into a "
+                    "shared output)", odd.line, source(odd), filename)
     return None
+
+
+# Atomics whose result depends on the order of the programs when several write one element.
+_ORDER_DEPENDENT = ("xchg", "cas")
 
 
 def _never_stored(trace: Trace, shape: torch.Size) -> torch.Tensor:
@@ -157,9 +245,10 @@ def _never_stored(trace: Trace, shape: torch.Size) -> torch.Tensor:
     return ~written.view(shape)
 
 
-def _scalar(t: torch.Tensor) -> float:
+def _scalar(t: torch.Tensor) -> float | int:
+    """A float for a float output; an integer output stays an integer (a packed word must not round)."""
     v = t.item()
-    return float(v) if not isinstance(v, bool) else float(v)
+    return int(v) if isinstance(v, (bool, int)) else float(v)
 
 
 # Public name for the class grader, which checks the outputs an isolated process returned.

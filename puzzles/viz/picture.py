@@ -306,7 +306,7 @@ def _stats_text(model: Model, view: str, pi: int, op_index: int | None) -> list[
     else:
         lines.append((f"{'by tensor':<17}{'':>12} {'all programs':>14} {'× size':>7}", grey))
     for name, size in st.tensor_bytes.items():
-        verb = "write" if name == st.output else "read"
+        verb = "write" if name == st.output or name in total.written else "read"
         moved = total.read.get(name, 0) + total.written.get(name, 0)
         here = mine.read.get(name, 0) + mine.written.get(name, 0)
         ratio = moved / size if size else 0

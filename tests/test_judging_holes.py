@@ -1,0 +1,543 @@
+"""Issue 21's judging holes, closed in general: each wrong kernel below fails for its own reason and
+each correct variant (unlike the reference) passes, at 20 seeds each.
+
+Classes: size rules exercised only at powers of two (puzzle 18's groups), puzzle 21's outputs in one
+buffer, the split-K contract (17, 18), masked loads without `other=` (7, 15), and the messages
+(integer words in hex, a timeout's limit, a contiguous reading of a strided input).
+"""
+
+from __future__ import annotations
+
+import pytest
+import triton
+import triton.language as tl
+
+from puzzles import catalog, on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+
+interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses and poison")
+SEEDS = range(1, 21)
+
+
+def grade(number: int, kernel, seed: int = 1234, **kwargs):
+    return test(kernel, catalog.get(number).spec, quiet=True, seed=seed, compile_check=False, **kwargs)
+
+
+def _power_of_two(v: int) -> bool:
+    return v > 0 and v & (v - 1) == 0
+
+
+# -- 1. size rules at values that are not powers of two ------------------------------------------------------
+
+# Sizes the statements themselves require to be powers of two (besides blocks and sizes equal to a block).
+POWERS_BY_STATEMENT = {10: {"KH", "KW"}}
+
+
+@pytest.mark.parametrize("p", catalog.all_puzzles(), ids=lambda p: p.id)
+def test_every_size_rule_is_exercised_at_a_value_that_is_not_a_power_of_two(p):
+    names = {k for s in p.sizes for k, v in s.items() if isinstance(v, int) and not k.startswith("B")}
+    tied = {k for k in names for b in p.canonical if b.startswith("B") and all(s.get(k) == s.get(b) for s in p.sizes)}
+    for name in sorted(names - tied - set(p.unused_sizes) - POWERS_BY_STATEMENT.get(p.number, set())):
+        values = [s[name] for s in p.sizes if name in s]
+        if len(set(values)) > 1 or values[0] > 2:
+            assert any(not _power_of_two(v) for v in values), f"{p.id}: {name} is always a power of two: {values}"
+
+
+def test_gptq_groups_are_neither_powers_of_two_nor_multiples_or_divisors_of_the_block():
+    sizes = catalog.get(18).sizes
+    assert sizes[0] == {"M": 3, "N": 64, "K": 256, "G": 32, "BM": 16, "BN": 32, "BK": 32, "SPLIT_K": 4}
+    odd = [s for s in sizes if not _power_of_two(s["G"])]
+    assert any(s["G"] > s["BK"] and s["G"] % s["BK"] for s in odd)  # a group not a multiple of the block
+    assert any(s["BK"] > s["G"] and s["BK"] % s["G"] for s in odd)  # a block not a multiple of the group
+    assert all(s["K"] % s["G"] == 0 and s["G"] % 8 == 0 and s["N"] % 8 == 0 for s in sizes)
+
+
+@triton.jit
+def _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr, BN: tl.constexpr,
+               BK: tl.constexpr, SPLIT_K: tl.constexpr, GROUP_PER_CHUNK: tl.constexpr, PART_ZERO_ALL: tl.constexpr):
+    """Puzzle 18 with a loop over rounds (not the reference's strided range); one mistake per flag.
+
+    GROUP_PER_CHUNK: the group of row k0 + j taken as k0 // G + j // G (right only when G divides BK);
+    PART_ZERO_ALL: part 0 reduces all of K and adds it, the other parts do nothing."""
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    part = tl.program_id(2)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    rounds = tl.cdiv(K, BK * SPLIT_K)
+    step = SPLIT_K
+    if PART_ZERO_ALL:
+        rounds = tl.cdiv(K, BK) * (part == 0)
+        step = 1
+    for r in range(0, rounds):
+        k0 = (r * step + part * (1 - PART_ZERO_ALL)) * BK
+        j = tl.arange(0, BK)
+        k = k0 + j
+        k_in = k < K
+        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & k_in[None, :], other=0.0)
+        w_in = k_in[:, None] & (n < N)[None, :]
+        words = tl.load(qweight_ptr + (k // 8)[:, None] * N + n[None, :], mask=w_in, other=0)
+        q = (words >> ((k % 8) * 4)[:, None]) & 0xF
+        if GROUP_PER_CHUNK:
+            g = k0 // G + j // G
+        else:
+            g = k // G
+        scale = tl.load(scales_ptr + g[:, None] * N + n[None, :], mask=w_in, other=0.0)
+        zero_words = tl.load(qzeros_ptr + g[:, None] * (N // 8) + (n // 8)[None, :], mask=w_in, other=0)
+        zero = (zero_words >> ((n % 8) * 4)[None, :]) & 0xF
+        w = ((q - (zero + 1)).to(tl.float32) * scale.to(tl.float32)).to(tl.float16)
+        acc = tl.dot(a, w, acc)
+    tl.atomic_add(z_ptr + m[:, None] * N + n[None, :], acc.to(tl.float16), mask=(m < M)[:, None] & (n < N)[None, :])
+
+
+@triton.jit
+def gptq_group_per_chunk(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
+                         BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, True, False)
+
+
+@triton.jit
+def gptq_in_rounds(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
+                   BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, False, False)
+
+
+@triton.jit
+def gptq_part_zero_does_all(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
+                            BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, False, True)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gptq_group_from_the_chunk_start_fails_where_the_group_does_not_divide_the_block(seed):
+    result = grade(18, gptq_group_per_chunk, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong", str(result)
+    assert failure.sizes["BK"] % failure.sizes["G"] != 0 and "elements wrong" in result.reason()
+    assert all(o.passed for o in result.outcomes if o.sizes["BK"] % o.sizes["G"] == 0)  # right where G divides BK
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gptq_in_rounds_passes(seed):
+    result = grade(18, gptq_in_rounds, seed)
+    assert result.passed, str(result)
+
+
+# -- 2. multi-tensor apply: every output tensor in its own allocation ----------------------------------------
+
+
+@triton.jit
+def _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr,
+              END_TO_END: tl.constexpr):
+    """END_TO_END: the outputs written through z_ptr at running offsets (each list end to end), ignoring
+    rows 3 and 4 of the table; otherwise a right kernel unlike the reference (loads with other=, a where)."""
+    pid = tl.program_id(0)
+    t = tl.load(chunks_ptr + 2 * pid)
+    c = tl.load(chunks_ptr + 2 * pid + 1)
+    n = tl.load(numels_ptr + t)
+    offs = c * B0 + tl.arange(0, B0)
+    mask = offs < n
+    p = tl.load(tl.load(addresses_ptr + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask, other=0.0)
+    g = tl.load(tl.load(addresses_ptr + K + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask, other=0.0)
+    m = tl.load(tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask, other=0.0)
+    m = momentum * m + (g + weight_decay * p)
+    p = tl.where(mask, p - lr * m, 0.0)
+    if END_TO_END:
+        start = 0
+        total = 0
+        for u in range(0, K):
+            size = tl.load(numels_ptr + u)
+            start += tl.where(u < t, size, 0)
+            total += size
+        tl.store(z_ptr + start + offs, p, mask=mask)
+        tl.store(z_ptr + total + start + offs, m, mask=mask)
+    else:
+        tl.store(tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32)) + offs, p, mask=mask)
+        tl.store(tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32)) + offs, m, mask=mask)
+
+
+@triton.jit
+def sgd_outputs_end_to_end(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                           B0: tl.constexpr):
+    _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0, True)
+
+
+@triton.jit
+def sgd_with_other_and_where(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                             B0: tl.constexpr):
+    _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0, False)
+
+
+@interpreted_only
+@pytest.mark.parametrize("seed", SEEDS)
+def test_sgd_writing_the_outputs_end_to_end_runs_past_the_first_output(seed):
+    result = grade(21, sgd_outputs_end_to_end, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "out of bounds", str(result)
+    first = failure.invalid_accesses[0]
+    assert first.op == "store" and first.tensor == "params_out[0]" and first.element >= failure.sizes["L0"]
+    assert "own allocation" in failure.reason() and "address in the table" in failure.reason()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_sgd_with_other_and_where_passes(seed):
+    result = grade(21, sgd_with_other_and_where, seed)
+    assert result.passed, str(result)
+
+
+def test_sgd_outputs_are_regions_of_their_own_and_z_is_the_first():
+    from puzzles.tensor_lists import build
+
+    p = catalog.get(21)
+    result = test(p.reference(), p.spec, quiet=True, compile_check=False)
+    assert result.passed, str(result)
+    trace = result.outcomes[0].trace
+    k = result.outcomes[0].sizes["K"]
+    assert {f"params_out[{i}]" for i in range(k)} | {f"moms_out[{i}]" for i in range(k)} <= set(trace.tensors)
+    arena, *_ = build(p.spec, p.tensor_lists, p.canonical, 1, 1.0)
+    assert arena.tensors["z"].data_ptr() == arena.tensors["params_out[0]"].data_ptr()  # as the notebook passes it
+    assert "z" not in {name for *_, name in arena.regions()} and "z" not in trace.tensors
+    table = arena.tensors["addresses"]
+    assert table[3].tolist() == [arena.tensors[f"params_out[{i}]"].data_ptr() for i in range(k)]
+    assert arena.output().shape == (2, p.canonical["T"])
+
+
+# -- 3. the split-K contract ------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                 SPLIT_K: tl.constexpr, HOW: tl.constexpr):
+    """Split-K in rounds with tl.dot(a, b, acc). HOW: 0 right; 1 part 0 reduces all of K and stores its tile
+    (the other parts do nothing); 2 the same with tl.atomic_add; 3 part 0 exchanges its tile in, the others
+    add theirs; 4 part 0 stores its tile, the others add theirs."""
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    part = tl.program_id(2)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    alone = (HOW == 1) | (HOW == 2)
+    rounds = tl.cdiv(K, BK * SPLIT_K)
+    if alone:
+        rounds = tl.cdiv(K, BK) * (part == 0)
+    for r in range(0, rounds):
+        if alone:
+            k = r * BK + tl.arange(0, BK)
+        else:
+            k = (r * SPLIT_K + part) * BK + tl.arange(0, BK)
+        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
+        b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
+        acc = tl.dot(a, b, acc)
+    tile = z_ptr + m[:, None] * N + n[None, :]
+    tile_in = (m < M)[:, None] & (n < N)[None, :]
+    if HOW == 1:
+        tl.store(tile, acc, mask=tile_in & (part == 0))
+    elif HOW == 3:
+        if part == 0:
+            tl.atomic_xchg(tile, acc, mask=tile_in)
+        else:
+            tl.atomic_add(tile, acc, mask=tile_in)
+    elif HOW == 4:
+        if part == 0:
+            tl.store(tile, acc, mask=tile_in)
+        else:
+            tl.atomic_add(tile, acc, mask=tile_in)
+    else:
+        tl.atomic_add(tile, acc, mask=tile_in)
+
+
+@triton.jit
+def splitk_in_rounds(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                     SPLIT_K: tl.constexpr):
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 0)
+
+
+@triton.jit
+def splitk_part_zero_stores_all(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 1)
+
+
+@triton.jit
+def splitk_part_zero_adds_all(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                              BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 2)
+
+
+@triton.jit
+def splitk_exchange_then_add(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 3)
+
+
+@triton.jit
+def splitk_store_then_add(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 4)
+
+
+@interpreted_only
+@pytest.mark.parametrize("seed", SEEDS)
+def test_splitk_where_part_zero_stores_the_whole_product_breaks_the_contract(seed):
+    result = grade(17, splitk_part_zero_stores_all, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "split-K contract", str(result)
+    assert "plain tl.store" in failure.reason() and "tl.atomic_add" in failure.reason()
+    assert "tl.store(tile" in failure.error.source
+
+
+@interpreted_only
+@pytest.mark.parametrize("seed", SEEDS)
+def test_splitk_where_part_zero_adds_the_whole_product_reads_the_other_parts_rows(seed):
+    result = grade(17, splitk_part_zero_adds_all, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "split-K contract", str(result)
+    reason = failure.reason()
+    assert "part 0" in reason and "which belongs to part 1" in reason and "⌊k / BK⌋ mod SPLIT_K = s" in reason
+    assert "tl.load(a_ptr" in failure.error.source
+
+
+@interpreted_only
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gptq_where_part_zero_does_all_breaks_the_contract(seed):
+    result = grade(18, gptq_part_zero_does_all, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "split-K contract", str(result)
+    assert "which belongs to part 1" in failure.reason()
+
+
+@interpreted_only
+@pytest.mark.parametrize("seed", SEEDS)
+def test_splitk_mixing_exchange_and_add_is_an_order_dependent_race(seed):
+    result = grade(17, splitk_exchange_then_add, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "race", str(result)
+    reason = failure.reason()
+    assert "tl.atomic_xchg" in reason and "tl.atomic_add" in reason and "depends on the order" in reason
+    # The interpreter refuses an exchange of floats (a GPU runs it): the verdict says so in words.
+    assert "interpreter cannot run tl.atomic_xchg on fp32" in failure.note
+
+
+@interpreted_only
+@pytest.mark.parametrize("seed", SEEDS)
+def test_splitk_mixing_a_plain_store_and_add_is_a_race(seed):
+    result = grade(17, splitk_store_then_add, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "race", str(result)
+    assert "plain tl.store" in failure.reason() and "tl.store(tile" in failure.error.source
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_splitk_in_rounds_passes(seed):
+    result = grade(17, splitk_in_rounds, seed)
+    assert result.passed, str(result)
+
+
+# -- 4. masked loads without other= ------------------------------------------------------------------------------
+
+
+@triton.jit
+def _sum_body(x_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr, WHERE: tl.constexpr):
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        cols = j0 + tl.arange(0, B1)
+        inside = (rows < N0)[:, None] & (cols < T)[None, :]
+        chunk = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=inside)  # no other=: undefined lanes
+        if WHERE:
+            chunk = tl.where(inside, chunk, 0.0)
+        acc += tl.sum(chunk, axis=1)
+    tl.store(z_ptr + rows, acc, mask=rows < N0)
+
+
+@triton.jit
+def sum_kernel_relying_on_zero_lanes(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    _sum_body(x_ptr, z_ptr, N0, T, B0, B1, False)
+
+
+@triton.jit
+def sum_kernel_masking_with_where(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    _sum_body(x_ptr, z_ptr, N0, T, B0, B1, True)
+
+
+@triton.jit
+def _gemv_body(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr, X_OTHER: tl.constexpr):
+    n = tl.program_id(0) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k = k0 + tl.arange(0, BK)
+        if X_OTHER:
+            x = tl.load(x_ptr + k, mask=k < K, other=0.0).to(tl.float32)
+        else:
+            x = tl.load(x_ptr + k, mask=k < K).to(tl.float32)
+        # No other= on the weights either: with x's lanes 0 the undefined weights add 0 (a right kernel).
+        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :])
+        acc += tl.sum(x[:, None] * w.to(tl.float32), axis=0)
+    scale = tl.load(scale_ptr + n, mask=n < N).to(tl.float32)
+    tl.store(z_ptr + n, (acc * scale).to(tl.float16), mask=n < N)
+
+
+@triton.jit
+def gemv_relying_on_zero_lanes(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    _gemv_body(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN, BK, False)
+
+
+@triton.jit
+def gemv_with_other_on_x_only(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    _gemv_body(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN, BK, True)
+
+
+@interpreted_only
+@pytest.mark.parametrize("number, kernel", [(7, sum_kernel_relying_on_zero_lanes), (15, gemv_relying_on_zero_lanes)],
+                         ids=["sum", "gemv"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_kernel_relying_on_zero_masked_lanes_fails_naming_other(number, kernel, seed):
+    result = grade(number, kernel, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong", str(result)
+    reason = failure.reason()
+    assert "are NaN" in reason and "masked loads without other=" in reason and "other=0" in reason
+    assert "tl.load(x_ptr" in reason  # the line of the load
+
+
+@pytest.mark.parametrize("number, kernel", [(7, sum_kernel_masking_with_where), (15, gemv_with_other_on_x_only)],
+                         ids=["sum-where", "gemv-x-other"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_masked_loads_whose_lanes_never_reach_the_output_pass(number, kernel, seed):
+    result = grade(number, kernel, seed)
+    assert result.passed, str(result)
+
+
+# -- 5. messages --------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def pack_two_nibbles_swapped(x_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    BW: tl.constexpr = B1 // 8
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    words = tl.program_id(1) * BW + tl.arange(0, BW)
+    nibble = tl.arange(0, 8)
+    ok = (rows < N0)[:, None] & (words < N1 // 8)[None, :]
+    x = tl.load(x_ptr + rows[:, None, None] * N1 + (words[:, None] * 8 + nibble[None, :])[None, :, :],
+                mask=ok[:, :, None], other=0)
+    place = tl.where(nibble < 2, 1 - nibble, nibble)  # nibbles 0 and 1 trade places
+    packed = tl.sum(((x.to(tl.int32) + 8) & 0xF) << (place * 4)[None, None, :], axis=2)
+    tl.store(z_ptr + rows[:, None] * (N1 // 8) + words[None, :], packed, mask=ok)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_packed_words_show_in_hex_with_the_differing_nibbles(seed):
+    result = grade(13, pack_two_nibbles_swapped, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong", str(result)
+    m = failure.mismatches[0]
+    assert isinstance(m.expected, int) and set(m.differing_nibbles()) <= {0, 1}
+    reason = failure.reason()
+    assert "expected 0x" in reason and "e+" not in reason and "differ" in reason
+    text = str(result)
+    marks = next(line for line in text.splitlines() if line.strip().startswith("^"))
+    got_line = text.splitlines()[text.splitlines().index(marks) - 1]
+    assert got_line[marks.index("^")] in "0123456789ABCDEF"
+    assert got_line[marks.rindex("^") + 1] == " "  # the carets end under the last hex digit (nibble 0)
+
+
+@triton.jit
+def grouped_order_row_major(z_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(z_ptr + 2 * pid, pid // tl.cdiv(N, BN))  # ignores GROUP_M
+    tl.store(z_ptr + 2 * pid + 1, pid % tl.cdiv(N, BN))
+
+
+def test_small_integer_outputs_show_as_integers():
+    result = grade(16, grouped_order_row_major)
+    m = result.first_failure.mismatches[0]
+    assert isinstance(m.expected, int) and m.word_bits == 0
+    assert f"expected {m.expected}, got {m.got}" in result.reason()
+
+
+def test_a_timed_out_size_shows_its_limit_not_a_time():
+    from wrong_kernels import add_mask2_kernel_forever
+
+    result = grade(2, add_mask2_kernel_forever, timeout=0.5)
+    failure = result.first_failure
+    assert failure.status == "timeout"
+    line = next(line for line in str(result).splitlines() if "[FAIL]" in line)
+    assert "over 0.5 s" in line and " 0 ms" not in line
+    assert "over 0.5 s" in result._repr_html_()
+
+
+@triton.jit
+def grey_kernel_contiguous(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    mask = (j[:, None] < N1) & (i[None, :] < N0)
+    pixel = x_ptr + j[:, None] * (3 * N0) + i[None, :] * 3  # a packed image, not the strides given
+    r = tl.load(pixel, mask=mask, other=0).to(tl.float32)
+    g = tl.load(pixel + 1, mask=mask, other=0).to(tl.float32)
+    b = tl.load(pixel + 2, mask=mask, other=0).to(tl.float32)
+    tl.store(z_ptr + j[:, None] * N0 + i[None, :], 0.2989 * r + 0.5870 * g + 0.1140 * b, mask=mask)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_grey_ignoring_the_strides_is_told_it_read_the_input_contiguously(seed):
+    result = grade(19, grey_kernel_contiguous, seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong", str(result)
+    assert "matches a contiguous reading of the input" in failure.reason()
+
+
+def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_happened_to_be_zero():
+    """Compiled, the masked-off lanes may hold zeros and the output comes out right; the interpreter's check
+    run (lanes poisoned) is judged too. Simulated here: the GPU's output is the right one."""
+    from puzzles.execution import RunOutput
+    from puzzles.harness.cases import _make_case
+    from puzzles.harness.judging import _judge
+    from puzzles.harness.running import _run_interpreted
+    from puzzles.harness.signature import _bind
+
+    p = catalog.get(7)
+    case = _make_case(p.spec, p, p.sizes[1], 3, 1)
+    checked = _run_interpreted(sum_kernel_relying_on_zero_lanes, _bind(sum_kernel_relying_on_zero_lanes, p.spec, p),
+                               case, True)
+    checked.trace.output = checked.output
+    gpu = RunOutput(case.expected.clone(), checked.trace, None, "", 0.01)
+    outcome = _judge(case, gpu, None)
+    assert outcome.status == "wrong" and "right on this GPU" in outcome.reason() and "other=" in outcome.reason()
+    right = _run_interpreted(sum_kernel_masking_with_where, _bind(sum_kernel_masking_with_where, p.spec, p), case, True)
+    right.trace.output = right.output
+    assert _judge(case, RunOutput(case.expected.clone(), right.trace, None, "", 0.01), None).passed
+
+
+# -- the GPU path, with the GPU worker on the CPU (PUZZLES_WORKER_DEVICE=cpu, as tests/test_gpu_worker.py) --------
+
+
+@pytest.fixture
+def cpu_worker(monkeypatch):
+    from puzzles import gpu_worker
+
+    monkeypatch.setenv("PUZZLES_WORKER_DEVICE", "cpu")
+    return gpu_worker.worker("cpu")
+
+
+def _grade_through_the_worker(number: int, kernel):
+    from puzzles.harness.cases import _make_case
+    from puzzles.harness.judging import _judge_runs
+    from puzzles.harness.running import _run_on_gpu
+    from puzzles.harness.signature import _bind
+
+    p = catalog.get(number)
+    cases = [_make_case(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]
+    return _judge_runs(kernel, cases, _run_on_gpu(kernel, _bind(kernel, p.spec, p), cases, 20.0, True, True))
+
+
+@interpreted_only
+def test_through_the_worker_each_output_tensor_is_its_own_allocation(cpu_worker):
+    assert all(o.passed for o in _grade_through_the_worker(21, catalog.get(21).reference()))
+    assert all(o.passed for o in _grade_through_the_worker(21, sgd_with_other_and_where))
+    failure = next(o for o in _grade_through_the_worker(21, sgd_outputs_end_to_end) if not o.passed)
+    assert failure.status == "out of bounds" and "params_out[0]" in failure.reason()
+
+
+@interpreted_only
+def test_through_the_worker_a_kernel_relying_on_zero_lanes_fails_on_the_check_run(cpu_worker):
+    # The worker's run (the interpreter, lanes 0) is right; the check run's poisoned lanes show the dependence.
+    failure = next(o for o in _grade_through_the_worker(7, sum_kernel_relying_on_zero_lanes) if not o.passed)
+    assert failure.status == "wrong" and "right on this GPU" in failure.reason() and "other=" in failure.reason()
+    assert all(o.passed for o in _grade_through_the_worker(7, sum_kernel_masking_with_where))
