@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="build the gradebook (--out) from per-student JSON files or folders of them")
     c.add_argument("--isolate", action="store_true",
                    help="grade one learner's files in a sandboxed process, as a class is graded")
-    c.add_argument("--memory", type=float, help="address-space limit per process in GiB (default 6; none "
-                   "where CUDA is available, whose reservations exceed any such limit; 0: none)")
+    c.add_argument("--memory", type=float, help="memory limit per student in GiB, resident in all its grading "
+                   "processes (default 6; 0: none); without CUDA also each process's address space")
 
     sub.add_parser("doctor", help="check the installation against the pins and run a tiny kernel")
 

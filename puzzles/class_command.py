@@ -26,11 +26,7 @@ GRADED, USAGE, GRADER_FAILED = 0, 2, 3
 
 
 def options_from(args: argparse.Namespace, timeout: float | None = None) -> Options:
-    if args.memory is None:  # CUDA reserves far more address space than it uses: no limit there
-        import torch
-
-        args.memory = 0.0 if torch.cuda.is_available() else 6.0
-    memory = int(args.memory * GIB) if args.memory else 0
+    memory = int((6.0 if args.memory is None else args.memory) * GIB)
     return Options(timeout=timeout or args.timeout or CLASS_TIMEOUT, seed=args.seed,
                    limits=Limits(memory_bytes=memory))
 

@@ -37,7 +37,7 @@ from puzzles import catalog
 from puzzles.grade import code_cells, strip_magics
 from puzzles.harness.cases import make_case, size_list
 from puzzles.harness.judging import values_close
-from puzzles.isolation import Limits, Worker, can_switch_user, job_uid, limits_dict, prepare_folder
+from puzzles.isolation import GIB, MEMORY_WATCH, Limits, Worker, can_switch_user, job_uid, limits_dict, prepare_folder
 from puzzles.puzzle import Puzzle
 from puzzles.solution_source import is_starter
 
@@ -221,6 +221,8 @@ def grade_student(student: Student, puzzles: list[Puzzle], options: Options, see
     started = time.perf_counter()
     result = StudentResult(student.name, [str(f) for f in student.files], seed)
     limits = Limits(**{**limits_dict(options.limits), "uid": uid})
+    if limits.address_space is None:  # CUDA fails under an address-space limit: the memory watch alone there
+        limits.address_space = not torch.cuda.is_available()
     load_limit = options.load_seconds or max(15.0, 4 * options.timeout)
     puzzle_limit = options.puzzle_seconds or 40.0 + 8 * options.timeout
     tried = attempted(student.files, puzzles)
@@ -268,6 +270,11 @@ def _follow(worker: Worker, deadlines: dict, remaining: list[Puzzle], tried: set
         if kind == "started" and not result.protections:
             result.protections = [str(a) for a in event.get("active", [])]
             result.missing_protections = [str(m) for m in event.get("missing", [])]
+            if worker.memory_limit and MEMORY_WATCH.works():  # the grader's own protection, not a claim
+                result.protections.append(f"memory limit {worker.memory_limit / GIB:.3g} GiB (resident, "
+                                          "all its processes, watched by the grader)")
+            elif worker.memory_limit:
+                result.missing_protections.append("memory limit (no /proc here to measure the processes)")
         elif kind == "loaded":
             loaded = True
             result.problems += [shown(str(x)) for x in event.get("problems", [])][:50]
@@ -276,26 +283,31 @@ def _follow(worker: Worker, deadlines: dict, remaining: list[Puzzle], tried: set
             verdict.message, verdict.source = shown(verdict.message), shown(verdict.source)
             result.verdicts.append(verdict)
             graded.add(verdict.number)
-        elif kind in ("timeout", "died", "flooded"):
+        elif kind in ("timeout", "died", "flooded", "memory"):
             left = [p for p in remaining if p.number not in graded]
+            memory = (f"used more than the memory limit of {worker.memory_limit / GIB:.3g} GiB "
+                      f"({int(event.get('used', 0)) / GIB:.3g} GiB resident in its processes): the grader stopped it")
             if event["after"] in ("start", "started"):  # before any submitted code ran: our failure
-                result.grader_error = f"the grading process did not start ({kind}): {event.get('log', '')[-300:]}"
+                result.grader_error = (f"the grading process {memory} before loading the submission (raise --memory)"
+                                       if kind == "memory" else
+                                       f"the grading process did not start ({kind}): {event.get('log', '')[-300:]}")
                 return []
             if not loaded:
                 why = {"timeout": f"loading the submission did not finish within {deadlines['ready']:.0f} s "
                                   "(an endless loop at module level, in a class body or a decorator?)",
-                       "died": "loading the submission killed the grading process (memory limit, or it killed "
+                       "died": "loading the submission killed the grading process (out of memory, or it killed "
                                "its own process)",
-                       "flooded": "the submission flooded the grading process's report"}[kind]
+                       "flooded": "the submission flooded the grading process's report",
+                       "memory": f"loading the submission {memory}"}[kind]
                 for p in left:
                     result.verdicts.append(PuzzleVerdict(p.number, "failed" if p.number in tried else "not attempted",
                                                          why if p.number in tried else f"no {p.kernel_name} found"))
                 return []
             current = left[0]  # the worker reports in order: it died or stalled on this one
             why = {"timeout": f"grading this puzzle did not finish within {deadlines['default']:.0f} s",
-                   "died": "the kernel killed the process that graded it (it exceeded the memory limit, or killed "
-                           "its parent)",
-                   "flooded": "the submission flooded the grading process's report"}[kind]
+                   "died": "the kernel killed the process that graded it (out of memory, or it killed its parent)",
+                   "flooded": "the submission flooded the grading process's report",
+                   "memory": f"grading this puzzle {memory}"}[kind]
             result.verdicts.append(PuzzleVerdict(current.number, "failed", why))
             return left[1:]
     missing = [p for p in remaining if p.number not in graded]

@@ -73,6 +73,27 @@ class Stall:
 
 """
 
+
+def hoarding_child(pid_file: Path) -> str:
+    """A class body that forks a child which takes memory, 64 MiB every 50 ms, up to 16 GiB, while
+    the parent waits for it: only a measure of the whole process tree sees it. The child writes its
+    id to `pid_file`, so that a test can tell it was stopped."""
+    return f"""
+class Hoard:
+    import time
+
+    if os.fork() == 0:
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        chunks = []
+        for _ in range(256):
+            chunks.append(b"x" * (1 << 26))
+            time.sleep(0.05)
+        os._exit(0)
+    os.wait()
+
+"""
+
+
 DO_NOTHING = '''
 @triton.jit
 def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
@@ -99,8 +120,9 @@ def build_class(root: Path) -> Path:
         "forged_judge": HEADER + FORGED_JUDGE + DO_NOTHING,
         # a loop in a class body that swallows the loader's interruption: only the worker's deadline stops it
         "looper": HEADER + STALL + reference_source(P1),
-        # a module-level tensor the kernel uses, far over the memory limit (torch.empty: never touched)
-        "hog": HEADER + "SCALE = torch.empty(1 << 31).numel() // (1 << 31)\n\n"
+        # a module-level tensor the kernel uses (a constexpr global, valid on a GPU too), 8 GiB filled:
+        # over the address-space limit at once without CUDA, past the memory watch's limit with it
+        "hog": HEADER + "SCALE = tl.constexpr(int(torch.ones(1 << 31)[-1]))\n\n"
         + reference_source(P1).replace("x + 10.0", "x + 10.0 * SCALE"),
         "killer": HEADER + reference_source(P1).replace("    offsets =", KILL_PARENT + "    offsets =", 1)
         + "\n\n" + reference_source(P2),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -39,3 +41,14 @@ def load_kernel_source(source: str, name: str, tmp_path: Path):
 @pytest.fixture
 def load_kernel(tmp_path):
     return lambda source, name: load_kernel_source(source, name, tmp_path)
+
+
+def copy_checkout(dest: Path) -> None:
+    """What a fresh clone holds: the tracked files (and new ones not ignored), nothing built."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)

@@ -9,6 +9,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import classroom_fixtures as fixtures
@@ -19,7 +20,7 @@ from puzzles import catalog, grade
 from puzzles.classroom import check_evidence
 from puzzles.grade_worker import encode_tensor
 from puzzles.harness.cases import make_case, size_list
-from puzzles.isolation import UID_BASE, can_switch_user
+from puzzles.isolation import GIB, UID_BASE, Limits, can_switch_user
 from puzzles.solution_source import reference_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +73,7 @@ def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_pa
         record = json.loads((tmp_path / "book" / "students" / "tamperer.json").read_text())
         assert any("PermissionError" in p for p in record["problems"])
         assert any("unprivileged user" in p for p in record["protections"])
+        assert any(p.startswith("processes limit") for p in record["protections"])
     honest = json.loads((tmp_path / "book" / "students" / "honest_ref.json").read_text())
     assert honest["points"] == honest["max_points"] == 2.0
     assert "killed the process" in (tmp_path / "book" / "feedback" / "killer.txt").read_text()
@@ -201,3 +203,36 @@ def test_without_a_user_of_its_own_grading_works_and_says_what_is_missing(tmp_pa
     assert [v.status for v in result.verdicts] == ["passed"], result
     assert any("own user" in m for m in result.missing_protections)
     assert any("memory limit" in a for a in result.protections)
+    # the process count is per user: on the grader's own user it would count the grader's processes too
+    assert not any(a.startswith("processes limit") for a in result.protections)
+    assert any(m.startswith("processes limit") for m in result.missing_protections)
+
+
+def test_the_memory_watch_stops_a_process_tree_past_its_limit(tmp_path):
+    """A CUDA machine's memory limit (no address-space limit there), tested on any machine: the grader
+    finds a child process that hoards memory in the worker's tree, kills the tree, and says why."""
+    from puzzles.classroom import Options, Student, grade_student
+
+    pid_file = tmp_path / "hoarder.pid"
+    p = catalog.get(1)
+    (tmp_path / "a.py").write_text(fixtures.HEADER + fixtures.hoarding_child(pid_file) + reference_source(p))
+    options = Options(timeout=2, limits=Limits(memory_bytes=GIB, address_space=False))
+    result = grade_student(Student("hog", [tmp_path / "a.py"]), [p], options, seed=1, uid=None)
+    (verdict,) = result.verdicts
+    assert verdict.status == "failed", verdict
+    assert "loading the submission used more than the memory limit of 1 GiB" in verdict.message, verdict
+    assert any("memory limit 1 GiB" in a for a in result.protections)
+    assert not any("address space" in a for a in result.protections)
+    hoarder = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while running(hoarder) and time.monotonic() < deadline:
+        time.sleep(0.1)  # SIGKILL is delivered at once; the reaping is init's
+    assert not running(hoarder), "the hoarding child was left behind"
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1] != "Z"
+    except OSError:
+        return False

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import pythonpath_without_checkout
+from conftest import copy_checkout, pythonpath_without_checkout
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -112,16 +112,6 @@ def test_no_readme_command_needs_an_activated_environment():
     assert not bare, bare
 
 
-def _copy_checkout(dest: Path) -> None:
-    """What a fresh clone holds: the tracked files (and new ones not ignored), nothing built."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-
 
 def _runnable(command: str) -> str:
     """The README's command as the shell runs it here: a synopsis without its optional parts, a
@@ -136,7 +126,7 @@ def _runnable(command: str) -> str:
                     reason="needs make and a git checkout")
 def test_readme_commands_work_as_written_on_a_fresh_clone(tmp_path):
     clone = tmp_path / "course"
-    _copy_checkout(clone)
+    copy_checkout(clone)
     (clone / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     env["PYTHONPATH"] = pythonpath_without_checkout()

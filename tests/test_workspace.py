@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import pythonpath_without_checkout
+from conftest import copy_checkout, pythonpath_without_checkout
 
 from puzzles import catalog, notebooks, workspace
 from puzzles.solution_source import reference_source
@@ -130,21 +130,12 @@ def test_update_of_a_copy_without_per_cell_records_lists_every_differing_course_
     assert f"p{P1.number}-hints" in line and "predates per-cell records" in line and ".backup" in line
 
 
-def _copy_repo(dest: Path) -> None:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-
 
 @pytest.mark.skipif(shutil.which("make") is None or shutil.which("git") is None or not (ROOT / ".git").exists(),
                     reason="needs make and a git checkout")
 def test_maintainer_commands_leave_the_learner_answer_intact(tmp_path):
     repo = tmp_path / "course"
-    _copy_repo(repo)
+    copy_checkout(repo)
     env = {**os.environ, "PYTHONPATH": pythonpath_without_checkout()}  # the copy's own `puzzles`
     # This interpreter's environment, marked as set up (-o): the copy must not install anything.
     venv = Path(sys.prefix)
