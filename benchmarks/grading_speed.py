@@ -81,7 +81,9 @@ def main() -> int:
             started = time.perf_counter()
             result = test(kernel, p.spec, quiet=True)
             times.append(time.perf_counter() - started)
-            assert result.passed and not result.notes, str(result)
+            # An autotuned kernel's verdict lists each config it was graded under; any other note is a surprise.
+            surprises = [n for n in result.notes if not n.startswith(("config ", "grader's config "))]
+            assert result.passed and not surprises, str(result)
             started = time.perf_counter()
             test(kernel, p.spec, quiet=True, compile_check=False)
             off.append(time.perf_counter() - started)

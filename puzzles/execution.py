@@ -31,7 +31,13 @@ from triton.runtime import interpreter as _interp
 from triton.runtime.jit import JITFunction
 
 from puzzles import compat
-from puzzles.recording import _LIBRARY_DIRS, Recorder, Trace
+from puzzles.recording import LIBRARY_DIRS, Recorder, Trace
+
+
+def on_gpu() -> bool:
+    """True when kernels are compiled for a CUDA GPU rather than interpreted (the mode `import puzzles`
+    chose): where the grader, the notebook cells' safe path and the learner's API run kernels."""
+    return torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") != "1"
 
 
 @dataclass
@@ -178,7 +184,7 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     line, source, file_seen = None, "", None
     for frame, lineno in traceback.walk_tb(cause.__traceback__):
         name = frame.f_code.co_filename
-        if name.startswith(_LIBRARY_DIRS):
+        if name.startswith(LIBRARY_DIRS):
             continue
         if filename is None or name == filename:
             line, file_seen = lineno, name

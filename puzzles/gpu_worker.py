@@ -81,7 +81,7 @@ class Reply:
 
 def ship(kernel: Any) -> ShippedKernel:
     """Describe a @triton.jit kernel, with its @triton.autotune / @triton.heuristics wrappers and
-    an autotune config's launch options (puzzles.autotune.ConfigLaunch), for `land` elsewhere."""
+    an autotune config's launch options (puzzles.autotune_configs.ConfigLaunch), for `land` elsewhere."""
     import triton
 
     from puzzles import kernel_source
@@ -130,7 +130,7 @@ def land(shipped: ShippedKernel) -> Any:
     import triton
 
     from puzzles import kernel_source
-    from puzzles.autotune import ConfigLaunch
+    from puzzles.autotune_configs import ConfigLaunch
 
     kernel = kernel_source.rebuild_kernel(shipped.description)["root"]
     for kind, data in reversed(shipped.layers):

@@ -42,7 +42,7 @@ def _record_evidence(store: list[dict]) -> None:
     """Keep every (size, seed, index, output) the harness judges, as the harness saw it."""
     import puzzles.harness as harness
 
-    judge = harness._judge_runs
+    judge = harness.judge_runs
 
     def judge_and_keep(kernel: Any, cases: list, runs: list) -> Any:
         for index, (case, run) in enumerate(zip(cases, runs, strict=False)):
@@ -51,7 +51,7 @@ def _record_evidence(store: list[dict]) -> None:
                               "output": encode_tensor(run.output)})
         return judge(kernel, cases, runs)
 
-    harness._judge_runs = judge_and_keep
+    harness.judge_runs = judge_and_keep
 
 
 def main() -> int:

@@ -12,12 +12,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from puzzles.picture_hooks import RegisterTensor, SlidingWindow, TileOrder
-
-if TYPE_CHECKING:
-    from puzzles.tensor_lists import TensorLists
+from puzzles.solution_source import kernel_signature
 
 Sizes = dict[str, int]
 Grid = Callable[[Sizes], tuple[int, ...]]
@@ -37,6 +35,24 @@ def default_grid(sizes: Sizes) -> tuple[int, ...]:
             break
         grid.append(cdiv(n, b))
     return tuple(grid) or (1,)
+
+
+POINTERS = ("addresses", "numels", "chunks")
+
+
+@dataclass(frozen=True)
+class TensorLists:
+    """How a puzzle's spec inputs become lists of tensors and tables for the kernel
+    (puzzle 21; the lists and their tables are built in puzzles/tensor_lists.py)."""
+
+    lists: tuple[str, ...]  # spec inputs that are lists (each laid end to end in the spec)
+    outputs: tuple[str, ...]  # the lists the kernel writes, one row of z each
+    pointers: tuple[str, ...] = POINTERS  # the kernel's pointer arguments before z_ptr
+
+    @staticmethod
+    def lengths(sizes: Sizes) -> list[int]:
+        """The tensors' sizes: L0, L1, ... up to K."""
+        return [int(sizes[f"L{k}"]) for k in range(int(sizes["K"]))]
 
 
 @dataclass(frozen=True)
@@ -161,8 +177,6 @@ class Puzzle:
 
     def expected_signature(self) -> str:
         """The kernel's signature as the statement gives it."""
-        from puzzles.solution_source import kernel_signature
-
         return kernel_signature(self)
 
     def input_scale(self, size_index: int) -> float:

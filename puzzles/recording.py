@@ -19,7 +19,7 @@ import numpy as np
 import triton
 from triton.runtime import interpreter as _interp
 
-_LIBRARY_DIRS = tuple(
+LIBRARY_DIRS = tuple(
     os.path.dirname(m.__file__) + os.sep for m in (triton, np, sys.modules[__name__.split(".")[0]])
 )
 
@@ -263,7 +263,7 @@ class Recorder:
         frame = sys._getframe(3)
         while frame is not None:
             filename = frame.f_code.co_filename
-            if not filename.startswith(_LIBRARY_DIRS) and "importlib" not in filename:
+            if not filename.startswith(LIBRARY_DIRS) and "importlib" not in filename:
                 if self.kernel_file is None or filename == self.kernel_file:
                     return frame.f_lineno
             frame = frame.f_back

@@ -22,7 +22,7 @@ from puzzles.gpu_worker import Reply
 def run_safely(target: str, *args: Any, timeout: float = 120.0, **kwargs: Any) -> Reply:
     """Call `module:function(*args, **kwargs)` in the GPU worker (on a GPU) or in a child process
     (elsewhere, where the OS can fork); the kernels among the arguments go along."""
-    from puzzles.harness.running import on_gpu
+    from puzzles.execution import on_gpu
 
     if on_gpu():
         from puzzles import gpu_worker

@@ -19,26 +19,35 @@ import importlib.util
 import re
 import textwrap
 from pathlib import Path
-
-from puzzles.puzzle import Puzzle
+from typing import Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 FINISH_ME = "# Finish me (about {n} lines)"
 
 
+class PuzzleRecord(Protocol):
+    """What this module reads of a `puzzles.puzzle.Puzzle` (which sits above it and calls it)."""
+
+    number: int
+    kernel_name: str
+
+    @property
+    def solution_module(self) -> str: ...
+
+
 class MarkerError(ValueError):
     """A reference whose solution markers are missing, unbalanced or nested."""
 
 
-def solution_path(p: Puzzle) -> Path:
+def solution_path(p: PuzzleRecord) -> Path:
     spec = importlib.util.find_spec(p.solution_module)
     if spec is None or spec.origin is None:
         raise FileNotFoundError(f"no reference for puzzle {p.number}: expected {p.solution_module}")
     return Path(spec.origin)
 
 
-def _kernel_lines(p: Puzzle) -> list[str]:
+def _kernel_lines(p: PuzzleRecord) -> list[str]:
     """The kernel's source in its solution file: decorators, signature and body."""
     text = solution_path(p).read_text()
     tree = ast.parse(text)
@@ -63,20 +72,20 @@ def _solution_region(lines: list[str], where: str) -> tuple[int, int]:
     return begins[0], ends[0]
 
 
-def reference_source(p: Puzzle) -> str:
+def reference_source(p: PuzzleRecord) -> str:
     """The reference kernel without its markers (what a correct notebook cell holds)."""
     lines = _kernel_lines(p)
     b, e = _solution_region(lines, p.solution_module)
     return "\n".join(lines[:b] + lines[b + 1 : e] + lines[e + 1 :]) + "\n"
 
 
-def solution_line_count(p: Puzzle) -> int:
+def solution_line_count(p: PuzzleRecord) -> int:
     lines = _kernel_lines(p)
     b, e = _solution_region(lines, p.solution_module)
     return sum(1 for line in lines[b + 1 : e] if line.strip() and not line.strip().startswith("#"))
 
 
-def starter_source(p: Puzzle) -> str:
+def starter_source(p: PuzzleRecord) -> str:
     """The kernel as the learner first sees it."""
     lines = _kernel_lines(p)
     b, e = _solution_region(lines, p.solution_module)
@@ -85,7 +94,7 @@ def starter_source(p: Puzzle) -> str:
     return "\n".join(lines[:b] + stub + lines[e + 1 :]) + "\n"
 
 
-def kernel_signature(p: Puzzle) -> str:
+def kernel_signature(p: PuzzleRecord) -> str:
     """`add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr)`, read from the reference."""
     source = textwrap.dedent("\n".join(_kernel_lines(p)))
     match = re.search(r"def\s+(\w+\s*\(.*?\))\s*(->.*?)?:", source, re.S)
@@ -94,7 +103,7 @@ def kernel_signature(p: Puzzle) -> str:
     return re.sub(r"\s+", " ", match.group(1)).replace("( ", "(").replace(", )", ")")
 
 
-def is_starter(source: str, p: Puzzle) -> bool:
+def is_starter(source: str, p: PuzzleRecord) -> bool:
     """True when `source` is still the untouched starter (whitespace aside)."""
     def norm(s: str) -> str:
         return re.sub(r"\s+", "", s)

@@ -26,23 +26,7 @@ from typing import Any
 import torch
 
 from puzzles.inputs import Arena, build_arena, call_spec, poison_, random_tensor, spec_signature
-from puzzles.puzzle import Sizes, cdiv
-
-POINTERS = ("addresses", "numels", "chunks")
-
-
-@dataclass(frozen=True)
-class TensorLists:
-    """How a puzzle's spec inputs become lists of tensors and tables for the kernel."""
-
-    lists: tuple[str, ...]  # spec inputs that are lists (each laid end to end in the spec)
-    outputs: tuple[str, ...]  # the lists the kernel writes, one row of z each
-    pointers: tuple[str, ...] = POINTERS  # the kernel's pointer arguments before z_ptr
-
-    @staticmethod
-    def lengths(sizes: Sizes) -> list[int]:
-        """The tensors' sizes: L0, L1, ... up to K."""
-        return [int(sizes[f"L{k}"]) for k in range(int(sizes["K"]))]
+from puzzles.puzzle import Sizes, TensorLists, cdiv
 
 
 def list_sizes(lengths: list[int], block: int, **scalars: float) -> Sizes:
@@ -161,7 +145,7 @@ def compare_with_loop(kernel: Any, loop_kernel: Any, lengths: list[int] | None =
 
     lengths, block: the tensors' sizes and B0 (default: 240 tensors from 1 K to 4 M elements and
     B0 = 1024 on a GPU; six small tensors and B0 = 64 on a CPU)."""
-    from puzzles.harness.running import on_gpu
+    from puzzles.execution import on_gpu
     from puzzles.sandbox import run_safely, show
 
     gpu = on_gpu()

@@ -56,7 +56,7 @@ class Sneaky:  # replace the harness's judge: every size "passed", whatever the 
     import puzzles.harness as harness
     from puzzles.result import SizeOutcome
 
-    harness._judge_runs = lambda kernel, cases, runs: [
+    harness.judge_runs = lambda kernel, cases, runs: [
         Sneaky.SizeOutcome(c.sizes, c.seed, "passed") for c in cases]
 '''
 

@@ -12,7 +12,7 @@ import torch
 
 from puzzles import catalog, compile_check, test
 from puzzles.harness import on_gpu
-from puzzles.harness.cases import _make_case
+from puzzles.harness.cases import make_case
 from puzzles.harness.signature import bind_arguments
 
 pytestmark = pytest.mark.skipif(on_gpu(), reason="on a GPU the kernel is really compiled; no ahead-of-time check")
@@ -98,7 +98,7 @@ def test_a_bare_assertion_from_the_front_end_becomes_words():
 def _calls(p):
     kernel = p.reference()
     args_for = bind_arguments(kernel, p.spec)
-    return kernel, [args_for(_make_case(p.spec, p, s, 1, i)) for i, s in enumerate(p.sizes)]
+    return kernel, [args_for(make_case(p.spec, p, s, 1, i)) for i, s in enumerate(p.sizes)]
 
 
 @pytest.mark.parametrize("p", catalog.all_puzzles(), ids=lambda p: p.id)
@@ -154,7 +154,7 @@ def test_the_courses_debugging_helpers_compile():
     assert result.passed and result.notes == [], str(result)
     p = catalog.get(2)
     args_for = bind_arguments(ck.add_mask2_kernel_debugging, p.spec)
-    check = compile_check.start(ck.add_mask2_kernel_debugging, [args_for(_make_case(p.spec, p, p.canonical, 1, 0))])
+    check = compile_check.start(ck.add_mask2_kernel_debugging, [args_for(make_case(p.spec, p, p.canonical, 1, 0))])
     check.report(True)
     assert check.results and all("skipped" not in v and "error" not in v for v in check.results.values())
 
@@ -164,14 +164,14 @@ def test_sizes_that_compile_alike_share_one_check_and_all_fail():
     p = catalog.get(7)
     kernel = ck.sum_kernel_dynamic_arange
     args_for = bind_arguments(kernel, p.spec)
-    check = compile_check.start(kernel, [args_for(_make_case(p.spec, p, s, 1, i)) for i, s in enumerate(sizes)])
+    check = compile_check.start(kernel, [args_for(make_case(p.spec, p, s, 1, i)) for i, s in enumerate(sizes)])
     assert [item["sizes"] for item in check.items if item["stage"] == "front"] == [[0, 1]]
     result = test(kernel, puzzle=7, sizes=sizes, quiet=True)
     assert [o.status for o in result.outcomes] == ["compile error", "compile error"], str(result)
 
 
 def test_an_autotune_config_is_compiled_with_its_launch_options():
-    from puzzles.autotune import ConfigLaunch
+    from puzzles.autotune_configs import ConfigLaunch
 
     p = catalog.get(20)
     tuner = p.reference()
@@ -179,7 +179,7 @@ def test_an_autotune_config_is_compiled_with_its_launch_options():
     launch = ConfigLaunch(tuner.fn, config)
     sizes = {**p.sizes[0], **config.kwargs}
     args_for = bind_arguments(launch, p.spec, p)
-    check = compile_check.start(launch, [args_for(_make_case(p.spec, p, sizes, 1, 0))])
+    check = compile_check.start(launch, [args_for(make_case(p.spec, p, sizes, 1, 0))])
     assert all(item["options"]["num_warps"] == config.num_warps for item in check.items)
     report = check.report(wait_full=True)
     assert report.problems == [] and not any(v.get("skipped") for v in check.results.values())

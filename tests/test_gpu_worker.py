@@ -13,8 +13,8 @@ import triton.language as tl
 import wrong_kernels as wrong
 
 from puzzles import catalog, gpu_worker, on_gpu, test
-from puzzles.harness.cases import _make_case
-from puzzles.harness.judging import _judge_runs
+from puzzles.harness.cases import make_case
+from puzzles.harness.judging import judge_runs
 from puzzles.harness.running import _run_on_gpu
 from puzzles.harness.signature import _bind
 
@@ -71,9 +71,9 @@ def cpu_worker(monkeypatch):
 
 def _grade_in_worker(kernel, timeout: float = 20.0):
     p = catalog.get(2)
-    cases = [_make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
+    cases = [make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
     runs = _run_on_gpu(kernel, _bind(kernel, p.spec), cases, timeout, True, True)
-    return _judge_runs(kernel, cases, runs)
+    return judge_runs(kernel, cases, runs)
 
 
 def test_a_kernel_travels_with_its_helper_and_constexpr_global(cpu_worker):

@@ -26,7 +26,7 @@ def test_reference_passes_at_every_size(p):
     expected = [dict(s) for s in p.sizes]
     if p.extra.get("autotune"):  # every size under every config, the config's meta-parameters in the sizes
         expected = [{**s, **c.kwargs, "num_warps": c.num_warps} for c in p.reference().configs for s in p.sizes]
-        # then under two configs of the grader's own (puzzles/autotune.py), at every size too
+        # then under two configs of the grader's own (puzzles/harness/configs.py), at every size too
         assert [o.sizes for o in result.outcomes[: len(expected)]] == expected
         assert len(result.outcomes) == len(expected) + 2 * len(p.sizes)
         expected = [o.sizes for o in result.outcomes]
@@ -362,13 +362,13 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict():
     # interpreter's access check runs forever. Simulated here with a compiled run that returns
     # the right answer.
     from puzzles.execution import RunOutput
-    from puzzles.harness.cases import _make_case
+    from puzzles.harness.cases import make_case
     from puzzles.harness.running import _run_on_gpu
     from puzzles.harness.signature import bind_arguments
 
     p = catalog.get(2)
     kernel = wrong.add_mask2_kernel_forever
-    cases = [_make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
+    cases = [make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
     runs = _run_on_gpu(kernel, bind_arguments(kernel, p.spec), cases, 1.0, True, True,
                                run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
     assert len(runs) == 1 and runs[0].error.kind == "timeout"  # stops after the first size
@@ -432,7 +432,7 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 def test_known_bugs_fail_at_every_seed(kernel, number, index):
     # The verdict must not depend on the seed: the puzzle's size `index` fails each of these at
     # 50 seeds. Only that size runs, without recording accesses, to keep the test fast.
-    from puzzles.harness.cases import _make_case
+    from puzzles.harness.cases import make_case
     from puzzles.harness.judging import _judge
     from puzzles.harness.running import _run_interpreted
     from puzzles.harness.signature import bind_arguments
@@ -440,7 +440,7 @@ def test_known_bugs_fail_at_every_seed(kernel, number, index):
     p = catalog.get(number)
     args_for = bind_arguments(kernel, p.spec)
     for seed in range(1000, 1050):
-        case = _make_case(p.spec, p, p.sizes[index], seed, index)
+        case = make_case(p.spec, p, p.sizes[index], seed, index)
         outcome = _judge(case, _run_interpreted(kernel, args_for, case, record=False), None)
         assert outcome.status == "wrong", f"seed {seed}: {outcome.reason()}"
 

@@ -487,13 +487,13 @@ def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_ha
     """Compiled, the masked-off lanes may hold zeros and the output comes out right; the interpreter's check
     run (lanes poisoned) is judged too. Simulated here: the GPU's output is the right one."""
     from puzzles.execution import RunOutput
-    from puzzles.harness.cases import _make_case
+    from puzzles.harness.cases import make_case
     from puzzles.harness.judging import _judge
     from puzzles.harness.running import _run_interpreted
     from puzzles.harness.signature import _bind
 
     p = catalog.get(7)
-    case = _make_case(p.spec, p, p.sizes[1], 3, 1)
+    case = make_case(p.spec, p, p.sizes[1], 3, 1)
     checked = _run_interpreted(sum_kernel_relying_on_zero_lanes, _bind(sum_kernel_relying_on_zero_lanes, p.spec, p),
                                case, True)
     checked.trace.output = checked.output
@@ -517,14 +517,14 @@ def cpu_worker(monkeypatch):
 
 
 def _grade_through_the_worker(number: int, kernel):
-    from puzzles.harness.cases import _make_case
-    from puzzles.harness.judging import _judge_runs
+    from puzzles.harness.cases import make_case
+    from puzzles.harness.judging import judge_runs
     from puzzles.harness.running import _run_on_gpu
     from puzzles.harness.signature import _bind
 
     p = catalog.get(number)
-    cases = [_make_case(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]
-    return _judge_runs(kernel, cases, _run_on_gpu(kernel, _bind(kernel, p.spec, p), cases, 20.0, True, True))
+    cases = [make_case(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]
+    return judge_runs(kernel, cases, _run_on_gpu(kernel, _bind(kernel, p.spec, p), cases, 20.0, True, True))
 
 
 @interpreted_only

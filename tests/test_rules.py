@@ -11,7 +11,7 @@ import rule_kernels as rk
 import triton
 
 from puzzles import catalog, on_gpu, test
-from puzzles.autotune import grader_configs, tuning_rules
+from puzzles.autotune_configs import grader_configs, tuning_rules
 from puzzles.execution import unwrap_kernel
 from puzzles.harness.operations import forbidden_calls
 

@@ -2,8 +2,8 @@
 from another module, no Python file over 600 lines, in puzzles/ and solutions/.
 
 Every import counts: relative ones, and those inside functions (a lazy import is still a
-dependency). The grader's core still has violations that a later sweep removes: they are listed in
-KNOWN_* below, exactly, as a ratchet. A new violation fails, and so does a listed one that no longer
+dependency). Known violations would be listed in KNOWN_* below,
+exactly, as a ratchet (none is left). A new violation fails, and so does a listed one that no longer
 occurs (delete its line: the list only shrinks).
 """
 
@@ -16,31 +16,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("puzzles", "solutions")
 MAX_LINES = 600
 
-# Modules still in an import cycle (issue 23: the grader core, its steps reached back into by the
-# modules they call). A module may leave this list; none may join it.
-KNOWN_CYCLE_MODULES = {
-    "puzzles.autotune", "puzzles.catalog", "puzzles.gpu_worker", "puzzles.harness", "puzzles.harness.cases",
-    "puzzles.harness.presenting", "puzzles.harness.running", "puzzles.layouts", "puzzles.puzzle",
-    "puzzles.sandbox", "puzzles.solution_source", "puzzles.tensor_lists",
-}
-
-# (importing file, private name, module it comes from): the seams of the grader that was cut out of
-# one file (issue 23). Each goes when its name becomes public where it lives.
-KNOWN_PRIVATE_IMPORTS = {
-    ("puzzles/execution.py", "_LIBRARY_DIRS", "puzzles.recording"),
-    ("puzzles/autotune.py", "_device_name", "puzzles.harness.presenting"),
-    ("puzzles/harness/signature.py", "_Case", "puzzles.harness.cases"),
-    ("puzzles/harness/__init__.py", "_make_case", "puzzles.harness.cases"),
-    ("puzzles/harness/__init__.py", "_resolve_puzzle", "puzzles.harness.cases"),
-    ("puzzles/harness/__init__.py", "_size_list", "puzzles.harness.cases"),
-    ("puzzles/harness/__init__.py", "_judge_runs", "puzzles.harness.judging"),
-    ("puzzles/harness/__init__.py", "_device_name", "puzzles.harness.presenting"),
-    ("puzzles/harness/__init__.py", "_measure_speed", "puzzles.harness.presenting"),
-    ("puzzles/harness/__init__.py", "_run_cases", "puzzles.harness.running"),
-    ("puzzles/harness/running.py", "_Case", "puzzles.harness.cases"),
-    ("puzzles/harness/judging.py", "_Case", "puzzles.harness.cases"),
-    ("puzzles/harness/presenting.py", "_Case", "puzzles.harness.cases"),
-}
+# Modules still in an import cycle, and (importing file, private name, module it comes from): none
+# left (issue 23). A violation may leave these lists; none may join them.
+KNOWN_CYCLE_MODULES: set[str] = set()
+KNOWN_PRIVATE_IMPORTS: set[tuple[str, str, str]] = set()
 
 KNOWN_LONG_FILES: set[str] = set()
 

@@ -160,7 +160,7 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
     spec = kernel_source.describe_kernel(kernel)
     if fn is None or spec is None:
         return None
-    config = getattr(kernel, "config", None)  # an autotune config's launch options (puzzles/autotune.py)
+    config = getattr(kernel, "config", None)  # an autotune config's launch options (puzzles/autotune_configs.py)
     options = {k: v for k, v in (("num_warps", getattr(config, "num_warps", None)),
                                  ("num_stages", getattr(config, "num_stages", None))) if isinstance(v, int)}
     signature = inspect.signature(fn).parameters

@@ -10,11 +10,13 @@ CUDA machine it is compiled and run on the GPU, with guard zones checked after t
 
 The steps, in the order the data flows: signature.py (is the kernel callable as the puzzle
 needs?), cases.py (the sizes and each size's inputs), running.py (interpreter or GPU),
-judging.py (a verdict per size), presenting.py (speed, and the verdict shown).
+judging.py (a verdict per size), presenting.py (speed, and the verdict shown). An autotuned
+kernel goes through the same steps once per config, in configs.py's loop.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -22,13 +24,14 @@ from typing import Any
 
 from puzzles import compat
 from puzzles import compile_check as _compile_check
-from puzzles.autotune import autotune_missing, is_autotuned, test_every_config
+from puzzles.autotune_configs import is_autotuned
 from puzzles.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.execution import KernelError, unwrap_kernel
-from puzzles.harness.cases import SizeRuleError, _make_case, _resolve_puzzle, _size_list
-from puzzles.harness.judging import _judge_runs
-from puzzles.harness.presenting import _device_name, _measure_speed, present
-from puzzles.harness.running import _run_cases, on_gpu
+from puzzles.harness.cases import SizeRuleError, make_case, resolve_puzzle, size_list
+from puzzles.harness.configs import autotune_missing, grade_every_config
+from puzzles.harness.judging import judge_runs
+from puzzles.harness.presenting import device_name, measure_speed, present
+from puzzles.harness.running import on_gpu, run_cases
 from puzzles.harness.signature import argument_order_note, bind_arguments, check_kernel
 from puzzles.inputs import SpecError
 from puzzles.puzzle import Puzzle, Sizes
@@ -72,21 +75,39 @@ def test(
     compile_check: without a GPU, also compile the kernel for real GPU targets (beside the
         interpreted run) and fail it if it would not compile; "full" waits for the whole compile.
 
-    An @triton.autotune kernel is graded under each of its configs (puzzles/autotune.py).
+    An @triton.autotune kernel is graded under each of its configs (puzzles/harness/configs.py).
     """
     started = time.perf_counter()
     seed = random.randrange(1, 10**6) if seed is None else seed
-    found = _resolve_puzzle(puzzle, spec, kernel)
+    found = resolve_puzzle(puzzle, spec, kernel)
     spec = spec if found is None else found.spec
-    missing = autotune_missing(kernel, found, seed, quiet)
+    missing = autotune_missing(kernel, found, seed, device_name())
     if missing is not None:
-        return missing
-    if is_autotuned(kernel):  # graded under each of its configs, in one verdict
-        return test_every_config(kernel, spec, found, sizes, nelem, seed=seed, viz=viz, timeout=timeout,
-                                 isolate=isolate, record=record, quiet=quiet, perf=perf, compile_check=compile_check)
+        return present(missing, quiet, False, found)
+    options = {"seed": seed, "timeout": timeout, "isolate": isolate, "record": record, "perf": perf,
+               "compile_check": compile_check}
+    if is_autotuned(kernel):  # the steps below once per config, in one verdict
+
+        def grade_config(launch: Any, tuned: list[Sizes], **overrides: Any) -> TestResult:
+            # The config's sizes are the puzzle's sizes for this run (its B0 comes from the config).
+            p = dataclasses.replace(found, sizes=tuple(tuned)) if found is not None else None
+            return _grade(launch, spec, p, None, None, tuned, time.perf_counter(), **{**options, **overrides})
+
+        result = grade_every_config(kernel, found, sizes, nelem, grade_config)
+    else:
+        result = _grade(kernel, spec, found, nelem, B, sizes, started, **options)
+    result.seconds = time.perf_counter() - started
+    return present(result, quiet, viz, found)
+
+
+def _grade(kernel: Any, spec: Callable[..., Any] | None, found: Puzzle | None, nelem: Sizes | None,
+           B: Sizes | None, sizes: list[Sizes] | None, started: float, *, seed: int, timeout: float,  # noqa: N803
+           isolate: bool | None, record: bool, perf: bool, compile_check: bool | str) -> TestResult:
+    """test()'s steps for one kernel launch (a plain kernel, or one config of an autotuned one): the
+    signature, the sizes and their inputs, the runs, the verdict per size, the speed."""
     name = getattr(unwrap_kernel(kernel), "__name__", None) or getattr(kernel, "__name__", repr(kernel))
     title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
-    result = TestResult(title, name, [], 0.0, seed, device=_device_name())
+    result = TestResult(title, name, [], 0.0, seed, device=device_name())
 
     # The checked interpreter relies on Triton's internals: refuse an untested Triton in words.
     unsupported = compat.triton_problem()
@@ -94,15 +115,15 @@ def test(
     if problem is None:
         problem = check_kernel(kernel, spec, found) if spec is not None else KernelError(
             "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
-    size_list: list[Sizes] = []
+    sizes_to_run: list[Sizes] = []
     if problem is None:
         try:
-            size_list = _size_list(found, nelem, B, sizes)
+            sizes_to_run = size_list(found, nelem, B, sizes)
         except SizeRuleError as err:
             problem = KernelError("sizes", str(err))
     if problem is None:
         try:
-            cases = [_make_case(spec, found, s, seed, i) for i, s in enumerate(size_list)]
+            cases = [make_case(spec, found, s, seed, i) for i, s in enumerate(sizes_to_run)]
         except (SpecError, TypeError, ValueError) as err:
             problem = KernelError("spec", f"cannot build inputs from the spec: {err}")
     if problem is not None:
@@ -110,7 +131,7 @@ def test(
     else:
         fn = bind_arguments(kernel, spec, found)
         check = None if on_gpu() else _compile_check.begin(kernel, fn, cases, found, compile_check)
-        result.outcomes = _judge_runs(kernel, cases, _run_cases(kernel, fn, cases, timeout, isolate, record))
+        result.outcomes = judge_runs(kernel, cases, run_cases(kernel, fn, cases, timeout, isolate, record))
         for outcome in result.outcomes:  # a stopped size shows its limit, not a time
             outcome.time_limit = timeout if outcome.status == "timeout" else None
         _compile_check.apply(check, result, started, compile_check)
@@ -122,9 +143,9 @@ def test(
         if on_gpu() and calls_breakpoint_if(kernel):
             result.notes.append(STEP_THROUGH_ADVICE)
         if perf and result.passed:
-            _measure_speed(kernel, fn, spec, found, seed, result)
+            measure_speed(kernel, fn, spec, found, seed, result)
     result.seconds = time.perf_counter() - started
-    return present(result, quiet, viz, found)
+    return result
 
 
 test.__test__ = False  # the autograder, not a pytest test (test files import it by name)

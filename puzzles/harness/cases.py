@@ -1,6 +1,6 @@
 """Step 2 of grading: which puzzle, which sizes, and each size's inputs and expected output.
 
-A `_Case` is one size made concrete: a guarded arena of random inputs and a poisoned output, the
+A `Case` is one size made concrete: a guarded arena of random inputs and a poisoned output, the
 grid, and what the spec returns for those inputs.
 """
 
@@ -29,7 +29,7 @@ from puzzles.puzzle import Puzzle, Sizes, SplitK, default_grid
 
 
 @dataclass
-class _Case:
+class Case:
     sizes: Sizes
     seed: int
     grid: tuple[int, ...]
@@ -48,7 +48,7 @@ class _Case:
     contiguous_expected: torch.Tensor | None = None
 
 
-def _resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzzle | None:
+def resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzzle | None:
     if isinstance(puzzle, Puzzle):
         return puzzle
     if isinstance(puzzle, int):
@@ -60,7 +60,7 @@ def _resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzz
     return catalog.find(kernel_name=getattr(fn, "__name__", None)) if spec is None else None
 
 
-def _size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:
+def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:
     if sizes is not None:
         return [dict(s) for s in sizes]
     given = {**(nelem or {}), **(B or {})}
@@ -106,7 +106,7 @@ def _follow_rules(p: Puzzle, given: Sizes) -> Sizes:
     return sizes
 
 
-def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int, index: int) -> _Case:
+def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int, index: int) -> Case:
     """The inputs of the `index`-th size. Every size reports the run's `seed`, which
     reproduces all of them (each size draws from its own stream of it)."""
     scale = p.input_scale(index) if p else 1.0
@@ -114,7 +114,7 @@ def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: i
         from puzzles.tensor_lists import build
 
         arena, pointers, guarded, expected, relink = build(spec, p.tensor_lists, sizes, seed + index, scale)
-        return _Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
+        return Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
                      guarded=guarded, relink=relink)
     inputs, out = spec_signature(spec)
     shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
@@ -155,7 +155,7 @@ def _make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: i
         read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
         if all(t is not None for t in read.values()):
             contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
-    return _Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
+    return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous)
 
 
@@ -165,9 +165,3 @@ def _contiguous_reading(storage: torch.Tensor, shape: tuple[int, ...]) -> torch.
     for n in shape:
         numel *= n
     return storage[:numel].view(shape) if storage.numel() >= numel else None
-
-
-# Public names for the class grader (puzzles/classroom.py), which rebuilds a size's inputs and
-# expected output in its own process to check what an isolated grading process returned.
-make_case = _make_case
-size_list = _size_list

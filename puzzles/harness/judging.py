@@ -12,7 +12,7 @@ from puzzles.execution import (
     RunOutput,
     kernel_file,
 )
-from puzzles.harness.cases import _Case
+from puzzles.harness.cases import Case
 from puzzles.harness.split_k import split_k_violation
 from puzzles.inputs import (
     unwritten_mask,
@@ -21,14 +21,14 @@ from puzzles.recording import Trace
 from puzzles.result import MAX_SHOWN, Mismatch, SizeOutcome
 
 
-def _judge_runs(kernel: Any, cases: list[_Case], runs: list[RunOutput]) -> list[SizeOutcome]:
+def judge_runs(kernel: Any, cases: list[Case], runs: list[RunOutput]) -> list[SizeOutcome]:
     """A verdict for each size; the sizes after a timeout were not run."""
     outcomes = [_judge(case, run, kernel_file(kernel)) for case, run in zip(cases, runs, strict=False)]
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
     return outcomes
 
 
-def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
+def _judge(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
                     output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected)
     if run.error is not None:
@@ -98,7 +98,7 @@ def _judge(case: _Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     return o
 
 
-def _poisoned_if_wrong(run: RunOutput, case: _Case) -> torch.Tensor:
+def _poisoned_if_wrong(run: RunOutput, case: Case) -> torch.Tensor:
     """The output to judge: the GPU's, unless it is right and the interpreter's check run (whose masked-off
     lanes without other= held poison) is wrong: the output depends on lanes a GPU leaves undefined, which
     happened to hold harmless values on this run."""
@@ -118,7 +118,7 @@ def _add_notes(o: SizeOutcome, notes: list[str]) -> None:
             o.note = f"{o.note}; {note}" if o.note else note
 
 
-def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: _Case,
+def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: Case,
                    trace: Trace | None) -> None:
     """Say what the wrong values look like when the run knows why: lanes a load left undefined, or a
     contiguous reading of an input that the kernel was given the strides of."""
@@ -139,7 +139,7 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
                        "packed array): address the elements with the strides the kernel is given"])
 
 
-def _escape_hint(trace: Trace, case: _Case) -> str:
+def _escape_hint(trace: Trace, case: Case) -> str:
     """For tensor lists: a store past an output tensor usually means the outputs were written end to end."""
     from puzzles.tensor_lists import is_output_piece
 
@@ -151,7 +151,7 @@ def _escape_hint(trace: Trace, case: _Case) -> str:
             "within that tensor")
 
 
-def _close(out: torch.Tensor, expected: torch.Tensor, case: _Case) -> torch.Tensor:
+def _close(out: torch.Tensor, expected: torch.Tensor, case: Case) -> torch.Tensor:
     """Elementwise: is `out` within the puzzle's tolerance of `expected`?
 
     With the puzzle's `extra["tolerance"] == "row"` the absolute tolerance is relative to each
@@ -180,7 +180,7 @@ def _row_summary(out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor)
     return f"{int(rows_wrong.sum())} of {rows_wrong.numel()} rows wrong, {how}"
 
 
-def _is_transposed(out: torch.Tensor, expected: torch.Tensor, case: _Case) -> bool:
+def _is_transposed(out: torch.Tensor, expected: torch.Tensor, case: Case) -> bool:
     """True when the output holds the expected matrix transposed (the row and column strides of
     the store, or of the loads, swapped); for a square matrix that is z[i, j] = expected[j, i]."""
     if expected.dim() < 2 or min(expected.shape[-2:]) < 2:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from puzzles.harness.cases import _Case
+from puzzles.harness.cases import Case
 from puzzles.harness.running import ArenaNames, ArenaTensor, on_gpu
 from puzzles.inputs import (
     spec_input_names,
@@ -26,7 +26,7 @@ def present(result: TestResult, quiet: bool, viz: bool, puzzle: Puzzle | None) -
     return result
 
 
-def _measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: Puzzle | None, seed: int,
+def measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: Puzzle | None, seed: int,
                    result: TestResult) -> None:
     if not on_gpu():
         result.notes.append("speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter")
@@ -40,7 +40,7 @@ def _measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p:
     # The kernel's pointer arguments: each tensor list's tables, or the spec's inputs.
     names = list(p.tensor_lists.pointers) if p and p.tensor_lists else spec_input_names(spec)
     grid = tuple((p.grid if p else default_grid)(sizes))
-    args, kwargs = args_for(_Case(sizes, seed, grid, ArenaNames([*names, "z"]), names, None))
+    args, kwargs = args_for(Case(sizes, seed, grid, ArenaNames([*names, "z"]), names, None))
     flops = p.flops(sizes) if p and p.flops else 0
     zero = p is not None and p.output_init == "zeros"
     # Timed in the GPU worker, like every launch of the learner's kernel (puzzles/gpu_worker.py).
@@ -83,7 +83,7 @@ def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any]
     return _perf.measure(launch, spec, inputs, sizes, flops, p.extra.get("baseline") if p else None)
 
 
-def _device_name() -> str:
+def device_name() -> str:
     if on_gpu():
         from puzzles import gpu_worker
 

@@ -26,28 +26,23 @@ from puzzles.execution import (
     can_fork,
     kernel_file,
     launch_interpreted,
+    on_gpu,
     run_in_child,
     time_limit,
     timeout_message,
 )
-from puzzles.harness.cases import _Case
+from puzzles.harness.cases import Case
 from puzzles.inputs import (
     build_arena,
 )
 from puzzles.puzzle import Sizes
 from puzzles.recording import Recorder, Trace
 
-
-def on_gpu() -> bool:
-    """True when kernels are compiled for a CUDA GPU rather than interpreted."""
-    return torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") != "1"
-
-
 # The child process stops a kernel itself (to report its line); the parent waits this much longer.
 _CHILD_GRACE = 3.0
 
 
-def _run_cases(kernel: Any, args_for: Callable, cases: list[_Case], timeout: float,
+def run_cases(kernel: Any, args_for: Callable, cases: list[Case], timeout: float,
                isolate: bool | None, record: bool) -> list[RunOutput]:
     """One run per size, in order; the runs stop after the first size that times out."""
     # test(isolate=False) is for debugging: the kernel's prints and the debugger keep the real
@@ -95,8 +90,8 @@ def _size_text(sizes: Sizes) -> str:
     return " ".join(f"{k}={v}" for k, v in sizes.items())
 
 
-def _run_on_gpu(kernel: Any, args_for: Callable, cases: list[_Case], timeout: float, record: bool, capture: bool,
-                run_compiled: Callable[[Any, Callable, _Case], RunOutput] | None = None,
+def _run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool, capture: bool,
+                run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None,
                 isolate: bool | None = None) -> list[RunOutput]:
     """Each size compiled and run on the GPU (in the GPU worker, puzzles/gpu_worker.py), and
     checked under the interpreter (in a forked child where the OS can fork, working beside the GPU
@@ -138,7 +133,7 @@ def _run_on_gpu(kernel: Any, args_for: Callable, cases: list[_Case], timeout: fl
     return runs
 
 
-def _run_interpreted(kernel: Any, args_for: Callable, case: _Case, record: bool, capture: bool = True) -> RunOutput:
+def _run_interpreted(kernel: Any, args_for: Callable, case: Case, record: bool, capture: bool = True) -> RunOutput:
     args, kwargs = args_for(case)
     arena = case.arena
     aliases = getattr(arena, "aliases", {})  # a second name for a region (puzzle 21's z) is no tensor of its own
@@ -197,7 +192,7 @@ class ArenaNames:
         self.tensors = {n: ArenaTensor(n) for n in names}
 
 
-def run_in_gpu_worker(kernel: Any, args_for: Callable, case: _Case, timeout: float) -> RunOutput:
+def run_in_gpu_worker(kernel: Any, args_for: Callable, case: Case, timeout: float) -> RunOutput:
     """One size compiled and run in the GPU worker; a CUDA fault or the time limit restarts it."""
     from puzzles import gpu_worker
 

@@ -17,7 +17,7 @@ from puzzles.execution import (
     def_line,
     unwrap_kernel,
 )
-from puzzles.harness.cases import _Case
+from puzzles.harness.cases import Case
 from puzzles.harness.operations import forbidden_call_error
 from puzzles.inputs import (
     spec_input_names,
@@ -118,7 +118,7 @@ def _def_line(fn: Callable[..., Any]) -> tuple[int, str, str]:
 
 def decorator_chain(kernel: Any) -> list[Any]:
     """The kernel and what it wraps, outermost first: heuristics, autotuner, ..., the jitted function.
-    An autotune config's launch (puzzles/autotune.py) starts at the kernel it came from (`outer`)."""
+    An autotune config's launch (puzzles/autotune_configs.py) starts at the kernel it came from (`outer`)."""
     chain, obj = [], getattr(kernel, "outer", None) or kernel
     for _ in range(8):
         chain.append(obj)
@@ -178,7 +178,7 @@ def argument_order_note(kernel: Any, p: Puzzle | None) -> str | None:
 
 
 def bind_arguments(kernel: Any, spec: Callable[..., Any],
-          p: Puzzle | None = None) -> Callable[[_Case], tuple[list[Any], dict[str, Any]]]:
+          p: Puzzle | None = None) -> Callable[[Case], tuple[list[Any], dict[str, Any]]]:
     """How to call the kernel: pointers in spec order, then the sizes the notebook's launch passes by
     position, then the other sizes it declares, by name, and what its @triton.heuristics compute."""
     params = list(inspect.signature(unwrap_kernel(kernel)).parameters)
@@ -187,7 +187,7 @@ def bind_arguments(kernel: Any, spec: Callable[..., Any],
     size_params = [n for n in params[n_inputs + 1 :] if n not in positional]
     heuristics = [obj for obj in decorator_chain(kernel) if isinstance(obj, triton.runtime.Heuristics)]
 
-    def args_for(case: _Case) -> tuple[list[Any], dict[str, Any]]:
+    def args_for(case: Case) -> tuple[list[Any], dict[str, Any]]:
         tensors = [case.arena.tensors[n] for n in case.input_names] + [case.arena.tensors["z"]]
         args = tensors + [case.sizes[n] for n in positional]
         kwargs = {name: case.sizes[name] for name in size_params if name in case.sizes}

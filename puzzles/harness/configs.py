@@ -1,0 +1,122 @@
+"""Grading an `@triton.autotune` kernel under every one of its configs: a loop of `test()`'s own
+per-size grading step, one verdict over all of them.
+
+An autotuner picks one config per shape by timing them all, so a kernel that is right under
+only some configs is wrong on some machine or some shape. Each config's meta-parameters (its `B0`,
+...) join the puzzle's sizes, and the kernel under the autotuner is graded with them (on a GPU,
+launched with the config's `num_warps` and `num_stages`). One verdict covers every config; a
+failure names the config it failed under.
+
+The learner's configs alone are not enough: a kernel right only under its single config (a literal
+`tl.arange(0, 64)` behind `B0=64`) would pass. So the kernel is also graded under configs of the
+grader's own, within what the puzzle's rules allow (`Puzzle.extra["autotune"]`, e.g.
+`{"B0": (32, ..., 1024), "num_warps": (1, 2, 4, 8)}`), with values the learner's configs do not use;
+the verdict says whose config failed. They depend only on the learner's configs (not on the seed), so
+a re-run is answered from the compile check's cache, and they are not compile-checked again: the
+learner's configs already are, and values are what they are there to test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import triton
+
+from puzzles.autotune_configs import (
+    ConfigLaunch,
+    autotuner_of,
+    describe,
+    describe_rules,
+    grader_configs,
+    is_autotuned,
+    tuning_rules,
+)
+from puzzles.execution import KernelError, on_gpu, unwrap_kernel
+from puzzles.puzzle import Puzzle, Sizes
+from puzzles.result import TestResult
+
+# test()'s grading step for one config: (the config's launch, the sizes with its meta-parameters,
+# test()'s options to override) -> that config's verdict.
+GradeConfig = Callable[..., TestResult]
+
+
+def grade_every_config(kernel: Any, puzzle: Puzzle | None, sizes: list[Sizes] | None, nelem: Sizes | None,
+                       grade_config: GradeConfig) -> TestResult:
+    """One verdict over every config of an autotuned kernel, the learner's and then the grader's own."""
+    base = list(sizes) if sizes is not None else (
+        [dict(s) for s in puzzle.sizes] if puzzle is not None else [dict(nelem or {})])
+    if nelem and sizes is None:
+        base[0] = {**base[0], **nelem}
+    tuner = autotuner_of(kernel)
+    configs = list(tuner.configs)
+
+    def run(config: triton.Config, *more: triton.Config, **overrides: Any) -> TestResult:
+        # The config's meta-parameters replace the sizes' (B0 comes from the config, not the puzzle).
+        # num_warps rides along in the sizes so that every verdict names the whole config. Several
+        # configs in one run share the first one's launch options (only where those mean nothing).
+        tuned = [{**s, **c.kwargs, "num_warps": c.num_warps} for c in (config, *more) for s in base]
+        return grade_config(ConfigLaunch(tuner.fn, config, kernel), tuned, **overrides)
+
+    results: list[tuple[triton.Config, TestResult]] = []
+    for config in configs:
+        results.append((config, run(config)))
+        if results[-1][1].error is not None:
+            break  # a signature error is the same under every config
+    rules = tuning_rules(puzzle)
+    theirs: list[tuple[triton.Config, TestResult]] = []
+    if all(r.passed for _, r in results):  # a failure under the learner's own configs already decides
+        theirs = _run_grader_configs(grader_configs(configs, rules), run, len(base))
+    first = results[0][1]
+    everything = results + theirs
+    merged = TestResult(first.puzzle, first.kernel, [o for _, r in everything for o in r.outcomes], 0.0, first.seed,
+                        device=first.device)
+    merged.error = next((r.error for _, r in everything if r.error is not None), None)
+    for i, (config, r) in enumerate(results, 1):
+        verdict = "passed" if r.passed else f"FAILED {r.reason()}"
+        merged.notes.append(f"config {i} of {len(configs)} ({describe(config)}): {verdict}")
+    failed = [(config, r) for config, r in theirs if not r.passed]
+    if failed:
+        config, r = failed[0]
+        whose = f"under the grader's own config ({describe(config)}), not one of yours"
+        for outcome in r.outcomes:
+            if not outcome.passed:
+                outcome.note = "; ".join(filter(None, [outcome.note, whose]))
+        merged.notes.insert(0, f"right under each of your configs, but wrong under a config of the grader's own "
+                            f"({describe(config)}; it picks configs within the puzzle's rules: "
+                            f"{describe_rules(rules)}): the autotuner may be given other configs, so the kernel must "
+                            "be right under any of them (a number where a block size belongs?)")
+    for i, (config, r) in enumerate(theirs, 1):
+        verdict = "passed" if r.passed else f"FAILED {r.reason()}"
+        merged.notes.append(f"grader's config {i} of {len(theirs)} ({describe(config)}): {verdict}")
+    merged.notes += sorted({n for _, r in everything for n in r.notes})
+    merged.perf = next((r.perf for _, r in everything if r.perf is not None), None)
+    return merged
+
+
+def _run_grader_configs(configs: list[triton.Config], run: Callable[..., TestResult],
+                        n_sizes: int) -> list[tuple[triton.Config, TestResult]]:
+    """The grader's configs, not compile-checked again (the learner's configs were). Interpreted, num_warps
+    and num_stages mean nothing, so all of them go in one run (one child process) and the verdict is split
+    per config; on a GPU each is launched with its own options."""
+    if on_gpu() or len(configs) < 2:
+        return [(config, run(config, compile_check=False)) for config in configs]
+    together = run(*configs, compile_check=False)
+    pieces = []
+    for i, config in enumerate(configs):
+        part = TestResult(together.puzzle, together.kernel, together.outcomes[i * n_sizes : (i + 1) * n_sizes],
+                          together.seconds / len(configs), together.seed, error=together.error,
+                          device=together.device, notes=list(together.notes))
+        pieces.append((config, part))
+    return pieces
+
+
+def autotune_missing(kernel: Any, puzzle: Puzzle | None, seed: int, device: str) -> TestResult | None:
+    """The verdict on a plain @triton.jit kernel given to a puzzle that grades its autotuning."""
+    if puzzle is None or not puzzle.extra.get("autotune") or isinstance(kernel, ConfigLaunch) or is_autotuned(kernel):
+        return None
+    name = getattr(unwrap_kernel(kernel), "__name__", repr(kernel))
+    result = TestResult(f"Puzzle {puzzle.number}: {puzzle.title}", name, [], 0.0, seed, device=device)
+    result.error = KernelError("rule", f"Puzzle {puzzle.number} grades an autotuned kernel: keep the "
+                               "@triton.autotune(configs=[...], key=[...]) decorator above @triton.jit")
+    return result
