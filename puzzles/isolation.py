@@ -237,17 +237,23 @@ class Worker:
         self.process.stdout.close()
 
 
-def kill_user_processes(uid: int) -> int:
-    """SIGKILL every process whose real user is `uid` (a job's own user, never the grader's)."""
+def kill_user_processes(uid: int, wait: float = 10.0) -> int:
+    """SIGKILL every process whose real user is `uid` (a job's own user, never the grader's), and wait
+    up to `wait` seconds until none is left: a killed process lingers while the kernel tears it down
+    (seconds for one that held a CUDA context), and one forked meanwhile is killed on the next pass."""
     if uid in (0, os.getuid()):
         return 0
     killed = 0
-    for pid, info in read_processes().items():
-        if info.uid == uid:
+    deadline = time.monotonic() + wait
+    while True:
+        left = [pid for pid, info in read_processes().items() if info.uid == uid]
+        if not left or time.monotonic() > deadline:
+            return killed
+        for pid in left:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
-    return killed
+        time.sleep(0.05)
 
 
 # -- the process tree and its memory ---------------------------------------------------------------
@@ -278,8 +284,10 @@ def read_processes() -> dict[int, ProcessInfo]:
         fields = {}
         for line in text.splitlines():
             key, _, value = line.partition(b":")
-            if key in (b"PPid", b"NSsid", b"Uid", b"RssAnon", b"RssShmem"):
+            if key in (b"State", b"PPid", b"NSsid", b"Uid", b"RssAnon", b"RssShmem"):
                 fields[key] = value.split()
+        if fields.get(b"State", [b"?"])[0] in (b"Z", b"X"):
+            continue  # dead, waiting only to be reaped: it holds no memory and runs nothing
         try:
             found[int(entry.name)] = ProcessInfo(
                 int(fields[b"PPid"][0]), int(fields.get(b"NSsid", [b"0"])[0]), int(fields[b"Uid"][0]),

@@ -29,8 +29,12 @@ FAST = ["--puzzle", "1", "--puzzle", "2", "--timeout", "2", "--seed", "7"]
 
 
 def run_grade(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "puzzles", "grade", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600)
+    with subprocess.Popen([sys.executable, "-m", "puzzles", "grade", *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=ROOT) as grader:
+        out, err = grader.communicate(timeout=600)
+    proc = subprocess.CompletedProcess(grader.args, grader.returncode, out, err)
+    proc.pid = grader.pid  # its jobs' users are job_uid(slot) of this pid
+    return proc
 
 
 def rows(table: Path) -> list[dict]:
@@ -41,15 +45,20 @@ def digests(folder: Path) -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def job_processes() -> list[str]:
-    """Processes of the jobs' own users (the killer's orphans, a loader still looping)."""
+def job_processes(grader_pid: int | None = None) -> list[str]:
+    """Processes of the jobs' own users (the killer's orphans, a loader still looping): of the grader
+    `grader_pid`'s jobs only, when given (tests run in parallel may be grading a class of their own)."""
     left = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
-            uid = int(next(line.split()[1] for line in status.read_text().splitlines() if line.startswith("Uid:")))
+            lines = status.read_text().splitlines()
+            uid = int(next(line.split()[1] for line in lines if line.startswith("Uid:")))
         except (OSError, StopIteration, ValueError):
             continue
-        if uid >= UID_BASE:
+        if any(line.startswith("State:") and line.split()[1] in ("Z", "X") for line in lines):
+            continue  # dead, only waiting to be reaped
+        mine = grader_pid is None or UID_BASE + grader_pid * 256 <= uid < UID_BASE + (grader_pid + 1) * 256
+        if uid >= UID_BASE and mine:
             left.append(status.parent.name)
     return left
 
@@ -69,7 +78,7 @@ def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_pa
         assert words in got[(student, number)]["message"], (student, number, got[(student, number)])
     if can_switch_user():  # as root each worker is a user of its own: no write outside its folder
         assert digests(folder) == before
-        assert not job_processes(), "processes of the jobs' users were left behind"
+        assert not job_processes(proc.pid), "processes of the jobs' users were left behind"
         record = json.loads((tmp_path / "book" / "students" / "tamperer.json").read_text())
         assert any("PermissionError" in p for p in record["problems"])
         assert any("unprivileged user" in p for p in record["protections"])
