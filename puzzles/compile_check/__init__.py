@@ -25,7 +25,7 @@ Switch it off with PUZZLES_COMPILE_CHECK=0 or `test(..., compile_check=False)`.
 
 By job: settings.py (targets, time budget, cache place, on/off), checking.py (describe the kernel
 and its calls, answer from the cache, collect the verdicts: `start`, `Check`), verdict.py (fold them
-into the grader's result: `begin`, `apply`), pool.py (the compiler processes seen from the grader),
+into the grader's result: `begin`, `fold`), pool.py (the compiler processes seen from the grader),
 and, in the compiler process, worker.py (run as a script: rebuild, front end, full compile) with
 messages.py (what a compile error means, hints for the interpreter-only constructs). worker.py and
 messages.py import only the standard library: the compiler process must not import torch or
@@ -45,10 +45,10 @@ from puzzles.compile_check.settings import (
     enabled,
     targets_for,
 )
-from puzzles.compile_check.verdict import apply, begin
+from puzzles.compile_check.verdict import apply, begin, fold
 
 __all__ = [
     "ALWAYS_TARGETS", "BUDGET", "FRONT_WAIT", "FULL_GRACE", "T4", "VERSION", "WORKERS", "Check", "CompileProblem",
-    "CompileReport", "Worker", "apply", "begin", "cache_dir", "describe_args", "enabled", "start",
+    "CompileReport", "Worker", "apply", "begin", "cache_dir", "describe_args", "enabled", "fold", "start",
     "start_worker_and_wait", "targets_for", "wait_idle", "warm_up", "worker_for",
 ]

@@ -1,5 +1,6 @@
 """The compile check folded into the grader's verdict: started before the interpreted run, its
-failures then fail the sizes the interpreter passed (puzzles/harness calls `begin` and `apply`)."""
+failures then fail the sizes the interpreter passed (puzzles/harness calls `begin` and `fold`, and
+builds its verdict from what `fold` returns)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,17 @@ def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None, flag
 
 
 def apply(check: Check | None, result: Any, started: float, flag: bool | str = True) -> None:
-    """Fold the check into `result`: a compile failure fails the sizes the interpreter passed."""
+    """Fold the check into a finished `result` (for callers that hold one; the grader uses `fold`)."""
+    notes = fold(check, result.outcomes, result.puzzle, started, flag)
+    result.notes += [n for n in notes if n not in result.notes]
+
+
+def fold(check: Check | None, outcomes: list[Any], title: str, started: float, flag: bool | str = True) -> list[str]:
+    """The check's word on the interpreted sizes: a compile failure fails (in `outcomes`) the sizes the
+    interpreter passed; returns the notes for the verdict."""
+    notes: list[str] = []
     if check is None:
-        return
+        return notes
     import linecache
 
     def where_of(target: int) -> str:
@@ -44,19 +53,20 @@ def apply(check: Check | None, result: Any, started: float, flag: bool | str = T
             where = where_of(problem.target)
             source = linecache.getline(problem.filename, problem.line) if problem.filename and problem.line else ""
             if problem.rule:  # the message reads on from "Puzzle N"
-                errors[key] = KernelError("rule", f"{str(result.puzzle).split(':')[0]} {problem.message}",
+                errors[key] = KernelError("rule", f"{str(title).split(':')[0]} {problem.message}",
                                           problem.line, source, problem.filename)
             else:
                 errors[key] = KernelError("compile", f"runs in the interpreter but would not compile for {where}: "
                                           f"{problem.message}", problem.line, source, problem.filename)
         for index in problem.sizes:
-            if index < len(result.outcomes):
-                fail_outcome(result.outcomes[index], problem, errors[key], where_of(problem.target), unplaced)
-    result.notes += [n for n in unplaced if n not in result.notes]
-    result.notes += [n for n in report.notes if n not in result.notes]
+            if index < len(outcomes):
+                fail_outcome(outcomes[index], problem, errors[key], where_of(problem.target), unplaced)
+    notes += [n for n in unplaced if n not in notes]
+    notes += [n for n in report.notes if n not in notes]
     if report.pending and not report.problems:
-        result.notes.append(f"compiles for a GPU; the full compile for {', '.join(sorted(set(report.pending)))} is "
+        notes.append(f"compiles for a GPU; the full compile for {', '.join(sorted(set(report.pending)))} is "
                             "still running: a re-run shows its notes (`python -m puzzles grade` waits for it)")
+    return notes
 
 
 def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, unplaced: list[str]) -> None:

@@ -8,15 +8,17 @@ returns a `TestResult`. On a machine without a GPU the kernel runs in Triton's i
 inside a child process (a wild pointer or an endless loop cannot hurt the notebook); on a
 CUDA machine it is compiled and run on the GPU, with guard zones checked after the run.
 
-The steps, in the order the data flows: signature.py (is the kernel callable as the puzzle
-needs?), cases.py (the sizes and each size's inputs), running.py (interpreter or GPU),
-judging.py (a verdict per size), presenting.py (speed, and the verdict shown). An autotuned
-kernel goes through the same steps once per config, in configs.py's loop.
+test() resolves its arguments once into a `GradingJob` (job.py: the kernel, its function and file,
+the spec, the puzzle, the sizes, the seed, the options) that every step reads. The steps, in the
+order the data flows: signature.py (is the kernel callable as the puzzle needs?), cases.py (the
+sizes and each size's inputs), running.py (interpreter or GPU), judging.py (a verdict per size),
+presenting.py (speed, and the verdict shown). Each returns data; verdict.py's `build_result` makes
+the one `TestResult`. An autotuned kernel goes through the same steps once per config, in
+configs.py's loop.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -26,18 +28,20 @@ from puzzles import compat
 from puzzles import compile_check as _compile_check
 from puzzles.autotune_configs import is_autotuned
 from puzzles.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
-from puzzles.execution import KernelError, unwrap_kernel
-from puzzles.harness.cases import SizeRuleError, make_case, resolve_puzzle, size_list
+from puzzles.execution import KernelError
+from puzzles.harness.cases import SizeRuleError, make_case, size_list
 from puzzles.harness.configs import autotune_missing, grade_every_config
+from puzzles.harness.job import GradingJob, make_job
 from puzzles.harness.judging import judge_runs
-from puzzles.harness.presenting import device_name, measure_speed, present
+from puzzles.harness.presenting import measure_speed, present
 from puzzles.harness.running import on_gpu, run_cases
 from puzzles.harness.signature import argument_order_note, bind_arguments, check_kernel
+from puzzles.harness.verdict import build_result
 from puzzles.inputs import SpecError
 from puzzles.puzzle import Puzzle, Sizes
 from puzzles.result import TestResult
 
-__all__ = ["DEFAULT_TIMEOUT", "on_gpu", "present", "test"]
+__all__ = ["DEFAULT_TIMEOUT", "GradingJob", "build_result", "on_gpu", "present", "test"]
 
 DEFAULT_TIMEOUT = 20.0  # seconds per size; the puzzles' references take well under one
 
@@ -78,74 +82,61 @@ def test(
     An @triton.autotune kernel is graded under each of its configs (puzzles/harness/configs.py).
     """
     started = time.perf_counter()
-    seed = random.randrange(1, 10**6) if seed is None else seed
-    found = resolve_puzzle(puzzle, spec, kernel)
-    spec = spec if found is None else found.spec
-    missing = autotune_missing(kernel, found, seed, device_name())
+    job = make_job(kernel, spec, puzzle, sizes=sizes, nelem=nelem, blocks=B,
+                   seed=random.randrange(1, 10**6) if seed is None else seed, timeout=timeout, isolate=isolate,
+                   record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet)
+    missing = autotune_missing(job)
     if missing is not None:
-        return present(missing, quiet, False, found)
-    options = {"seed": seed, "timeout": timeout, "isolate": isolate, "record": record, "perf": perf,
-               "compile_check": compile_check}
+        return present(build_result(job, error=missing), quiet, False, job.puzzle)
     if is_autotuned(kernel):  # the steps below once per config, in one verdict
 
         def grade_config(launch: Any, tuned: list[Sizes], **overrides: Any) -> TestResult:
-            # The config's sizes are the puzzle's sizes for this run (its B0 comes from the config).
-            p = dataclasses.replace(found, sizes=tuple(tuned)) if found is not None else None
-            return _grade(launch, spec, p, None, None, tuned, time.perf_counter(), **{**options, **overrides})
+            return _grade(job.for_config(launch, tuned, **overrides), time.perf_counter())
 
-        result = grade_every_config(kernel, found, sizes, nelem, grade_config)
+        result = grade_every_config(job, grade_config, started)
     else:
-        result = _grade(kernel, spec, found, nelem, B, sizes, started, **options)
-    result.seconds = time.perf_counter() - started
-    return present(result, quiet, viz, found)
+        result = _grade(job, started)
+    return present(result, quiet, viz, job.puzzle)
 
 
-def _grade(kernel: Any, spec: Callable[..., Any] | None, found: Puzzle | None, nelem: Sizes | None,
-           B: Sizes | None, sizes: list[Sizes] | None, started: float, *, seed: int, timeout: float,  # noqa: N803
-           isolate: bool | None, record: bool, perf: bool, compile_check: bool | str) -> TestResult:
+def _grade(job: GradingJob, started: float) -> TestResult:
     """test()'s steps for one kernel launch (a plain kernel, or one config of an autotuned one): the
-    signature, the sizes and their inputs, the runs, the verdict per size, the speed."""
-    name = getattr(unwrap_kernel(kernel), "__name__", None) or getattr(kernel, "__name__", repr(kernel))
-    title = f"Puzzle {found.number}: {found.title}" if found else getattr(spec, "__name__", "kernel")
-    result = TestResult(title, name, [], 0.0, seed, device=device_name())
-
+    signature, the sizes and their inputs, the runs, the verdict per size, the speed. Each step
+    returns its data; build_result makes the verdict from them."""
+    kernel, spec, found = job.kernel, job.spec, job.puzzle
     # The checked interpreter relies on Triton's internals: refuse an untested Triton in words.
     unsupported = compat.triton_problem()
     problem = KernelError("setup", unsupported) if unsupported else None
     if problem is None:
-        problem = check_kernel(kernel, spec, found) if spec is not None else KernelError(
+        problem = check_kernel(kernel, spec, found, fn=job.fn) if spec is not None else KernelError(
             "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
     sizes_to_run: list[Sizes] = []
     if problem is None:
         try:
-            sizes_to_run = size_list(found, nelem, B, sizes)
+            sizes_to_run = size_list(found, job.nelem, job.blocks, job.sizes)
         except SizeRuleError as err:
             problem = KernelError("sizes", str(err))
     if problem is None:
         try:
-            cases = [make_case(spec, found, s, seed, i) for i, s in enumerate(sizes_to_run)]
+            cases = [make_case(spec, found, s, job.seed, i) for i, s in enumerate(sizes_to_run)]
         except (SpecError, TypeError, ValueError) as err:
             problem = KernelError("spec", f"cannot build inputs from the spec: {err}")
     if problem is not None:
-        result.error = problem
-    else:
-        fn = bind_arguments(kernel, spec, found)
-        check = None if on_gpu() else _compile_check.begin(kernel, fn, cases, found, compile_check)
-        result.outcomes = judge_runs(kernel, cases, run_cases(kernel, fn, cases, timeout, isolate, record))
-        for outcome in result.outcomes:  # a stopped size shows its limit, not a time
-            outcome.time_limit = timeout if outcome.status == "timeout" else None
-        _compile_check.apply(check, result, started, compile_check)
-        if found is None:
-            result.notes.append("unknown puzzle: tested only the sizes given")
-        order = argument_order_note(kernel, found)
-        if order:
-            result.notes.append(order)
-        if on_gpu() and calls_breakpoint_if(kernel):
-            result.notes.append(STEP_THROUGH_ADVICE)
-        if perf and result.passed:
-            measure_speed(kernel, fn, spec, found, seed, result)
-    result.seconds = time.perf_counter() - started
-    return result
+        return build_result(job, error=problem, seconds=time.perf_counter() - started)
+    args_for = bind_arguments(kernel, spec, found, fn=job.fn)
+    check = None if on_gpu() else _compile_check.begin(kernel, args_for, cases, found, job.compile_check)
+    outcomes = judge_runs(kernel, cases, run_cases(kernel, args_for, cases, job.timeout, job.isolate, job.record))
+    for outcome in outcomes:  # a stopped size shows its limit, not a time
+        outcome.time_limit = job.timeout if outcome.status == "timeout" else None
+    notes = _compile_check.fold(check, outcomes, job.title, started, job.compile_check)
+    notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
+    notes.append(argument_order_note(kernel, found, fn=job.fn))
+    notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)
+    perf_report = None
+    if job.perf and outcomes and all(o.passed for o in outcomes):
+        perf_report, speed_note = measure_speed(kernel, args_for, spec, found, job.seed, outcomes[0].sizes)
+        notes.append(speed_note)
+    return build_result(job, outcomes, notes=notes, perf=perf_report, seconds=time.perf_counter() - started)
 
 
 test.__test__ = False  # the autograder, not a pytest test (test files import it by name)

@@ -18,6 +18,7 @@ learner's configs already are, and values are what they are there to test.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,8 +33,9 @@ from puzzles.autotune_configs import (
     is_autotuned,
     tuning_rules,
 )
-from puzzles.execution import KernelError, on_gpu, unwrap_kernel
-from puzzles.puzzle import Puzzle, Sizes
+from puzzles.execution import KernelError, on_gpu
+from puzzles.harness.job import GradingJob
+from puzzles.harness.verdict import build_result
 from puzzles.result import TestResult
 
 # test()'s grading step for one config: (the config's launch, the sizes with its meta-parameters,
@@ -41,9 +43,9 @@ from puzzles.result import TestResult
 GradeConfig = Callable[..., TestResult]
 
 
-def grade_every_config(kernel: Any, puzzle: Puzzle | None, sizes: list[Sizes] | None, nelem: Sizes | None,
-                       grade_config: GradeConfig) -> TestResult:
+def grade_every_config(job: GradingJob, grade_config: GradeConfig, started: float) -> TestResult:
     """One verdict over every config of an autotuned kernel, the learner's and then the grader's own."""
+    kernel, puzzle, sizes, nelem = job.kernel, job.puzzle, job.sizes, job.nelem
     base = list(sizes) if sizes is not None else (
         [dict(s) for s in puzzle.sizes] if puzzle is not None else [dict(nelem or {})])
     if nelem and sizes is None:
@@ -69,29 +71,29 @@ def grade_every_config(kernel: Any, puzzle: Puzzle | None, sizes: list[Sizes] | 
         theirs = _run_grader_configs(grader_configs(configs, rules), run, len(base))
     first = results[0][1]
     everything = results + theirs
-    merged = TestResult(first.puzzle, first.kernel, [o for _, r in everything for o in r.outcomes], 0.0, first.seed,
-                        device=first.device)
-    merged.error = next((r.error for _, r in everything if r.error is not None), None)
+    notes: list[str] = []
     for i, (config, r) in enumerate(results, 1):
         verdict = "passed" if r.passed else f"FAILED {r.reason()}"
-        merged.notes.append(f"config {i} of {len(configs)} ({describe(config)}): {verdict}")
+        notes.append(f"config {i} of {len(configs)} ({describe(config)}): {verdict}")
     failed = [(config, r) for config, r in theirs if not r.passed]
     if failed:
         config, r = failed[0]
         whose = f"under the grader's own config ({describe(config)}), not one of yours"
-        for outcome in r.outcomes:
+        for outcome in r.outcomes:  # the failing sizes say whose config failed
             if not outcome.passed:
                 outcome.note = "; ".join(filter(None, [outcome.note, whose]))
-        merged.notes.insert(0, f"right under each of your configs, but wrong under a config of the grader's own "
-                            f"({describe(config)}; it picks configs within the puzzle's rules: "
-                            f"{describe_rules(rules)}): the autotuner may be given other configs, so the kernel must "
-                            "be right under any of them (a number where a block size belongs?)")
+        notes.insert(0, f"right under each of your configs, but wrong under a config of the grader's own "
+                     f"({describe(config)}; it picks configs within the puzzle's rules: "
+                     f"{describe_rules(rules)}): the autotuner may be given other configs, so the kernel must "
+                     "be right under any of them (a number where a block size belongs?)")
     for i, (config, r) in enumerate(theirs, 1):
         verdict = "passed" if r.passed else f"FAILED {r.reason()}"
-        merged.notes.append(f"grader's config {i} of {len(theirs)} ({describe(config)}): {verdict}")
-    merged.notes += sorted({n for _, r in everything for n in r.notes})
-    merged.perf = next((r.perf for _, r in everything if r.perf is not None), None)
-    return merged
+        notes.append(f"grader's config {i} of {len(theirs)} ({describe(config)}): {verdict}")
+    notes += sorted({n for _, r in everything for n in r.notes})
+    return build_result(job, [o for _, r in everything for o in r.outcomes],
+                        error=next((r.error for _, r in everything if r.error is not None), None), notes=notes,
+                        perf=next((r.perf for _, r in everything if r.perf is not None), None),
+                        seconds=time.perf_counter() - started, device=first.device)
 
 
 def _run_grader_configs(configs: list[triton.Config], run: Callable[..., TestResult],
@@ -111,12 +113,10 @@ def _run_grader_configs(configs: list[triton.Config], run: Callable[..., TestRes
     return pieces
 
 
-def autotune_missing(kernel: Any, puzzle: Puzzle | None, seed: int, device: str) -> TestResult | None:
-    """The verdict on a plain @triton.jit kernel given to a puzzle that grades its autotuning."""
+def autotune_missing(job: GradingJob) -> KernelError | None:
+    """The error for a plain @triton.jit kernel given to a puzzle that grades its autotuning."""
+    puzzle, kernel = job.puzzle, job.kernel
     if puzzle is None or not puzzle.extra.get("autotune") or isinstance(kernel, ConfigLaunch) or is_autotuned(kernel):
         return None
-    name = getattr(unwrap_kernel(kernel), "__name__", repr(kernel))
-    result = TestResult(f"Puzzle {puzzle.number}: {puzzle.title}", name, [], 0.0, seed, device=device)
-    result.error = KernelError("rule", f"Puzzle {puzzle.number} grades an autotuned kernel: keep the "
-                               "@triton.autotune(configs=[...], key=[...]) decorator above @triton.jit")
-    return result
+    return KernelError("rule", f"Puzzle {puzzle.number} grades an autotuned kernel: keep the "
+                       "@triton.autotune(configs=[...], key=[...]) decorator above @triton.jit")

@@ -27,16 +27,16 @@ def present(result: TestResult, quiet: bool, viz: bool, puzzle: Puzzle | None) -
 
 
 def measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: Puzzle | None, seed: int,
-                   result: TestResult) -> None:
+                  first_sizes: Sizes) -> tuple[Any, str | None]:
+    """The speed of a correct kernel: (a PerfReport or None, a note for the verdict or None).
+    `first_sizes`: the sizes timed where the puzzle names no performance size."""
     if not on_gpu():
-        result.notes.append("speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter")
-        return
+        return None, "speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter"
     if p is not None and p.strided_inputs:
-        result.notes.append("speed is not measured for this puzzle by test(); its notebook times it")
-        return
+        return None, "speed is not measured for this puzzle by test(); its notebook times it"
     from puzzles import gpu_worker
 
-    sizes = (p.perf_size if p and p.perf_size else None) or result.outcomes[0].sizes
+    sizes = (p.perf_size if p and p.perf_size else None) or first_sizes
     # The kernel's pointer arguments: each tensor list's tables, or the spec's inputs.
     names = list(p.tensor_lists.pointers) if p and p.tensor_lists else spec_input_names(spec)
     grid = tuple((p.grid if p else default_grid)(sizes))
@@ -47,10 +47,9 @@ def measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: 
     reply = gpu_worker.call("puzzles.harness.presenting:measure_speed_here", kernel, p.number if p else None,
                             None if p else spec, dict(sizes), seed, grid, args, kwargs, flops, zero, timeout=300.0)
     if reply.status == "ok":
-        result.perf = reply.value
-    else:
-        why = reply.error.describe() if reply.error else reply.status
-        result.notes.append(f"speed not measured: {why}")
+        return reply.value, None
+    why = reply.error.describe() if reply.error else reply.status
+    return None, f"speed not measured: {why}"
 
 
 def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any] | None, sizes: Sizes, seed: int,

@@ -24,16 +24,20 @@ from puzzles.inputs import (
 )
 from puzzles.puzzle import Puzzle
 
+# `fn` left out: the step unwraps the kernel itself (callers outside test(), which has a GradingJob).
+UNWRAP: Any = object()
 
-def check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None) -> KernelError | None:
+
+def check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None, *, fn: Any = UNWRAP) -> KernelError | None:
     """A signature the grader cannot call correctly, told with the expected one (never an
-    error from inside Triton, which is what calling it anyway would give)."""
+    error from inside Triton, which is what calling it anyway would give). `fn`: the kernel's
+    Python function, where the caller has it (a GradingJob's)."""
     inputs = list(p.tensor_lists.pointers) if p and p.tensor_lists else list(spec_input_names(spec))
     expected = p.expected_signature() if p else None
     want_names = _expected_params(expected, inputs)
     expected = expected or f"kernel({', '.join(want_names)}, <sizes>, <blocks>: tl.constexpr)"
     want = f"\n  expected: {expected}"
-    fn = unwrap_kernel(kernel)
+    fn = unwrap_kernel(kernel) if fn is UNWRAP else fn
     if fn is None:
         name = getattr(kernel, "__name__", type(kernel).__name__)
         hint = "decorate it with @triton.jit" if callable(kernel) else "pass the kernel function itself"
@@ -161,9 +165,9 @@ def _positional_mismatch(params: list[str], n_ptr: int, p: Puzzle) -> str | None
     return None
 
 
-def argument_order_note(kernel: Any, p: Puzzle | None) -> str | None:
+def argument_order_note(kernel: Any, p: Puzzle | None, *, fn: Any = UNWRAP) -> str | None:
     """A note when the kernel declares the statement's sizes in another order (they are passed by name)."""
-    fn = unwrap_kernel(kernel)
+    fn = unwrap_kernel(kernel) if fn is UNWRAP else fn
     if fn is None or p is None:
         return None
     wanted = _expected_params(p.expected_signature(), [])
@@ -177,11 +181,11 @@ def argument_order_note(kernel: Any, p: Puzzle | None) -> str | None:
             "by position would bind them wrong")
 
 
-def bind_arguments(kernel: Any, spec: Callable[..., Any],
-          p: Puzzle | None = None) -> Callable[[Case], tuple[list[Any], dict[str, Any]]]:
+def bind_arguments(kernel: Any, spec: Callable[..., Any], p: Puzzle | None = None, *,
+                   fn: Any = UNWRAP) -> Callable[[Case], tuple[list[Any], dict[str, Any]]]:
     """How to call the kernel: pointers in spec order, then the sizes the notebook's launch passes by
     position, then the other sizes it declares, by name, and what its @triton.heuristics compute."""
-    params = list(inspect.signature(unwrap_kernel(kernel)).parameters)
+    params = list(inspect.signature(unwrap_kernel(kernel) if fn is UNWRAP else fn).parameters)
     n_inputs = len(p.tensor_lists.pointers) if p and p.tensor_lists else len(spec_input_names(spec))
     positional = _positional_sizes(p)
     size_params = [n for n in params[n_inputs + 1 :] if n not in positional]
