@@ -65,7 +65,7 @@ def main() -> int:
                 out.zero_()
             kernel[grid](*inputs, out, **kwargs)
 
-        report = perf.measure(launch, p.spec, inputs, sizes, p.flops(sizes) if p.flops else 0, p.extra.get("baseline"))
+        report = perf.measure(launch, p.spec, inputs, sizes, p.flops(sizes) if p.flops else 0, p.baseline)
         rows.append((p, report, error))
         print(f"{p.number:2d} {p.title:32s} {report.text()}  rel.err {error:.1e}", flush=True)
 

@@ -53,7 +53,7 @@ def is_autotuned(kernel: Any) -> bool:
 def tuning_rules(puzzle: Puzzle | None) -> dict[str, tuple[int, ...]]:
     """What the puzzle lets the grader pick for its own configs: meta-parameter (or num_warps,
     num_stages) -> the values allowed. Empty where the puzzle states no rule."""
-    rules = puzzle.extra.get("autotune") if puzzle is not None else None
+    rules = puzzle.autotune if puzzle is not None else None
     return dict(rules) if isinstance(rules, dict) else {}
 
 

@@ -3,7 +3,7 @@
 Uniform random inputs let some classic mistakes through at some seeds (a flash attention that
 never rescales its accumulator is off by a few percent only where the running maximum happens
 to grow), so a puzzle may shape some of its inputs at one of its sizes: its catalog record
-names the function as `extra["draw_inputs"]`, and the grader calls it with the size, the size's
+names the function as `draw_inputs`, and the grader calls it with the size, the size's
 index and the size's random generator; it returns the inputs it replaces, by name.
 """
 

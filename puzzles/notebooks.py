@@ -190,7 +190,7 @@ def spec_source(p: Puzzle) -> str:
 def grading_call(p: Puzzle) -> str:
     sizes = {k: v for k, v in p.canonical.items() if not k.startswith("B")}
     blocks = {k: v for k, v in p.canonical.items() if k.startswith("B")}
-    if p.extra.get("autotune"):  # the configs give the blocks; a B here would be one no config uses
+    if p.autotune:  # the configs give the blocks; a B here would be one no config uses
         return f"test({p.kernel_name}, {p.spec_name}, nelem={sizes})\n"
     return f"test({p.kernel_name}, {p.spec_name}, nelem={sizes}, B={blocks})\n"
 
@@ -239,7 +239,7 @@ def speed_text(p: Puzzle) -> str:
     size = p.perf_size or {}
     nbytes = sum(fewest_bytes(p.spec, size))
     flops = p.flops(size) if p.flops else 0
-    baseline = p.extra.get("baseline")
+    baseline = p.baseline
     work = f"{fmt_bytes(nbytes)} to move" + (f" and {fmt_flops(flops)} to do" if flops else "")
     sizes = size_text(size, ", ")
     return (f"## Speed (on a GPU)\n\nOn a CUDA GPU, `test({p.kernel_name}, {p.spec_name}, perf=True)` also times your "

@@ -17,7 +17,6 @@ Everything but the measuring (`bench`, `device_limits`, `measure`) is pure: give
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import os
@@ -31,6 +30,7 @@ import torch
 import triton
 
 from puzzles.inputs import call_spec, spec_signature
+from puzzles.puzzle import Baseline
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "triton-puzzles" / "device_limits.json"
 
@@ -59,21 +59,6 @@ class DeviceLimits:
     def written_gbps(self) -> float:
         return self.write_gbps or self.copy_gbps
 
-
-@dataclass(frozen=True)
-class Baseline:
-    """A faster kernel for the same problem, timed beside the learner's at the same size: the gap
-    between the two is the lesson. `launcher` names a function ("module:function", imported only when
-    timed, so the catalog and the learner's notebook never import the solutions) that gets the spec's
-    inputs on the GPU and the sizes, and returns a function that runs the baseline once."""
-
-    name: str
-    lesson: str
-    launcher: str
-
-    def launch(self, inputs: list[torch.Tensor], sizes: Sizes) -> Callable[[], Any]:
-        module, function = self.launcher.split(":")
-        return getattr(importlib.import_module(module), function)(inputs, sizes)
 
 
 @dataclass

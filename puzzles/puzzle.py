@@ -18,6 +18,22 @@ from puzzles.picture_hooks import RegisterTensor, SlidingWindow, TileOrder
 from puzzles.solution_source import kernel_signature
 
 Sizes = dict[str, int]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A faster kernel for the same problem, timed beside the learner's at the same size: the gap
+    between the two is the lesson. `launcher` names a function ("module:function", imported only when
+    timed, so the catalog and the learner's notebook never import the solutions) that gets the spec's
+    inputs on the GPU and the sizes, and returns a function that runs the baseline once."""
+
+    name: str
+    lesson: str
+    launcher: str
+
+    def launch(self, inputs: list[Any], sizes: Sizes) -> Callable[[], Any]:
+        module, function = self.launcher.split(":")
+        return getattr(importlib.import_module(module), function)(inputs, sizes)
 Grid = Callable[[Sizes], tuple[int, ...]]
 
 
@@ -146,7 +162,19 @@ class Puzzle:
     sliding_window: SlidingWindow | None = None
     # Shown under the memory picture's launch-order view (the widget): what the order means here.
     launch_order_note: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    # -- grading hooks that few puzzles need ------------------------------------------------------------
+    # Draws a size's inputs instead of the spec's random draw (puzzles/bug_inputs.py): (spec, sizes, seed)
+    # -> inputs shaped so that a known bug shows at that size.
+    draw_inputs: Callable[..., Any] | None = None
+    # "element": rtol/atol per element; "row": atol relative to each row's largest value (softmax).
+    tolerance: str = "element"
+    # An @triton.autotune puzzle (20): the values the grader's own configs may take (meta-parameter or
+    # "num_warps" -> allowed values); None for a puzzle whose kernel is not autotuned.
+    autotune: dict[str, tuple[int, ...]] | None = None
+    # Sizes the notebook's own launch passes by position (puzzle 20's benchmark cell), so the grader does too.
+    positional_sizes: tuple[str, ...] = ()
+    # A faster kernel timed beside the learner's by `test(..., perf=True)` (puzzle 18: the production GPTQ kernel).
+    baseline: Baseline | None = None
 
     @property
     def id(self) -> str:

@@ -24,7 +24,7 @@ def test_reference_passes_at_every_size(p):
     result = test(p.reference(), p.spec, quiet=True)
     assert result.passed, str(result)
     expected = [dict(s) for s in p.sizes]
-    if p.extra.get("autotune"):  # every size under every config, the config's meta-parameters in the sizes
+    if p.autotune:  # every size under every config, the config's meta-parameters in the sizes
         expected = [{**s, **c.kwargs, "num_warps": c.num_warps} for c in p.reference().configs for s in p.sizes]
         # then under two configs of the grader's own (puzzles/harness/configs.py), at every size too
         assert [o.sizes for o in result.outcomes[: len(expected)]] == expected

@@ -75,7 +75,7 @@ def test_puzzle_21_has_a_speed_size_and_its_bytes_count_the_lists_end_to_end():
 
 def test_puzzle_18_reports_the_production_kernel_and_what_the_gap_is():
     p = catalog.get(18)
-    baseline = p.extra["baseline"]
+    baseline = p.baseline
     text = report(18, 0.169, baseline=baseline, baseline_ms=0.012).text()
     assert "the production GPTQ kernel (solutions/gptq, gptq_matmul) at this size: 12.0 us, 14.1x faster" in text
     assert baseline.lesson in text and "16-byte vectors" in text
@@ -127,8 +127,8 @@ def test_every_baseline_names_an_importable_launcher():
 
     from puzzles import all_puzzles
 
-    named = [p for p in all_puzzles() if p.extra.get("baseline") is not None]
+    named = [p for p in all_puzzles() if p.baseline is not None]
     assert named, "puzzle 18 has a production baseline"
     for p in named:
-        module, function = p.extra["baseline"].launcher.split(":")
+        module, function = p.baseline.launcher.split(":")
         assert callable(getattr(importlib.import_module(module), function))

@@ -48,6 +48,7 @@ The grid is `(cdiv(N0, B0),)`; `N1` is passed and not used.
     unused_sizes=("N1",),
     # Each row's errors are judged against its own largest value: softmax values are near 1/T,
     # so an absolute 1e-3 would pass a row whose every element is 10% off.
-    extra={"draw_inputs": softmax_mixed_rows, "tolerance": "row"},
+    draw_inputs=softmax_mixed_rows,
+    tolerance="row",
     perf_size={"N0": 4096, "N1": 32, "T": 8192, "B0": 1, "B1": 1024},
 )

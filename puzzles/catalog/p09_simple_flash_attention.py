@@ -50,5 +50,5 @@ sizes the keys grow along the row, so the maximum changes in every chunk.
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     perf_size={"N0": 16384, "T": 16384, "B0": 64, "B1": 64},
     register_tensor=RegisterTensor("q·k", ("N0", "T"), caption="scores, in registers only"),
-    extra={"draw_inputs": attention_growing_scores},
+    draw_inputs=attention_growing_scores,
 )

@@ -5,8 +5,7 @@ from jaxtyping import Float16, Int32
 from torch import Tensor
 
 from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.perf import Baseline
-from puzzles.puzzle import KSlice, Puzzle, SplitK, cdiv
+from puzzles.puzzle import Baseline, KSlice, Puzzle, SplitK, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -116,9 +115,8 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
     output_init="zeros",
     split_k=SplitK((KSlice("a", 1), KSlice("qweight", 0, rows=8))),
     launch_order_note=QUANTIZATION_ORDER_NOTE,
-    extra={"baseline": Baseline(
-        name="the production GPTQ kernel (solutions/gptq, gptq_matmul)", lesson=PRODUCTION_LESSON,
-        launcher="solutions.gptq.puzzle_baseline:launcher")},
+    baseline=Baseline(name="the production GPTQ kernel (solutions/gptq, gptq_matmul)", lesson=PRODUCTION_LESSON,
+                      launcher="solutions.gptq.puzzle_baseline:launcher"),
     perf_size={"M": 16, "N": 4096, "K": 4096, "G": 128, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
 )

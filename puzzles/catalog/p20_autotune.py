@@ -84,11 +84,9 @@ PyTorch spec using `triton.testing` (on a GPU; on a CPU it says why it does not)
         "A kernel right under only one config usually hides a number where `B0` belongs (`* 64`).",
     ),
     notebook_cells=(("markdown", BENCHMARK_TEXT), ("code", BENCHMARK_CODE)),
-    extra={
-        # The grader asks for an @triton.autotune kernel, runs each of its configs, and two of its own
-        # drawn from these values (the rules the statement gives).
-        "autotune": {"B0": (32, 64, 128, 256, 512, 1024), "num_warps": (1, 2, 4, 8)},
-        # The benchmark cell launches `silu_mul_kernel[grid](x, y, z, N0)`: N0 by position, so the grader too.
-        "positional_sizes": ("N0",),
-    },
+    # The grader asks for an @triton.autotune kernel, runs each of its configs, and two of its own
+    # drawn from these values (the rules the statement gives).
+    autotune={"B0": (32, 64, 128, 256, 512, 1024), "num_warps": (1, 2, 4, 8)},
+    # The benchmark cell launches `silu_mul_kernel[grid](x, y, z, N0)`: N0 by position, so the grader too.
+    positional_sizes=("N0",),
 )

@@ -5,7 +5,7 @@ puzzle's own records ask (fields of `Puzzle`, never its number):
 * `sliding_window`: one step of a loop over output pixels, its window and its pixel (the convolution);
 * `split_k`: which part takes which of K's chunks (the split-K matmuls);
 * `strided_inputs`: a strided view drawn as its channel planes, its strides in words;
-* `extra["autotune"]`: the block size is the autotuner's to pick;
+* `autotune`: the block size is the autotuner's to pick;
 * `tile_order`, `tensor_lists`: a picture of their own (tile_order.py, multi_tensor.py).
 """
 
@@ -31,7 +31,7 @@ def apply_touches(scene: Scene) -> None:
         _show_split_k(scene, puzzle.split_k)
     if puzzle.strided_inputs:
         _show_strided(scene)
-    if puzzle.extra.get("autotune"):
+    if puzzle.autotune:
         _note_autotuned_block(scene)
     if puzzle.tile_order is not None:  # the order of the tiles, not the placeholder tensors
         scene.custom = draw_tile_order

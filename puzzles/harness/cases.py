@@ -130,7 +130,7 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         arena.tensors[t.name].copy_(random_tensor(shapes[t.name][0], t.dtype, gen, scale))
     # A puzzle may shape some inputs so that its known bugs fail at every seed (puzzle 9's keys
     # grow along the row, so the running maximum changes between chunks).
-    draw = p.extra.get("draw_inputs") if p else None
+    draw = p.draw_inputs if p else None
     for name, tensor in (draw(sizes, index, gen) if draw else {}).items():
         arena.tensors[name].copy_(tensor)
     seen = {n: strided_view(arena.tensors[n], views[n][0], s) for n, s in strided.items()}
@@ -149,7 +149,7 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
     rtol, atol = (p.rtol, p.atol) if p else (1e-3, 1e-3)
     zero_init = p is not None and p.output_init == "zeros"
     names = [t.name for t in inputs]
-    row = p is not None and p.extra.get("tolerance") == "row"
+    row = p is not None and p.tolerance == "row"
     contiguous = None
     if strided:
         read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}

@@ -9,7 +9,7 @@ failure names the config it failed under.
 
 The learner's configs alone are not enough: a kernel right only under its single config (a literal
 `tl.arange(0, 64)` behind `B0=64`) would pass. So the kernel is also graded under configs of the
-grader's own, within what the puzzle's rules allow (`Puzzle.extra["autotune"]`, e.g.
+grader's own, within what the puzzle's rules allow (`Puzzle.autotune`, e.g.
 `{"B0": (32, ..., 1024), "num_warps": (1, 2, 4, 8)}`), with values the learner's configs do not use;
 the verdict says whose config failed. They depend only on the learner's configs (not on the seed), so
 a re-run is answered from the compile check's cache, and they are not compile-checked again: the
@@ -116,7 +116,7 @@ def _run_grader_configs(configs: list[triton.Config], run: Callable[..., TestRes
 def autotune_missing(job: GradingJob) -> KernelError | None:
     """The error for a plain @triton.jit kernel given to a puzzle that grades its autotuning."""
     puzzle, kernel = job.puzzle, job.kernel
-    if puzzle is None or not puzzle.extra.get("autotune") or isinstance(kernel, ConfigLaunch) or is_autotuned(kernel):
+    if puzzle is None or not puzzle.autotune or isinstance(kernel, ConfigLaunch) or is_autotuned(kernel):
         return None
     return KernelError("rule", f"Puzzle {puzzle.number} grades an autotuned kernel: keep the "
                        "@triton.autotune(configs=[...], key=[...]) decorator above @triton.jit")

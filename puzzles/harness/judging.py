@@ -154,7 +154,7 @@ def _escape_hint(trace: Trace, case: Case) -> str:
 def _close(out: torch.Tensor, expected: torch.Tensor, case: Case) -> torch.Tensor:
     """Elementwise: is `out` within the puzzle's tolerance of `expected`?
 
-    With the puzzle's `extra["tolerance"] == "row"` the absolute tolerance is relative to each
+    With the puzzle's `tolerance == "row"` the absolute tolerance is relative to each
     row's largest expected value: a softmax row of values near 1/T, all 10% off, is wrong even
     though every error is below an absolute 1e-3.
     """

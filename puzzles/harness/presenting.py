@@ -79,7 +79,7 @@ def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any]
             out.zero_()
         kernel[grid](*args, **kwargs)
 
-    return _perf.measure(launch, spec, inputs, sizes, flops, p.extra.get("baseline") if p else None)
+    return _perf.measure(launch, spec, inputs, sizes, flops, p.baseline if p else None)
 
 
 def device_name() -> str:

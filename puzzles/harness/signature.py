@@ -148,7 +148,7 @@ def supplied_by_decorators(kernel: Any) -> set[str]:
 def _positional_sizes(p: Puzzle | None) -> tuple[str, ...]:
     """Sizes the notebook's own launch passes by position, right after the pointers (puzzle 20's
     benchmark: `silu_mul_kernel[grid](x, y, z, N0)`); every other size is passed by name."""
-    return tuple(p.extra.get("positional_sizes", ())) if p is not None else ()
+    return p.positional_sizes if p is not None else ()
 
 
 def _launch_text(p: Puzzle, n_ptr: int) -> str:
