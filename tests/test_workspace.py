@@ -36,6 +36,17 @@ def _kernel(path: Path) -> str:
     return "".join(cell["source"])
 
 
+
+def _publish_newer_course(tmp_path: Path, monkeypatch) -> None:
+    """A newer course for the workspace to update from: puzzle 1's statement changed (and so its digest)."""
+    course = tmp_path / "course"
+    shutil.copytree(notebooks.NOTEBOOK_DIR, course)
+    new = json.loads((course / NAME).read_text())
+    new["cells"][0]["source"] = ["# Puzzle 1, revised"]
+    new["metadata"][notebooks.META_KEY]["digest"] = notebooks.content_digest(new)
+    (course / NAME).write_text(notebooks.dumps(new))
+    monkeypatch.setattr(workspace, "NOTEBOOK_DIR", course)
+
 def test_workspace_copies_missing_notebooks_and_never_overwrites(tmp_path):
     copied, stale = workspace.create(tmp_path)
     assert {p.name for p in copied} == {p.name for p in notebooks.NOTEBOOK_DIR.glob("*.ipynb")} and stale == []
@@ -54,14 +65,7 @@ def test_update_merges_a_newer_course_keeping_answers_and_own_cells(tmp_path, mo
     nb["cells"].append({"cell_type": "code", "id": "a1b2c3d4", "metadata": {}, "source": "print('mine')",
                         "outputs": [], "execution_count": None})
     (mine / NAME).write_text(json.dumps(nb))
-    # A newer course: puzzle 1's statement changed (and so its digest).
-    course = tmp_path / "course"
-    shutil.copytree(notebooks.NOTEBOOK_DIR, course)
-    new = json.loads((course / NAME).read_text())
-    new["cells"][0]["source"] = ["# Puzzle 1, revised"]
-    new["metadata"][notebooks.META_KEY]["digest"] = notebooks.content_digest(new)
-    (course / NAME).write_text(notebooks.dumps(new))
-    monkeypatch.setattr(workspace, "NOTEBOOK_DIR", course)
+    _publish_newer_course(tmp_path, monkeypatch)
 
     assert [p.name for p in workspace.create(mine)[1]] == [NAME]  # told, not touched
     assert _kernel(mine / NAME) == "# my answer\n"
@@ -88,13 +92,7 @@ def test_update_keeps_a_helper_above_the_kernel_and_lists_the_course_cells_it_re
     (hints,) = [c for c in nb["cells"] if c["id"] == f"p{P1.number}-hints"]
     hints["source"] = "### Hints\n\nmy notes on the hints"  # an edit to a course cell
     (mine / NAME).write_text(json.dumps(nb))
-    course = tmp_path / "course"
-    shutil.copytree(notebooks.NOTEBOOK_DIR, course)
-    new = json.loads((course / NAME).read_text())
-    new["cells"][0]["source"] = ["# Puzzle 1, revised"]
-    new["metadata"][notebooks.META_KEY]["digest"] = notebooks.content_digest(new)
-    (course / NAME).write_text(notebooks.dumps(new))
-    monkeypatch.setattr(workspace, "NOTEBOOK_DIR", course)
+    _publish_newer_course(tmp_path, monkeypatch)
 
     assert workspace.main(mine, merge_newer=True) == 0
     out = capsys.readouterr().out
