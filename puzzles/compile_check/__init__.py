@@ -45,10 +45,10 @@ from puzzles.compile_check.settings import (
     enabled,
     targets_for,
 )
-from puzzles.compile_check.verdict import apply, begin, fold
+from puzzles.compile_check.verdict import begin, fold
 
 __all__ = [
     "ALWAYS_TARGETS", "BUDGET", "FRONT_WAIT", "FULL_GRACE", "T4", "VERSION", "WORKERS", "Check", "CompileProblem",
-    "CompileReport", "Worker", "apply", "begin", "cache_dir", "describe_args", "enabled", "fold", "start",
+    "CompileReport", "Worker", "begin", "cache_dir", "describe_args", "enabled", "fold", "start",
     "start_worker_and_wait", "targets_for", "wait_idle", "warm_up", "worker_for",
 ]

@@ -22,12 +22,6 @@ def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None, flag
         return None
 
 
-def apply(check: Check | None, result: Any, started: float, flag: bool | str = True) -> None:
-    """Fold the check into a finished `result` (for callers that hold one; the grader uses `fold`)."""
-    notes = fold(check, result.outcomes, result.puzzle, started, flag)
-    result.notes += [n for n in notes if n not in result.notes]
-
-
 def fold(check: Check | None, outcomes: list[Any], title: str, started: float, flag: bool | str = True) -> list[str]:
     """The check's word on the interpreted sizes: a compile failure fails (in `outcomes`) the sizes the
     interpreter passed; returns the notes for the verdict."""

@@ -204,7 +204,3 @@ def bind_arguments(kernel: Any, spec: Callable[..., Any], p: Puzzle | None = Non
 
     return args_for
 
-
-# The names these had before they were public (other branches may still import them).
-_bind = bind_arguments
-_check_kernel = check_kernel
