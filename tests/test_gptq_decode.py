@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import os
+from dataclasses import replace
 
 import torch
 
@@ -19,10 +20,12 @@ if not torch.cuda.is_available():
 import pytest  # noqa: E402
 from torch import nn  # noqa: E402
 
-from solutions.gptq import gptq_matmul, load_gptq_layer, quantize_rtn  # noqa: E402
+import solutions.gptq.plans as plans  # noqa: E402
+from solutions.gptq import dequantize, gptq_matmul, load_gptq_layer, quantize_rtn  # noqa: E402
 from solutions.gptq.decode import DecodeStep, GraphDecoder, concat_gptq_weights  # noqa: E402
 from solutions.gptq.decode_kernels import add_rms_norm, greedy_pick, rope_attend, silu_mul  # noqa: E402
 from solutions.gptq.layer import quantize_linears  # noqa: E402
+from solutions.gptq.matmul import accumulates  # noqa: E402
 
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
@@ -91,6 +94,36 @@ def test_silu_mul_on_strided_halves_of_one_output():
     torch.testing.assert_close(silu_mul(gate, up), expected, atol=2e-3, rtol=2e-3)
 
 
+def poisoned(numel: int) -> torch.Tensor:
+    return torch.full((numel,), float("nan"), dtype=torch.float16, device=DEVICE)
+
+
+def test_step_kernels_zero_a_side_buffer_and_compute_the_same():
+    """``zero=``: every element of the buffer becomes 0 (sizes that leave each program several pieces and a
+    ragged last one), and the kernel's own result is unchanged."""
+    resid, delta, weight = randn(3, 200, seed=1), randn(3, 200, seed=2), randn(200, seed=3)
+    expected = add_rms_norm(resid.clone(), weight, 1e-6, delta)
+    side = poisoned(7001)
+    after = resid.clone()
+    assert torch.equal(add_rms_norm(after, weight, 1e-6, delta, zero=side), expected)
+    assert torch.equal(side, torch.zeros_like(side))
+
+    gate, up = randn(2, 1100, seed=4, scale=3.0), randn(2, 1100, seed=5)
+    side = poisoned(5000)  # 4 programs of silu_mul
+    assert torch.equal(silu_mul(gate, up, zero=side), silu_mul(gate, up))
+    assert torch.equal(side, torch.zeros_like(side))
+
+    batch, kv_heads, d, length = 2, 2, 16, 8
+    q, k, v = randn(batch, 4 * d, seed=6), randn(batch, kv_heads * d, seed=7), randn(batch, kv_heads * d, seed=8)
+    cos, sin = randn(length, d, seed=9), randn(length, d, seed=10)
+    pos = torch.tensor([5], dtype=torch.int32, device=DEVICE)
+    caches = [randn(batch, kv_heads, length, d, seed=11) for _ in range(2)]
+    expected = rope_attend(q, k, v, cos, sin, *(c.clone() for c in caches), pos)
+    side = poisoned(3 * 1024 + 5)
+    assert torch.equal(rope_attend(q, k, v, cos, sin, *caches, pos, zero=side), expected)
+    assert torch.equal(side, torch.zeros_like(side))
+
+
 def test_greedy_pick_takes_the_first_maximum_and_writes_after_the_position():
     logits = randn(3, 5000, seed=1)
     logits[0, 4500] = logits[0, 4700] = 50.0  # a tie across the 4096 chunk boundary's far side
@@ -117,6 +150,46 @@ def test_concatenated_gptq_weights_multiply_as_the_parts_side_by_side():
     expected = torch.cat([gptq_matmul(a, w, split_k=1) for w in parts], dim=1)
     torch.testing.assert_close(gptq_matmul(a, fused, split_k=1), expected, atol=1e-3, rtol=1e-3)
     assert concat_gptq_weights([parts[0], gptq_weight(256, 128, 5)]) is None  # different K: not joined
+
+
+def test_gptq_matmul_writes_into_a_given_output():
+    """``out=``: the result lands in the caller's tensor. A split-K call with atomics zeroes it first
+    (poisoned with NaN: still right), unless ``out_zeroed=True`` says it holds zeros: then the shares are
+    added to what it holds (ones here: the promise is taken, no fill). One share overwrites it."""
+    weight = gptq_weight(512, 256, seed=3)
+    a = randn(3, 512, seed=4)
+    expected = a.double() @ dequantize(weight).double()
+    assert accumulates(a, weight, split_k=4) and not accumulates(a, weight, split_k=1)
+    for split_k, zeroed in ((4, False), (1, True), (1, False)):
+        out = torch.full((3, 256), float("nan"), dtype=torch.float16, device=DEVICE)
+        assert gptq_matmul(a, weight, split_k=split_k, out=out, out_zeroed=zeroed) is out
+        torch.testing.assert_close(out.double(), expected, atol=2e-2, rtol=2e-2)
+    out = torch.zeros(3, 256, dtype=torch.float16, device=DEVICE)
+    gptq_matmul(a, weight, split_k=4, out=out, out_zeroed=True)
+    torch.testing.assert_close(out.double(), expected, atol=2e-2, rtol=2e-2)
+    out.fill_(1.0)
+    gptq_matmul(a, weight, split_k=4, out=out, out_zeroed=True)
+    torch.testing.assert_close(out.double(), expected + 1.0, atol=2e-2, rtol=2e-2)
+    weight.bias = randn(256, seed=5)  # with a bias: added after the shares, zeroed or not
+    weight.clear_plans()
+    for zeroed in (True, False):
+        out = torch.zeros(3, 256, dtype=torch.float16, device=DEVICE)
+        gptq_matmul(a, weight, split_k=4, out=out, out_zeroed=zeroed)
+        torch.testing.assert_close(out.double(), expected + weight.bias.double(), atol=2e-2, rtol=2e-2)
+
+
+def test_gptq_matmul_refuses_an_output_it_cannot_write():
+    weight = gptq_weight(128, 128, seed=1)
+    a = randn(2, 128, seed=2)
+    buffer = torch.zeros(2 * 128 + 8, dtype=torch.float16, device=DEVICE)
+    with pytest.raises(ValueError, match="out has shape \\(2, 64\\), the result is \\(2, 128\\)"):
+        gptq_matmul(a, weight, out=buffer[:128].view(2, 64))
+    with pytest.raises(ValueError, match="out must be fp16"):
+        gptq_matmul(a, weight, out=torch.zeros(2, 128, device=DEVICE))
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        gptq_matmul(a, weight, out=buffer[1:257].view(2, 128))
+    with pytest.raises(ValueError, match="contiguous"):
+        gptq_matmul(a, weight, out=torch.zeros(128, 2, dtype=torch.float16, device=DEVICE).t())
 
 
 # --------------------------------------------------------------------------- errors
@@ -184,6 +257,32 @@ def test_tokens_equal_generate(quantized, fuse):
     assert_greedy_equal(decoder.generate(prompt, new), reference, prompt.shape[1])  # again: state reset by prefill
     with pytest.raises(ValueError, match="prompt \\+ new_tokens <= max_len=24"):
         decoder.generate(prompt, 16)
+
+
+@pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers")
+def test_split_k_outputs_are_zeroed_by_the_kernel_before(monkeypatch):
+    """Every int4 matmul of the step forced to split-K with atomics: each output buffer is zeroed by the
+    step's small kernel before (its ``zero``), not by a fill of its own, so poisoning every buffer with NaN
+    before each step changes no token."""
+    monkeypatch.setattr(plans, "default_config", lambda m, weight: replace(
+        plans.select_config(m, weight.k, weight.n, weight.group_size), block_k=128, block_n=128, split_k=2))
+    model = quantize_linears(tiny_llama(), group_size=128)
+    prompt = torch.randint(1, 512, (2, 9), generator=torch.Generator().manual_seed(1)).to(DEVICE)
+    new = 5
+    reference = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=new,
+                               min_new_tokens=new, do_sample=False, pad_token_id=0, output_logits=True,
+                               return_dict_in_generate=True, disable_compile=True)
+    decoder = (GraphDecoder if CUDA else DecodeStep)(model, batch=2, max_len=16)
+    groups = [g for layer in decoder.layers for g in (layer.qkv, layer.o, layer.gate_up, layer.down)]
+    assert all(g.zero is not None and g.zero.data_ptr() == g.buffer.data_ptr() for g in groups)
+    assert decoder.head.zero is None  # lm_head stays fp16: nothing to zero
+    decoder.prefill(prompt)
+    for _ in range(new - 1):
+        for g in groups:
+            g.buffer.fill_(float("nan"))
+        decoder.step()
+        assert torch.isfinite(decoder.logits).all()
+    assert_greedy_equal(decoder.tokens[:, : prompt.shape[1] + new], reference, prompt.shape[1])
 
 
 @gpu

@@ -146,7 +146,8 @@ def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fus
 
 def linears_ms(dec) -> float:
     """GPU time of a step's matmuls alone: the decoder's own linear calls at the step's shapes, one CUDA
-    graph (L2 flushed before each replay). The rest of a step is its other kernels and the gaps."""
+    graph (L2 flushed before each replay). The rest of a step is its other kernels and the gaps. Split-K
+    outputs that the step's small kernels zero (``Linears.zero``) are not zeroed here: the matmuls only."""
     b, hidden = dec.batch, dec.embed.shape[1]
     x = torch.randn(b, hidden, device="cuda", dtype=torch.float16)
     attn = torch.randn(b, dec.heads * dec.head_dim, device="cuda", dtype=torch.float16)
@@ -154,11 +155,9 @@ def linears_ms(dec) -> float:
 
     def call():
         for layer in dec.layers:
-            for f in layer.qkv:
-                f(x)
+            layer.qkv(x)
             layer.o(attn)
-            for f in layer.gate_up:
-                f(x)
+            layer.gate_up(x)
             layer.down(act)
         dec.head(x)
 

@@ -15,8 +15,11 @@ a static cache (layers, B, KV heads, max_len, D). The step reads its position fr
 on the device and writes the next input id into the static input buffer
 (:mod:`solutions.gptq.decode_kernels`), so the same graph serves every position. The q/k/v and
 gate/up projections are fused into one matmul each (one launch, a wider N that the int4 kernel reads
-closer to the bandwidth); ``fuse=False`` keeps the model's own linears. Batches of equal-length
-prompts (no padding), one position for all rows.
+closer to the bandwidth); ``fuse=False`` keeps the model's own linears. The int4 matmuls write into
+preallocated buffers; where one adds split-K shares with atomics, the small kernel two launches before it
+(the norm before q/k/v and gate/up, attention before o_proj, SiLU-gating before down_proj) zeroes its
+buffer on the side, so the graph has no fill kernels. Batches of equal-length prompts (no padding), one
+position for all rows.
 """
 
 from __future__ import annotations
@@ -31,41 +34,79 @@ from torch.nn import functional as F
 from solutions.gptq import GPTQWeight, gptq_matmul
 from solutions.gptq.decode_kernels import add_rms_norm, greedy_pick, rope_attend, silu_mul
 from solutions.gptq.layer import GPTQLinear
+from solutions.gptq.matmul import accumulates
 
 Linear = Callable[[Tensor], Tensor]
 
 
-def _linear_fn(modules: list[nn.Module], fuse: bool) -> list[Linear]:
-    """Callables computing the modules' outputs: one over the modules' outputs concatenated (``fuse``,
-    when the modules allow it) or one per module."""
+@dataclass
+class _Dense:
+    """An fp16 linear layer (weight N x K, optional bias), possibly several concatenated along N."""
+
+    weight: Tensor
+    bias: Tensor | None
+
+
+def _parts(modules: list[nn.Module], fuse: bool) -> list[GPTQWeight | _Dense]:
+    """The weights computing the modules' outputs: one of the modules' outputs side by side (``fuse``,
+    when the modules allow it), or one per module."""
     if fuse and len(modules) > 1:
-        fused = _fused_linear(modules)
+        fused = _fused_part(modules)
         if fused is not None:
             return [fused]
-    return [_single_linear(m) for m in modules]
+    return [_part(m) for m in modules]
 
 
-def _single_linear(module: nn.Module) -> Linear:
+def _part(module: nn.Module) -> GPTQWeight | _Dense:
     if isinstance(module, GPTQLinear):
-        weight = module.gptq_weight()
-        return lambda x: gptq_matmul(x, weight)
+        return module.gptq_weight()
     if type(module) is nn.Linear:
-        return lambda x: F.linear(x, module.weight, module.bias)
+        return _Dense(module.weight, module.bias)
     raise TypeError(f"GraphDecoder handles nn.Linear and GPTQLinear layers, got {type(module).__name__}")
 
 
-def _fused_linear(modules: list[nn.Module]) -> Linear | None:
+def _fused_part(modules: list[nn.Module]) -> GPTQWeight | _Dense | None:
     if all(type(m) is nn.Linear for m in modules):
         biases = [m.bias for m in modules]
         if any(b is None for b in biases) and not all(b is None for b in biases):
             return None
         weight = torch.cat([m.weight.detach() for m in modules])
-        bias = None if biases[0] is None else torch.cat([b.detach() for b in biases])
-        return lambda x: F.linear(x, weight, bias)
+        return _Dense(weight, None if biases[0] is None else torch.cat([b.detach() for b in biases]))
     if all(isinstance(m, GPTQLinear) for m in modules):
-        weight = concat_gptq_weights([m.gptq_weight() for m in modules])
-        return None if weight is None else (lambda x: gptq_matmul(x, weight))
+        return concat_gptq_weights([m.gptq_weight() for m in modules])
     return None
+
+
+class Linears:
+    """The linear layers of a step fed by one input (q/k/v, o, gate/up, down, the head), fused or not;
+    called on the input, they return their outputs in order.
+
+    The int4 outputs live in one preallocated buffer (each a contiguous (B, N) block of it, one after
+    another), so that they keep their addresses from step to step. Where one of those matmuls adds
+    split-K shares with atomics, ``zero`` is that buffer: the step's kernel before the matmul fills it
+    with zeros, and the matmuls take it as zeroed (``gptq_matmul(..., out_zeroed=True)``), with no
+    fill kernel of their own. ``zero`` is None where no output needs clearing.
+    """
+
+    def __init__(self, parts: list[GPTQWeight | _Dense], batch: int, device: torch.device) -> None:
+        int4 = [p for p in parts if isinstance(p, GPTQWeight)]
+        self.buffer = torch.zeros(batch * sum(w.n for w in int4), device=device, dtype=torch.float16) \
+            if int4 else None
+        # The plans for these calls are made here (the input's key: a fresh contiguous (B, K) fp16 tensor).
+        zeroed = any(accumulates(torch.empty(batch, w.k, device=device, dtype=torch.float16), w) for w in int4)
+        self.zero = self.buffer if zeroed else None
+        self.calls: list[Linear] = []
+        offset = 0
+        for part in parts:
+            if isinstance(part, _Dense):
+                self.calls.append(lambda x, w=part.weight, b=part.bias: F.linear(x, w, b))
+                continue
+            out = self.buffer[offset: offset + batch * part.n].view(batch, part.n)
+            offset += batch * part.n
+            self.calls.append(lambda x, w=part, out=out: gptq_matmul(x, w, out=out, out_zeroed=zeroed))
+
+    def __call__(self, x: Tensor) -> list[Tensor]:
+        return [f(x) for f in self.calls]
 
 
 def concat_gptq_weights(weights: list[GPTQWeight]) -> GPTQWeight | None:
@@ -100,10 +141,10 @@ def concat_gptq_weights(weights: list[GPTQWeight]) -> GPTQWeight | None:
 class _Layer:
     input_norm: Tensor
     post_norm: Tensor
-    qkv: list[Linear]  # one fused, or q, k, v
-    o: Linear
-    gate_up: list[Linear]  # one fused, or gate, up
-    down: Linear
+    qkv: Linears  # one fused, or q, k, v
+    o: Linears
+    gate_up: Linears  # one fused, or gate, up
+    down: Linears
 
 
 def _llama_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
@@ -139,13 +180,17 @@ class DecodeStep:
         self.kv_heads = getattr(config, "num_key_value_heads", None) or self.heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.eps = inner.norm.variance_epsilon
-        self.embed, self.final_norm, self.head = inner.embed_tokens.weight, inner.norm.weight, _single_linear(head)
+
+        def linears(modules: list[nn.Module]) -> Linears:
+            return Linears(_parts(modules, fuse), batch, device)
+
+        self.embed, self.final_norm, self.head = inner.embed_tokens.weight, inner.norm.weight, linears([head])
         self.layers = [
             _Layer(layer.input_layernorm.weight, layer.post_attention_layernorm.weight,
-                   _linear_fn([layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj], fuse),
-                   _single_linear(layer.self_attn.o_proj),
-                   _linear_fn([layer.mlp.gate_proj, layer.mlp.up_proj], fuse),
-                   _single_linear(layer.mlp.down_proj))
+                   linears([layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj]),
+                   linears([layer.self_attn.o_proj]),
+                   linears([layer.mlp.gate_proj, layer.mlp.up_proj]),
+                   linears([layer.mlp.down_proj]))
             for layer in inner.layers]
         with torch.no_grad():  # the model's own rotary tables, so that positions round as in its forward
             positions = torch.arange(max_len, device=device)[None]
@@ -168,17 +213,19 @@ class DecodeStep:
         q_width, kv_width = self.heads * d, self.kv_heads * d
         resid = F.embedding(self.ids, self.embed)
         delta = None
+        # Each small kernel also zeroes the output of the matmul after the next (``Linears.zero``).
         for index, layer in enumerate(self.layers):
-            h = add_rms_norm(resid, layer.input_norm, self.eps, delta)
-            qkv = [f(h) for f in layer.qkv]
+            h = add_rms_norm(resid, layer.input_norm, self.eps, delta, zero=layer.qkv.zero)
+            qkv = layer.qkv(h)
             q, k, v = qkv if len(qkv) == 3 else qkv[0].split([q_width, kv_width, kv_width], dim=1)
-            attn = rope_attend(q, k, v, self.cos, self.sin, self.k_cache[index], self.v_cache[index], self.pos)
-            h = add_rms_norm(resid, layer.post_norm, self.eps, layer.o(attn))
-            gate_up = [f(h) for f in layer.gate_up]
+            attn = rope_attend(q, k, v, self.cos, self.sin, self.k_cache[index], self.v_cache[index], self.pos,
+                               zero=layer.o.zero)
+            h = add_rms_norm(resid, layer.post_norm, self.eps, layer.o(attn)[0], zero=layer.gate_up.zero)
+            gate_up = layer.gate_up(h)
             gate, up = gate_up if len(gate_up) == 2 else gate_up[0].chunk(2, dim=1)
-            delta = layer.down(silu_mul(gate, up))
-        h = add_rms_norm(resid, self.final_norm, self.eps, delta)
-        logits = self.head(h)
+            delta = layer.down(silu_mul(gate, up, zero=layer.down.zero))[0]
+        h = add_rms_norm(resid, self.final_norm, self.eps, delta, zero=self.head.zero)
+        logits = self.head(h)[0]
         greedy_pick(logits.view(b, -1), self.ids, self.tokens, self.pos)
         self.pos.add_(1)
         return logits

@@ -17,6 +17,11 @@ each product of the rotary embedding, SiLU before the product), so the step foll
 numbers closely; attention and reductions sum in another order (fp32).
 The position is read from a one-element tensor on the device, so a captured CUDA graph replays the
 same kernels at every position.
+
+The first three also take ``zero``: a flat fp16 buffer they fill with zeros on the side, their blocks
+dealt out over all their programs. It is the output of the matmul after the next one's input: split-K
+matmuls add their shares into it with atomics, so it must hold zeros, and clearing it here saves the
+fill kernel a graph would otherwise replay before each such matmul (four per layer).
 """
 
 from __future__ import annotations
@@ -26,11 +31,34 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
+ZERO_BLOCK = tl.constexpr(1024)  # fp16 elements a program zeroes per store of its share of ``zero``
+
 
 @triton.jit
-def _add_rms_norm_kernel(delta_ptr, resid_ptr, weight_ptr, out_ptr, n, eps, delta_stride, resid_stride,
-                         out_stride, HAS_DELTA: tl.constexpr, BLOCK: tl.constexpr):
+def _zero_share(ptr, numel, BLOCK: tl.constexpr):
+    """Zero this program's share of ``numel`` fp16 elements at ``ptr``: BLOCK-element pieces dealt out in
+    turn to every program of the (one- or two-dimensional) grid."""
+    program = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
+    programs = tl.num_programs(0) * tl.num_programs(1)
+    for start in range(program * BLOCK, numel, programs * BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        tl.store(ptr + offs, tl.zeros((BLOCK,), dtype=tl.float16), mask=offs < numel)
+
+
+def _zero_args(zero: Tensor | None, fallback: Tensor) -> tuple[Tensor, int]:
+    """The (pointer, element count) kernel arguments for an optional ``zero`` buffer (count 0: none)."""
+    if zero is None:
+        return fallback, 0
+    if zero.dtype != torch.float16 or not zero.is_contiguous():
+        raise ValueError(f"zero must be a contiguous fp16 buffer, got {zero.dtype} with strides {zero.stride()}")
+    return zero, zero.numel()
+
+
+@triton.jit
+def _add_rms_norm_kernel(delta_ptr, resid_ptr, weight_ptr, out_ptr, zero_ptr, n, eps, delta_stride, resid_stride,
+                         out_stride, zero_numel, HAS_DELTA: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
+    _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)
     offs = tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(resid_ptr + row * resid_stride + offs, mask=mask, other=0.0)
@@ -46,14 +74,17 @@ def _add_rms_norm_kernel(delta_ptr, resid_ptr, weight_ptr, out_ptr, n, eps, delt
 
 
 def add_rms_norm(resid: Tensor, weight: Tensor, eps: float, delta: Tensor | None = None,
-                 out: Tensor | None = None) -> Tensor:
-    """``resid += delta`` (in place, when ``delta`` is given), then ``weight * rmsnorm(resid)``; fp16 (B, N)."""
+                 out: Tensor | None = None, zero: Tensor | None = None) -> Tensor:
+    """``resid += delta`` (in place, when ``delta`` is given), then ``weight * rmsnorm(resid)``; fp16 (B, N).
+    ``zero``: a buffer (no input or output of this call) to fill with zeros on the side."""
     rows, n = resid.shape
     out = torch.empty_like(resid) if out is None else out
     src = resid if delta is None else delta
+    zero_ptr, zero_numel = _zero_args(zero, resid)
     block = triton.next_power_of_2(n)
-    _add_rms_norm_kernel[(rows,)](src, resid, weight, out, n, eps, src.stride(0), resid.stride(0), out.stride(0),
-                                  HAS_DELTA=delta is not None, BLOCK=block, num_warps=8 if block >= 2048 else 4)
+    _add_rms_norm_kernel[(rows,)](src, resid, weight, out, zero_ptr, n, eps, src.stride(0), resid.stride(0),
+                                  out.stride(0), zero_numel, HAS_DELTA=delta is not None, BLOCK=block,
+                                  num_warps=8 if block >= 2048 else 4)
     return out
 
 
@@ -67,11 +98,12 @@ def _rope(ptr, d, cos, sin, HALF: tl.constexpr):
 
 
 @triton.jit
-def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache, pos_ptr, out_ptr,
-                        q_stride, k_stride, v_stride, out_stride, cache_len, scale,
+def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache, pos_ptr, out_ptr, zero_ptr,
+                        q_stride, k_stride, v_stride, out_stride, cache_len, scale, zero_numel,
                         KV_HEADS: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_L: tl.constexpr):
     b = tl.program_id(0)
     g = tl.program_id(1)  # one program per (sequence, kv head): its k/v and the GROUP query heads sharing them
+    _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)
     pos = tl.load(pos_ptr)
     d = tl.arange(0, D)
     cos = tl.load(cos_ptr + pos * D + d).to(tl.float32)
@@ -108,22 +140,27 @@ def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache,
 
 
 def rope_attend(q: Tensor, k: Tensor, v: Tensor, cos: Tensor, sin: Tensor, k_cache: Tensor, v_cache: Tensor,
-                pos: Tensor, out: Tensor | None = None) -> Tensor:
+                pos: Tensor, out: Tensor | None = None, zero: Tensor | None = None) -> Tensor:
     """One decoding step of attention: q (B, H * D), k and v (B, KV * D) rows (views of one fused output
     are fine: rows may be strided, heads must be contiguous), cos/sin (L, D) fp16 tables, caches
     (B, KV, L, D) fp16, ``pos`` an int tensor of one element (this token's position). Writes the rotated
-    k and v at ``pos`` and returns the attention output (B, H * D) over positions 0..pos."""
+    k and v at ``pos`` and returns the attention output (B, H * D) over positions 0..pos. ``zero``: a
+    buffer (no input or output of this call) to fill with zeros on the side."""
     batch, kv_heads, cache_len, d = k_cache.shape
     heads = q.shape[1] // d
     out = q.new_empty((batch, heads * d)) if out is None else out
+    zero_ptr, zero_numel = _zero_args(zero, out)
     _rope_attend_kernel[(batch, kv_heads)](
-        q, k, v, cos, sin, k_cache, v_cache, pos, out, q.stride(0), k.stride(0), v.stride(0), out.stride(0),
-        cache_len, d**-0.5, KV_HEADS=kv_heads, GROUP=heads // kv_heads, D=d, BLOCK_L=32, num_warps=4)
+        q, k, v, cos, sin, k_cache, v_cache, pos, out, zero_ptr, q.stride(0), k.stride(0), v.stride(0),
+        out.stride(0), cache_len, d**-0.5, zero_numel, KV_HEADS=kv_heads, GROUP=heads // kv_heads, D=d, BLOCK_L=32,
+        num_warps=4)
     return out
 
 
 @triton.jit
-def _silu_mul_kernel(gate_ptr, up_ptr, out_ptr, n, gate_stride, up_stride, out_stride, BLOCK: tl.constexpr):
+def _silu_mul_kernel(gate_ptr, up_ptr, out_ptr, zero_ptr, n, gate_stride, up_stride, out_stride, zero_numel,
+                     BLOCK: tl.constexpr):
+    _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)
     row = tl.program_id(0)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -133,13 +170,15 @@ def _silu_mul_kernel(gate_ptr, up_ptr, out_ptr, n, gate_stride, up_stride, out_s
     tl.store(out_ptr + row * out_stride + offs, (act * u).to(tl.float16), mask=mask)
 
 
-def silu_mul(gate: Tensor, up: Tensor, out: Tensor | None = None) -> Tensor:
-    """``silu(gate) * up`` for fp16 (B, N) rows (strided views of one fused output are fine)."""
+def silu_mul(gate: Tensor, up: Tensor, out: Tensor | None = None, zero: Tensor | None = None) -> Tensor:
+    """``silu(gate) * up`` for fp16 (B, N) rows (strided views of one fused output are fine). ``zero``: a
+    buffer (no input or output of this call) to fill with zeros on the side."""
     rows, n = gate.shape
     out = gate.new_empty((rows, n)) if out is None else out
+    zero_ptr, zero_numel = _zero_args(zero, out)
     block = 1024
-    _silu_mul_kernel[(rows, triton.cdiv(n, block))](gate, up, out, n, gate.stride(0), up.stride(0), out.stride(0),
-                                                    BLOCK=block, num_warps=4)
+    _silu_mul_kernel[(rows, triton.cdiv(n, block))](gate, up, out, zero_ptr, n, gate.stride(0), up.stride(0),
+                                                    out.stride(0), zero_numel, BLOCK=block, num_warps=4)
     return out
 
 

@@ -241,10 +241,11 @@ class Plan:
             grid = (triton.cdiv(k, 128), triton.cdiv(n_end - n0, block_n))
             self.launches.append(Launch(dequant_to_fp16_kernel, grid, args, flags, dict(num_warps=4)))
 
-    def __call__(self, a2: Tensor) -> Tensor:
+    def __call__(self, a2: Tensor, out: Tensor | None = None, out_zeroed: bool = False) -> Tensor:
+        """C = A W into ``out`` (M, N) when given (holding zeros if ``out_zeroed``), else a new tensor."""
         mn = self.mn
         if self.method == "dequant":
-            out = a2.new_empty(mn)
+            out = a2.new_empty(mn) if out is None else out
             temp = a2.new_empty((a2.shape[1], self.temp_cols))
             for (n0, n_end), launch in zip(self.chunks, self.launches, strict=True):
                 w = temp if n_end - n0 == self.temp_cols else temp[:, : n_end - n0]
@@ -255,18 +256,26 @@ class Plan:
             return out
         launch = self.launches[0]
         first = launch.fast is None
+        add_bias = self.bias is not None
         if self.atomic:
             # The split-K shares are added into C: zeroed, or holding the bias (no add afterwards).
-            # Only calls without a hot closure get here; that closure zeroes C by a driver memset.
-            if self.bias_init:
-                out = c = self.bias.expand(mn).contiguous()
+            # Calls without ``out`` and with a hot closure do not get here; that closure zeroes C by a
+            # driver memset. A given C that holds zeros takes the shares as it is (the bias added after).
+            if out is not None and out_zeroed:
+                c = out
+            elif self.bias_init:
+                add_bias = False
+                if out is None:
+                    out = c = self.bias.expand(mn).contiguous()
+                else:
+                    out = c = out.copy_(self.bias.expand(mn))
             else:
-                out = c = a2.new_zeros(mn)
+                out = c = a2.new_zeros(mn) if out is None else out.zero_()
         elif self.partial:
-            out = a2.new_empty(mn)
+            out = a2.new_empty(mn) if out is None else out
             c = a2.new_empty((self.splits, *mn), dtype=torch.float32)
         else:
-            out = c = a2.new_empty(mn)
+            out = c = a2.new_empty(mn) if out is None else out
         dynamic = [(0, a2 if self.a_arg is Tensor.data_ptr else self.a_arg(a2)), (self.c_index, c)]
         if self.stream_k_programs is not None:
             dynamic.append((5, ws_prefill.scratch_arg(c, self.stream_k_programs)))
@@ -281,7 +290,7 @@ class Plan:
             raise Replan from error
         if self.partial:
             self.reduce((0, c), (1, out))
-        if self.bias is not None and not self.bias_init:
+        if add_bias:
             out += self.bias
         if first and launch.fast is not None and not self.partial:
             self.hot = self._make_hot(launch)
