@@ -16,7 +16,7 @@ on the device and writes the next input id into the static input buffer
 (:mod:`solutions.gptq.decode_kernels`), so the same graph serves every position. The q/k/v and
 gate/up projections are fused into one matmul each (one launch, a wider N that the int4 kernel reads
 closer to the bandwidth); ``fuse=False`` keeps the model's own linears. The int4 matmuls write into
-preallocated buffers; where one adds split-K shares with atomics, the small kernel two launches before it
+preallocated buffers; where one adds split-K shares with atomics, the small kernel just before it
 (the norm before q/k/v and gate/up, attention before o_proj, SiLU-gating before down_proj) zeroes its
 buffer on the side, so the graph has no fill kernels. Batches of equal-length prompts (no padding), one
 position for all rows.
@@ -213,7 +213,7 @@ class DecodeStep:
         q_width, kv_width = self.heads * d, self.kv_heads * d
         resid = F.embedding(self.ids, self.embed)
         delta = None
-        # Each small kernel also zeroes the output of the matmul after the next (``Linears.zero``).
+        # Each small kernel also zeroes the output of the matmul that runs next on its output (``Linears.zero``).
         for index, layer in enumerate(self.layers):
             h = add_rms_norm(resid, layer.input_norm, self.eps, delta, zero=layer.qkv.zero)
             qkv = layer.qkv(h)

@@ -18,10 +18,11 @@ numbers closely; attention and reductions sum in another order (fp32).
 The position is read from a one-element tensor on the device, so a captured CUDA graph replays the
 same kernels at every position.
 
-The first three also take ``zero``: a flat fp16 buffer they fill with zeros on the side, their blocks
-dealt out over all their programs. It is the output of the matmul after the next one's input: split-K
-matmuls add their shares into it with atomics, so it must hold zeros, and clearing it here saves the
-fill kernel a graph would otherwise replay before each such matmul (four per layer).
+The first three also take ``zero``: a flat fp16 buffer they fill with zeros on the side, its pieces
+dealt out over all their programs. It is the output buffer of the matmul that runs next, on this
+kernel's output: a split-K matmul adds its shares into it with atomics, so it must hold zeros, and
+clearing it here saves the fill kernel a graph would otherwise replay before each such matmul (four per
+layer).
 """
 
 from __future__ import annotations
