@@ -1,7 +1,8 @@
 """Offline tuner for gptq_matmul: times candidate configs per (M bucket, K, N) on the GPU.
 
     python3 benchmarks/gptq/tune.py --out DIR [--budget-s 420] [--m 16 32 64 128] [--shapes 0 1 2 3 4]
-                                    [--extra] [--include BEST.json] [--candidates JSON] [--jobs 16]
+                                    [--kn 4096,12288 ...] [--extra] [--include BEST.json] [--candidates JSON]
+                                    [--jobs 16] [--zeroed-out]
 
 Every candidate is first checked against an fp32 reference (rel. error < 1e-2), then timed with
 triton.testing.do_bench (median; L2 flushed between runs, weight copies rotated). Writes
@@ -14,6 +15,12 @@ winner of the shape, dequantize-then-cuBLAS (``method="dequant"``) and cuBLAS fp
 per-shape method table (``DEQUANT_FROM``). ``--jobs`` compiles every candidate first in that many
 processes (each compile takes seconds; the kernels do not depend on the shape beyond what the
 proxy shape shares with the real ones: multiples of 128, 16-byte alignment).
+
+``--kn`` adds shapes by value (K,N) beside the ``--shapes`` indices into common.SHAPES, e.g. the fused
+q/k/v (4096,12288) and gate/up (4096,22016) of the lean decoder. ``--zeroed-out`` times each call as
+solutions/gptq/decode.py makes it: into a preallocated output taken as zeroed (``out_zeroed=True``), so a
+split-K config's time has no zero-fill kernel in it (the decode step zeroes that buffer inside another
+kernel); without it, a split-K call's time includes its fill (a graph node, as in any captured caller).
 """
 
 from __future__ import annotations
@@ -94,29 +101,32 @@ def candidates(m: int, extra: bool = False) -> list[GPTQConfig]:
 _PROXY: dict = {}
 
 
-def _precompile(cfg: GPTQConfig) -> str | None:
-    """Compile ``cfg`` into Triton's on-disk cache by running it once on a 1024 x 1024 layer at M = 256
-    (a worker process; the benchmark shapes specialise the same way). None, or the error."""
+def _precompile(cfg: GPTQConfig, m: int) -> str | None:
+    """Compile ``cfg`` into Triton's on-disk cache by running it once on a 1024 x 1024 layer at this M (a
+    worker process; the benchmark shapes specialise the same way, and M only by M = 1 and M % 16). None,
+    or the error."""
     try:
         if not _PROXY:
             _PROXY["w"] = random_layer(1024, 1024)
-            _PROXY["a"] = torch.randn(256, 1024, device="cuda", dtype=torch.float16)
-        gptq_matmul(_PROXY["a"], _PROXY["w"], config=cfg)
+        if m not in _PROXY:
+            _PROXY[m] = torch.randn(m, 1024, device="cuda", dtype=torch.float16)
+        gptq_matmul(_PROXY[m], _PROXY["w"], config=cfg)
         torch.cuda.synchronize()
         return None
     except Exception as e:  # noqa: BLE001 - reported, and the config is timed (and fails) later anyway
         return f"{type(e).__name__}: {str(e)[:200]}"
 
 
-def precompile(cfgs: list[GPTQConfig], jobs: int) -> None:
-    """Compile the distinct configs in ``jobs`` processes (Triton compiles one kernel per process at a time)."""
+def precompile(cases: list[tuple[GPTQConfig, int]], jobs: int) -> None:
+    """Compile the distinct (config, M) cases in ``jobs`` processes (Triton compiles one kernel per process
+    at a time). M matters only as Triton specialises it: 1, a multiple of 16, or neither."""
     import multiprocessing
 
-    distinct = list(dict.fromkeys(cfgs))
+    distinct = list(dict.fromkeys((cfg, 1 if m == 1 else 16 if m % 16 == 0 else m) for cfg, m in cases))
     t0 = time.time()
     with multiprocessing.get_context("spawn").Pool(min(jobs, len(distinct))) as pool:
-        errors = pool.map(_precompile, distinct, chunksize=1)
-    for cfg, err in zip(distinct, errors, strict=True):
+        errors = pool.starmap(_precompile, distinct, chunksize=1)
+    for (cfg, _), err in zip(distinct, errors, strict=True):
         if err:
             print(f"precompile {cfg}: {err}", file=sys.stderr)
     print(f"precompiled {len(distinct)} configs in {time.time() - t0:.0f} s", flush=True)
@@ -127,12 +137,24 @@ def _json_list(text: str) -> list:
     return json.loads(text if text.lstrip().startswith("[") else Path(text).read_text())
 
 
+def timed_call(a: torch.Tensor, weight, cfg: GPTQConfig, zeroed_out: bool):
+    """One call of ``cfg`` to time: as any caller makes it, or into a preallocated output taken as zeroed
+    (what it holds after many replays does not matter for the time)."""
+    if not zeroed_out:
+        return lambda: gptq_matmul(a, weight, config=cfg)
+    out = a.new_zeros((a.shape[0], weight.n))
+    return lambda: gptq_matmul(a, weight, config=cfg, out=out, out_zeroed=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--budget-s", type=float, default=420.0)
     parser.add_argument("--m", type=int, nargs="*", default=[16, 32, 64, 128])
     parser.add_argument("--shapes", type=int, nargs="*", default=list(range(len(SHAPES))))
+    parser.add_argument("--kn", nargs="*", default=[], help="more shapes as K,N pairs (e.g. 4096,12288)")
+    parser.add_argument("--zeroed-out", action="store_true",
+                        help="time calls into a preallocated output taken as zeroed (no split-K zero-fill)")
     parser.add_argument("--extra", action="store_true", help="second round: the extra candidates")
     parser.add_argument("--include", type=Path, help="a previous best.json whose winners compete again")
     parser.add_argument("--jobs", type=int, default=0, help="precompile every candidate in this many processes")
@@ -140,6 +162,7 @@ def main() -> int:
                         help="configs to time instead of the built-in lists: a JSON list or a file holding one, "
                              'e.g. [{"block_m": 64, "split_k": 8}] (missing fields take GPTQConfig\'s defaults)')
     args = parser.parse_args()
+    shapes = [SHAPES[i] for i in args.shapes] + [tuple(int(x) for x in kn.split(",")) for kn in args.kn]
     if not torch.cuda.is_available():
         print("tune.py needs a CUDA GPU; nothing to do.")
         return 0
@@ -164,11 +187,10 @@ def main() -> int:
         return again + (large_m_candidates(m, k, n) if m in LARGE_M_BUCKETS else candidates(m, args.extra))
 
     if args.jobs:
-        precompile([c for m in args.m for si in args.shapes for c in configs_for(m, *SHAPES[si])], args.jobs)
+        precompile([(c, m) for m in args.m for k, n in shapes for c in configs_for(m, k, n)], args.jobs)
     layers: dict[tuple[int, int], tuple[list, torch.Tensor]] = {}
     for m in args.m:  # the most important bucket first: a spent budget cuts the tail
-        for si in args.shapes:
-            k, n = SHAPES[si]
+        for k, n in shapes:
             if (k, n) not in layers:
                 copies = [random_layer(k, n, seed=s) for s in range(copies_to_beat_l2(k * n // 2))]
                 layers[(k, n)] = (copies, dequantize(copies[0], torch.float32))
@@ -198,7 +220,7 @@ def main() -> int:
                     if not err < 1e-2:
                         rec["error"] = "wrong result"
                     else:
-                        calls = [lambda a=a, w=w, cfg=cfg: gptq_matmul(a, w, config=cfg) for w in copies]
+                        calls = [timed_call(a, w, cfg, args.zeroed_out) for w in copies]
                         us = gpu_time_us(calls, warmup=5, rep=20)
                         rec["us"] = us
                         rec["gbps"] = gptq_bytes(m, k, n) / (us * 1e-6) / 1e9
@@ -226,8 +248,7 @@ def main() -> int:
         for bucket in buckets_for(m, k, n, best):
             print(f"    ({bucket}, {k}, {n}): GPTQConfig({fields}),  # {b['us']:.1f} us")
     print("\n# for solutions/gptq/configs.py: DEQUANT_FROM (smallest measured M from which dequant was faster)")
-    for si in args.shapes:
-        k, n = SHAPES[si]
+    for k, n in shapes:
         faster = [m for m in sorted(args.m) if f"{m},{k},{n}" in best and "dequant_us" in best[f"{m},{k},{n}"]
                   and best[f"{m},{k},{n}"]["dequant_us"] < best[f"{m},{k},{n}"]["us"]]
         print(f"    ({k}, {n}): {faster[0] if faster else None},  # dequant faster at M = {faster}")
