@@ -39,17 +39,17 @@ from common import (
     GROUP,
     M_VALUES,
     SHAPES,
-    buckets_for,
     copies_to_beat_l2,
     copy_bandwidth,
     environment,
     gptq_bytes,
     gpu_time_us,
+    load_config_overrides,
     random_layer,
     rel_err,
 )
 
-from solutions.gptq import GPTQConfig, GPTQWeight, dequantize, gptq_matmul, unpack_int4_along_k, unpack_int4_along_n
+from solutions.gptq import GPTQWeight, dequantize, gptq_matmul, unpack_int4_along_k, unpack_int4_along_n
 from solutions.gptq import configs as gptq_configs
 
 PUBLISHED = gptq_configs.PUBLISHED_SPLIT_K
@@ -75,15 +75,6 @@ def int4pack_operands(w: GPTQWeight, inner_k_tiles: int = 8):
     packed = torch._convert_weight_to_int4pack(packed_u8, inner_k_tiles)
     scale_zero = torch.stack([s, (8 - z).float() * s], dim=2).to(torch.bfloat16).contiguous()
     return packed, scale_zero
-
-
-def load_config_overrides(path: Path) -> None:
-    """Use tune.py's best.json instead of the checked-in table (to benchmark a fresh tuning run)."""
-    best = json.loads(path.read_text())
-    for key, rec in best.items():
-        m, k, n = map(int, key.split(","))
-        for bucket in buckets_for(m, k, n, best):
-            gptq_configs.TUNED[(bucket, k, n)] = GPTQConfig(**rec["cfg"])
 
 
 def main() -> int:

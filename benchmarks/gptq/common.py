@@ -155,6 +155,22 @@ def gpu_time_us(calls, min_calls: int = 16, warmup: int = 25, rep: int = 100) ->
     return ms * 1e3 / len(seq)
 
 
+def load_config_overrides(path: Path) -> int:
+    """Use tune.py's best.json instead of the checked-in table (to measure a fresh tuning run): its entries
+    replace or join ``configs.TUNED`` for the buckets each serves. Returns how many entries it set."""
+    from solutions.gptq import GPTQConfig
+    from solutions.gptq import configs as gptq_configs
+
+    best = json.loads(path.read_text())
+    count = 0
+    for key, rec in best.items():
+        m, k, n = map(int, key.split(","))
+        for bucket in buckets_for(m, k, n, best):
+            gptq_configs.TUNED[(bucket, k, n)] = GPTQConfig(**rec["cfg"])
+            count += 1
+    return count
+
+
 def buckets_for(m: int, k: int, n: int, tuned_keys) -> tuple[int, ...]:
     """Which M buckets a config tuned at M = m serves: M = 1 stands for 1..8 and M = 16 for 16
     (or for 1..16 when M = 1 was not tuned for this shape); other M only for themselves."""

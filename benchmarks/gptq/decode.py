@@ -1,7 +1,7 @@
 """A transformers Llama with GPTQLinear layers: correctness against its dequantized twin, and decode tokens/s.
 
     python3 benchmarks/gptq/decode.py --out benchmarks/gptq/results/NAME [--layers 2] [--batch 1 8 32]
-        [--modes lean compiled eager]
+        [--modes lean compiled eager] [--configs BEST.json ...]
 
 The model is ``LlamaForCausalLM`` built from a config (hidden 4096, intermediate 11008, 32 heads,
 ``--layers`` blocks, vocab 32000) with random weights, in fp16 on the GPU; no download. Its
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import copy_bandwidth, gpu_time_us, start_gpu_run, write_report
+from common import copy_bandwidth, gpu_time_us, load_config_overrides, start_gpu_run, write_report
 
 from solutions.gptq.layer import GPTQLinear, dequantize_linears, quantize_linears
 
@@ -234,7 +234,11 @@ def main() -> int:
     parser.add_argument("--modes", nargs="*", default=["lean", "compiled", "eager"],
                         choices=["lean", "lean-unfused", "compiled", "eager"])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--configs", type=Path, nargs="*", default=[],
+                        help="tune.py best.json files whose entries replace or join configs.TUNED")
     args = parser.parse_args()
+    for path in args.configs:
+        print(f"{path}: {load_config_overrides(path)} TUNED entries set", flush=True)
     env = start_gpu_run("decode.py", args.out)
     if env is None:
         return 0
