@@ -32,6 +32,7 @@ from solutions.gptq import (  # noqa: E402
     unpack_int4_along_n,
 )
 from solutions.gptq.configs import (  # noqa: E402
+    DECODE_TUNED,
     DEQUANT_FROM,
     DEQUANT_RULE_MIN_M,
     LARGE_M_BUCKETS,
@@ -317,6 +318,15 @@ def test_configs_cover_every_m_bucket():
         # The table was tuned at G = 128: other group sizes keep each K step inside one group.
         for g in (32, 64, 128, 4096):
             assert g % select_config(m, 4096, 4096, g).block_k == 0 or g == 4096
+
+
+def test_decode_only_entries_serve_m_up_to_8_and_leave_larger_m_to_the_heuristic():
+    shapes = {(k, n) for _, k, n in DECODE_TUNED}
+    assert {(b, k, n) for b in (1, 2, 4, 8) for k, n in shapes} == set(DECODE_TUNED)
+    assert not shapes & {(k, n) for _, k, n in TUNED}  # TUNED's shapes keep their full rows
+    for m, (k, n) in itertools.product((1, 3, 8, 9, 300), shapes):
+        expected = DECODE_TUNED[(m_bucket(m), k, n)] if m <= 8 else heuristic_config(m, k, n)
+        assert select_config(m, k, n) == expected
 
 
 def _smem_bytes(cfg: GPTQConfig) -> int:

@@ -1,7 +1,8 @@
 """Launch configs for :func:`solutions.gptq.matmul.gptq_matmul`, chosen offline so a run needs no tuning.
 
 ``TUNED`` maps (M bucket, K, N) to the config that measured fastest on an NVIDIA H100 (see
-``benchmarks/gptq/tune.py`` and ``benchmarks/gptq/results/``). Shapes outside the table get a
+``benchmarks/gptq/tune.py`` and ``benchmarks/gptq/results/``), ``DECODE_TUNED`` likewise for shapes
+tuned at decode sizes only (the lean decoder's fused projections). Shapes outside the table get a
 heuristic from the same measurements: the M bucket picks the tile, split-K fills the SMs.
 ``DEQUANT_FROM`` and :func:`select_method` choose, per shape and M, between the fused kernel and
 dequantize-then-cuBLAS (prefill sizes), from the same tuning runs. On Hopper GPUs prefill sizes go to
@@ -72,6 +73,11 @@ def _cfg(block_m: int, block_n: int, block_k: int, split_k: int, num_warps: int,
 def _buckets(k: int, n: int, *configs: GPTQConfig) -> dict[tuple[int, int, int], GPTQConfig]:
     """The entries of one (K, N): the config tuned at M = 1 serves the buckets 1..8, then 16, 32, 64, 128."""
     return dict(zip([(m, k, n) for m in SMALL_M_BUCKETS], configs[:1] * 3 + configs, strict=True))
+
+
+def _decode(k: int, n: int, config: GPTQConfig) -> dict[tuple[int, int, int], GPTQConfig]:
+    """The entries of a (K, N) tuned for decoding only: the config tuned at M = 1 for the buckets 1..8."""
+    return {(m, k, n): config for m in SMALL_M_BUCKETS if m <= 8}
 
 
 def _large(k: int, n: int, *entries: T) -> dict[tuple[int, int, int], T]:
@@ -151,6 +157,18 @@ TUNED: dict[tuple[int, int, int], GPTQConfig] = {
              _cfg(256, 128, 128, 1, 8, 3),  # 846.3 us (M=1024; cuBLAS 746.4, dequant 946.8)
              _cfg(256, 128, 128, 1, 8, 3),  # 1641.8 us (M=2048; cuBLAS 1473.6, dequant 1606.6)
              _cfg(256, 128, 128, 1, 8, 3)),  # 3347.9 us (M=4096; cuBLAS 2903.9, dequant 3248.0)
+}
+
+
+# (M bucket, K, N) -> config for shapes tuned only at decode sizes (M = 1 standing for the buckets 1..8;
+# larger M take the heuristic): the fused q/k/v and gate/up projections of the lean decoder
+# (solutions/gptq/decode.py) on a Llama-7B-shaped model. Timed as the decoder calls them, into an output
+# taken as zeroed (tune.py --zeroed-out, results/h100_lean_decode2/tune_fused); the comment gives that
+# time and the heuristic config's in the same run. Same kernel and tile as the M = 1 entries above, the
+# split chosen for about 4 programs per SM (480 and 516 programs).
+DECODE_TUNED: dict[tuple[int, int, int], GPTQConfig] = {
+    **_decode(4096, 12288, _cfg(16, 128, 128, 5, 4, 3, maxnreg=128)),  # 12.4 us (heuristic: 12.7)
+    **_decode(4096, 22016, _cfg(16, 128, 128, 3, 4, 3, maxnreg=128)),  # 19.4 us (heuristic: 20.1)
 }
 
 
@@ -289,9 +307,12 @@ def select_method(m: int, k: int, n: int) -> str:
 
 
 def select_config(m: int, k: int, n: int, group_size: int = 128) -> GPTQConfig:
-    """The tuned config for (M bucket, K, N) when there is one and its K steps fit the groups
-    (the table was tuned at G = 128), else :func:`heuristic_config`."""
-    tuned = TUNED.get((m_bucket(m), k, n))
+    """The tuned config for (M bucket, K, N) (TUNED, then DECODE_TUNED) when there is one and its K steps
+    fit the groups (the tables were tuned at G = 128), else :func:`heuristic_config`."""
+    key = (m_bucket(m), k, n)
+    tuned = TUNED.get(key)
+    if tuned is None:
+        tuned = DECODE_TUNED.get(key)
     if tuned is not None and (group_size % tuned.block_k == 0 or group_size >= k):
         return tuned
     return heuristic_config(m, k, n, group_size)
