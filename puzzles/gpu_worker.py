@@ -202,10 +202,15 @@ class Worker:
         self.device_name = None
         self.started_at = time.monotonic()
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """End the worker; `wait=False` reaps it in the background (a process whose CUDA context
+        faulted can take seconds to exit while the driver tears the context down)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+            if wait:
+                self.proc.wait()
+            else:
+                threading.Thread(target=self.proc.wait, daemon=True).start()
         if self.proc is not None:
             for stream in (self.proc.stdin, self.proc.stdout):
                 with contextlib.suppress(OSError):
@@ -214,7 +219,7 @@ class Worker:
 
     def restart(self) -> None:
         """End the worker and start a fresh one (it loads in the background)."""
-        self.stop()
+        self.stop(wait=False)
         self.start()
 
     def ready(self, limit: float = START_LIMIT) -> bool:

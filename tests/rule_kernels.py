@@ -215,3 +215,10 @@ def silu_mul_kernel_heuristics_above(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr, 
 @triton.jit
 def silu_mul_kernel_sizes_reordered(x_ptr, y_ptr, z_ptr, B0: tl.constexpr, N0):
     _silu_mul(x_ptr, y_ptr, z_ptr, tl.program_id(0) * B0 + tl.arange(0, B0), N0)
+
+
+@triton.autotune(configs=[triton.Config({"B0": 64}, num_warps=2), triton.Config({"B0": 128}, num_warps=4),
+                          triton.Config({"B0": 256}, num_warps=4)], key=["N0"])
+@triton.jit
+def silu_mul_kernel_wrong_second_config(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
+    _silu_mul(x_ptr, y_ptr, z_ptr, tl.program_id(0) * 64 + tl.arange(0, B0), N0)  # right only where B0 is 64

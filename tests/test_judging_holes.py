@@ -488,22 +488,22 @@ def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_ha
     run (lanes poisoned) is judged too. Simulated here: the GPU's output is the right one."""
     from puzzles.execution import RunOutput
     from puzzles.harness.cases import make_case
-    from puzzles.harness.judging import _judge
-    from puzzles.harness.running import _run_interpreted
+    from puzzles.harness.judging import judge_run
+    from puzzles.harness.running import run_interpreted
     from puzzles.harness.signature import bind_arguments
 
     p = catalog.get(7)
     case = make_case(p.spec, p, p.sizes[1], 3, 1)
     relying = sum_kernel_relying_on_zero_lanes
-    checked = _run_interpreted(relying, bind_arguments(relying, p.spec, p), case, True)
+    checked = run_interpreted(relying, bind_arguments(relying, p.spec, p), case, True)
     checked.trace.output = checked.output
     gpu = RunOutput(case.expected.clone(), checked.trace, None, "", 0.01)
-    outcome = _judge(case, gpu, None)
+    outcome = judge_run(case, gpu, None)
     assert outcome.status == "wrong" and "right on this GPU" in outcome.reason() and "other=" in outcome.reason()
     masking = sum_kernel_masking_with_where
-    right = _run_interpreted(masking, bind_arguments(masking, p.spec, p), case, True)
+    right = run_interpreted(masking, bind_arguments(masking, p.spec, p), case, True)
     right.trace.output = right.output
-    assert _judge(case, RunOutput(case.expected.clone(), right.trace, None, "", 0.01), None).passed
+    assert judge_run(case, RunOutput(case.expected.clone(), right.trace, None, "", 0.01), None).passed
 
 
 # -- the GPU path, with the GPU worker on the CPU (PUZZLES_WORKER_DEVICE=cpu, as tests/test_gpu_worker.py) --------
@@ -520,12 +520,12 @@ def cpu_worker(monkeypatch):
 def _grade_through_the_worker(number: int, kernel):
     from puzzles.harness.cases import make_case
     from puzzles.harness.judging import judge_runs
-    from puzzles.harness.running import _run_on_gpu
+    from puzzles.harness.running import run_on_gpu
     from puzzles.harness.signature import bind_arguments
 
     p = catalog.get(number)
     cases = [make_case(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]
-    return judge_runs(kernel, cases, _run_on_gpu(kernel, bind_arguments(kernel, p.spec, p), cases, 20.0, True, True))
+    return judge_runs(kernel, cases, run_on_gpu(kernel, bind_arguments(kernel, p.spec, p), cases, 20.0))
 
 
 @interpreted_only
