@@ -56,6 +56,13 @@ def test_tl_dot_is_found_through_helpers_and_aliases(how):
         assert "called from" in result.error.message and kernel.fn.__name__ in result.error.message
 
 
+def test_the_scaled_tensor_core_product_is_ruled_out_too():
+    result = grade(15, rk.int8_gemv_kernel_dot_scaled)
+    assert not result.passed and result.error is not None and result.error.kind == "rule", str(result)
+    assert "not to use tl.dot_scaled" in result.error.message
+    assert result.error.line == marked_line(rk.int8_gemv_kernel_dot_scaled)
+
+
 def test_the_search_resolves_names_not_text():
     # A helper of the learner's called `dot` that sums is not tl.dot; every alias of tl.dot is.
     assert forbidden_calls(rk.int8_gemv_kernel_helper_named_dot, ("dot",)) == []
