@@ -63,7 +63,6 @@ NOT_RUN: dict[str, str] = {
     "https://download.pytorch.org/whl/cpu && .venv/bin/python -m pip install -r requirements.txt":
         "downloads torch (what `make setup` does; tests/test_setup.py checks its plan)",
     "source .venv/bin/activate": "changes the calling shell only",
-    "python3 -m pytest -q -n 10": "the suite itself, on a GPU machine with pytest-xdist (the log it links to)",
 }
 # The instructors' commands need a class of submissions: tests/test_grade_class.py grades a synthetic class
 # with each form (roster, files per student, named folders, one job per student, the merge).
