@@ -33,6 +33,7 @@ try:
     from puzzles.harness import on_gpu, test
     from puzzles.puzzle import Puzzle, cdiv
     from puzzles.result import TestResult
+    from puzzles.sandbox import sandboxed
 except ImportError as _err:
     # A missing (or unsupported) torch, triton, numpy or jaxtyping must not stop `python -m puzzles
     # doctor`, which says what to install; anything else from the course's own modules is a bug.
@@ -83,5 +84,6 @@ __all__ = [
     "get",
     "on_gpu",
     "print_if",
+    "sandboxed",
     "test",
 ]

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "grade":
         from puzzles import grade
 
-        if args.student or args.merge or args.per_file or _is_class(args.paths) or (args.out and args.paths):
+        if args.student or args.merge or args.per_file or is_class_folder(args.paths) or (args.out and args.paths):
             from puzzles import class_command
 
             return class_command.main(args)
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _is_class(paths: list[str]) -> bool:
+def is_class_folder(paths: list[str]) -> bool:
     """Several folders (one per student), or one folder of student folders."""
     folders = [Path(p) for p in paths if Path(p).is_dir()]
     if len(folders) > 1:

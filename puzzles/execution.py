@@ -286,7 +286,7 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and not torch.cuda.is_initialized()
 
 
-def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tuple[str, Any]]:
+def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> ChildResults:
     """Run each job in one forked child, in order; yield ("ok", value) per job as it finishes,
     or ("timeout"|"crash", message) for the job that did not, after which the child is gone.
 
@@ -313,22 +313,47 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> Iterator[tupl
             send_frame(write_fd, payload)
         os._exit(0)
     os.close(write_fd)
-    return _child_results(pid, FrameReader(read_fd), len(jobs), timeout)
+    return ChildResults(pid, FrameReader(read_fd), len(jobs), timeout)
 
 
-def _child_results(pid: int, reader: FrameReader, count: int, timeout: float) -> Iterator[tuple[str, Any]]:
-    try:
-        for _ in range(count):
-            status, payload = reader.receive(timeout)
-            yield status, payload
-            if status != "ok":
-                return
-    finally:
-        reader.close()
+class ChildResults:
+    """The results of `run_in_child`'s jobs, read in order, each within the time limit. The child is
+    ended (killed if it still runs, and reaped) after its last result, after a result that is not "ok",
+    or on `close()`, read or not: a run started and never read leaves no process behind."""
+
+    def __init__(self, pid: int, reader: FrameReader, count: int, timeout: float) -> None:
+        self.pid, self.reader, self.left, self.timeout = pid, reader, count, timeout
+        self.closed = False
+
+    def __iter__(self) -> ChildResults:
+        return self
+
+    def __next__(self) -> tuple[str, Any]:
+        if self.closed or self.left <= 0:
+            self.close()
+            raise StopIteration
+        try:
+            status, payload = self.reader.receive(self.timeout)
+        except BaseException:
+            self.close()
+            raise
+        self.left -= 1
+        if status != "ok" or self.left == 0:
+            self.close()
+        return status, payload
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.reader.close()
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+            os.waitpid(self.pid, 0)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def _breakpoint_here(*args: Any, **kwargs: Any) -> None:

@@ -177,7 +177,8 @@ class Worker:
     def __init__(self, device: str = "cuda") -> None:
         self.device = device
         self.lock = threading.Lock()
-        self.device_name: str | None = None
+        self.device_name: str | None = None  # set once this process has loaded: it is ready
+        self.known_name: str | None = None  # the GPU's name as the last ready worker said (it outlives restarts)
         self.proc: subprocess.Popen | None = None
         self.reader: FrameReader | None = None
         self.log = tempfile.TemporaryFile()  # the worker's own stderr (outside calls): shown if it dies
@@ -202,10 +203,15 @@ class Worker:
         self.device_name = None
         self.started_at = time.monotonic()
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
+        """End the worker; `wait=False` reaps it in the background (a process whose CUDA context
+        faulted can take seconds to exit while the driver tears the context down)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+            if wait:
+                self.proc.wait()
+            else:
+                threading.Thread(target=self.proc.wait, daemon=True).start()
         if self.proc is not None:
             for stream in (self.proc.stdin, self.proc.stdout):
                 with contextlib.suppress(OSError):
@@ -214,7 +220,7 @@ class Worker:
 
     def restart(self) -> None:
         """End the worker and start a fresh one (it loads in the background)."""
-        self.stop()
+        self.stop(wait=False)
         self.start()
 
     def ready(self, limit: float = START_LIMIT) -> bool:
@@ -225,7 +231,7 @@ class Worker:
             self.restart()  # never started, or ended since (killed from outside, say)
         status, payload = self.reader.receive(limit)
         if status == "ready":
-            self.device_name = payload
+            self.device_name = self.known_name = payload
             return True
         self.stop()
         return False
@@ -292,11 +298,13 @@ def call(target: str, *args: Any, timeout: float = 60.0, **kwargs: Any) -> Reply
 
 
 def device_name() -> str:
-    """The worker's GPU, by name (waits for it to load)."""
+    """The worker's GPU, by name (waits for the first worker to load; a verdict after a fault does not wait
+    for the restarted one)."""
     w = worker()
-    with w.lock:
-        w.ready()
-    return w.device_name or "GPU"
+    if w.known_name is None:
+        with w.lock:
+            w.ready()
+    return w.known_name or "GPU"
 
 
 # -- inside the worker ---------------------------------------------------------------------------------------

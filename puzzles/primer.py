@@ -25,13 +25,13 @@ a kernel over a **grid** of programs: `kernel[grid](arguments...)`.
 
 Without a GPU, `import puzzles` turns on Triton's interpreter (`TRITON_INTERPRET=1`): the same
 kernels run on the CPU as ordinary Python, so you can print inside them and use a debugger.
-On a CUDA GPU they are compiled and run for real, and a kernel reads and writes the GPU's
-memory: its tensors must be made there (`device`, below)."""),
+On a CUDA GPU they are compiled and run for real, in a separate process with the GPU's memory.
+The demos below launch through `sandboxed(kernel)[grid](...)` instead of `kernel[grid](...)`: the
+same launch, run where a mistake cannot hurt this notebook (the grader's own place: a child process,
+or the GPU process), with the tensors' new values copied back into yours. Edit the demos freely: a
+wrong address ends that launch with a message, not the notebook."""),
         ("code", setup_source),
-        ("code", imports_source + """from puzzles import on_gpu
-
-# Where the demos' tensors live: the GPU's memory when kernels are compiled for it, else the CPU's.
-device = "cuda" if on_gpu() else "cpu"
+        ("code", imports_source + """from puzzles import sandboxed
 """),
         ("markdown", """## Demo 1: load a block with a mask
 
@@ -45,10 +45,8 @@ def demo_load(x_ptr, N0, B0: tl.constexpr):
     print("x", x)
 
 
-x = torch.arange(5, dtype=torch.float32, device=device)
-demo_load[(1,)](x, 5, B0=8)  # one program; lanes 5, 6, 7 are masked off and read as 0
-if on_gpu():
-    torch.cuda.synchronize()  # a GPU's prints arrive when the kernel has finished"""),
+x = torch.arange(5, dtype=torch.float32)
+sandboxed(demo_load)[(1,)](x, 5, B0=8)  # one program; lanes 5, 6, 7 are masked off and read as 0"""),
         ("markdown", """## Demo 2: a 2-D block
 
 Blocks can have two dimensions. Broadcasting builds a grid of offsets: `rows[:, None] * N0 +
@@ -62,10 +60,8 @@ def demo_load_2d(x_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
     print("x", x)  # a kernel's print starts with a constant string (the compiler needs one)
 
 
-x = torch.arange(12, dtype=torch.float32, device=device).view(3, 4)  # 3 rows of 4
-demo_load_2d[(1,)](x, 4, 3, B0=8, B1=4)
-if on_gpu():
-    torch.cuda.synchronize()"""),
+x = torch.arange(12, dtype=torch.float32).view(3, 4)  # 3 rows of 4
+sandboxed(demo_load_2d)[(1,)](x, 4, 3, B0=8, B1=4)"""),
         ("markdown", """## Demo 3: a masked store
 
 `tl.store(ptr + offsets, values, mask=...)` writes only where the mask is true. Without the mask,
@@ -77,8 +73,8 @@ def demo_store(z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offsets, offsets * 10, mask=offsets < N0)
 
 
-z = torch.zeros(5, dtype=torch.int32, device=device)
-demo_store[(1,)](z, 5, B0=8)
+z = torch.zeros(5, dtype=torch.int32)
+sandboxed(demo_store)[(1,)](z, 5, B0=8)
 z"""),
         ("markdown", """## Demo 4: several programs
 
@@ -92,8 +88,8 @@ def demo_programs(z_ptr, N0, B0: tl.constexpr):
 
 
 N0, B0 = 10, 4
-z = torch.full((N0,), -1, dtype=torch.int32, device=device)
-demo_programs[(triton.cdiv(N0, B0),)](z, N0, B0=B0)
+z = torch.full((N0,), -1, dtype=torch.int32)
+sandboxed(demo_programs)[(triton.cdiv(N0, B0),)](z, N0, B0=B0)
 z  # which program wrote each element"""),
         ("markdown", """## Printing and stopping in one program
 
@@ -118,11 +114,9 @@ def demo_print(z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offsets, 1, mask=offsets < N0)
 
 
-z = torch.zeros(10, dtype=torch.int32, device=device)
+z = torch.zeros(10, dtype=torch.int32)
 check_tensors(z)
-demo_print[(3,)](z, 10, B0=4)
-if on_gpu():
-    torch.cuda.synchronize()"""),
+sandboxed(demo_print)[(3,)](z, 10, B0=4)"""),
         ("markdown", """## Reading the grader's verdict
 
 Each puzzle ends with a grading cell such as `test(add_kernel, add_spec, nelem={"N0": 32})`. It

@@ -83,9 +83,10 @@ class KSlice:
 
 @dataclass(frozen=True)
 class SplitK:
-    """The split-K contract (puzzles 17, 18): grid axis `grid_axis` numbers the parts; part `s` reduces
-    only the `chunk`-row chunks s, s + parts, s + 2·parts, … of the `length` rows, and adds its partial
-    result into the output with `tl.atomic_add` (the output starts at zero)."""
+    """The split-K contract (puzzles 17, 18): grid axis `grid_axis` numbers the parts; the parts of an
+    output tile reduce disjoint shares of the `length` rows, each part a share (the statements give the
+    `chunk`-row chunks s, s + parts, …), and add their partial results into the output with
+    `tl.atomic_add` (the output starts at zero)."""
 
     inputs: tuple[KSlice, ...]
     parts: str = "SPLIT_K"
@@ -93,14 +94,11 @@ class SplitK:
     length: str = "K"
     grid_axis: int = 2
 
-    def part_of(self, k: Any, sizes: Sizes) -> Any:
-        """The part that owns row `k` (an int or an array) of the split axis."""
-        return (k // sizes[self.chunk]) % sizes[self.parts]
-
     def rule(self) -> str:
-        return (f"part s (tl.program_id({self.grid_axis})) reduces only the {self.chunk}-row chunks s, "
-                f"s + {self.parts}, s + 2·{self.parts}, … of {self.length} (⌊k / {self.chunk}⌋ mod {self.parts} = s) "
-                "and adds its partial tile into z with tl.atomic_add")
+        return (f"the parts (tl.program_id({self.grid_axis})) share {self.length}: each reduces its own rows, "
+                f"which no other part reads (the statement's: the {self.chunk}-row chunks s, s + {self.parts}, "
+                f"s + 2·{self.parts}, …, ⌊k / {self.chunk}⌋ mod {self.parts} = s), and adds its partial tile "
+                "into z with tl.atomic_add")
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,10 @@ def run_safely(target: str, *args: Any, timeout: float = 120.0, **kwargs: Any) -
     return Reply(status, value, error, printed)
 
 
-def show(reply: Reply, what: str) -> Any:
+GRADE_ADVICE = "Grade the kernel with test() above: it names the access, program and line."
+
+
+def show(reply: Reply, what: str, advice: str = GRADE_ADVICE) -> Any:
     """Print what the function printed and, if it failed, one message; return its value."""
     if reply.printed:
         print(reply.printed, end="" if reply.printed.endswith("\n") else "\n")
@@ -59,5 +62,58 @@ def show(reply: Reply, what: str) -> Any:
         why = reply.error.describe() if reply.error is not None else reply.status
         if reply.status == "fault":
             why = f"the kernel faulted on the GPU ({why}); the GPU process was restarted"
-        print(f"{what} stopped: {why}\nGrade the kernel with test() above: it names the access, program and line.")
+        print(f"{what} stopped: {why}\n{advice}")
     return reply.value
+
+
+class Sandboxed:
+    """`sandboxed(kernel)[grid](*args, **kwargs)`: the launch `kernel[grid](...)` where test() runs
+    kernels (the GPU worker on a GPU, a forked child elsewhere), for a notebook's own demos and
+    experiments. The tensors among the arguments come back holding what the kernel left in them;
+    what the kernel printed is printed; a fault or an endless loop is one message, never a dead
+    notebook. Tensors can stay on the CPU: on a GPU they are copied to it for the launch."""
+
+    def __init__(self, kernel: Any, timeout: float = 60.0) -> None:
+        self.kernel, self.timeout = kernel, timeout
+
+    def __getitem__(self, grid: Any) -> Any:
+        def launch(*args: Any, **kwargs: Any) -> None:
+            reply = run_safely("puzzles.sandbox:launch_here", self.kernel, grid, list(args), kwargs,
+                               timeout=self.timeout)
+            tensors = _tensors_in(list(args) + list(kwargs.values()))
+            advice = "A bad address? test(kernel, spec) names the access, its program and its line."
+            for original, result in zip(tensors, show(reply, "The launch", advice) or [], strict=False):
+                original.copy_(result)  # the kernel's writes, in the notebook's own tensors
+
+        return launch
+
+
+def sandboxed(kernel: Any, timeout: float = 60.0) -> Sandboxed:
+    """Launch `kernel` where it cannot hurt the notebook: `sandboxed(kernel)[grid](*args, **kwargs)`."""
+    return Sandboxed(kernel, timeout)
+
+
+def launch_here(kernel: Any, grid: Any, args: list[Any], kwargs: dict[str, Any]) -> list[Any]:
+    """In the GPU worker or the child: the launch, on this process's device; returns every tensor
+    argument as it is after the kernel (on the CPU)."""
+    import torch
+
+    from puzzles.execution import on_gpu
+
+    device = "cuda" if on_gpu() else "cpu"
+
+    def placed(value: Any) -> Any:
+        return value.to(device) if isinstance(value, torch.Tensor) else value
+
+    args = [placed(a) for a in args]
+    kwargs = {k: placed(v) for k, v in kwargs.items()}
+    kernel[grid](*args, **kwargs)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return [t.cpu() for t in _tensors_in(args + list(kwargs.values()))]
+
+
+def _tensors_in(values: list[Any]) -> list[Any]:
+    import torch
+
+    return [v for v in values if isinstance(v, torch.Tensor)]

@@ -215,3 +215,20 @@ def silu_mul_kernel_heuristics_above(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr, 
 @triton.jit
 def silu_mul_kernel_sizes_reordered(x_ptr, y_ptr, z_ptr, B0: tl.constexpr, N0):
     _silu_mul(x_ptr, y_ptr, z_ptr, tl.program_id(0) * B0 + tl.arange(0, B0), N0)
+
+
+@triton.autotune(configs=[triton.Config({"B0": 64}, num_warps=2), triton.Config({"B0": 128}, num_warps=4),
+                          triton.Config({"B0": 256}, num_warps=4)], key=["N0"])
+@triton.jit
+def silu_mul_kernel_wrong_second_config(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
+    _silu_mul(x_ptr, y_ptr, z_ptr, tl.program_id(0) * 64 + tl.arange(0, B0), N0)  # right only where B0 is 64
+
+
+@triton.jit
+def int8_gemv_kernel_dot_scaled(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    n = tl.program_id(0) * BN + tl.arange(0, BN)
+    acc = tl.zeros([16, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        rows, w = _padded_tiles(x_ptr, weight_ptr, N, K, n, k0, BK)
+        acc = tl.dot_scaled(rows, None, "e4m3", w, None, "e4m3", acc)  # FORBIDDEN
+    _store_rows(z_ptr, scale_ptr, acc, n, N)

@@ -15,7 +15,7 @@ import wrong_kernels as wrong
 from puzzles import catalog, gpu_worker, on_gpu, test
 from puzzles.harness.cases import make_case
 from puzzles.harness.judging import judge_runs
-from puzzles.harness.running import _run_on_gpu
+from puzzles.harness.running import run_on_gpu
 from puzzles.harness.signature import bind_arguments
 
 SCALE = tl.constexpr(10.0)
@@ -72,7 +72,7 @@ def cpu_worker(monkeypatch):
 def _grade_in_worker(kernel, timeout: float = 20.0):
     p = catalog.get(2)
     cases = [make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
-    runs = _run_on_gpu(kernel, bind_arguments(kernel, p.spec), cases, timeout, True, True)
+    runs = run_on_gpu(kernel, bind_arguments(kernel, p.spec), cases, timeout)
     return judge_runs(kernel, cases, runs)
 
 

@@ -162,7 +162,7 @@ def test_one_learner_isolated_keeps_the_scoreboard(tmp_path, flag):
 
 
 def test_students_are_found_per_folder_or_per_file(tmp_path):
-    from puzzles.__main__ import _is_class
+    from puzzles.__main__ import is_class_folder
     from puzzles.classroom import discover
 
     for name in ("ada", "bob"):
@@ -174,9 +174,9 @@ def test_students_are_found_per_folder_or_per_file(tmp_path):
     assert [(s.name, [f.name for f in s.files]) for s in roster] == [("ada", [f"{P1_ID}.ipynb"]),
                                                                      ("bob", [f"{P1_ID}.ipynb"])]
     # `grade student_*`: each folder is a student (not one learner whose kernels overwrite each other)
-    assert _is_class([str(tmp_path / "class" / "ada"), str(tmp_path / "class" / "bob")])
-    assert _is_class([str(tmp_path / "class")])
-    assert not _is_class([str(tmp_path / "class" / "ada")])  # one learner's folder: the scoreboard
+    assert is_class_folder([str(tmp_path / "class" / "ada"), str(tmp_path / "class" / "bob")])
+    assert is_class_folder([str(tmp_path / "class")])
+    assert not is_class_folder([str(tmp_path / "class" / "ada")])  # one learner's folder: the scoreboard
     assert [s.name for s in discover([tmp_path / "files"], per_file=True)] == ["ada", "bob"]
 
 

@@ -363,14 +363,14 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict():
     # the right answer.
     from puzzles.execution import RunOutput
     from puzzles.harness.cases import make_case
-    from puzzles.harness.running import _run_on_gpu
+    from puzzles.harness.running import run_on_gpu
     from puzzles.harness.signature import bind_arguments
 
     p = catalog.get(2)
     kernel = wrong.add_mask2_kernel_forever
     cases = [make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
-    runs = _run_on_gpu(kernel, bind_arguments(kernel, p.spec), cases, 1.0, True, True,
-                               run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
+    runs = run_on_gpu(kernel, bind_arguments(kernel, p.spec), cases, 1.0,
+                      run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
     assert len(runs) == 1 and runs[0].error.kind == "timeout"  # stops after the first size
 
 
@@ -433,15 +433,15 @@ def test_known_bugs_fail_at_every_seed(kernel, number, index):
     # The verdict must not depend on the seed: the puzzle's size `index` fails each of these at
     # 50 seeds. Only that size runs, without recording accesses, to keep the test fast.
     from puzzles.harness.cases import make_case
-    from puzzles.harness.judging import _judge
-    from puzzles.harness.running import _run_interpreted
+    from puzzles.harness.judging import judge_run
+    from puzzles.harness.running import run_interpreted
     from puzzles.harness.signature import bind_arguments
 
     p = catalog.get(number)
     args_for = bind_arguments(kernel, p.spec)
     for seed in range(1000, 1050):
         case = make_case(p.spec, p, p.sizes[index], seed, index)
-        outcome = _judge(case, _run_interpreted(kernel, args_for, case, record=False), None)
+        outcome = judge_run(case, run_interpreted(kernel, args_for, case, record=False), None)
         assert outcome.status == "wrong", f"seed {seed}: {outcome.reason()}"
 
 

@@ -208,7 +208,8 @@ def _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexp
                  SPLIT_K: tl.constexpr, HOW: tl.constexpr):
     """Split-K in rounds with tl.dot(a, b, acc). HOW: 0 right; 1 part 0 reduces all of K and stores its tile
     (the other parts do nothing); 2 the same with tl.atomic_add; 3 part 0 exchanges its tile in, the others
-    add theirs; 4 part 0 stores its tile, the others add theirs."""
+    add theirs; 4 part 0 stores its tile, the others add theirs; 5 right, with contiguous ranges of K;
+    6 every part loads every chunk and keeps only its own (right values, every row read SPLIT_K times)."""
     m = tl.program_id(0) * BM + tl.arange(0, BM)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     part = tl.program_id(2)
@@ -217,13 +218,23 @@ def _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexp
     rounds = tl.cdiv(K, BK * SPLIT_K)
     if alone:
         rounds = tl.cdiv(K, BK) * (part == 0)
+    first = 0
+    if HOW == 5:
+        rounds = tl.cdiv(tl.cdiv(K, BK), SPLIT_K)
+        first = part * rounds
+    if HOW == 6:
+        rounds = tl.cdiv(K, BK)
     for r in range(0, rounds):
-        if alone:
+        if alone or HOW == 6:
             k = r * BK + tl.arange(0, BK)
+        elif HOW == 5:
+            k = (first + r) * BK + tl.arange(0, BK)
         else:
             k = (r * SPLIT_K + part) * BK + tl.arange(0, BK)
         a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
         b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
+        if HOW == 6:
+            b = tl.where((r % SPLIT_K) == part, b, 0.0)
         acc = tl.dot(a, b, acc)
     tile = z_ptr + m[:, None] * N + n[None, :]
     tile_in = (m < M)[:, None] & (n < N)[None, :]
@@ -290,7 +301,7 @@ def test_splitk_where_part_zero_adds_the_whole_product_reads_the_other_parts_row
     failure = result.first_failure
     assert failure is not None and failure.status == "split-K contract", str(result)
     reason = failure.reason()
-    assert "part 0" in reason and "which belongs to part 1" in reason and "⌊k / BK⌋ mod SPLIT_K = s" in reason
+    assert "part 1 reads none of K" in reason and "part 0 reads" in reason and "⌊k / BK⌋ mod SPLIT_K = s" in reason
     assert "tl.load(a_ptr" in failure.error.source
 
 
@@ -300,7 +311,7 @@ def test_gptq_where_part_zero_does_all_breaks_the_contract(seed):
     result = grade(18, gptq_part_zero_does_all, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "split-K contract", str(result)
-    assert "which belongs to part 1" in failure.reason()
+    assert "reads none of K" in failure.reason(), failure.reason()
 
 
 @interpreted_only
@@ -324,10 +335,32 @@ def test_splitk_mixing_a_plain_store_and_add_is_a_race(seed):
     assert "plain tl.store" in failure.reason() and "tl.store(tile" in failure.error.source
 
 
+@triton.jit
+def splitk_contiguous(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      SPLIT_K: tl.constexpr):
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 5)
+
+
+@triton.jit
+def splitk_every_part_reads_all(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 6)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
-def test_splitk_in_rounds_passes(seed):
-    result = grade(17, splitk_in_rounds, seed)
+@pytest.mark.parametrize("kernel", [splitk_in_rounds, splitk_contiguous], ids=lambda k: k.fn.__name__)
+def test_splitk_in_rounds_or_contiguous_ranges_passes(seed, kernel):
+    result = grade(17, kernel, seed)
     assert result.passed, str(result)
+
+
+@interpreted_only
+def test_splitk_where_every_part_reads_all_of_k_breaks_the_contract():
+    result = grade(17, splitk_every_part_reads_all, 5)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "split-K contract", str(result)
+    assert "which part 0 (program (0, 0, 0)) also reads" in failure.reason(), failure.reason()
+    assert "tl.load(a_ptr" in failure.error.source
 
 
 # -- 4. masked loads without other= ------------------------------------------------------------------------------
@@ -488,22 +521,22 @@ def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_ha
     run (lanes poisoned) is judged too. Simulated here: the GPU's output is the right one."""
     from puzzles.execution import RunOutput
     from puzzles.harness.cases import make_case
-    from puzzles.harness.judging import _judge
-    from puzzles.harness.running import _run_interpreted
+    from puzzles.harness.judging import judge_run
+    from puzzles.harness.running import run_interpreted
     from puzzles.harness.signature import bind_arguments
 
     p = catalog.get(7)
     case = make_case(p.spec, p, p.sizes[1], 3, 1)
     relying = sum_kernel_relying_on_zero_lanes
-    checked = _run_interpreted(relying, bind_arguments(relying, p.spec, p), case, True)
+    checked = run_interpreted(relying, bind_arguments(relying, p.spec, p), case, True)
     checked.trace.output = checked.output
     gpu = RunOutput(case.expected.clone(), checked.trace, None, "", 0.01)
-    outcome = _judge(case, gpu, None)
+    outcome = judge_run(case, gpu, None)
     assert outcome.status == "wrong" and "right on this GPU" in outcome.reason() and "other=" in outcome.reason()
     masking = sum_kernel_masking_with_where
-    right = _run_interpreted(masking, bind_arguments(masking, p.spec, p), case, True)
+    right = run_interpreted(masking, bind_arguments(masking, p.spec, p), case, True)
     right.trace.output = right.output
-    assert _judge(case, RunOutput(case.expected.clone(), right.trace, None, "", 0.01), None).passed
+    assert judge_run(case, RunOutput(case.expected.clone(), right.trace, None, "", 0.01), None).passed
 
 
 # -- the GPU path, with the GPU worker on the CPU (PUZZLES_WORKER_DEVICE=cpu, as tests/test_gpu_worker.py) --------
@@ -520,12 +553,12 @@ def cpu_worker(monkeypatch):
 def _grade_through_the_worker(number: int, kernel):
     from puzzles.harness.cases import make_case
     from puzzles.harness.judging import judge_runs
-    from puzzles.harness.running import _run_on_gpu
+    from puzzles.harness.running import run_on_gpu
     from puzzles.harness.signature import bind_arguments
 
     p = catalog.get(number)
     cases = [make_case(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]
-    return judge_runs(kernel, cases, _run_on_gpu(kernel, bind_arguments(kernel, p.spec, p), cases, 20.0, True, True))
+    return judge_runs(kernel, cases, run_on_gpu(kernel, bind_arguments(kernel, p.spec, p), cases, 20.0))
 
 
 @interpreted_only

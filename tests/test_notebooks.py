@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
@@ -63,28 +64,41 @@ def _execute(name: str, with_references: bool) -> nbformat.NotebookNode:
         for cell in nb.cells:
             if "starter" in cell.metadata.get("tags", []):
                 cell.source = reference_source(p)
-    client = NotebookClient(nb, timeout=180, kernel_name="python3",
+    client = NotebookClient(nb, timeout=180, startup_timeout=180, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
     client.execute()
     return nb
 
 
+def _run(job: tuple[str, bool]) -> nbformat.NotebookNode | Exception:
+    try:
+        return _execute(*job)
+    except Exception as err:  # noqa: BLE001 - report per notebook
+        return err
+
+
+class _Executions(dict):
+    """(notebook, with references) -> the executed notebook or its error; a missing one runs on demand."""
+
+    def __missing__(self, job: tuple[str, bool]) -> nbformat.NotebookNode | Exception:
+        self[job] = _run(job)
+        return self[job]
+
+
 @pytest.fixture(scope="module")
 def executed(request) -> dict[tuple[str, bool], nbformat.NotebookNode | Exception]:
-    """Run the selected notebooks once, two at a time (each in its own kernel)."""
+    """Run the selected notebooks once, two at a time (each in its own kernel). Under pytest-xdist every
+    worker collects every test but runs only some: there each notebook runs when its test asks for it."""
+    results = _Executions()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return results
     wanted = {item.callspec.params.get("name") for item in request.session.items
               if item.module is request.module and hasattr(item, "callspec")}
     jobs = [(name, False) for name in NAMES if name in wanted] + \
         [(name, True) for name in NAMES if name in BY_NAME and name in wanted]
-
-    def run(job):
-        try:
-            return job, _execute(*job)
-        except Exception as err:  # noqa: BLE001 - report per notebook
-            return job, err
-
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(run, jobs))
+        results.update(zip(jobs, pool.map(_run, jobs), strict=True))
+    return results
 
 
 def _grading_html(nb: nbformat.NotebookNode) -> str:
@@ -138,7 +152,7 @@ def test_a_wild_pointer_in_notebook_21_gives_verdicts_not_a_dead_kernel(tmp_path
     nb.cells.append(nbformat.v4.new_code_cell("print('still alive', 6 * 7)"))
     path = tmp_path / "21_wild.ipynb"
     nbformat.write(nb, path)
-    client = NotebookClient(nb, timeout=180, kernel_name="python3",
+    client = NotebookClient(nb, timeout=180, startup_timeout=180, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
     client.execute()
     assert _errors(nb) == []

@@ -1,9 +1,10 @@
-"""Notebook 00 (the primer) on a GPU: its demos run compiled, on tensors in the GPU's memory.
-(On a CPU, tests/test_notebooks.py runs it with the other notebooks.)"""
+"""Notebook 00 (the primer): its demos launch where a mistake cannot hurt the notebook (a child process,
+or the GPU worker where they run compiled); tests/test_notebooks.py also runs it with the other notebooks."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -20,21 +21,35 @@ def primer_script() -> str:
     return "\n\n".join("".join(cell["source"]) for cell in primer_notebook()["cells"] if cell["cell_type"] == "code")
 
 
-def test_every_demo_makes_its_tensors_where_the_kernels_run():
-    script = primer_script()
-    assert 'device = "cuda" if on_gpu() else "cpu"' in script
-    made = [line for line in script.splitlines() if "= torch." in line and "(" in line]
-    assert made and all("device=device" in line for line in made), made
+def test_every_demo_launches_where_a_mistake_cannot_hurt_the_notebook():
+    launches = [line for line in primer_script().splitlines() if re.search(r"\w+\)?\[\(.*\)\]\(", line)]
+    assert len(launches) == 5 and all(line.startswith("sandboxed(") for line in launches), launches
+    assert "device=" not in primer_script()  # the tensors stay on the CPU: the launch carries them to the GPU
+
+
+# demo 3 edited as a learner might: no mask, and a stride where none belongs
+WILD_STORE = "tl.store(z_ptr + offsets * 100000000, offsets * 10)"
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")
-def test_the_primer_runs_on_a_gpu(tmp_path):
+def test_the_primer_runs_with_a_wild_demo_and_the_notebook_lives_on(tmp_path):
+    """As shipped, and with demo 3 writing through a wild pointer: that launch ends in a message, the
+    demos after it and the grading cell still run; on a GPU the demos run compiled (print_if becomes
+    a device print) and the notebook's own process never touches CUDA."""
+    script = primer_script()
+    assert "tl.store(z_ptr + offsets, offsets * 10, mask=offsets < N0)" in script
+    script = script.replace("tl.store(z_ptr + offsets, offsets * 10, mask=offsets < N0)", WILD_STORE)
     path = tmp_path / "primer.py"
-    path.write_text(primer_script() + "\nprint('primer done', result.passed, result.first_failure.status)\n")
+    path.write_text(script + "\nprint('primer done', result.passed, result.first_failure.status)"
+                    "\nprint('cuda in the notebook', torch.cuda.is_initialized())\n")
     proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"})
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    assert "primer done False out of bounds" in proc.stdout, proc.stdout[-4000:]
-    assert "pid (1, 0, 0)" in proc.stdout and "program 1 writes" in proc.stdout  # print_if, compiled
-    assert "pid (0, 0, 0)" in proc.stdout  # the demos' own prints
+    out = proc.stdout
+    assert proc.returncode == 0, (out + proc.stderr)[-4000:]
+    assert "The launch stopped" in out and "primer done False out of bounds" in out, out[-4000:]
+    assert "cuda in the notebook False" in out, out[-4000:]
+    if on_gpu():
+        assert "pid (1, 0, 0)" in out and "program 1 writes" in out  # print_if, compiled
+        assert "pid (0, 0, 0)" in out  # the demos' own prints
+    else:
+        assert "program 1 writes" in out and "offsets [0 1 2 3 4 5 6 7]" in out, out[-4000:]

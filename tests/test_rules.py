@@ -5,6 +5,8 @@ an autotune config supplies, and the order in which sizes are declared."""
 from __future__ import annotations
 
 import inspect
+import os
+from pathlib import Path
 
 import pytest
 import rule_kernels as rk
@@ -52,6 +54,13 @@ def test_tl_dot_is_found_through_helpers_and_aliases(how):
     assert f"{name} " in result.error.message  # the function that makes the call is named
     if helper is not None:
         assert "called from" in result.error.message and kernel.fn.__name__ in result.error.message
+
+
+def test_the_scaled_tensor_core_product_is_ruled_out_too():
+    result = grade(15, rk.int8_gemv_kernel_dot_scaled)
+    assert not result.passed and result.error is not None and result.error.kind == "rule", str(result)
+    assert "not to use tl.dot_scaled" in result.error.message
+    assert result.error.line == marked_line(rk.int8_gemv_kernel_dot_scaled)
 
 
 def test_the_search_resolves_names_not_text():
@@ -123,6 +132,56 @@ def test_correct_autotuned_kernels_pass_under_every_config(kernel):
         result = grade(20, kernel, seed=seed, sizes=SMALL_20, compile_check=False, isolate=False)
         assert result.passed, (seed, str(result))
         assert sum(n.startswith("grader's config") and n.endswith("passed") for n in result.notes) == 2
+
+
+def _forked_children() -> list[int]:
+    """This process's children running this same program (run_in_child's forks; the compile check's
+    workers run another script)."""
+    own = Path("/proc/self/cmdline").read_bytes()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid() \
+                    and (entry / "cmdline").read_bytes() == own:
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists() or on_gpu(), reason="reads /proc; the interpreted path")
+@pytest.mark.parametrize("kernel", [catalog.get(20).reference(), rk.silu_mul_kernel_wrong_second_config],
+                         ids=name_of)
+def test_every_config_starts_before_any_is_read_and_the_unneeded_are_ended(kernel, monkeypatch):
+    """The configs' runs work side by side (a warm grading cell of puzzle 20 on a GPU within 1 s): every
+    config, the grader's too, starts before the first is read; once one of the learner's configs fails, the
+    grader's configs' runs are ended unread, and no child process is left."""
+    import puzzles.harness as harness
+
+    events: list[str] = []
+    real_start = harness.start_grading
+
+    def recording_start(job, started):
+        begun = real_start(job, started)
+        name = f"B0={job.sizes[0]['B0']}"
+        events.append(f"start {name}")
+        finish, cancel = begun.finish, begun.cancel
+        begun.finish = lambda: (events.append(f"finish {name}"), finish())[1]
+        begun.cancel = lambda: (events.append(f"cancel {name}"), cancel())[1]
+        return begun
+
+    monkeypatch.setattr(harness, "start_grading", recording_start)
+    result = grade(20, kernel, sizes=SMALL_20, compile_check=False)
+    starts = [e for e in events if e.startswith("start")]
+    assert len(starts) == 4, events  # three of the learner's configs and one run of the grader's two
+    assert events[:4] == starts, events  # all started before any was read
+    if result.passed:
+        assert not any(e.startswith("cancel") for e in events), events
+    else:
+        assert "config 2 of 3 (B0=128" in " ".join(result.notes) and "FAILED" in " ".join(result.notes)
+        # each of the learner's configs gets its verdict; the grader's are not needed any more
+        assert events[4:] == ["finish B0=64", "finish B0=128", "finish B0=256", f"cancel {starts[3][6:]}"], events
+    assert _forked_children() == []
 
 
 # -- parameters and their order ----------------------------------------------------------------------------------

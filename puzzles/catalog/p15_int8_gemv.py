@@ -40,7 +40,8 @@ then round to fp16.
 **Why not `tl.dot`.** A tensor-core product needs tiles of at least 16 rows; with one row of
 activations, 15 of every 16 would be padding, and the work is limited by memory, not by
 arithmetic, anyway. So this kernel uses plain vector instructions: a broadcast multiply and a
-`tl.sum`. Don't use `tl.dot` (the grader rejects a kernel that calls it).
+`tl.sum`. Don't use `tl.dot` or its scaled form `tl.dot_scaled` (the grader rejects a kernel that calls
+either).
 
 **The kernel.** Grid axis 0 walks the output in strips of `BN` columns; each program streams
 its `K × BN` strip of weights once, in chunks of `BK` rows, and keeps `BN` float32 running
@@ -60,7 +61,7 @@ sums. `K` need not be a multiple of `BK`, nor `N` of `BN`.
         "`tl.store(z_ptr + n, (acc * scale).to(tl.float16), mask=n < N)`.",
     ),
     grid=lambda s: (cdiv(s["N"], s["BN"]),),
-    forbidden_calls=("dot",),
+    forbidden_calls=("dot", "dot_scaled"),  # every tensor-core product of triton.language
     # The sums reach a few hundred; fp16 keeps about 3 significant digits.
     rtol=1e-2,
     atol=1e-2,

@@ -38,7 +38,9 @@ accumulates their products in float32 and **adds** its partial tile into `z` wit
 `tl.atomic_add`: several programs add into the same elements at the same time, and an atomic
 add is the only way to do that without losing updates (a load, add and store by two programs
 at once can keep only one of the two sums). The grader fills `z` with zeros before the run, as
-the host code around a split-K kernel must (`torch.zeros`, not `torch.empty`).
+the host code around a split-K kernel must (`torch.zeros`, not `torch.empty`). It also checks
+the split itself: the parts of a tile must read disjoint shares of `K`, each part a share
+(contiguous ranges of chunks, as CUTLASS cuts them, pass as well as the interleaved ones).
 
 `K` need not be a multiple of `BK · SPLIT_K` (the last round of chunks is partial, and some
 parts get one chunk fewer than others), nor a multiple of `BK`; `M` and `N` need not be

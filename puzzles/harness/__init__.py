@@ -29,12 +29,12 @@ from puzzles import compile_check as _compile_check
 from puzzles.autotune_configs import is_autotuned
 from puzzles.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.execution import KernelError
-from puzzles.harness.cases import SizeRuleError, make_case, size_list
+from puzzles.harness.cases import Case, SizeRuleError, make_case, size_list
 from puzzles.harness.configs import autotune_missing, grade_every_config
 from puzzles.harness.job import GradingJob, make_job
 from puzzles.harness.judging import judge_runs
 from puzzles.harness.presenting import measure_speed, present
-from puzzles.harness.running import on_gpu, run_cases
+from puzzles.harness.running import PendingRuns, on_gpu, start_runs
 from puzzles.harness.signature import argument_order_note, bind_arguments, check_kernel
 from puzzles.harness.verdict import build_result
 from puzzles.inputs import SpecError
@@ -90,53 +90,88 @@ def test(
         return present(build_result(job, error=missing), quiet, False, job.puzzle)
     if is_autotuned(kernel):  # the steps below once per config, in one verdict
 
-        def grade_config(launch: Any, tuned: list[Sizes], **overrides: Any) -> TestResult:
-            return _grade(job.for_config(launch, tuned, **overrides), time.perf_counter())
+        def start_config(launch: Any, tuned: list[Sizes], **overrides: Any) -> StartedGrading:
+            return start_grading(job.for_config(launch, tuned, **overrides), time.perf_counter())
 
-        result = grade_every_config(job, grade_config, started)
+        result = grade_every_config(job, start_config, started)
     else:
-        result = _grade(job, started)
+        result = start_grading(job, started).finish()
     return present(result, quiet, viz, job.puzzle)
 
 
-def _grade(job: GradingJob, started: float) -> TestResult:
-    """test()'s steps for one kernel launch (a plain kernel, or one config of an autotuned one): the
-    signature, the sizes and their inputs, the runs, the verdict per size, the speed. Each step
-    returns its data; build_result makes the verdict from them."""
-    kernel, spec, found = job.kernel, job.spec, job.puzzle
+class StartedGrading:
+    """test()'s steps for one kernel launch (a plain kernel, or one config of an autotuned one), begun:
+    the signature, the sizes and their inputs are checked and the runs started (their child process
+    works in the background, the compile check beside it); `finish()` collects the runs, judges each
+    size, measures the speed and makes the verdict. Each step returns its data; build_result makes the
+    verdict from them."""
+
+    def __init__(self, job: GradingJob, started: float) -> None:
+        self.job, self.started = job, started
+        self.problem = _setup_problem(job)
+        self.cases: list[Case] = []
+        if self.problem is None:
+            self.cases, self.problem = _cases(job)
+        self.runs: PendingRuns | None = None
+        if self.problem is None:
+            kernel = job.kernel
+            self.args_for = bind_arguments(kernel, job.spec, job.puzzle, fn=job.fn)
+            self.check = None if on_gpu() else _compile_check.begin(kernel, self.args_for, self.cases, job.puzzle,
+                                                                    job.compile_check)
+            self.runs = start_runs(kernel, self.args_for, self.cases, job.timeout, job.isolate, job.record)
+
+    def cancel(self) -> None:
+        """Not needed after all: end the runs' child process."""
+        if self.runs is not None:
+            self.runs.cancel()
+
+    def finish(self) -> TestResult:
+        job, started, cases = self.job, self.started, self.cases
+        if self.runs is None:
+            return build_result(job, error=self.problem, seconds=time.perf_counter() - started)
+        kernel, found = job.kernel, job.puzzle
+        outcomes = judge_runs(kernel, cases, self.runs.collect())
+        for outcome in outcomes:  # a stopped size shows its limit, not a time
+            outcome.time_limit = job.timeout if outcome.status == "timeout" else None
+        notes = _compile_check.fold(self.check, outcomes, job.title, started, job.compile_check)
+        notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
+        notes.append(argument_order_note(kernel, found, fn=job.fn))
+        notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)
+        perf_report = None
+        if job.perf and outcomes and all(o.passed for o in outcomes):
+            perf_report, speed_note = measure_speed(kernel, self.args_for, job.spec, found, job.seed,
+                                                    outcomes[0].sizes)
+            notes.append(speed_note)
+        return build_result(job, outcomes, notes=notes, perf=perf_report, seconds=time.perf_counter() - started)
+
+
+def start_grading(job: GradingJob, started: float) -> StartedGrading:
+    """Begin grading one kernel launch; `.finish()` gives its verdict."""
+    return StartedGrading(job, started)
+
+
+def _setup_problem(job: GradingJob) -> KernelError | None:
+    """Why the kernel cannot be graded at all: an untested Triton, no spec, a signature the puzzle
+    cannot call, a size rule broken."""
     # The checked interpreter relies on Triton's internals: refuse an untested Triton in words.
     unsupported = compat.triton_problem()
-    problem = KernelError("setup", unsupported) if unsupported else None
-    if problem is None:
-        problem = check_kernel(kernel, spec, found, fn=job.fn) if spec is not None else KernelError(
-            "spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
-    sizes_to_run: list[Sizes] = []
-    if problem is None:
-        try:
-            sizes_to_run = size_list(found, job.nelem, job.blocks, job.sizes)
-        except SizeRuleError as err:
-            problem = KernelError("sizes", str(err))
-    if problem is None:
-        try:
-            cases = [make_case(spec, found, s, job.seed, i) for i, s in enumerate(sizes_to_run)]
-        except (SpecError, TypeError, ValueError) as err:
-            problem = KernelError("spec", f"cannot build inputs from the spec: {err}")
-    if problem is not None:
-        return build_result(job, error=problem, seconds=time.perf_counter() - started)
-    args_for = bind_arguments(kernel, spec, found, fn=job.fn)
-    check = None if on_gpu() else _compile_check.begin(kernel, args_for, cases, found, job.compile_check)
-    outcomes = judge_runs(kernel, cases, run_cases(kernel, args_for, cases, job.timeout, job.isolate, job.record))
-    for outcome in outcomes:  # a stopped size shows its limit, not a time
-        outcome.time_limit = job.timeout if outcome.status == "timeout" else None
-    notes = _compile_check.fold(check, outcomes, job.title, started, job.compile_check)
-    notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
-    notes.append(argument_order_note(kernel, found, fn=job.fn))
-    notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)
-    perf_report = None
-    if job.perf and outcomes and all(o.passed for o in outcomes):
-        perf_report, speed_note = measure_speed(kernel, args_for, spec, found, job.seed, outcomes[0].sizes)
-        notes.append(speed_note)
-    return build_result(job, outcomes, notes=notes, perf=perf_report, seconds=time.perf_counter() - started)
+    if unsupported:
+        return KernelError("setup", unsupported)
+    if job.spec is None:
+        return KernelError("spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
+    return check_kernel(job.kernel, job.spec, job.puzzle, fn=job.fn)
+
+
+def _cases(job: GradingJob) -> tuple[list[Case], KernelError | None]:
+    """Each size to run, with its inputs and expected output."""
+    try:
+        sizes_to_run = size_list(job.puzzle, job.nelem, job.blocks, job.sizes)
+    except SizeRuleError as err:
+        return [], KernelError("sizes", str(err))
+    try:
+        return [make_case(job.spec, job.puzzle, s, job.seed, i) for i, s in enumerate(sizes_to_run)], None
+    except (SpecError, TypeError, ValueError) as err:
+        return [], KernelError("spec", f"cannot build inputs from the spec: {err}")
 
 
 test.__test__ = False  # the autograder, not a pytest test (test files import it by name)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import triton
 
@@ -38,13 +38,26 @@ from puzzles.harness.job import GradingJob
 from puzzles.harness.verdict import build_result
 from puzzles.result import TestResult
 
+
+class StartedConfig(Protocol):
+    """test()'s grading of one config, begun (its runs working in the background)."""
+
+    def finish(self) -> TestResult: ...
+
+    def cancel(self) -> None: ...
+
+
 # test()'s grading step for one config: (the config's launch, the sizes with its meta-parameters,
-# test()'s options to override) -> that config's verdict.
-GradeConfig = Callable[..., TestResult]
+# test()'s options to override) -> that config's grading, begun.
+StartConfig = Callable[..., StartedConfig]
 
 
-def grade_every_config(job: GradingJob, grade_config: GradeConfig, started: float) -> TestResult:
-    """One verdict over every config of an autotuned kernel, the learner's and then the grader's own."""
+def grade_every_config(job: GradingJob, start_config: StartConfig, started: float) -> TestResult:
+    """One verdict over every config of an autotuned kernel, the learner's and then the grader's own.
+
+    Every config's runs start at once and are read in order: their interpreted runs (on a GPU, the
+    access checks) work side by side on the machine's cores. The grader's configs start too; their
+    runs are ended unread when one of the learner's configs already fails."""
     kernel, puzzle, sizes, nelem = job.kernel, job.puzzle, job.sizes, job.nelem
     base = list(sizes) if sizes is not None else (
         [dict(s) for s in puzzle.sizes] if puzzle is not None else [dict(nelem or {})])
@@ -53,22 +66,29 @@ def grade_every_config(job: GradingJob, grade_config: GradeConfig, started: floa
     tuner = autotuner_of(kernel)
     configs = list(tuner.configs)
 
-    def run(config: triton.Config, *more: triton.Config, **overrides: Any) -> TestResult:
+    def start(config: triton.Config, *more: triton.Config, **overrides: Any) -> StartedConfig:
         # The config's meta-parameters replace the sizes' (B0 comes from the config, not the puzzle).
         # num_warps rides along in the sizes so that every verdict names the whole config. Several
         # configs in one run share the first one's launch options (only where those mean nothing).
         tuned = [{**s, **c.kwargs, "num_warps": c.num_warps} for c in (config, *more) for s in base]
-        return grade_config(ConfigLaunch(tuner.fn, config, kernel), tuned, **overrides)
+        return start_config(ConfigLaunch(tuner.fn, config, kernel), tuned, **overrides)
 
+    rules = tuning_rules(puzzle)
+    mine = [start(config) for config in configs]
+    theirs_started = _start_grader_configs(grader_configs(configs, rules), start)
     results: list[tuple[triton.Config, TestResult]] = []
-    for config in configs:
-        results.append((config, run(config)))
+    for config, begun in zip(configs, mine, strict=True):
+        results.append((config, begun.finish()))
         if results[-1][1].error is not None:
             break  # a signature error is the same under every config
-    rules = tuning_rules(puzzle)
+    for begun in mine[len(results):]:
+        begun.cancel()
     theirs: list[tuple[triton.Config, TestResult]] = []
     if all(r.passed for _, r in results):  # a failure under the learner's own configs already decides
-        theirs = _run_grader_configs(grader_configs(configs, rules), run, len(base))
+        theirs = _finish_grader_configs(theirs_started, len(base))
+    else:
+        for _, begun in theirs_started:
+            begun.cancel()
     first = results[0][1]
     everything = results + theirs
     notes: list[str] = []
@@ -96,20 +116,30 @@ def grade_every_config(job: GradingJob, grade_config: GradeConfig, started: floa
                         seconds=time.perf_counter() - started, device=first.device)
 
 
-def _run_grader_configs(configs: list[triton.Config], run: Callable[..., TestResult],
-                        n_sizes: int) -> list[tuple[triton.Config, TestResult]]:
+def _start_grader_configs(configs: list[triton.Config], start: Callable[..., StartedConfig]
+                          ) -> list[tuple[list[triton.Config], StartedConfig]]:
     """The grader's configs, not compile-checked again (the learner's configs were). Interpreted, num_warps
-    and num_stages mean nothing, so all of them go in one run (one child process) and the verdict is split
-    per config; on a GPU each is launched with its own options."""
+    and num_stages mean nothing, so all of them go in one run (one child process); on a GPU each is
+    launched with its own options."""
     if on_gpu() or len(configs) < 2:
-        return [(config, run(config, compile_check=False)) for config in configs]
-    together = run(*configs, compile_check=False)
+        return [([config], start(config, compile_check=False)) for config in configs]
+    return [(configs, start(*configs, compile_check=False))] if configs else []
+
+
+def _finish_grader_configs(started: list[tuple[list[triton.Config], StartedConfig]], n_sizes: int
+                           ) -> list[tuple[triton.Config, TestResult]]:
+    """Each grader config's verdict (a run of several configs split per config)."""
     pieces = []
-    for i, config in enumerate(configs):
-        part = TestResult(together.puzzle, together.kernel, together.outcomes[i * n_sizes : (i + 1) * n_sizes],
-                          together.seconds / len(configs), together.seed, error=together.error,
-                          device=together.device, notes=list(together.notes))
-        pieces.append((config, part))
+    for configs, begun in started:
+        together = begun.finish()
+        if len(configs) == 1:
+            pieces.append((configs[0], together))
+            continue
+        for i, config in enumerate(configs):
+            part = TestResult(together.puzzle, together.kernel, together.outcomes[i * n_sizes : (i + 1) * n_sizes],
+                              together.seconds / len(configs), together.seed, error=together.error,
+                              device=together.device, notes=list(together.notes))
+            pieces.append((config, part))
     return pieces
 
 

@@ -23,12 +23,13 @@ from puzzles.result import MAX_SHOWN, Mismatch, SizeOutcome
 
 def judge_runs(kernel: Any, cases: list[Case], runs: list[RunOutput]) -> list[SizeOutcome]:
     """A verdict for each size; the sizes after a timeout were not run."""
-    outcomes = [_judge(case, run, kernel_file(kernel)) for case, run in zip(cases, runs, strict=False)]
+    outcomes = [judge_run(case, run, kernel_file(kernel)) for case, run in zip(cases, runs, strict=False)]
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
     return outcomes
 
 
-def _judge(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
+def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
+    """One size's verdict from its run (`filename`: the kernel's file, whose lines errors quote)."""
     o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
                     output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected)
     if run.error is not None:

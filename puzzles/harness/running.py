@@ -42,36 +42,115 @@ from puzzles.recording import Recorder, Trace
 _CHILD_GRACE = 3.0
 
 
-def run_cases(kernel: Any, args_for: Callable, cases: list[Case], timeout: float,
-               isolate: bool | None, record: bool) -> list[RunOutput]:
-    """One run per size, in order; the runs stop after the first size that times out."""
-    # test(isolate=False) is for debugging: the kernel's prints and the debugger keep the real
-    # stdout and stdin instead of being captured.
-    capture = isolate is not False
-    if on_gpu():
-        runs = _run_on_gpu(kernel, args_for, cases, timeout, record, capture, isolate=isolate)
-    else:
-        jobs = [(lambda c=case: _timed(timeout, lambda: _run_interpreted(kernel, args_for, c, record, capture)))
-                for case in cases]
-        if isolate is None:
-            isolate = can_fork()
-        runs = []
-        if isolate:
-            for status, payload in run_in_child(jobs, timeout + _CHILD_GRACE):
-                runs.append(payload if status == "ok" else RunOutput(error=KernelError(status, payload)))
+class PendingRuns:
+    """One kernel's runs over its cases, started: the child process that runs them under the
+    interpreter (without a GPU: the runs themselves; on a GPU: the access checks beside the GPU
+    runs) is forked at once, so several launches (an autotuned kernel's configs) work side by side
+    on the machine's cores. `collect()` waits for the results; `cancel()` ends the child unread."""
+
+    def __init__(self, kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
+                 record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None) -> None:
+        self.kernel, self.args_for, self.cases, self.timeout = kernel, args_for, cases, timeout
+        self.gpu = on_gpu() or run_compiled is not None
+        self.run_compiled = run_compiled
+        # test(isolate=False) is for debugging: the kernel's prints and the debugger keep the real
+        # stdout and stdin instead of being captured.
+        capture = isolate is not False
+        self.jobs = [(lambda c=case: _timed(timeout, lambda: run_interpreted(kernel, args_for, c, record, capture)))
+                     for case in cases]
+        if self.gpu:  # the interpreted runs are the access checks: none without recording
+            self.jobs = self.jobs if record else []
+            forked = isolate is not False and can_fork() and bool(self.jobs)
+        else:
+            forked = can_fork() if isolate is None else isolate
+        self.children = run_in_child(self.jobs, timeout + _CHILD_GRACE) if forked else None
+
+    def collect(self) -> list[RunOutput]:
+        """One run per size, in order; the runs stop after the first size that times out."""
+        runs = self._collect_gpu() if self.gpu else self._collect_interpreted()
+        for case, run in zip(self.cases, runs, strict=False):
+            if _timed_out(run) and "on the GPU" not in run.error.message:
+                where = " (in the access check under Triton's interpreter)" if self.gpu else ""
+                run.error.message = timeout_message(self.timeout, _size_text(case.sizes), where)
+        return runs
+
+    def cancel(self) -> None:
+        if self.children is not None:
+            self.children.close()
+
+    def _collect_interpreted(self) -> list[RunOutput]:
+        runs: list[RunOutput] = []
+        try:
+            for job in self.jobs:
+                if self.children is None:
+                    runs.append(job())
+                else:
+                    status, payload = next(self.children, ("crash", "the run stopped"))
+                    runs.append(payload if status == "ok" else RunOutput(error=KernelError(status, payload)))
+                    if status != "ok":
+                        break  # the child is gone
                 if _timed_out(runs[-1]):
                     break  # the interpreter stops at the first size that times out
-        else:
-            for job in jobs:
-                runs.append(job())
+        finally:
+            self.cancel()
+        return runs
+
+    def _collect_gpu(self) -> list[RunOutput]:
+        """Each size compiled and run on the GPU (in the GPU worker, puzzles/gpu_worker.py), and
+        checked under the interpreter (in the forked child where the OS can fork: this process never
+        touches CUDA); a timeout in the check is the verdict (the compiler may have removed an endless
+        loop the check cannot finish), and no later size is checked. A CUDA fault is checked too: the
+        check names the access that caused it."""
+        run_on_gpu = self.run_compiled or functools.partial(run_in_gpu_worker, timeout=self.timeout)
+        runs: list[RunOutput] = []
+        lost = False  # a fault or a crash: the later sizes run only under the interpreter (no restart each)
+        try:
+            for case in self.cases:
+                runs.append(RunOutput(error=KernelError("lost", "not run on the GPU: an earlier size faulted"))
+                            if lost else run_on_gpu(self.kernel, self.args_for, case))
+                lost = lost or (runs[-1].error is not None and runs[-1].error.kind in ("fault", "crash"))
                 if _timed_out(runs[-1]):
                     break
-    for case, run in zip(cases, runs, strict=False):
-        if _timed_out(run):
-            if "on the GPU" not in run.error.message:
-                where = " (in the access check under Triton's interpreter)" if on_gpu() else ""
-                run.error.message = timeout_message(timeout, _size_text(case.sizes), where)
-    return runs
+            for i, run in enumerate(runs):
+                if not self.jobs or _timed_out(run):
+                    continue
+                if self.children is not None:
+                    status, payload = next(self.children, ("crash", "the access check stopped"))
+                    checked = payload if status == "ok" else RunOutput(error=KernelError(status, payload))
+                else:
+                    checked = self.jobs[i]()
+                if run.error is not None and run.error.kind == "lost":
+                    runs[i] = run = checked  # after a fault: the interpreter's verdict alone
+                elif run.error is None or run.error.kind in ("fault", "crash"):
+                    _merge_check(run, checked)
+                if _timed_out(checked):
+                    del runs[i + 1:]
+                    break
+        finally:
+            self.cancel()
+        return runs
+
+
+def start_runs(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
+               record: bool) -> PendingRuns:
+    """Start one run per size (without a GPU: interpreted in a forked child where the OS can fork;
+    on a GPU: compiled in the GPU worker, checked under the interpreter); `collect()` the results."""
+    return PendingRuns(kernel, args_for, cases, timeout, isolate, record)
+
+
+def run_cases(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
+              record: bool) -> list[RunOutput]:
+    """One run per size, in order; the runs stop after the first size that times out."""
+    return start_runs(kernel, args_for, cases, timeout, isolate, record).collect()
+
+
+def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool = True,
+               run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None,
+               isolate: bool | None = None) -> list[RunOutput]:
+    """The GPU path of `run_cases` whatever this machine has: `run_compiled` (default: the GPU worker)
+    runs each size, the interpreter checks it."""
+    return PendingRuns(kernel, args_for, cases, timeout, isolate, record,
+                       run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout)).collect()
 
 
 def _timed(timeout: float, job: Callable[[], RunOutput]) -> RunOutput:
@@ -90,50 +169,8 @@ def _size_text(sizes: Sizes) -> str:
     return " ".join(f"{k}={v}" for k, v in sizes.items())
 
 
-def _run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool, capture: bool,
-                run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None,
-                isolate: bool | None = None) -> list[RunOutput]:
-    """Each size compiled and run on the GPU (in the GPU worker, puzzles/gpu_worker.py), and
-    checked under the interpreter (in a forked child where the OS can fork, working beside the GPU
-    runs: this process never touches CUDA); a timeout in the check is the verdict (the compiler may
-    have removed an endless loop the check cannot finish), and no later size is checked. A CUDA
-    fault is checked too: the check names the access that caused it."""
-    run_on_gpu = run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout)
-    jobs = [lambda c=case: _timed(timeout, lambda: _run_interpreted(kernel, args_for, c, True, capture))
-            for case in cases] if record else []
-    forked = isolate is not False and can_fork() and bool(jobs)
-    checks = run_in_child(jobs, timeout + _CHILD_GRACE) if forked else None
-    runs: list[RunOutput] = []
-    lost = False  # a fault or a crash: the later sizes run only under the interpreter (no restart each)
-    for case in cases:
-        runs.append(RunOutput(error=KernelError("lost", "not run on the GPU: an earlier size faulted")) if lost
-                    else run_on_gpu(kernel, args_for, case))
-        lost = lost or (runs[-1].error is not None and runs[-1].error.kind in ("fault", "crash"))
-        if _timed_out(runs[-1]):
-            break
-    try:
-        for i, run in enumerate(runs):
-            if not record or _timed_out(run):
-                continue
-            if checks is not None:
-                status, payload = next(checks, ("crash", "the access check stopped"))
-                checked = payload if status == "ok" else RunOutput(error=KernelError(status, payload))
-            else:
-                checked = jobs[i]()
-            if run.error is not None and run.error.kind == "lost":
-                runs[i] = run = checked  # after a fault: the interpreter's verdict alone
-            elif run.error is None or run.error.kind in ("fault", "crash"):
-                _merge_check(run, checked)
-            if _timed_out(checked):
-                del runs[i + 1:]
-                break
-    finally:
-        if checks is not None:
-            checks.close()
-    return runs
-
-
-def _run_interpreted(kernel: Any, args_for: Callable, case: Case, record: bool, capture: bool = True) -> RunOutput:
+def run_interpreted(kernel: Any, args_for: Callable, case: Case, record: bool, capture: bool = True) -> RunOutput:
+    """One size under the guarded interpreter, in this process: the output, the trace, the error."""
     args, kwargs = args_for(case)
     arena = case.arena
     aliases = getattr(arena, "aliases", {})  # a second name for a region (puzzle 21's z) is no tensor of its own

@@ -1,8 +1,10 @@
 """The split-K contract (puzzles 17, 18), checked from a run's recorded accesses.
 
 Right values are not enough: a kernel whose first part reduces all of K and stores its tile while
-the other parts do nothing gives the right product, and is not split-K. The statement's contract
-is that part `s` reads only its own chunks of K and adds its partial result with `tl.atomic_add`.
+the other parts do nothing gives the right product, and is not split-K. The contract: the parts of
+a tile read disjoint shares of K, each part a share, and add their partial results with
+`tl.atomic_add`. The statement's chunks s, s + SPLIT_K, … are one such split; contiguous ranges are
+another, and pass too.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from puzzles.recording import Access, Trace
 
 
 def split_k_violation(trace: Trace, contract: SplitK, sizes: Sizes, filename: str | None) -> KernelError | None:
-    """The first break of the contract: a part reading another part's rows of K, or a partial result
-    written into z other than with tl.atomic_add."""
+    """The first break of the contract: a partial result written into z other than with tl.atomic_add,
+    a part reading rows of K another part reads, or a part without a share of K."""
     if sizes.get(contract.parts, 1) <= 1:
         return None
     for access in trace.accesses:
@@ -27,23 +29,48 @@ def split_k_violation(trace: Trace, contract: SplitK, sizes: Sizes, filename: st
             return _error(f"program {access.program} writes its partial tile into z with {how}: in split-K "
                           f"{contract.rule()}, so that the parts' shares add up whatever order they finish in",
                           access, filename)
+    return _shared_k_violation(trace, contract, sizes, filename)
+
+
+def _shared_k_violation(trace: Trace, contract: SplitK, sizes: Sizes, filename: str | None) -> KernelError | None:
+    """Per output tile, the parts must read disjoint shares of K, each part a share of its own. Any
+    split passes (the statement's interleaved chunks, or contiguous ranges as CUTLASS cuts them); a part
+    that reads rows another part reads, or a part left without work while another reduces all, fails."""
     axes = {s.tensor: s for s in contract.inputs}
-    for access in trace.accesses:
-        where = axes.get(access.tensor)
-        if access.op != "load" or where is None or not access.elements.size:
-            continue
-        shape = trace.tensors[access.tensor][0]
+    parts = sizes[contract.parts]
+    for tensor, where in axes.items():
+        if where.rows > 1 and sizes[contract.chunk] % where.rows:
+            continue  # a packed word may hold rows of two chunks: two parts rightly read it
+        readers: dict[tuple[tuple[int, ...], int], tuple[int, Access]] = {}  # (tile, K row) -> (part, access)
+        shares: dict[tuple[int, ...], dict[int, int]] = {}  # tile -> part -> K rows read
+        shape = trace.tensors[tensor][0]
         inner = int(np.prod(shape[where.axis + 1:], dtype=np.int64))
-        index = (access.elements // inner) % shape[where.axis]
-        first, last = index * where.rows, index * where.rows + where.rows - 1
-        part = access.program[contract.grid_axis]
-        own = (contract.part_of(first, sizes) == part) | (contract.part_of(last, sizes) == part)
-        if not own.all():
-            k = int(first[~own].min())
-            owner = int(contract.part_of(k, sizes))
-            rows = f"row {k}" if where.rows == 1 else f"rows {k}..{k + where.rows - 1}"
-            return _error(f"part {part} (program {access.program}) loads {access.tensor} at {contract.length} "
-                          f"{rows}, which belongs to part {owner}: in split-K {contract.rule()}", access, filename)
+        for access in trace.accesses:
+            if access.op != "load" or access.tensor != tensor or not access.elements.size:
+                continue
+            program = access.program
+            part = program[contract.grid_axis]
+            tile = program[:contract.grid_axis] + program[contract.grid_axis + 1:]
+            rows = np.unique((access.elements // inner) % shape[where.axis]) * where.rows
+            tile_shares = shares.setdefault(tile, {})
+            tile_shares[part] = tile_shares.get(part, 0) + rows.size
+            for k in rows.tolist():
+                other = readers.setdefault((tile, k), (part, access))
+                if other[0] != part:
+                    span = f"row {k}" if where.rows == 1 else f"rows {k}..{k + where.rows - 1}"
+                    return _error(f"part {part} (program {program}) loads {tensor} at {contract.length} {span}, "
+                                  f"which part {other[0]} (program {other[1].program}) also reads: in split-K "
+                                  f"{contract.rule()}", access, filename)
+        for tile, tile_shares in shares.items():
+            busy = max(tile_shares, key=tile_shares.get)
+            idle = [s for s in range(parts) if tile_shares.get(s, 0) == 0]
+            if idle and tile_shares[busy] > sizes[contract.chunk] // where.rows:  # work enough for two parts
+                access = next(a for a in trace.accesses if a.op == "load" and a.tensor == tensor and
+                              a.program[contract.grid_axis] == busy and
+                              a.program[:contract.grid_axis] + a.program[contract.grid_axis + 1:] == tile)
+                return _error(f"part {idle[0]} reads none of {contract.length} for the tile of program "
+                              f"{access.program} while part {busy} reads {tile_shares[busy] * where.rows} rows of "
+                              f"{tensor}: in split-K {contract.rule()}", access, filename)
     return None
 
 
