@@ -101,13 +101,13 @@ class PendingRuns:
         touches CUDA); a timeout in the check is the verdict (the compiler may have removed an endless
         loop the check cannot finish), and no later size is checked. A CUDA fault is checked too: the
         check names the access that caused it."""
-        run_on_gpu = self.run_compiled or functools.partial(run_in_gpu_worker, timeout=self.timeout)
+        compiled_run = self.run_compiled or functools.partial(run_in_gpu_worker, timeout=self.timeout)
         runs: list[RunOutput] = []
         lost = False  # a fault or a crash: the later sizes run only under the interpreter (no restart each)
         try:
             for case in self.cases:
                 runs.append(RunOutput(error=KernelError("lost", "not run on the GPU: an earlier size faulted"))
-                            if lost else run_on_gpu(self.kernel, self.args_for, case))
+                            if lost else compiled_run(self.kernel, self.args_for, case))
                 lost = lost or (runs[-1].error is not None and runs[-1].error.kind in ("fault", "crash"))
                 if _timed_out(runs[-1]):
                     break
@@ -138,19 +138,13 @@ def start_runs(kernel: Any, args_for: Callable, cases: list[Case], timeout: floa
     return PendingRuns(kernel, args_for, cases, timeout, isolate, record)
 
 
-def run_cases(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
-              record: bool) -> list[RunOutput]:
-    """One run per size, in order; the runs stop after the first size that times out."""
-    return start_runs(kernel, args_for, cases, timeout, isolate, record).collect()
-
-
 def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool = True,
                run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None,
                isolate: bool | None = None) -> list[RunOutput]:
-    """The GPU path of `run_cases` whatever this machine has: `run_compiled` (default: the GPU worker)
+    """The GPU path of `start_runs` whatever this machine has: `run_compiled` (default: the GPU worker)
     runs each size, the interpreter checks it."""
-    return PendingRuns(kernel, args_for, cases, timeout, isolate, record,
-                       run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout)).collect()
+    compiled_run = run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout)
+    return PendingRuns(kernel, args_for, cases, timeout, isolate, record, compiled_run).collect()
 
 
 def _timed(timeout: float, job: Callable[[], RunOutput]) -> RunOutput:
