@@ -232,3 +232,23 @@ def int8_gemv_kernel_dot_scaled(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: t
         rows, w = _padded_tiles(x_ptr, weight_ptr, N, K, n, k0, BK)
         acc = tl.dot_scaled(rows, None, "e4m3", w, None, "e4m3", acc)  # FORBIDDEN
     _store_rows(z_ptr, scale_ptr, acc, n, N)
+
+
+# -- puzzle 21 ------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def sgd_kernel_count_last(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, lr, momentum, weight_decay, K,
+                          B0: tl.constexpr):
+    # Right, but K declared last: the notebook's one-launch cell passes K right after the pointers.
+    pid = tl.program_id(0)
+    t = tl.load(chunks_ptr + 2 * pid)
+    offs = tl.load(chunks_ptr + 2 * pid + 1) * B0 + tl.arange(0, B0)
+    mask = offs < tl.load(numels_ptr + t)
+    p = tl.load(addresses_ptr + t).to(tl.pointer_type(tl.float32))
+    g = tl.load(addresses_ptr + K + t).to(tl.pointer_type(tl.float32))
+    m = tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32))
+    x = tl.load(p + offs, mask=mask)
+    new_m = momentum * tl.load(m + offs, mask=mask) + tl.load(g + offs, mask=mask) + weight_decay * x
+    tl.store(tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32)) + offs, new_m, mask=mask)
+    tl.store(tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32)) + offs, x - lr * new_m, mask=mask)

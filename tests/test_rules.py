@@ -214,3 +214,11 @@ def test_where_the_notebook_launches_a_size_by_position_the_grader_does_too():
     assert result.error is not None and result.error.kind == "signature", str(result)
     assert "silu_mul_kernel[grid](x, y, z, N0)" in result.error.message
     assert "declare N0 right after the pointers" in result.error.message
+
+
+def test_puzzle_21s_count_of_tensors_is_passed_by_position_as_its_one_launch_cell_does():
+    result = grade(21, rk.sgd_kernel_count_last)
+    assert result.error is not None and result.error.kind == "signature", str(result)
+    assert "sgd_kernel[grid](addresses, numels, chunks, z, K)" in result.error.message
+    assert "declare K right after the pointers" in result.error.message
+    assert grade(21, catalog.get(21).reference()).passed

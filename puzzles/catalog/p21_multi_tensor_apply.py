@@ -103,5 +103,6 @@ to end).
     perf_size=list_sizes([1 << 20, 4096, 1000, 1 << 18, 1024, 100] * 20, 1024, lr=0.1, momentum=0.9,
                          weight_decay=0.01),
     tensor_lists=TensorLists(lists=("params", "grads", "moms"), outputs=("params", "moms")),
+    positional_sizes=("K",),  # the one-launch cell passes len(lengths) right after the pointers
     notebook_cells=(("markdown", LOOP_TEXT), ("code", LOOP_CODE)),
 )
