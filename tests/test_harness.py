@@ -357,7 +357,39 @@ def test_reproduce_seed_is_the_seed_of_the_failing_size():
     assert again.first_failure.sizes == failure.sizes and again.first_failure.reason() == failure.reason()
 
 
-def test_a_timeout_in_the_gpu_check_pass_is_the_verdict():
+@pytest.fixture(params=["one child", "a child per size"])
+def check_children(request, monkeypatch):
+    """On a GPU the access checks run in one child, or one per size on a machine with the cores."""
+    import puzzles.harness.running as running
+
+    monkeypatch.setattr(running, "_CORES_FOR_A_CHILD_PER_SIZE", 10**6 if request.param == "one child" else 1)
+    return request.param
+
+
+@pytest.mark.parametrize("kernel, number", [(None, 2), (wrong.add_mask2_kernel_no_mask, 2), (None, 9)])
+def test_gpu_checks_name_each_sizes_accesses_however_they_are_spread(kernel, number, check_children):
+    # The GPU run simulated by the right answer: the verdict per size comes from the checks alone.
+    from puzzles.execution import RunOutput
+    from puzzles.harness.cases import make_case
+    from puzzles.harness.judging import judge_runs
+    from puzzles.harness.running import run_on_gpu
+    from puzzles.harness.signature import bind_arguments
+
+    p = catalog.get(number)
+    kernel = kernel or p.reference()
+    cases = [make_case(p.spec, p, s, 3, i) for i, s in enumerate(p.sizes)]
+    runs = run_on_gpu(kernel, bind_arguments(kernel, p.spec), cases, 20.0,
+                      run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
+    outcomes = judge_runs(kernel, cases, runs)
+    assert len(outcomes) == len(p.sizes) and all(r.trace is not None for r in runs)
+    if kernel is wrong.add_mask2_kernel_no_mask:
+        ragged = [o for o, c in zip(outcomes, cases, strict=True) if c.sizes["N0"] % c.sizes["B0"]]
+        assert ragged and all(o.status == "out of bounds" for o in ragged), [o.reason() for o in outcomes]
+    else:
+        assert all(o.passed for o in outcomes), [o.reason() for o in outcomes]
+
+
+def test_a_timeout_in_the_gpu_check_pass_is_the_verdict(check_children):
     # On a GPU the compiler may remove an endless loop: the compiled run "passes" and only the
     # interpreter's access check runs forever. Simulated here with a compiled run that returns
     # the right answer.

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from puzzles.execution import (
+    ChildResults,
     KernelError,
     KernelTimeout,
     RunOutput,
@@ -40,13 +41,15 @@ from puzzles.recording import Recorder, Trace
 
 # The child process stops a kernel itself (to report its line); the parent waits this much longer.
 _CHILD_GRACE = 3.0
+# On a GPU, the access checks get a child process per size on a machine with this many cores.
+_CORES_FOR_A_CHILD_PER_SIZE = 4
 
 
 class PendingRuns:
     """One kernel's runs over its cases, started: the child process that runs them under the
     interpreter (without a GPU: the runs themselves; on a GPU: the access checks beside the GPU
     runs) is forked at once, so several launches (an autotuned kernel's configs) work side by side
-    on the machine's cores. `collect()` waits for the results; `cancel()` ends the child unread."""
+    on the machine's cores. `collect()` waits for the results; `cancel()` ends the children unread."""
 
     def __init__(self, kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
                  record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None) -> None:
@@ -63,7 +66,20 @@ class PendingRuns:
             forked = isolate is not False and can_fork() and bool(self.jobs)
         else:
             forked = can_fork() if isolate is None else isolate
-        self.children = run_in_child(self.jobs, timeout + _CHILD_GRACE) if forked else None
+        self.children: list[ChildResults] = []
+        if forked:
+            # On a GPU the checks run beside the GPU runs: one child per size where the machine has the
+            # cores (every size checked at once keeps a warm grading cell within a second), else one child
+            # for all (interpreted, each child would pay the interpreter's warm-up again).
+            per_size = self.gpu and len(self.jobs) > 1 and (os.cpu_count() or 1) >= _CORES_FOR_A_CHILD_PER_SIZE
+            groups = [[job] for job in self.jobs] if per_size else [self.jobs]
+            self.children = [run_in_child(group, timeout + _CHILD_GRACE) for group in groups]
+
+    def _from_child(self, i: int, stopped: str) -> tuple[str, RunOutput]:
+        """Size i's interpreted run, from its child (one child for all sizes is read in order)."""
+        child = self.children[i] if len(self.children) > 1 else self.children[0]
+        status, payload = next(child, ("crash", stopped))
+        return status, payload if status == "ok" else RunOutput(error=KernelError(status, payload))
 
     def collect(self) -> list[RunOutput]:
         """One run per size, in order; the runs stop after the first size that times out."""
@@ -75,18 +91,18 @@ class PendingRuns:
         return runs
 
     def cancel(self) -> None:
-        if self.children is not None:
-            self.children.close()
+        for child in self.children:
+            child.close()
 
     def _collect_interpreted(self) -> list[RunOutput]:
         runs: list[RunOutput] = []
         try:
-            for job in self.jobs:
-                if self.children is None:
+            for i, job in enumerate(self.jobs):
+                if not self.children:
                     runs.append(job())
                 else:
-                    status, payload = next(self.children, ("crash", "the run stopped"))
-                    runs.append(payload if status == "ok" else RunOutput(error=KernelError(status, payload)))
+                    status, run = self._from_child(i, "the run stopped")
+                    runs.append(run)
                     if status != "ok":
                         break  # the child is gone
                 if _timed_out(runs[-1]):
@@ -114,11 +130,7 @@ class PendingRuns:
             for i, run in enumerate(runs):
                 if not self.jobs or _timed_out(run):
                     continue
-                if self.children is not None:
-                    status, payload = next(self.children, ("crash", "the access check stopped"))
-                    checked = payload if status == "ok" else RunOutput(error=KernelError(status, payload))
-                else:
-                    checked = self.jobs[i]()
+                checked = self._from_child(i, "the access check stopped")[1] if self.children else self.jobs[i]()
                 if run.error is not None and run.error.kind == "lost":
                     runs[i] = run = checked  # after a fault: the interpreter's verdict alone
                 elif run.error is None or run.error.kind in ("fault", "crash"):
