@@ -20,14 +20,16 @@ import pytest
 import torch
 import triton
 
-from solutions.gptq import dequantize, gptq_matmul, load_gptq_layer, quantize_rtn, ws_prefill
-from solutions.gptq.configs import LARGE_M_BUCKETS, WS_TILES, WSTile, m_bucket, ws_tile
+from solutions.gptq import configs, dequantize, gptq_matmul, load_gptq_layer, quantize_rtn, ws_prefill
+from solutions.gptq.configs import LARGE_M_BUCKETS, TUNED, WS_TILES, WSTile, m_bucket, select_config, ws_tile
 from solutions.gptq.plans import ws_choice
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = torch.cuda.is_available()
 HOPPER = CUDA and torch.cuda.get_device_capability()[0] == 9
-TILES = sorted({tile for tile in WS_TILES.values() if tile is not None})
+# Every tile a table can pick, on any GPU (DEVICE_TABLES too).
+TILES = sorted({tile for table in (WS_TILES, *(t.ws_tiles for t in configs.DEVICE_TABLES.values()))
+                for tile in table.values() if tile is not None})
 KERNELS = sorted({(tile.block_m, tile.stages) for tile in TILES})  # stream-K is a launch, not a kernel
 SMEM_BYTES = 227 * 1024  # H100 / H200 shared memory per block
 TOL = 1e-2
@@ -38,7 +40,11 @@ def _smem(block_m: int, stages: int) -> int:
     return stages * (block_m * 128 * 2 + 128 * 16 * 4)
 
 
-def test_ws_tiles_fit_and_follow_the_measured_rules():
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def test_ws_tiles_fit_and_follow_the_measured_rules(monkeypatch):
+    monkeypatch.setattr(configs, "device_name", lambda: H100)  # the H100's tables (see the test below)
     assert KERNELS and all(kernel in ((128, 3), (128, 4), (256, 2), (256, 3)) for kernel in KERNELS)
     assert all(_smem(*kernel) + 1024 <= SMEM_BYTES for kernel in KERNELS)
     assert any(tile.stream_k for tile in TILES) and any(not tile.stream_k for tile in TILES)
@@ -53,6 +59,26 @@ def test_ws_tiles_fit_and_follow_the_measured_rules():
     # Stream-K only where it measured faster; an explicit request off the table gets one program per tile.
     assert ws_tile(512, 8192, 28672).stream_k and not ws_tile(512, 28672, 8192).stream_k
     assert not ws_tile(512, 5120, 13824, explicit=True).stream_k
+
+
+def test_device_tables_apply_only_on_their_gpu_and_leave_the_h100_path_unchanged(monkeypatch):
+    h200 = configs.DEVICE_TABLES["H200"]
+    assert h200.tuned and h200.ws_tiles
+    for name in (H100, "NVIDIA H100 PCIe", ""):  # "": no GPU
+        monkeypatch.setattr(configs, "device_name", lambda name=name: name)
+        assert configs.device_tables() is None
+        assert all(ws_tile(*key) == tile for key, tile in WS_TILES.items())
+        assert all(select_config(*key) == cfg for key, cfg in TUNED.items())
+    monkeypatch.setattr(configs, "device_name", lambda: "NVIDIA H200")
+    assert configs.device_tables() is h200
+    for key, tile in WS_TILES.items():
+        assert ws_tile(*key) == h200.ws_tiles.get(key, tile)
+    for key, cfg in TUNED.items():
+        assert select_config(*key) == h200.tuned.get(key, cfg)
+    for key, cfg in h200.tuned.items():  # a fused override: no ws tile there, a prefill config of the kernel
+        assert h200.ws_tiles[key] is None and cfg.swap_ab and cfg.block_k == 128 and cfg.num_warps == 8
+    # Every H200 tile is one of the kernels compiled and checked here (stream-K is a launch).
+    assert all(t is None or (t.block_m, t.stages) in KERNELS for t in h200.ws_tiles.values())
 
 
 def test_cpu_and_unsupported_weights_never_take_the_ws_path():

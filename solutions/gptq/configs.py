@@ -7,7 +7,8 @@ heuristic from the same measurements: the M bucket picks the tile, split-K fills
 ``DEQUANT_FROM`` and :func:`select_method` choose, per shape and M, between the fused kernel and
 dequantize-then-cuBLAS (prefill sizes), from the same tuning runs. On Hopper GPUs prefill sizes go to
 the warp-specialised kernel first: ``WS_TILES`` / :func:`ws_tile` give its tile, or None where the
-other methods measured faster.
+other methods measured faster. ``DEVICE_TABLES`` holds per-GPU overrides of these (H100-tuned) tables,
+chosen by the CUDA device's name (the H200's prefill rows that fell under 0.9x cuBLAS with them).
 """
 
 from __future__ import annotations
@@ -284,12 +285,53 @@ WS_TILES: dict[tuple[int, int, int], WSTile | None] = {
 WS_MIN_TILES = 80
 
 
+class DeviceTables(NamedTuple):
+    """One GPU model's overrides of the tables above (H100-tuned), consulted first: fused configs by
+    (M bucket, K, N) (over TUNED) and ws tiles (over WS_TILES; None: not the ws kernel there)."""
+
+    tuned: dict[tuple[int, int, int], GPTQConfig]
+    ws_tiles: dict[tuple[int, int, int], WSTile | None]
+
+
+# Device name fragment -> its overrides (the first fragment in the CUDA device's name wins). Every other
+# GPU, the H100 included, uses the tables above unchanged.
+DEVICE_TABLES: dict[str, DeviceTables] = {
+    # NVIDIA H200 (the H100's SMs, faster memory): the rows where the H100's choices fell under 0.9x cuBLAS
+    # (results/h200_streamk/prefill.md), re-chosen by benchmarks/gptq/experiments/device_prefill.py
+    # (results/h200_prefill_table/: 17 fused configs and ws tiles taking turns, timed as prefill.py times
+    # them; the comments give those medians, cuBLAS and the H100's choice in the same run).
+    "H200": DeviceTables(
+        # 19.6 us (cuBLAS 17.0; the H100's 256 x 128 split 4: 20.5)
+        tuned={(256, 4096, 4096): _cfg(128, 128, 128, 2, 8, 4, tma_a=True)},
+        ws_tiles={
+            (256, 4096, 4096): None,  # the fused config above (ws tiles 26.6 us at best)
+            (512, 4096, 4096): WSTile(128, 3),  # 29.0 us (cuBLAS 26.3; 128/4: 29.2)
+            (256, 4096, 11008): WSTile(128, 4, _SK),  # 43.4 us (cuBLAS 39.4; 256/3: 43.7)
+            (512, 4096, 11008): WSTile(128, 4, _SK),  # 80.1 us (cuBLAS 77.2; 256/3/sk: 83.6)
+        }),
+}
+
+
+def device_name() -> str:
+    """The current CUDA device's name ("" without one): picks the entry of DEVICE_TABLES."""
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else ""
+
+
+def device_tables() -> DeviceTables | None:
+    """This GPU's overrides (DEVICE_TABLES), or None: the H100-tuned tables apply as they are."""
+    name = device_name()
+    return next((tables for fragment, tables in DEVICE_TABLES.items() if fragment in name), None)
+
+
 def ws_tile(m: int, k: int, n: int, explicit: bool = False) -> WSTile | None:
     """The warp-specialised prefill kernel's launch for this call, or None (use the other methods).
     ``explicit``: the kernel was asked for by name, so every M gets a tile."""
     bucket = m_bucket(m)
     rule = WSTile(128, 4) if bucket <= 512 else WSTile(256, 3)  # 128-row tiles up to M = 512, 256 above
-    if (bucket, k, n) in WS_TILES:
+    overrides = device_tables()
+    if overrides is not None and (bucket, k, n) in overrides.ws_tiles:
+        tile = overrides.ws_tiles[(bucket, k, n)]
+    elif (bucket, k, n) in WS_TILES:
         tile = WS_TILES[(bucket, k, n)]
     elif bucket == 256:
         tile = WSTile(256, 3) if triton.cdiv(m, 256) * (n // 128) >= WS_MIN_TILES else None
@@ -307,10 +349,14 @@ def select_method(m: int, k: int, n: int) -> str:
 
 
 def select_config(m: int, k: int, n: int, group_size: int = 128) -> GPTQConfig:
-    """The tuned config for (M bucket, K, N) (TUNED, then DECODE_TUNED) when there is one and its K steps
-    fit the groups (the tables were tuned at G = 128), else :func:`heuristic_config`."""
+    """The tuned config for (M bucket, K, N) (this GPU's DEVICE_TABLES entry, TUNED, then DECODE_TUNED) when
+    there is one and its K steps fit the groups (the tables were tuned at G = 128), else
+    :func:`heuristic_config`."""
     key = (m_bucket(m), k, n)
-    tuned = TUNED.get(key)
+    overrides = device_tables()
+    tuned = overrides.tuned.get(key) if overrides is not None else None
+    if tuned is None:
+        tuned = TUNED.get(key)
     if tuned is None:
         tuned = DECODE_TUNED.get(key)
     if tuned is not None and (group_size % tuned.block_k == 0 or group_size >= k):
