@@ -299,7 +299,8 @@ DEVICE_TABLES: dict[str, DeviceTables] = {
     # NVIDIA H200 (the H100's SMs, faster memory): the rows where the H100's choices fell under 0.9x cuBLAS
     # (results/h200_streamk/prefill.md), re-chosen by benchmarks/gptq/experiments/device_prefill.py
     # (results/h200_prefill_table/: 17 fused configs and ws tiles taking turns, timed as prefill.py times
-    # them; the comments give those medians, cuBLAS and the H100's choice in the same run).
+    # them; the comments give those medians, cuBLAS and the H100's choice in the same run). With it, two
+    # rows stay at 0.88-0.89x (benchmarks/gptq/NOTES.md, "Per-device prefill table").
     "H200": DeviceTables(
         # 19.6 us (cuBLAS 17.0; the H100's 256 x 128 split 4: 20.5)
         tuned={(256, 4096, 4096): _cfg(128, 128, 128, 2, 8, 4, tma_a=True)},
