@@ -1,6 +1,6 @@
 """What the GPU worker costs a learner: its start-up and each grading cell's overhead (CUDA GPU).
 
-    python benchmarks/gpu_worker.py [--repeat 5] [--out benchmarks/results/<device>/gpu_worker.md]
+    python benchmarks/gpu_worker.py [--repeat 5] [--puzzles N ...] [--out benchmarks/results/<device>/gpu_worker.md]
 
 Learner kernels compiled for a GPU run in a worker process (puzzles/gpu_worker.py). Measured here:
 
@@ -28,12 +28,12 @@ from pathlib import Path
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="gpu-worker-bench-"))  # a cold compile
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-PUZZLES = (1, 2, 5, 8, 9, 11, 17, 20, 21)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--puzzles", type=int, nargs="*", help="puzzle numbers (default: every puzzle)")
     parser.add_argument("--out", type=Path, help="also write the table (markdown) here")
     args = parser.parse_args()
 
@@ -66,7 +66,7 @@ def main() -> int:
              "kernel in worker s | verdict |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     worst = 0.0
-    for number in PUZZLES:
+    for number in args.puzzles or [p.number for p in catalog.all_puzzles()]:
         p = catalog.get(number)
         kernel = p.reference()
         t = time.perf_counter()
