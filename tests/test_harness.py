@@ -513,3 +513,20 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     failure = _grade(load_kernel(source, "add_kernel"), 1).first_failure
     assert failure.status == "out of bounds", failure.reason()
     assert failure.invalid_accesses[0].op == "load"
+
+
+def test_warming_the_interpreter_leaves_triton_as_it_was(monkeypatch):
+    """run_in_child's warm-up launch (so that each child does not import what the interpreter loads lazily)
+    undoes its language patches: a kernel compiled later in this process sees Triton untouched."""
+    import triton.language as tl
+    from triton.runtime.jit import JITFunction
+
+    from puzzles import execution
+
+    names = ("load", "store", "arange", "program_id", "sum", "where")
+    before = {n: getattr(tl, n) for n in names}, JITFunction.__call__
+    monkeypatch.setattr(execution, "_interpreter_warm", False)
+    execution.warm_interpreter()
+    assert execution._interpreter_warm or execution.on_gpu()
+    assert ({n: getattr(tl, n) for n in names}, JITFunction.__call__) == before
+    assert test(catalog.get(2).reference(), catalog.get(2).spec, quiet=True).passed
