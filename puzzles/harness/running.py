@@ -54,8 +54,10 @@ class PendingRuns:
     def __init__(self, kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
                  record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None) -> None:
         self.kernel, self.args_for, self.cases, self.timeout = kernel, args_for, cases, timeout
-        self.gpu = on_gpu() or run_compiled is not None
-        self.run_compiled = run_compiled
+        if run_compiled is None and on_gpu():
+            run_compiled = functools.partial(run_in_gpu_worker, timeout=timeout)
+        self.run_compiled = run_compiled  # None: no GPU, the interpreted runs are the runs
+        self.gpu = run_compiled is not None
         # test(isolate=False) is for debugging: the kernel's prints and the debugger keep the real
         # stdout and stdin instead of being captured.
         capture = isolate is not False
@@ -117,13 +119,12 @@ class PendingRuns:
         touches CUDA); a timeout in the check is the verdict (the compiler may have removed an endless
         loop the check cannot finish), and no later size is checked. A CUDA fault is checked too: the
         check names the access that caused it."""
-        compiled_run = self.run_compiled or functools.partial(run_in_gpu_worker, timeout=self.timeout)
         runs: list[RunOutput] = []
         lost = False  # a fault or a crash: the later sizes run only under the interpreter (no restart each)
         try:
             for case in self.cases:
                 runs.append(RunOutput(error=KernelError("lost", "not run on the GPU: an earlier size faulted"))
-                            if lost else compiled_run(self.kernel, self.args_for, case))
+                            if lost else self.run_compiled(self.kernel, self.args_for, case))
                 lost = lost or (runs[-1].error is not None and runs[-1].error.kind in ("fault", "crash"))
                 if _timed_out(runs[-1]):
                     break
