@@ -298,10 +298,11 @@ _interpreter_warm = False
 def warm_interpreter() -> None:
     """Load, once in this process, what Triton's interpreter loads on its first launch (its argument
     specialisation imports modules lazily: about 0.1 s here, more on a GPU host), so that every forked
-    child starts warm instead of paying it again: a launch of the course's own one-element kernel.
-    Not yet on a GPU machine, where this process compiles nothing and was last verified without it."""
+    child starts warm instead of paying it again: a launch of the course's own one-element kernel, on a
+    CPU tensor (on a GPU machine too: the interpreter touches no CUDA, and the access checks' children
+    run interpreted)."""
     global _interpreter_warm
-    if _interpreter_warm or on_gpu():
+    if _interpreter_warm:
         return
     _interpreter_warm = True
     with contextlib.suppress(Exception), _interpret_nested_jit(), _patch_language_once(), np.errstate(all="ignore"):

@@ -18,7 +18,8 @@ compilation. ``compiled``: a static cache and transformers' compile of the decod
 Eager steps are host-bound and the host's speed drifts, so in eager mode fp16 and int4 take turns in
 every round; compiled models are measured one after the other (each compiles and records its graphs).
 ``lean``: :class:`solutions.gptq.decode.GraphDecoder`, the whole greedy step one CUDA graph (q/k/v and
-gate/up fused; ``lean-unfused``: the model's own linears), prefill by the model's forward; a step's time
+gate/up fused, its Triton kernels launched with programmatic dependent launch on Hopper; ``lean-nopdl``:
+without PDL; ``lean-unfused``: the model's own linears), prefill by the model's forward; a step's time
 is T replays timed together (host clock, synchronized), the decoders of both models taking turns in each
 round. Its tokens are compared with ``generate``'s on the same prompts: the eager static-cache
 ``generate`` always, the compiled one when ``compiled`` is measured in the same run (first differing
@@ -112,7 +113,7 @@ def first_difference(out: torch.Tensor, ref: torch.Tensor, prompt: int) -> int |
     return None if differs.numel() == 0 else int(differs[0])
 
 
-def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fuse: bool,
+def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fuse: bool, pdl: bool | None,
               ref_tokens: dict | None = None, ref_logits: dict | None = None) -> tuple[dict, dict]:
     """Tokens/s of GraphDecoder for each model (median of ``rounds``, the models taking turns), and its
     ids for ``ids`` (1 + new_tokens new ones) per model. With generate's ids and logits: the step's
@@ -120,7 +121,8 @@ def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fus
     from solutions.gptq.decode import GraphDecoder
 
     batch, prompt = ids.shape
-    decoders = {name: GraphDecoder(model, batch, prompt + new_tokens + 1, fuse=fuse) for name, model in models.items()}
+    decoders = {name: GraphDecoder(model, batch, prompt + new_tokens + 1, fuse=fuse, pdl=pdl)
+                for name, model in models.items()}
     steps: dict[str, list[float]] = {name: [] for name in models}
     for dec in decoders.values():  # warm-up
         dec.generate(ids, 1 + new_tokens)
@@ -232,7 +234,7 @@ def main() -> int:
     parser.add_argument("--prompt", type=int, default=32)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--modes", nargs="*", default=["lean", "compiled", "eager"],
-                        choices=["lean", "lean-unfused", "compiled", "eager"])
+                        choices=["lean", "lean-nopdl", "lean-unfused", "compiled", "eager"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--configs", type=Path, nargs="*", default=[],
                         help="tune.py best.json files whose entries replace or join configs.TUNED")
@@ -292,7 +294,8 @@ def main() -> int:
             if mode.startswith("lean"):
                 try:
                     measured, lean_tokens[(mode, batch)] = lean_rows(
-                        models, ids, args.new_tokens, args.rounds, mode == "lean",
+                        models, ids, args.new_tokens, args.rounds, mode != "lean-unfused",
+                        False if mode == "lean-nopdl" else None,
                         references["generate_eager_static"].get(batch), reference_logits.get(batch))
                     row.update(measured)
                 except Exception as e:  # noqa: BLE001 - record and go on
@@ -322,7 +325,8 @@ def report(args, env: dict, check: dict, floor_ms: dict, n_gptq: int, rows: list
         " (time of 1 + T new tokens minus time of 1): eager: dynamic cache, no compile, fp16 and int4 taking turns;"
         " compiled: static cache, CompileConfig(fullgraph=True, mode='reduce-overhead'), one model after the other."
         " lean: GraphDecoder (solutions/gptq/decode.py), the whole step one CUDA graph, T replays timed together,"
-        " q/k/v and gate/up fused (lean-unfused: the model's own linears), fp16 and int4 taking turns",
+        " q/k/v and gate/up fused, programmatic dependent launch on Hopper (lean-nopdl: without it; lean-unfused:"
+        " the model's own linears), fp16 and int4 taking turns",
         f"- weights read per decode step (all but the embedding table): fp16 {check['fp16_weight_gb']:.2f} GB, int4"
         f" {check['int4_weight_gb']:.2f} GB; at the copy bandwidth ({check['copy_bandwidth_gb_s']:.0f} GB/s) a step"
         f" cannot take less than {floor_ms['fp16']:.2f} ms (fp16) / {floor_ms['int4']:.2f} ms (int4): the floor",

@@ -18,8 +18,10 @@ gate/up projections are fused into one matmul each (one launch, a wider N that t
 closer to the bandwidth); ``fuse=False`` keeps the model's own linears. The int4 matmuls write into
 preallocated buffers; where one adds split-K shares with atomics, the small kernel just before it
 (the norm before q/k/v and gate/up, attention before o_proj, SiLU-gating before down_proj) zeroes its
-buffer on the side, so the graph has no fill kernels. Batches of equal-length prompts (no padding), one
-position for all rows.
+buffer on the side, so the graph has no fill kernels. On Hopper GPUs the step's Triton kernels are
+launched with programmatic dependent launch (``pdl``, :mod:`solutions.gptq.pdl`): each is launched while
+the one before it runs and waits in place for it, so the launch latency between kernels is hidden. Batches of
+equal-length prompts (no padding), one position for all rows.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from solutions.gptq import GPTQWeight, gptq_matmul
 from solutions.gptq.decode_kernels import add_rms_norm, greedy_pick, rope_attend, silu_mul
 from solutions.gptq.layer import GPTQLinear
 from solutions.gptq.matmul import accumulates
+from solutions.gptq.pdl import DECODE, pdl_available, pdl_flags
 
 Linear = Callable[[Tensor], Tensor]
 
@@ -88,12 +91,13 @@ class Linears:
     fill kernel of their own. ``zero`` is None where no output needs clearing.
     """
 
-    def __init__(self, parts: list[GPTQWeight | _Dense], batch: int, device: torch.device) -> None:
+    def __init__(self, parts: list[GPTQWeight | _Dense], batch: int, device: torch.device, pdl: int = 0) -> None:
         int4 = [p for p in parts if isinstance(p, GPTQWeight)]
         self.buffer = torch.zeros(batch * sum(w.n for w in int4), device=device, dtype=torch.float16) \
             if int4 else None
         # The plans for these calls are made here (the input's key: a fresh contiguous (B, K) fp16 tensor).
-        zeroed = any(accumulates(torch.empty(batch, w.k, device=device, dtype=torch.float16), w) for w in int4)
+        zeroed = any(accumulates(torch.empty(batch, w.k, device=device, dtype=torch.float16), w, pdl=pdl)
+                     for w in int4)
         self.zero = self.buffer if zeroed else None
         self.calls: list[Linear] = []
         offset = 0
@@ -103,7 +107,7 @@ class Linears:
                 continue
             out = self.buffer[offset: offset + batch * part.n].view(batch, part.n)
             offset += batch * part.n
-            self.calls.append(lambda x, w=part, out=out: gptq_matmul(x, w, out=out, out_zeroed=zeroed))
+            self.calls.append(lambda x, w=part, out=out: gptq_matmul(x, w, out=out, out_zeroed=zeroed, pdl=pdl))
 
     def __call__(self, x: Tensor) -> list[Tensor]:
         return [f(x) for f in self.calls]
@@ -167,7 +171,8 @@ class DecodeStep:
     Triton's interpreter included), which is how the step is checked without a GPU.
     """
 
-    def __init__(self, model: nn.Module, batch: int, max_len: int, *, fuse: bool = True) -> None:
+    def __init__(self, model: nn.Module, batch: int, max_len: int, *, fuse: bool = True,
+                 pdl: bool | int | None = None) -> None:
         if batch < 1 or max_len < 2:
             raise ValueError(f"batch must be >= 1 and max_len >= 2, got batch={batch}, max_len={max_len}")
         inner, head = _llama_parts(model)
@@ -180,9 +185,10 @@ class DecodeStep:
         self.kv_heads = getattr(config, "num_key_value_heads", None) or self.heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.eps = inner.norm.variance_epsilon
+        self.pdl = (DECODE if pdl is None else pdl_flags(pdl)) if pdl_available(device) else 0
 
         def linears(modules: list[nn.Module]) -> Linears:
-            return Linears(_parts(modules, fuse), batch, device)
+            return Linears(_parts(modules, fuse), batch, device, self.pdl)
 
         self.embed, self.final_norm, self.head = inner.embed_tokens.weight, inner.norm.weight, linears([head])
         self.layers = [
@@ -209,24 +215,24 @@ class DecodeStep:
     @torch.no_grad()
     def run(self) -> Tensor:
         """One decoding step, eagerly: the next token of each sequence; returns the logits (B, V)."""
-        b, d = self.batch, self.head_dim
+        b, d, pdl = self.batch, self.head_dim, self.pdl
         q_width, kv_width = self.heads * d, self.kv_heads * d
         resid = F.embedding(self.ids, self.embed)
         delta = None
         # Each small kernel also zeroes the output of the matmul that runs next on its output (``Linears.zero``).
         for index, layer in enumerate(self.layers):
-            h = add_rms_norm(resid, layer.input_norm, self.eps, delta, zero=layer.qkv.zero)
+            h = add_rms_norm(resid, layer.input_norm, self.eps, delta, zero=layer.qkv.zero, pdl=pdl)
             qkv = layer.qkv(h)
             q, k, v = qkv if len(qkv) == 3 else qkv[0].split([q_width, kv_width, kv_width], dim=1)
             attn = rope_attend(q, k, v, self.cos, self.sin, self.k_cache[index], self.v_cache[index], self.pos,
-                               zero=layer.o.zero)
-            h = add_rms_norm(resid, layer.post_norm, self.eps, layer.o(attn)[0], zero=layer.gate_up.zero)
+                               zero=layer.o.zero, pdl=pdl)
+            h = add_rms_norm(resid, layer.post_norm, self.eps, layer.o(attn)[0], zero=layer.gate_up.zero, pdl=pdl)
             gate_up = layer.gate_up(h)
             gate, up = gate_up if len(gate_up) == 2 else gate_up[0].chunk(2, dim=1)
-            delta = layer.down(silu_mul(gate, up, zero=layer.down.zero))[0]
-        h = add_rms_norm(resid, self.final_norm, self.eps, delta, zero=self.head.zero)
+            delta = layer.down(silu_mul(gate, up, zero=layer.down.zero, pdl=pdl))[0]
+        h = add_rms_norm(resid, self.final_norm, self.eps, delta, zero=self.head.zero, pdl=pdl)
         logits = self.head(h)[0]
-        greedy_pick(logits.view(b, -1), self.ids, self.tokens, self.pos)
+        greedy_pick(logits.view(b, -1), self.ids, self.tokens, self.pos, pdl=pdl)
         self.pos.add_(1)
         return logits
 
@@ -278,17 +284,20 @@ class GraphDecoder(DecodeStep):
 
     ``max_len`` bounds prompt + new tokens (the static cache's length). The graph is captured here;
     ``generate`` may be called again with other prompts of this batch size. Holds the model's weights
-    (and, with ``fuse``, fused copies of the q/k/v and gate/up weights).
+    (and, with ``fuse``, fused copies of the q/k/v and gate/up weights). ``pdl``: launch the step's
+    Triton kernels with programmatic dependent launch (default, or True: ``pdl.DECODE`` where the GPU has
+    it, Hopper on; False: not; an int: those flags of :mod:`solutions.gptq.pdl`, for experiments).
     """
 
-    def __init__(self, model: nn.Module, batch: int, max_len: int, *, fuse: bool = True) -> None:
+    def __init__(self, model: nn.Module, batch: int, max_len: int, *, fuse: bool = True,
+                 pdl: bool | int | None = None) -> None:
         if not torch.cuda.is_available():
             raise RuntimeError("GraphDecoder replays CUDA graphs: it needs a CUDA GPU (none found); "
                                "DecodeStep runs the same step eagerly")
         device = getattr(getattr(getattr(model, "model", None), "embed_tokens", None), "weight", None)
         if device is not None and device.device.type != "cuda":
             raise ValueError(f"GraphDecoder needs the model on the GPU, got {device.device}")
-        super().__init__(model, batch, max_len, fuse=fuse)
+        super().__init__(model, batch, max_len, fuse=fuse, pdl=pdl)
         self.graph = self._capture()
 
     def _capture(self) -> torch.cuda.CUDAGraph:

@@ -32,7 +32,25 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
+from solutions.gptq.pdl import STEP_EARLY, pdl_kwargs, start_next_kernel, wait_for_previous_kernel
+
 ZERO_BLOCK = tl.constexpr(1024)  # fp16 elements a program zeroes per store of its share of ``zero``
+ZERO_CHUNK = 4096  # add_rms_norm: about this many elements of ``zero`` per program, with at most
+ZERO_PROGRAMS_MAX = 16  # this many programs per row
+# rope_attend: cache positions per block of its loop, and warps per program (read at launch, so that
+# benchmarks/gptq/experiments/ab_pdl.py can try others)
+ATTEND_BLOCK_L = 128  # 128: 1.043 ms a step against 1.091 with 32 (H100, batch 1, positions 32-96)
+ATTEND_WARPS = 4
+
+
+@triton.jit
+def _follow_previous_kernel(PDL: tl.constexpr):
+    """With PDL: wait for the previous kernel (every memory access comes after), having let the next one
+    start first where the flags say so (else it starts when this one ends)."""
+    if PDL:
+        if PDL & STEP_EARLY:
+            start_next_kernel()
+        wait_for_previous_kernel()
 
 
 @triton.jit
@@ -57,35 +75,43 @@ def _zero_args(zero: Tensor | None, fallback: Tensor) -> tuple[Tensor, int]:
 
 @triton.jit
 def _add_rms_norm_kernel(delta_ptr, resid_ptr, weight_ptr, out_ptr, zero_ptr, n, eps, delta_stride, resid_stride,
-                         out_stride, zero_numel, HAS_DELTA: tl.constexpr, BLOCK: tl.constexpr):
+                         out_stride, zero_numel, HAS_DELTA: tl.constexpr, BLOCK: tl.constexpr,
+                         PDL: tl.constexpr):
+    _follow_previous_kernel(PDL)
     row = tl.program_id(0)
-    _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)
     offs = tl.arange(0, BLOCK)
-    mask = offs < n
+    # Programs (row, 0) normalise their row; every program zeroes a share of ``zero`` (the others only that).
+    mask = (offs < n) & (tl.program_id(1) == 0)
     x = tl.load(resid_ptr + row * resid_stride + offs, mask=mask, other=0.0)
+    w = tl.load(weight_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     if HAS_DELTA:
         d = tl.load(delta_ptr + row * delta_stride + offs, mask=mask, other=0.0)
+    _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)  # while the loads are in flight
+    if HAS_DELTA:
         x = (x.to(tl.float32) + d.to(tl.float32)).to(tl.float16)  # residual + delta, rounded as in torch
         tl.store(resid_ptr + row * resid_stride + offs, x, mask=mask)
     xf = x.to(tl.float32)
     variance = tl.sum(xf * xf, axis=0) / n
     normed = (xf * (1.0 / tl.sqrt(variance + eps))).to(tl.float16)
-    w = tl.load(weight_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     tl.store(out_ptr + row * out_stride + offs, (w * normed.to(tl.float32)).to(tl.float16), mask=mask)
 
 
 def add_rms_norm(resid: Tensor, weight: Tensor, eps: float, delta: Tensor | None = None,
-                 out: Tensor | None = None, zero: Tensor | None = None) -> Tensor:
+                 out: Tensor | None = None, zero: Tensor | None = None, pdl: bool | int = False) -> Tensor:
     """``resid += delta`` (in place, when ``delta`` is given), then ``weight * rmsnorm(resid)``; fp16 (B, N).
-    ``zero``: a buffer (no input or output of this call) to fill with zeros on the side."""
+    ``zero``: a buffer (no input or output of this call) to fill with zeros on the side. ``pdl``: launch
+    with programmatic dependent launch (True, or flags of :mod:`solutions.gptq.pdl`; the other kernels here
+    take it too)."""
     rows, n = resid.shape
     out = torch.empty_like(resid) if out is None else out
     src = resid if delta is None else delta
     zero_ptr, zero_numel = _zero_args(zero, resid)
     block = triton.next_power_of_2(n)
-    _add_rms_norm_kernel[(rows,)](src, resid, weight, out, zero_ptr, n, eps, src.stride(0), resid.stride(0),
+    # One program per row cannot clear a buffer of 22016 x B halves fast: helpers zero pieces of ZERO_CHUNK.
+    zeroing = max(1, min(ZERO_PROGRAMS_MAX, triton.cdiv(zero_numel, rows * ZERO_CHUNK)))
+    _add_rms_norm_kernel[(rows, zeroing)](src, resid, weight, out, zero_ptr, n, eps, src.stride(0), resid.stride(0),
                                   out.stride(0), zero_numel, HAS_DELTA=delta is not None, BLOCK=block,
-                                  num_warps=8 if block >= 2048 else 4)
+                                  num_warps=8 if block >= 2048 else 4, **pdl_kwargs(pdl))
     return out
 
 
@@ -101,10 +127,11 @@ def _rope(ptr, d, cos, sin, HALF: tl.constexpr):
 @triton.jit
 def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache, pos_ptr, out_ptr, zero_ptr,
                         q_stride, k_stride, v_stride, out_stride, cache_len, scale, zero_numel,
-                        KV_HEADS: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_L: tl.constexpr):
+                        KV_HEADS: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_L: tl.constexpr,
+                        PDL: tl.constexpr):
+    _follow_previous_kernel(PDL)
     b = tl.program_id(0)
     g = tl.program_id(1)  # one program per (sequence, kv head): its k/v and the GROUP query heads sharing them
-    _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)
     pos = tl.load(pos_ptr)
     d = tl.arange(0, D)
     cos = tl.load(cos_ptr + pos * D + d).to(tl.float32)
@@ -112,8 +139,6 @@ def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache,
     k = _rope(k_ptr + b * k_stride + g * D, d, cos, sin, D // 2)
     v = tl.load(v_ptr + b * v_stride + g * D + d)
     base = (b * KV_HEADS + g).to(tl.int64) * cache_len * D
-    tl.store(k_cache + base + pos * D + d, k)
-    tl.store(v_cache + base + pos * D + d, v)
     kf = k.to(tl.float32)
     vf = v.to(tl.float32)
     rows = tl.arange(0, BLOCK_L)
@@ -138,10 +163,15 @@ def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache,
             acc = acc * alpha + tl.sum(p[:, None] * values, axis=0)
             m = m_new
         tl.store(out_ptr + b * out_stride + head * D + d, (acc / total).to(tl.float16))
+    # The new k and v go into the cache last: the loop reads positions before pos only, and its loads need
+    # not wait behind stores to the same cache.
+    tl.store(k_cache + base + pos * D + d, k)
+    tl.store(v_cache + base + pos * D + d, v)
+    _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)
 
 
 def rope_attend(q: Tensor, k: Tensor, v: Tensor, cos: Tensor, sin: Tensor, k_cache: Tensor, v_cache: Tensor,
-                pos: Tensor, out: Tensor | None = None, zero: Tensor | None = None) -> Tensor:
+                pos: Tensor, out: Tensor | None = None, zero: Tensor | None = None, pdl: bool | int = False) -> Tensor:
     """One decoding step of attention: q (B, H * D), k and v (B, KV * D) rows (views of one fused output
     are fine: rows may be strided, heads must be contiguous), cos/sin (L, D) fp16 tables, caches
     (B, KV, L, D) fp16, ``pos`` an int tensor of one element (this token's position). Writes the rotated
@@ -153,14 +183,15 @@ def rope_attend(q: Tensor, k: Tensor, v: Tensor, cos: Tensor, sin: Tensor, k_cac
     zero_ptr, zero_numel = _zero_args(zero, out)
     _rope_attend_kernel[(batch, kv_heads)](
         q, k, v, cos, sin, k_cache, v_cache, pos, out, zero_ptr, q.stride(0), k.stride(0), v.stride(0),
-        out.stride(0), cache_len, d**-0.5, zero_numel, KV_HEADS=kv_heads, GROUP=heads // kv_heads, D=d, BLOCK_L=32,
-        num_warps=4)
+        out.stride(0), cache_len, d**-0.5, zero_numel, KV_HEADS=kv_heads, GROUP=heads // kv_heads, D=d,
+        BLOCK_L=ATTEND_BLOCK_L, num_warps=ATTEND_WARPS, **pdl_kwargs(pdl))
     return out
 
 
 @triton.jit
 def _silu_mul_kernel(gate_ptr, up_ptr, out_ptr, zero_ptr, n, gate_stride, up_stride, out_stride, zero_numel,
-                     BLOCK: tl.constexpr):
+                     BLOCK: tl.constexpr, PDL: tl.constexpr):
+    _follow_previous_kernel(PDL)
     _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)
     row = tl.program_id(0)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
@@ -171,7 +202,8 @@ def _silu_mul_kernel(gate_ptr, up_ptr, out_ptr, zero_ptr, n, gate_stride, up_str
     tl.store(out_ptr + row * out_stride + offs, (act * u).to(tl.float16), mask=mask)
 
 
-def silu_mul(gate: Tensor, up: Tensor, out: Tensor | None = None, zero: Tensor | None = None) -> Tensor:
+def silu_mul(gate: Tensor, up: Tensor, out: Tensor | None = None, zero: Tensor | None = None,
+             pdl: bool | int = False) -> Tensor:
     """``silu(gate) * up`` for fp16 (B, N) rows (strided views of one fused output are fine). ``zero``: a
     buffer (no input or output of this call) to fill with zeros on the side."""
     rows, n = gate.shape
@@ -179,13 +211,15 @@ def silu_mul(gate: Tensor, up: Tensor, out: Tensor | None = None, zero: Tensor |
     zero_ptr, zero_numel = _zero_args(zero, out)
     block = 1024
     _silu_mul_kernel[(rows, triton.cdiv(n, block))](gate, up, out, zero_ptr, n, gate.stride(0), up.stride(0),
-                                                    out.stride(0), zero_numel, BLOCK=block, num_warps=4)
+                                                    out.stride(0), zero_numel, BLOCK=block, num_warps=4,
+                                                    **pdl_kwargs(pdl))
     return out
 
 
 @triton.jit
 def _greedy_pick_kernel(logits_ptr, ids_ptr, tokens_ptr, pos_ptr, vocab, logits_stride, tokens_stride,
-                        BLOCK: tl.constexpr):
+                        BLOCK: tl.constexpr, PDL: tl.constexpr):
+    _follow_previous_kernel(PDL)
     row = tl.program_id(0)
     best = tl.full((), float("-inf"), tl.float32)
     best_idx = tl.full((), 0, tl.int32)
@@ -203,8 +237,8 @@ def _greedy_pick_kernel(logits_ptr, ids_ptr, tokens_ptr, pos_ptr, vocab, logits_
     tl.store(tokens_ptr + row * tokens_stride + pos + 1, token)
 
 
-def greedy_pick(logits: Tensor, ids: Tensor, tokens: Tensor, pos: Tensor) -> None:
+def greedy_pick(logits: Tensor, ids: Tensor, tokens: Tensor, pos: Tensor, pdl: bool | int = False) -> None:
     """The argmax of each row of ``logits`` (B, V) into ``ids`` (B,) and ``tokens[:, pos + 1]`` (int64)."""
     rows, vocab = logits.shape
     _greedy_pick_kernel[(rows,)](logits, ids, tokens, pos, vocab, logits.stride(0), tokens.stride(0),
-                                 BLOCK=4096, num_warps=8)
+                                 BLOCK=4096, num_warps=8, **pdl_kwargs(pdl))

@@ -50,6 +50,13 @@ from solutions.gptq.dequant import (
     slots_to_mma_order,
     slots_to_rows,
 )
+from solutions.gptq.pdl import (
+    MATMUL_EARLY,
+    PREFETCH,
+    prefetch_to_l2,
+    start_next_kernel,
+    wait_for_previous_kernel,
+)
 
 
 @triton.jit
@@ -186,6 +193,25 @@ def _mma_row_order(r, LOAD_WARPS: tl.constexpr):
 
 
 @triton.jit
+def _prefetch_mma_share(qweight_ptr, pid_n, N, k_start, k_end, stride_qk, stride_qn, BLOCK_N: tl.constexpr,
+                        BLOCK_K: tl.constexpr):
+    """Ask L2 for a program's share of the repacked weights (tile pid_n, rows k_start..k_end of K): per K
+    step, each column's 16 words are 64 contiguous bytes, so one pointer per two columns covers each line."""
+    BLOCK_KW: tl.constexpr = BLOCK_K // 8
+    n0 = pid_n * BLOCK_N
+    cols = tl.arange(0, BLOCK_N // 2) * 2
+    if BLOCK_N > 128:
+        col_offs = (cols // 128) * stride_qn + (cols % 128) * BLOCK_KW
+    else:
+        col_offs = cols * BLOCK_KW
+    ptrs = qweight_ptr + (n0 // 128) * stride_qn + (n0 % 128) * BLOCK_KW + (k_start // 8) * stride_qk + col_offs
+    ptrs = tl.where(n0 + cols < N, ptrs, qweight_ptr)  # a ragged last tile: no line past the weights
+    for _ in range(k_start, k_end, BLOCK_K):
+        prefetch_to_l2(ptrs)
+        ptrs += BLOCK_KW * stride_qk
+
+
+@triton.jit
 def gptq_small_m_kernel(
     a_ptr, qweight_ptr, scales32_ptr, scales_ptr, qzeros_ptr, g_idx_ptr, a_perm_ptr, c_ptr,
     M, N, K, k_per_split,
@@ -210,6 +236,7 @@ def gptq_small_m_kernel(
     W_MMA: tl.constexpr = False,  # qweight_ptr is GPTQWeight.qweight_mma, see loader.repack_for_mma
     LOAD_WARPS: tl.constexpr = 0,  # num_warps when the words are loaded in wgmma's row order (_mma_row_order)
     A_DESC: tl.constexpr = False,  # a_ptr is a TMA descriptor of A (M, K), block (BLOCK_M, BLOCK_K)
+    PDL: tl.constexpr = 0,  # flags of solutions.gptq.pdl: launched with PDL, wait before touching A or C
 ):
     PACK: tl.constexpr = 8  # 4-bit values per int32 word
     BLOCK_KW: tl.constexpr = BLOCK_K // PACK  # packed rows per K step
@@ -249,6 +276,14 @@ def gptq_small_m_kernel(
                   + row_offs[:, None] + tl.arange(0, BLOCK_KW)[None, :])
     else:
         w_ptrs = qweight_ptr + offs_n[:, None] * stride_qn + offs_kw[None, :] * stride_qk
+    if PDL:
+        # Nothing above read memory. The weights are no kernel's output: their reads may start while the
+        # previous kernel still runs (into L2); A and C only after it has finished.
+        if PDL & MATMUL_EARLY:
+            start_next_kernel()
+        if W_MMA and (PDL & PREFETCH):
+            _prefetch_mma_share(qweight_ptr, pid_n, N, k_start, k_end, stride_qk, stride_qn, BLOCK_N, BLOCK_K)
+        wait_for_previous_kernel()
 
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)  # C^T tile
     for k0 in range(k_start, k_end, BLOCK_K):
@@ -323,6 +358,8 @@ def gptq_small_m_kernel(
         offs_k, offs_kw, a_ptrs, w_ptrs = _next_k_step(offs_k, offs_kw, a_ptrs, w_ptrs, stride_ak, stride_qk,
                                                        HAS_A_PERM, BLOCK_K, BLOCK_KW)
 
+    if PDL and not (PDL & MATMUL_EARLY):
+        start_next_kernel()
     c_ptrs = c_ptr + tl.program_id(1) * stride_cs + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
     _write_tile(c_ptrs, acc, n_in_bounds[:, None] & m_in_bounds[None, :], ATOMIC_OUT)
 

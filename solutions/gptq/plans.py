@@ -28,6 +28,7 @@ from solutions.gptq.kernels import (
 )
 from solutions.gptq.launch import Launch, driver_memset
 from solutions.gptq.loader import GPTQWeight
+from solutions.gptq.pdl import launch_options, pdl_available, pdl_flags
 
 try:
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -109,7 +110,7 @@ class Plan:
     """
 
     def __init__(self, a2: Tensor, weight: GPTQWeight, cfg: GPTQConfig | None, deterministic: bool,
-                 method: str) -> None:
+                 method: str, pdl: bool | int = False) -> None:
         m, k = a2.shape
         n = weight.n
         self.m, self.n, self.mn, self.bias = m, n, (m, n), weight.bias
@@ -131,6 +132,7 @@ class Plan:
         self.atomic = self.partial = self.bias_init = False
         self.a_arg = Tensor.data_ptr  # what the launch gets for A: its address, or a TMA descriptor
         self.stream_k_programs = None  # the ws kernel's scratch (argument 5): its programs with stream-K, else 0
+        self.pdl = 0  # PDL flags of the launch (solutions.gptq.pdl; the fused small-M kernel only, where available)
         g = weight.group_size
         if method == "dequant":
             self._plan_dequant(weight, k, n, w_mma_ok)
@@ -201,8 +203,11 @@ class Plan:
             a_desc = use_tma_a(cfg, a2, weight.a_perm is not None)
             if a_desc:
                 self.a_arg = _a_descriptor(cfg.block_m, cfg.block_k)
-            kwargs = dict(HAS_G_IDX=has_g_idx, W_MMA=w_mma, LOAD_WARPS=load_warps, A_DESC=a_desc, **flags)
-            self.launches.append(Launch(gptq_small_m_kernel, grid, args, kwargs, options))
+            self.pdl = pdl_flags(pdl) if pdl and pdl_available(a2.device) else 0
+            kwargs = dict(HAS_G_IDX=has_g_idx, W_MMA=w_mma, LOAD_WARPS=load_warps, A_DESC=a_desc, PDL=self.pdl,
+                          **flags)
+            self.launches.append(Launch(gptq_small_m_kernel, grid, args, kwargs, {**options,
+                                                                                 **launch_options(self.pdl)}))
             self.c_index = 7
         else:
             if weight.qweight is None:
