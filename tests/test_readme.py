@@ -78,6 +78,7 @@ NOT_RUN.update({
     '.venv/bin/python -m puzzles grade --student "$s" --seed 4242 --timeout 5 --out "results/$(basename "$s").json"':
         "a line of the Slurm array job's script (needs a cluster); the --student form is tested",
     ".venv/bin/python benchmarks/grade_class.py": "a benchmark of minutes (its results are in benchmarks/results/)",
+    ".venv/bin/python -m solutions.gptq.pdl_check": "tests/test_gptq_pdl.py runs it and checks every kernel's line",
 })
 
 

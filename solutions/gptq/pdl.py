@@ -18,9 +18,10 @@ Triton's interpreter); any other value also needs the launch's ``launch_pdl=True
 (the instructions are harmless without it). :func:`pdl_available` says where to ask for it.
 
 Measured on an H100 and an H200 (benchmarks/gptq/experiments/ab_pdl.py, results/h100_pdl/): the step's
-small kernels letting the next kernel start first thing and the matmuls only after their main loop
-(``DECODE``) took a 16-layer Llama step from 1.154 to 1.091 ms (H100, batch 1); the matmuls letting it
-start first thing lost at batch 8, and the L2 prefetch of the weights lost everywhere (up to 25% slower).
+small kernels letting the next kernel start first thing and the matmuls only after their main loop took
+a 16-layer Llama step from 1.154 to 1.091 ms (H100, batch 1); the matmuls letting it start first thing
+lost at batch 8; asking L2 for a matmul program's whole weight share lost everywhere (up to 25% slower),
+for its first K step only won 1-1.5% (``DECODE``: those three).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ WAIT = tl.constexpr(1)  # launched with PDL: wait for the previous kernel before
 PREFETCH = tl.constexpr(2)  # the matmul asks L2 for its weight share before it waits
 MATMUL_EARLY = tl.constexpr(4)  # the matmul lets the next kernel start first thing (else after its main loop)
 STEP_EARLY = tl.constexpr(8)  # the step's other kernels let the next start first thing (else at their end)
-DECODE = WAIT.value | STEP_EARLY.value  # what the lean decoder uses (the fastest measured)
+PREFETCH_FIRST = tl.constexpr(16)  # as PREFETCH, only the first K step of the share
+DECODE = WAIT.value | STEP_EARLY.value | PREFETCH_FIRST.value  # what the lean decoder uses (the fastest measured)
 
 
 def pdl_available(device: torch.device | str | None = None) -> bool:
