@@ -192,28 +192,6 @@ def test_gptq_matmul_refuses_an_output_it_cannot_write():
         gptq_matmul(a, weight, out=torch.zeros(128, 2, dtype=torch.float16, device=DEVICE).t())
 
 
-@pytest.mark.parametrize("act_order", [False, True], ids=["groups", "act-order"])
-@pytest.mark.parametrize("m", [1, 5])
-def test_gated_matmul_equals_silu_mul_then_the_matmul(m, act_order):
-    """``gptq_matmul(gate, W, up=up)`` gates A as it loads it: the same bits as silu_mul's output multiplied,
-    for the two halves of one fused output and for two separate tensors, with and without act-order."""
-    q = quantize_rtn(torch.randn(256, 384, generator=torch.Generator().manual_seed(7)) * 0.02, 128,
-                     act_order=act_order)
-    weight = load_gptq_layer({key: t.to(DEVICE) for key, t in q.tensors.items()}, q.quantize_config)
-    fused = randn(m, 512, seed=8, scale=2.0)
-    separate = (randn(m, 256, seed=9, scale=2.0), randn(m, 256, seed=10))
-    for gate, up in ((fused[:, :256], fused[:, 256:]), separate):
-        expected = gptq_matmul(silu_mul(gate, up), weight, split_k=1)
-        torch.testing.assert_close(gptq_matmul(gate, weight, up=up, split_k=1), expected, rtol=0, atol=0)
-        out = torch.full((m, 384), float("nan"), dtype=torch.float16, device=DEVICE)
-        gptq_matmul(gate, weight, up=up, split_k=3, out=out)  # split-K: zeroed here, shares added
-        torch.testing.assert_close(out, expected, rtol=2e-3, atol=2e-3)
-    with pytest.raises(ValueError, match="up must match a"):
-        gptq_matmul(fused[:, :256], weight, up=separate[1])  # other strides
-    with pytest.raises(ValueError, match="needs method 'auto' or 'fused'"):
-        gptq_matmul(separate[0], weight, up=separate[1], method="dequant")
-
-
 # --------------------------------------------------------------------------- errors
 
 
@@ -305,31 +283,6 @@ def test_split_k_outputs_are_zeroed_by_the_kernel_before(monkeypatch):
         decoder.step()
         assert torch.isfinite(decoder.logits).all()
     assert_greedy_equal(decoder.tokens[:, : prompt.shape[1] + new], reference, prompt.shape[1])
-
-
-@pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers")
-def test_int4_down_projection_gates_its_own_input(monkeypatch):
-    """With an int4 down projection the step runs no SiLU kernel (the matmul gates its input as it loads it),
-    and the tokens stay generate's; the fp16 model keeps the kernel."""
-    import solutions.gptq.decode as decode
-
-    calls = []
-    monkeypatch.setattr(decode, "silu_mul", lambda *args, **kwargs: calls.append(1) or silu_mul(*args, **kwargs))
-    model = tiny_llama()
-    prompt = torch.randint(1, 512, (2, 9), generator=torch.Generator().manual_seed(1)).to(DEVICE)
-    fp16 = DecodeStep(model, batch=2, max_len=16)
-    fp16.generate(prompt, 2)
-    assert calls and all(layer.down.gated is None for layer in fp16.layers)
-    calls.clear()
-    int4 = quantize_linears(copy.deepcopy(model), group_size=128)
-    reference = int4.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=4, min_new_tokens=4,
-                              do_sample=False, pad_token_id=0, output_logits=True, return_dict_in_generate=True,
-                              disable_compile=True)
-    for fuse in (True, False):
-        step = DecodeStep(int4, batch=2, max_len=16, fuse=fuse)
-        assert all(layer.down.gated is not None for layer in step.layers)
-        assert_greedy_equal(step.generate(prompt, 4), reference, prompt.shape[1])
-    assert calls == []
 
 
 @gpu

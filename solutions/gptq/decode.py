@@ -16,10 +16,9 @@ on the device and writes the next input id into the static input buffer
 (:mod:`solutions.gptq.decode_kernels`), so the same graph serves every position. The q/k/v and
 gate/up projections are fused into one matmul each (one launch, a wider N that the int4 kernel reads
 closer to the bandwidth); ``fuse=False`` keeps the model's own linears. The int4 matmuls write into
-preallocated buffers; where one adds split-K shares with atomics, a small kernel before it (the norm
-before q/k/v, attention before o_proj, the post-attention norm before gate/up and down_proj) zeroes its
-buffer on the side, so the graph has no fill kernels. An int4 down_proj gates its own input
-(``gptq_matmul(gate, W, up=up)``): no SiLU kernel. On Hopper GPUs the step's Triton kernels are
+preallocated buffers; where one adds split-K shares with atomics, the small kernel just before it
+(the norm before q/k/v and gate/up, attention before o_proj, SiLU-gating before down_proj) zeroes its
+buffer on the side, so the graph has no fill kernels. On Hopper GPUs the step's Triton kernels are
 launched with programmatic dependent launch (``pdl``, :mod:`solutions.gptq.pdl`): each is launched while
 the one before it runs and waits in place for it, so the launch latency between kernels is hidden. Batches of
 equal-length prompts (no padding), one position for all rows.
@@ -89,19 +88,13 @@ class Linears:
     another), so that they keep their addresses from step to step. Where one of those matmuls adds
     split-K shares with atomics, ``zero`` is that buffer: the step's kernel before the matmul fills it
     with zeros, and the matmuls take it as zeroed (``gptq_matmul(..., out_zeroed=True)``), with no
-    fill kernel of their own. ``zero`` is None where no output needs clearing. ``buffer``: where the int4
-    outputs go (``buffer_size`` fp16 elements), if not a new one.
-
-    ``gated``: for one int4 matmul (a SwiGLU MLP's down projection), the call on (gate, up) that multiplies
-    ``silu(gate) * up``, gated as the matmul loads its input (``gptq_matmul(..., up=)``); else None.
+    fill kernel of their own. ``zero`` is None where no output needs clearing.
     """
 
-    def __init__(self, parts: list[GPTQWeight | _Dense], batch: int, device: torch.device, pdl: int = 0,
-                 buffer: Tensor | None = None) -> None:
+    def __init__(self, parts: list[GPTQWeight | _Dense], batch: int, device: torch.device, pdl: int = 0) -> None:
         int4 = [p for p in parts if isinstance(p, GPTQWeight)]
-        if buffer is None and int4:
-            buffer = torch.zeros(buffer_size(parts, batch), device=device, dtype=torch.float16)
-        self.buffer = buffer if int4 else None
+        self.buffer = torch.zeros(batch * sum(w.n for w in int4), device=device, dtype=torch.float16) \
+            if int4 else None
         # The plans for these calls are made here (the input's key: a fresh contiguous (B, K) fp16 tensor).
         zeroed = any(accumulates(torch.empty(batch, w.k, device=device, dtype=torch.float16), w, pdl=pdl)
                      for w in int4)
@@ -115,18 +108,9 @@ class Linears:
             out = self.buffer[offset: offset + batch * part.n].view(batch, part.n)
             offset += batch * part.n
             self.calls.append(lambda x, w=part, out=out: gptq_matmul(x, w, out=out, out_zeroed=zeroed, pdl=pdl))
-        self.gated: Callable[[Tensor, Tensor], Tensor] | None = None
-        if len(parts) == 1 and int4:
-            self.gated = lambda gate, up, w=int4[0], out=out: gptq_matmul(gate, w, up=up, out=out,
-                                                                          out_zeroed=zeroed, pdl=pdl)
 
     def __call__(self, x: Tensor) -> list[Tensor]:
         return [f(x) for f in self.calls]
-
-
-def buffer_size(parts: list[GPTQWeight | _Dense], batch: int) -> int:
-    """fp16 elements of the int4 outputs of ``parts`` at this batch (:class:`Linears`' buffer)."""
-    return batch * sum(p.n for p in parts if isinstance(p, GPTQWeight))
 
 
 def concat_gptq_weights(weights: list[GPTQWeight]) -> GPTQWeight | None:
@@ -165,7 +149,6 @@ class _Layer:
     o: Linears
     gate_up: Linears  # one fused, or gate, up
     down: Linears
-    mlp_zero: Tensor | None  # what the post-attention norm zeroes: gate_up's buffer, and down's when it is gated
 
 
 def _llama_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
@@ -211,7 +194,9 @@ class DecodeStep:
         self.layers = [
             _Layer(layer.input_layernorm.weight, layer.post_attention_layernorm.weight,
                    linears([layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj]),
-                   linears([layer.self_attn.o_proj]), *self._mlp(layer.mlp, fuse, device))
+                   linears([layer.self_attn.o_proj]),
+                   linears([layer.mlp.gate_proj, layer.mlp.up_proj]),
+                   linears([layer.mlp.down_proj]))
             for layer in inner.layers]
         with torch.no_grad():  # the model's own rotary tables, so that positions round as in its forward
             positions = torch.arange(max_len, device=device)[None]
@@ -227,21 +212,6 @@ class DecodeStep:
         self.length = 0  # tokens in the sequence so far (host side, for the bounds check only)
         self.logits: Tensor | None = None  # the last step's logits (B, V)
 
-    def _mlp(self, mlp: nn.Module, fuse: bool, device: torch.device) -> tuple[Linears, Linears, Tensor | None]:
-        """(gate/up, down, the post-attention norm's ``zero``) of one layer's MLP. An int4 down projection
-        gates its own input (``Linears.gated``): no SiLU kernel runs, so the norm zeroes down's buffer too,
-        which sits right after gate/up's in one allocation."""
-        gate_up, down = _parts([mlp.gate_proj, mlp.up_proj], fuse), _parts([mlp.down_proj], fuse)
-        if len(down) != 1 or not isinstance(down[0], GPTQWeight):
-            gate_up_linears = Linears(gate_up, self.batch, device, self.pdl)
-            return gate_up_linears, Linears(down, self.batch, device, self.pdl), gate_up_linears.zero
-        first = buffer_size(gate_up, self.batch)
-        both = torch.zeros(first + buffer_size(down, self.batch), device=device, dtype=torch.float16)
-        gate_up_linears = Linears(gate_up, self.batch, device, self.pdl, buffer=both[:first])
-        down_linears = Linears(down, self.batch, device, self.pdl, buffer=both[first:])
-        needs_zeros = gate_up_linears.zero is not None or down_linears.zero is not None
-        return gate_up_linears, down_linears, both if needs_zeros else None
-
     @torch.no_grad()
     def run(self) -> Tensor:
         """One decoding step, eagerly: the next token of each sequence; returns the logits (B, V)."""
@@ -256,13 +226,10 @@ class DecodeStep:
             q, k, v = qkv if len(qkv) == 3 else qkv[0].split([q_width, kv_width, kv_width], dim=1)
             attn = rope_attend(q, k, v, self.cos, self.sin, self.k_cache[index], self.v_cache[index], self.pos,
                                zero=layer.o.zero, pdl=pdl)
-            h = add_rms_norm(resid, layer.post_norm, self.eps, layer.o(attn)[0], zero=layer.mlp_zero, pdl=pdl)
+            h = add_rms_norm(resid, layer.post_norm, self.eps, layer.o(attn)[0], zero=layer.gate_up.zero, pdl=pdl)
             gate_up = layer.gate_up(h)
             gate, up = gate_up if len(gate_up) == 2 else gate_up[0].chunk(2, dim=1)
-            if layer.down.gated is not None:
-                delta = layer.down.gated(gate, up)
-            else:
-                delta = layer.down(silu_mul(gate, up, zero=layer.down.zero, pdl=pdl))[0]
+            delta = layer.down(silu_mul(gate, up, zero=layer.down.zero, pdl=pdl))[0]
         h = add_rms_norm(resid, self.final_norm, self.eps, delta, zero=self.head.zero, pdl=pdl)
         logits = self.head(h)[0]
         greedy_pick(logits.view(b, -1), self.ids, self.tokens, self.pos, pdl=pdl)

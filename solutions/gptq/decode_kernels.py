@@ -32,7 +32,6 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from solutions.gptq.kernels import silu_gate
 from solutions.gptq.pdl import STEP_EARLY, pdl_kwargs, start_next_kernel, wait_for_previous_kernel
 
 ZERO_BLOCK = tl.constexpr(1024)  # fp16 elements a program zeroes per store of its share of ``zero``
@@ -197,9 +196,10 @@ def _silu_mul_kernel(gate_ptr, up_ptr, out_ptr, zero_ptr, n, gate_stride, up_str
     row = tl.program_id(0)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    g = tl.load(gate_ptr + row * gate_stride + offs, mask=mask, other=0.0)
-    u = tl.load(up_ptr + row * up_stride + offs, mask=mask, other=0.0)
-    tl.store(out_ptr + row * out_stride + offs, silu_gate(g, u), mask=mask)
+    g = tl.load(gate_ptr + row * gate_stride + offs, mask=mask, other=0.0).to(tl.float32)
+    u = tl.load(up_ptr + row * up_stride + offs, mask=mask, other=0.0).to(tl.float32)
+    act = (g / (1.0 + tl.exp(-g))).to(tl.float16).to(tl.float32)
+    tl.store(out_ptr + row * out_stride + offs, (act * u).to(tl.float16), mask=mask)
 
 
 def silu_mul(gate: Tensor, up: Tensor, out: Tensor | None = None, zero: Tensor | None = None,

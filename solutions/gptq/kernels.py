@@ -194,14 +194,6 @@ def _mma_row_order(r, LOAD_WARPS: tl.constexpr):
 
 
 @triton.jit
-def silu_gate(gate, up):
-    """``silu(gate) * up`` in fp16, rounded where transformers' Llama MLP rounds: SiLU, then the product."""
-    g = gate.to(tl.float32)
-    act = (g / (1.0 + tl.exp(-g))).to(tl.float16).to(tl.float32)
-    return (act * up.to(tl.float32)).to(tl.float16)
-
-
-@triton.jit
 def _prefetch_mma_share(qweight_ptr, pid_n, N, k_start, k_end, stride_qk, stride_qn, BLOCK_N: tl.constexpr,
                         BLOCK_K: tl.constexpr, FIRST_STEP_ONLY: tl.constexpr):
     """Ask L2 for a program's share of the repacked weights (tile pid_n, rows k_start..k_end of K, or only
@@ -250,8 +242,6 @@ def gptq_small_m_kernel(
     LOAD_WARPS: tl.constexpr = 0,  # num_warps when the words are loaded in wgmma's row order (_mma_row_order)
     A_DESC: tl.constexpr = False,  # a_ptr is a TMA descriptor of A (M, K), block (BLOCK_M, BLOCK_K)
     PDL: tl.constexpr = 0,  # flags of solutions.gptq.pdl: launched with PDL, wait before touching A or C
-    GATED_A: tl.constexpr = False,  # A is silu(gate) * up: a_ptr the gate, up_offset elements further the up
-    up_offset=0,
 ):
     PACK: tl.constexpr = 8  # 4-bit values per int32 word
     BLOCK_KW: tl.constexpr = BLOCK_K // PACK  # packed rows per K step
@@ -318,14 +308,9 @@ def gptq_small_m_kernel(
             a_t = a_ptr.load([m_start, k0]).T
         elif HAS_A_PERM:
             a_rows = tl.load(a_ptrs, mask=k_in_bounds, other=0)
-            a_gathered = a_ptr + a_rows[:, None] * stride_ak + offs_m[None, :] * stride_am
-            a_t = tl.load(a_gathered, mask=a_mask, other=0.0)
-            if GATED_A:
-                a_t = silu_gate(a_t, tl.load(a_gathered + up_offset, mask=a_mask, other=0.0))
+            a_t = tl.load(a_ptr + a_rows[:, None] * stride_ak + offs_m[None, :] * stride_am, mask=a_mask, other=0.0)
         else:
             a_t = tl.load(a_ptrs, mask=a_mask, other=0.0)
-            if GATED_A:
-                a_t = silu_gate(a_t, tl.load(a_ptrs + up_offset, mask=a_mask, other=0.0))
         if not W_MMA:
             # Plain qweight: word i holds rows 8i..8i+7, which the fragment order scatters; A follows.
             # (The repacked words already hold the rows that their fragment positions need.)

@@ -39,7 +39,6 @@ def gptq_matmul(
     out: Tensor | None = None,
     out_zeroed: bool = False,
     pdl: bool | int = False,
-    up: Tensor | None = None,
 ) -> Tensor:
     """``a @ W`` for fp16 ``a`` of shape (..., K) and a 4-bit GPTQ weight W (K, N); fp16 (..., N).
 
@@ -60,11 +59,6 @@ def gptq_matmul(
     CUDA graph cleared it (solutions/gptq/decode.py), which saves the zero-fill launch. Other calls
     overwrite it whatever it holds.
 
-    ``up``: a tensor of ``a``'s shape and strides (two halves of one buffer are fine): the call computes
-    ``(silu(a) * up) @ W``, the gating of a SwiGLU MLP done as the fused kernel loads A (rounded as
-    transformers' Llama rounds it: SiLU, then the product), so no kernel writes the gated activations.
-    Always the fused kernel (``method`` "auto" or "fused").
-
     ``pdl=True`` (or flags of :mod:`solutions.gptq.pdl`): where the call runs the fused small-M kernel on a
     Hopper GPU, launch it with programmatic dependent launch: it may start while the kernel before it still
     runs, and waits for that kernel before it reads A or touches C. It pays in a chain of kernels that all
@@ -75,21 +69,21 @@ def gptq_matmul(
     """
     a2 = a if a.dim() == 2 else a.reshape(-1, a.shape[-1])
     key = (a2.shape, a2.stride(), a2.data_ptr() % 16 == 0, a2.get_device(), a2.dtype)  # plan_key, inlined
-    if config is not None or split_k is not None or deterministic or method != "auto" or pdl or up is not None:
-        key += (config, split_k, deterministic, method, pdl, up_offset(a, up))
+    if config is not None or split_k is not None or deterministic or method != "auto" or pdl:
+        key += (config, split_k, deterministic, method, pdl)
     plan = weight._plans.get(key)
     if out is None and plan is not None and plan.hot is not None:
         result = plan.hot(a2)
         return result if a2 is a else result.reshape(*a.shape[:-1], plan.n)
     if plan is None:
-        plan = _new_plan(a, a2, weight, key, split_k, config, deterministic, method, pdl, up)
+        plan = _new_plan(a, a2, weight, key, split_k, config, deterministic, method, pdl)
         if plan is None:  # M = 0
             return out if out is not None else a.new_empty((*a.shape[:-1], weight.n))
     c = None if out is None else _output_rows(out, a, plan.m, plan.n)
     try:
         result = plan(a2, c, out_zeroed)
     except Replan:  # the warp-specialised kernel failed once: ws_prefill.supported() is False from now on
-        plan = weight._plans[key] = Plan(a2, weight, config, deterministic, method, pdl, up_offset(a, up))
+        plan = weight._plans[key] = Plan(a2, weight, config, deterministic, method, pdl)
         result = plan(a2, c, out_zeroed)
     if out is not None:
         return out
@@ -97,34 +91,31 @@ def gptq_matmul(
 
 
 def accumulates(a: Tensor, weight: GPTQWeight, *, split_k: int | None = None, config: GPTQConfig | None = None,
-                deterministic: bool = False, method: str = "auto", pdl: bool | int = False,
-                up: Tensor | None = None) -> bool:
+                deterministic: bool = False, method: str = "auto", pdl: bool | int = False) -> bool:
     """Whether ``gptq_matmul(a, weight, ...)`` with these options adds split-K shares into its output with
     atomics: the calls where ``out_zeroed=True`` saves a zero-fill. Plans the call (no launch)."""
     a2 = a if a.dim() == 2 else a.reshape(-1, a.shape[-1])
-    key = plan_key(a2, split_k, config, deterministic, method, pdl, up_offset(a, up))
+    key = plan_key(a2, split_k, config, deterministic, method, pdl)
     plan = weight._plans.get(key)
     if plan is None:
-        plan = _new_plan(a, a2, weight, key, split_k, config, deterministic, method, pdl, up)
+        plan = _new_plan(a, a2, weight, key, split_k, config, deterministic, method, pdl)
     return plan is not None and plan.atomic
 
 
 def plan_key(a2: Tensor, split_k: int | None, config: GPTQConfig | None, deterministic: bool,
-             method: str, pdl: bool | int = False, gated_up_offset: int | None = None) -> tuple:
+             method: str, pdl: bool | int = False) -> tuple:
     """The key of a call's plan in ``GPTQWeight.plans``. Everything a plan depends on is in it, so a hit
     needs no further checks: Triton specialises on 16-byte alignment and on strides equal to 1, hence the
     strides and alignment. The options join the key only where one differs from its default (a shorter
     key to build; gptq_matmul builds it inline, the hottest line of a call)."""
     key = (a2.shape, a2.stride(), a2.data_ptr() % 16 == 0, a2.get_device(), a2.dtype)
-    if config is not None or split_k is not None or deterministic or method != "auto" or pdl \
-            or gated_up_offset is not None:
-        key += (config, split_k, deterministic, method, pdl, gated_up_offset)
+    if config is not None or split_k is not None or deterministic or method != "auto" or pdl:
+        key += (config, split_k, deterministic, method, pdl)
     return key
 
 
 def _new_plan(a: Tensor, a2: Tensor, weight: GPTQWeight, key: tuple, split_k: int | None,
-              config: GPTQConfig | None, deterministic: bool, method: str, pdl: bool | int = False,
-              up: Tensor | None = None) -> Plan | None:
+              config: GPTQConfig | None, deterministic: bool, method: str, pdl: bool | int = False) -> Plan | None:
     """Check the call's arguments and plan it (cached under ``key``); None for an empty A (M = 0)."""
     k = weight.k
     if a.shape[-1] != k:
@@ -140,20 +131,9 @@ def _new_plan(a: Tensor, a2: Tensor, weight: GPTQWeight, key: tuple, split_k: in
     cfg = config
     if split_k is not None:
         cfg = replace(cfg if cfg is not None else default_config(a2.shape[0], weight), split_k=split_k)
-    plan = Plan(a2, weight, cfg, deterministic, method, pdl, up_offset(a, up))
+    plan = Plan(a2, weight, cfg, deterministic, method, pdl)
     weight._plans[key] = plan
     return plan
-
-
-def up_offset(a: Tensor, up: Tensor | None) -> int | None:
-    """Where ``up`` starts, in elements from ``a`` (None without ``up``): the fused kernel reads each element of
-    up at its element of a plus this offset, so up must have a's shape, strides, dtype and device."""
-    if up is None:
-        return None
-    if up.shape != a.shape or up.stride() != a.stride() or up.dtype != a.dtype or up.device != a.device:
-        raise ValueError(f"up must match a (shape {tuple(a.shape)}, strides {a.stride()}, {a.dtype} on {a.device}), "
-                         f"got shape {tuple(up.shape)}, strides {up.stride()}, {up.dtype} on {up.device}")
-    return (up.data_ptr() - a.data_ptr()) // a.element_size()
 
 
 def _output_rows(out: Tensor, a: Tensor, m: int, n: int) -> Tensor:

@@ -36,8 +36,8 @@ GLOBAL_ACCESS = re.compile(r"^\s*(@%p\d+\s+)?(ld|st|atom|red)(?!\.(param|shared|
 
 def step_launches() -> list[tuple[JITFunction, tuple, dict]]:
     """(kernel, positional arguments, keyword arguments) of each distinct Triton launch of a decoding step
-    with the decoder's flags (``pdl.DECODE``): the four step kernels and the int4 matmul (one share, split-K
-    into a zeroed C, gating its input), and the matmul with the flags that experiments/ab_pdl.py tries."""
+    with the decoder's flags (``pdl.DECODE``): the four step kernels and the int4 matmul (one share, and
+    split-K into a zeroed C), and the matmul with the flags that experiments/ab_pdl.py tries."""
     launches: list[tuple[JITFunction, tuple, dict]] = []
 
     def capture(self, *args, grid, warmup, **kwargs):
@@ -61,9 +61,6 @@ def step_launches() -> list[tuple[JITFunction, tuple, dict]]:
         for split_k, flags in ((1, DECODE), (2, DECODE), (2, WAIT | PREFETCH | MATMUL_EARLY)):  # the last: experiments'
             config = GPTQConfig(16, 128, 128, 1, split_k, 4, 3, maxnreg=128)
             gptq_matmul(x, weight, config=config, out=torch.zeros(b, 384).half(), out_zeroed=True, pdl=flags)
-        gate_up = torch.randn(b, 2 * hidden).half()  # the down projection, gating its own input
-        gptq_matmul(gate_up[:, :hidden], weight, up=gate_up[:, hidden:], out=torch.zeros(b, 384).half(),
-                    out_zeroed=True, pdl=DECODE)
     return launches
 
 

@@ -110,7 +110,7 @@ class Plan:
     """
 
     def __init__(self, a2: Tensor, weight: GPTQWeight, cfg: GPTQConfig | None, deterministic: bool,
-                 method: str, pdl: bool | int = False, up_offset: int | None = None) -> None:
+                 method: str, pdl: bool | int = False) -> None:
         m, k = a2.shape
         n = weight.n
         self.m, self.n, self.mn, self.bias = m, n, (m, n), weight.bias
@@ -119,17 +119,14 @@ class Plan:
         w_mma_ok = (weight.qweight_mma is not None and not has_g_idx
                     and (weight.group_size % 32 == 0 or weight.group_size >= k))
         self.requested = method
-        gated = up_offset is not None  # A is silu(gate) * up, computed as it is loaded (the fused kernel only)
-        if gated and method not in ("auto", "fused"):
-            raise ValueError(f"a gated A (up=...) needs method 'auto' or 'fused', got {method!r}")
         tile = ws_choice(a2, weight, explicit=method == "ws") if method in ("auto", "ws") and cfg is None \
-            and not gated else None
+            else None
         if method == "ws" and tile is None:
             raise ValueError("method='ws' needs a Hopper GPU, Gluon, the repacked weights, K and N multiples of "
                              "128, one group per 128 rows of K, no act-order permutation, and no config")
         if method == "auto":
             method = "ws" if tile else (
-                "dequant" if (cfg is None and a2.is_cuda and not gated and use_dequant(m, weight)) else "fused")
+                "dequant" if (cfg is None and a2.is_cuda and use_dequant(m, weight)) else "fused")
         self.method = method
         self.launches: list[Launch] = []
         self.atomic = self.partial = self.bias_init = False
@@ -203,18 +200,16 @@ class Plan:
                     weight.qzeros.stride(0), weight.qzeros.stride(1), stride_cs, stride_cm, stride_cn]
             # 8 warps: load the words in wgmma's row order (see kernels._mma_row_order); 4 warps need no help.
             load_warps = 8 if w_mma and cfg.num_warps == 8 and cfg.block_n % 128 == 0 else 0
-            a_desc = use_tma_a(cfg, a2, weight.a_perm is not None) and not gated
+            a_desc = use_tma_a(cfg, a2, weight.a_perm is not None)
             if a_desc:
                 self.a_arg = _a_descriptor(cfg.block_m, cfg.block_k)
             self.pdl = pdl_flags(pdl) if pdl and pdl_available(a2.device) else 0
             kwargs = dict(HAS_G_IDX=has_g_idx, W_MMA=w_mma, LOAD_WARPS=load_warps, A_DESC=a_desc, PDL=self.pdl,
-                          **flags, **(dict(GATED_A=True, up_offset=up_offset) if gated else {}))
+                          **flags)
             self.launches.append(Launch(gptq_small_m_kernel, grid, args, kwargs, {**options,
                                                                                  **launch_options(self.pdl)}))
             self.c_index = 7
         else:
-            if gated:
-                raise ValueError("a gated A (up=...) needs the swapped kernel (swap_ab=True)")
             if weight.qweight is None:
                 raise ValueError("swap_ab=False reads the plain qweight, which was dropped at load time "
                                  "(load_gptq_layer(..., keep_plain=True) keeps it)")
