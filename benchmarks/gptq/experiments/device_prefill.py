@@ -6,7 +6,8 @@ table set to the winners (what configs.DEVICE_TABLES then gets, entry for entry)
     python3 benchmarks/gptq/experiments/device_prefill.py --rows 256,0 512,0 256,1 --rounds 5 \\
         [--json OUT.json] [--then-prefill --out DIR --shapes 0 1 --rounds 3]
 
-``--rows``: M,SHAPE (an index into common.SHAPES). Everything after ``--then-prefill`` goes to prefill.py.
+``--rows``: M,SHAPE (an index into common.SHAPES); ``--ws-extra``: ws tiles beside the built-in ones.
+Everything after ``--then-prefill`` goes to prefill.py.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def main() -> int:
     parser.add_argument("--rows", nargs="+", required=True)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--ws-extra", nargs="*", default=[],
+                        help="more ws tiles to time: BLOCK_M,STAGES or BLOCK_M,STAGES,sk (stream-K), e.g. 64,4 64,4,sk")
     args = parser.parse_args(argv[: len(argv) - len(rest) - 1] if rest is not None else argv)
     if not torch.cuda.is_available():
         print("device_prefill.py needs a CUDA GPU; nothing to do.")
@@ -107,6 +110,9 @@ def main() -> int:
     fragment = next((f for f in configs.DEVICE_TABLES if f in configs.device_name()), None)
     print(f"device {configs.device_name()}: DEVICE_TABLES entry {fragment!r}", flush=True)
     rows = [tuple(int(x) for x in row.split(",")) for row in args.rows]
+    for spec in args.ws_extra:
+        block_m, stages, *sk = spec.split(",")
+        WS.append(WSTile(int(block_m), int(stages), sk == ["sk"]))
     try:  # compile the fused candidates in parallel first (tune.py's worker pool)
         from tune import precompile
 
