@@ -76,7 +76,7 @@ def test_pdl_is_asked_for_only_where_it_exists():
     x = torch.randn(1, 256, generator=torch.Generator().manual_seed(1)).half().to(device)
     one_share = GPTQConfig(16, 128, 128, 1, 1, 4, 3)  # no atomics: the same bits with and without PDL
     with_pdl = gptq_matmul(x, weight, config=one_share, pdl=True)
-    assert [bool(plan.pdl) for plan in weight._plans.values()] == [pdl_available(device)]
+    assert [bool(plan.pdl) for plan in weight.plans.values()] == [pdl_available(device)]
     torch.testing.assert_close(with_pdl, gptq_matmul(x, weight, config=one_share), rtol=0, atol=0)
 
 
