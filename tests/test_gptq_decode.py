@@ -63,9 +63,11 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
 
 
+@pytest.mark.parametrize("length,pos", [(40, 37), (300, 290), (8, 0)],
+                         ids=["one-ragged-block", "three-blocks", "empty-cache"])  # blocks of ATTEND_BLOCK_L = 128
 @pytest.mark.parametrize("kv_heads", [4, 2])
-def test_rope_attend_writes_the_cache_and_attends_over_every_position(kv_heads):
-    batch, heads, d, length, pos = 2, 4, 16, 40, 37  # 37 cached positions: a full block of 32 and a ragged one
+def test_rope_attend_writes_the_cache_and_attends_over_every_position(kv_heads, length, pos):
+    batch, heads, d = 2, 4, 16
     q, k, v = randn(batch, heads * d, seed=1), randn(batch, kv_heads * d, seed=2), randn(batch, kv_heads * d, seed=3)
     angles = torch.arange(length)[:, None] * torch.rand(d // 2, generator=torch.Generator().manual_seed(4))
     cos, sin = (torch.cat([f(angles)] * 2, -1).half().to(DEVICE) for f in (torch.cos, torch.sin))
