@@ -125,44 +125,23 @@ def _rope(ptr, d, cos, sin, HALF: tl.constexpr):
 
 
 @triton.jit
-def _attend_block(q, keys, values, valid, m, total, acc, scale):
-    """One block of cache rows in the online softmax: (running max, sum of weights, weighted values)."""
-    scores = tl.where(valid, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))
-    m_new = tl.maximum(m, tl.max(scores, axis=0))
-    alpha = tl.exp(m - m_new)
-    p = tl.exp(scores - m_new)
-    return m_new, total * alpha + tl.sum(p, axis=0), acc * alpha + tl.sum(p[:, None] * values, axis=0)
-
-
-@triton.jit
 def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache, pos_ptr, out_ptr, zero_ptr,
                         q_stride, k_stride, v_stride, out_stride, cache_len, scale, zero_numel,
                         KV_HEADS: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_L: tl.constexpr,
                         PDL: tl.constexpr):
-    if PDL:
-        if PDL & STEP_EARLY:
-            start_next_kernel()
+    _follow_previous_kernel(PDL)
     b = tl.program_id(0)
     g = tl.program_id(1)  # one program per (sequence, kv head): its k/v and the GROUP query heads sharing them
-    # Read before waiting for the q/k/v matmul (PDL), as nothing the step ran before this kernel writes them:
-    # the position (set at the end of the previous step), the rotary tables, and the first block of cache
-    # rows before the position (written by earlier steps).
     pos = tl.load(pos_ptr)
     d = tl.arange(0, D)
     cos = tl.load(cos_ptr + pos * D + d).to(tl.float32)
     sin = tl.load(sin_ptr + pos * D + d).to(tl.float32)
-    base = (b * KV_HEADS + g).to(tl.int64) * cache_len * D
-    rows = tl.arange(0, BLOCK_L)
-    first_valid = rows < pos
-    first_offs = base + rows[:, None] * D + d[None, :]
-    first_keys = tl.load(k_cache + first_offs, mask=first_valid[:, None], other=0.0)
-    first_values = tl.load(v_cache + first_offs, mask=first_valid[:, None], other=0.0)
-    if PDL:
-        wait_for_previous_kernel()
     k = _rope(k_ptr + b * k_stride + g * D, d, cos, sin, D // 2)
     v = tl.load(v_ptr + b * v_stride + g * D + d)
+    base = (b * KV_HEADS + g).to(tl.int64) * cache_len * D
     kf = k.to(tl.float32)
     vf = v.to(tl.float32)
+    rows = tl.arange(0, BLOCK_L)
     for h in tl.static_range(GROUP):
         head = g * GROUP + h
         q = _rope(q_ptr + b * q_stride + head * D, d, cos, sin, D // 2).to(tl.float32)
@@ -170,15 +149,19 @@ def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache,
         m = tl.sum(q * kf, axis=0) * scale
         total = m * 0.0 + 1.0
         acc = vf
-        m, total, acc = _attend_block(q, first_keys.to(tl.float32), first_values.to(tl.float32), first_valid, m,
-                                      total, acc, scale)
-        for start in range(BLOCK_L, pos, BLOCK_L):
+        for start in range(0, pos, BLOCK_L):
             idx = start + rows
             valid = idx < pos
             offs = base + idx[:, None] * D + d[None, :]
             keys = tl.load(k_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
+            scores = tl.where(valid, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))
+            m_new = tl.maximum(m, tl.max(scores, axis=0))
+            alpha = tl.exp(m - m_new)
+            p = tl.exp(scores - m_new)
             values = tl.load(v_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
-            m, total, acc = _attend_block(q, keys, values, valid, m, total, acc, scale)
+            total = total * alpha + tl.sum(p, axis=0)
+            acc = acc * alpha + tl.sum(p[:, None] * values, axis=0)
+            m = m_new
         tl.store(out_ptr + b * out_stride + head * D + d, (acc / total).to(tl.float16))
     # The new k and v go into the cache last: the loop reads positions before pos only, and its loads need
     # not wait behind stores to the same cache.

@@ -8,9 +8,7 @@ on the previous kernel (here: ask the L2 cache for this program's weights, :func
 wait in :func:`wait_for_previous_kernel` until the previous kernel has finished and its writes are visible.
 
 The rule that keeps this correct: a kernel launched with PDL touches nothing that an earlier kernel
-writes or reads before its wait (reading the weights is fine: no kernel of the step writes them; the
-attention kernel also reads the position, the rotary tables and the cached keys and values early, which
-nothing in the step writes before it). It never writes before its wait.
+writes or reads before its wait (reading the weights is fine: no kernel of the step writes them).
 Since every kernel waits for the one before it, and that one waited for its own predecessor, after the
 wait every earlier kernel of the stream has finished. A kernel launched without PDL (cuBLAS, torch)
 waits for everything before it, as always.

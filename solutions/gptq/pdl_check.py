@@ -1,8 +1,7 @@
 """Offline check (no GPU needed) of the PDL rule (:mod:`solutions.gptq.pdl`) in every Triton kernel that the
 lean decoding step launches: compiled for sm_90 with ``launch_pdl``, each kernel's PTX lets the next
 kernel start (griddepcontrol.launch_dependents) and waits for the previous one (griddepcontrol.wait)
-before any access to global memory: an L2 prefetch of the weights aside, and loads in the kernels of
-EARLY_READS (data that no kernel of the step writes before them); never a write.
+before any access to global memory, an L2 prefetch of the weights aside.
 
     python -m solutions.gptq.pdl_check        (one line per kernel; exit status 1 if one breaks the rule)
 
@@ -33,10 +32,6 @@ TARGET = GPUTarget("cuda", 90, 32)
 # A global access: ld/st/atom/red on global (or generic) addresses, asynchronous and bulk (TMA) copies.
 GLOBAL_ACCESS = re.compile(r"^\s*(@%p\d+\s+)?(ld|st|atom|red)(?!\.(param|shared|local|const))\.|"
                            r"^\s*(@%p\d+\s+)?cp\.(async|reduce)")
-GLOBAL_LOAD = re.compile(r"^\s*(@%p\d+\s+)?ld(?!\.(param|shared|local|const))\.")
-# Kernels that read, before their wait, data that no kernel of the step writes before them (their docstring
-# or comments say which); a write before the wait is never allowed.
-EARLY_READS = {"_rope_attend_kernel": "the position, the rotary tables and the cached rows"}
 
 
 def step_launches() -> list[tuple[JITFunction, tuple, dict]]:
@@ -88,9 +83,8 @@ def compile_ptx(fn: JITFunction, args: tuple, kwargs: dict) -> tuple[str, bool]:
     return compiled.asm["ptx"], bool(getattr(compiled.metadata, "launch_pdl", False))
 
 
-def rule_breaks(ptx: str, launch_pdl: bool, early_reads: bool = False) -> list[str]:
-    """What in this kernel breaks the PDL rule (empty: nothing). ``early_reads``: plain global loads before the
-    wait are allowed (the kernel reads only what no earlier kernel of the step writes; EARLY_READS)."""
+def rule_breaks(ptx: str, launch_pdl: bool) -> list[str]:
+    """What in this kernel breaks the PDL rule (empty: nothing)."""
     lines = [line for line in ptx.splitlines() if not line.strip().startswith(("//", ".loc", ".file"))]
     waits = [i for i, line in enumerate(lines) if "griddepcontrol.wait" in line]
     problems = [] if launch_pdl else ["not launched with launch_pdl"]
@@ -98,8 +92,7 @@ def rule_breaks(ptx: str, launch_pdl: bool, early_reads: bool = False) -> list[s
         problems.append("never lets the next kernel start (no griddepcontrol.launch_dependents)")
     if not waits:
         return [*problems, "never waits for the previous kernel (no griddepcontrol.wait)"]
-    early = [line.strip() for line in lines[: waits[0]]
-             if GLOBAL_ACCESS.search(line) and not (early_reads and GLOBAL_LOAD.search(line))]
+    early = [line.strip() for line in lines[: waits[0]] if GLOBAL_ACCESS.search(line)]
     return problems + [f"global access before the wait: {line}" for line in early[:3]]
 
 
@@ -111,11 +104,9 @@ def main() -> int:
         if key in seen:
             continue
         seen.add(key)
-        reads = EARLY_READS.get(fn.__name__)
-        problems = rule_breaks(*compile_ptx(fn, args, kwargs), early_reads=reads is not None)
+        problems = rule_breaks(*compile_ptx(fn, args, kwargs))
         failed |= bool(problems)
-        verdict = "ok" + (f" (reads {reads} before its wait)" if reads else "")
-        print(f"{fn.__name__}: {'; '.join(problems) if problems else verdict}")
+        print(f"{fn.__name__}: {'; '.join(problems) if problems else 'ok'}")
     return 1 if failed else 0
 
 
