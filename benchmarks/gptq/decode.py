@@ -218,6 +218,20 @@ def compare_tokens(rows: list[dict], lean_tokens: dict, references: dict, refere
                 row[f"{name}_compiled_vs_eager_static"] = "equal" if diff is None else f"differs from new token {diff}"
 
 
+def benchmark_llama(layers: int) -> tuple:
+    """(config, fp16 model, int4 copy): this benchmark's Llama (hidden 4096, intermediate 11008, 32 heads,
+    ``layers`` blocks, vocab 32000), random weights from seed 0, on the GPU; its nn.Linear layers quantized."""
+    import transformers
+
+    config = transformers.LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=layers,
+                                      num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
+                                      max_position_embeddings=4096)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        fp16 = transformers.LlamaForCausalLM(config).half().eval()
+    return config, fp16, quantize_linears(copy.deepcopy(fp16), group_size=128)
+
+
 def weight_bytes(model: torch.nn.Module) -> int:
     """Bytes a decode step reads in full: every parameter and buffer except the embedding table
     (of which a step reads one row per sequence)."""
@@ -247,13 +261,7 @@ def main() -> int:
     import transformers
 
     env["transformers"] = transformers.__version__
-    config = transformers.LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=args.layers,
-                                      num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
-                                      max_position_embeddings=4096)
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        fp16 = transformers.LlamaForCausalLM(config).half().eval()
-    int4 = quantize_linears(copy.deepcopy(fp16), group_size=128)
+    config, fp16, int4 = benchmark_llama(args.layers)
     n_gptq = sum(isinstance(m, GPTQLinear) for m in int4.modules())
     ref = dequantize_linears(copy.deepcopy(int4))
     ids = torch.randint(1, config.vocab_size, (4, 48), device="cuda")

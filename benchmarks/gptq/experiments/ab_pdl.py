@@ -14,7 +14,6 @@ replays timed together; medians. Also the step's matmuls alone as one graph (dec
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import statistics
 import sys
@@ -25,11 +24,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
 from common import copy_bandwidth  # noqa: E402
-from decode import linears_ms, weight_bytes  # noqa: E402
+from decode import benchmark_llama, linears_ms, weight_bytes  # noqa: E402
 
 from solutions.gptq import decode_kernels  # noqa: E402
 from solutions.gptq.decode import GraphDecoder  # noqa: E402
-from solutions.gptq.layer import quantize_linears  # noqa: E402
 
 
 def main() -> int:
@@ -46,15 +44,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("needs a CUDA GPU")
         return 0
-    import transformers
-
-    config = transformers.LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=args.layers,
-                                      num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
-                                      max_position_embeddings=4096)
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        fp16 = transformers.LlamaForCausalLM(config).half().eval()
-    int4 = quantize_linears(copy.deepcopy(fp16), group_size=128)
+    config, fp16, int4 = benchmark_llama(args.layers)
     del fp16
     floor_ms = weight_bytes(int4) / copy_bandwidth() * 1e3
     print(f"{torch.cuda.get_device_name()}: int4 floor {floor_ms:.3f} ms", flush=True)

@@ -5,30 +5,20 @@
 Eager decode: fp16 vs int4 interleaved in rounds (medians), then torch.profiler around one generate
 (9 new tokens, batch 8) per model after a warm-up. decode.py --rounds now does the first part.
 """
-import copy
 import json
 import os
 import statistics
 import sys
 
 import torch
-import transformers
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/gptq: decode.py
-from decode import timed_generate  # noqa: E402
-
-from solutions.gptq.layer import quantize_linears  # noqa: E402
+from decode import benchmark_llama, timed_generate  # noqa: E402
 
 out = os.environ.get("OUT", "/tmp")
 layers = int(sys.argv[1]) if len(sys.argv) > 1 else 16
-cfg = transformers.LlamaConfig(hidden_size=4096, intermediate_size=11008, num_hidden_layers=layers,
-                               num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
-                               max_position_embeddings=4096)
-torch.manual_seed(0)
-with torch.device("cuda"):
-    fp16 = transformers.LlamaForCausalLM(cfg).half().eval()
-int4 = quantize_linears(copy.deepcopy(fp16), group_size=128)
+_, fp16, int4 = benchmark_llama(layers)
 models = {"fp16": fp16, "int4": int4}
 T = 32
 for batch in (1, 8, 32):
