@@ -51,8 +51,9 @@ class GPTQWeight:
     a_perm: Tensor | None = None  # int32 (K,): A's column for each stored row (act-order)
     bias: Tensor | None = None  # fp16 (N,), added to the output when present
     qweight_mma: Tensor | None = None  # int32 (N / 128, K / 128, 128, 16): qweight repacked (repack_for_mma)
-    # gptq_matmul's launch plans (plans.py), per call signature; rebuilt by clear_plans().
-    _plans: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    # gptq_matmul's launch plans (plans.py) by call signature: filled by solutions.gptq.matmul alone (read them
+    # through ``plans``); emptied by clear_plans().
+    plan_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def k(self) -> int:
@@ -67,11 +68,11 @@ class GPTQWeight:
     @property
     def plans(self) -> Mapping[tuple, object]:
         """The cached launch plans (:class:`solutions.gptq.plans.Plan`) by call signature, read-only."""
-        return MappingProxyType(self._plans)
+        return MappingProxyType(self.plan_cache)
 
     def clear_plans(self) -> None:
         """Forget the cached launch plans (needed after replacing this weight's tensors)."""
-        self._plans.clear()
+        self.plan_cache.clear()
 
     def plain_qweight(self) -> Tensor:
         """qweight (K / 8, N), rebuilt from the repacked copy when it was dropped at load time."""

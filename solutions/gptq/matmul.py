@@ -71,7 +71,7 @@ def gptq_matmul(
     key = (a2.shape, a2.stride(), a2.data_ptr() % 16 == 0, a2.get_device(), a2.dtype)  # plan_key, inlined
     if config is not None or split_k is not None or deterministic or method != "auto" or pdl:
         key += (config, split_k, deterministic, method, pdl)
-    plan = weight._plans.get(key)
+    plan = weight.plan_cache.get(key)
     if out is None and plan is not None and plan.hot is not None:
         result = plan.hot(a2)
         return result if a2 is a else result.reshape(*a.shape[:-1], plan.n)
@@ -83,7 +83,7 @@ def gptq_matmul(
     try:
         result = plan(a2, c, out_zeroed)
     except Replan:  # the warp-specialised kernel failed once: ws_prefill.supported() is False from now on
-        plan = weight._plans[key] = Plan(a2, weight, config, deterministic, method, pdl)
+        plan = weight.plan_cache[key] = Plan(a2, weight, config, deterministic, method, pdl)
         result = plan(a2, c, out_zeroed)
     if out is not None:
         return out
@@ -96,7 +96,7 @@ def accumulates(a: Tensor, weight: GPTQWeight, *, split_k: int | None = None, co
     atomics: the calls where ``out_zeroed=True`` saves a zero-fill. Plans the call (no launch)."""
     a2 = a if a.dim() == 2 else a.reshape(-1, a.shape[-1])
     key = plan_key(a2, split_k, config, deterministic, method, pdl)
-    plan = weight._plans.get(key)
+    plan = weight.plan_cache.get(key)
     if plan is None:
         plan = _new_plan(a, a2, weight, key, split_k, config, deterministic, method, pdl)
     return plan is not None and plan.atomic
@@ -132,7 +132,7 @@ def _new_plan(a: Tensor, a2: Tensor, weight: GPTQWeight, key: tuple, split_k: in
     if split_k is not None:
         cfg = replace(cfg if cfg is not None else default_config(a2.shape[0], weight), split_k=split_k)
     plan = Plan(a2, weight, cfg, deterministic, method, pdl)
-    weight._plans[key] = plan
+    weight.plan_cache[key] = plan
     return plan
 
 

@@ -43,7 +43,7 @@ def pieces(m: int, k: int, n: int) -> tuple[dict, dict]:
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
     gptq_matmul(a, w)
     gptq_matmul(a, w)  # compiled, hot
-    (key, plan), = w._plans.items()
+    (key, plan), = w.plan_cache.items()
     launch = plan.launches[0]
     mn, dev = plan.mn, launch.device
     get_stream = driver.active.get_current_stream
@@ -58,7 +58,7 @@ def pieces(m: int, k: int, n: int) -> tuple[dict, dict]:
     tensors[0], tensors[plan.c_index] = a, c
     ints = [t.data_ptr() if isinstance(t, torch.Tensor) else t for t in tensors]
     runtime = knobs.runtime
-    plans = w._plans
+    plans = w.plan_cache
 
     def jit():
         launch.fn[launch.grid](*tensors[: launch.n_positional], **launch.kwargs, **launch.options)
@@ -121,7 +121,7 @@ def zero_fill_gpu(m: int, k: int, n: int) -> dict:
     for w in copies:
         gptq_matmul(a, w)
         gptq_matmul(a, w)
-        plans.append(next(iter(w._plans.values())))
+        plans.append(next(iter(w.plan_cache.values())))
 
     d32 = driver_memset()
 
