@@ -7,11 +7,15 @@ The package in layers, each importing only those below it:
 * :mod:`solutions.gptq.quantize` (int4 packing, a round-to-nearest quantizer) and
   :mod:`solutions.gptq.loader` (``GPTQWeight``: a checkpoint layer validated and repacked);
 * :mod:`solutions.gptq.configs`: ``GPTQConfig`` and the launch configs tuned on an H100;
+* :mod:`solutions.gptq.pdl` (programmatic dependent launch: the flags and device helpers the kernels use);
 * :mod:`solutions.gptq.dequant` (int4 -> fp16 in registers), :mod:`solutions.gptq.kernels` (the Triton
   kernels), :mod:`solutions.gptq.ws_prefill` (the warp-specialised Gluon prefill kernel for Hopper);
 * :mod:`solutions.gptq.launch` (a cheap launcher for compiled kernels) and :mod:`solutions.gptq.plans`
   (which kernel a call runs, with which arguments, cached per call signature);
-* this module; :mod:`solutions.gptq.layer` (``GPTQLinear``, a torch custom op) on top.
+* this module; :mod:`solutions.gptq.layer` (``GPTQLinear``, a torch custom op) on top;
+* beside it, a model's decoding: :mod:`solutions.gptq.decode_kernels` (the step's small kernels) and
+  :mod:`solutions.gptq.decode` (``GraphDecoder``: the whole greedy step one CUDA graph);
+  :mod:`solutions.gptq.pdl_check` checks offline that the step's kernels keep the PDL rule.
 
 Design notes and measurements: benchmarks/gptq/NOTES.md.
 """
