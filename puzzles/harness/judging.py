@@ -90,6 +90,8 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
         o.status = "unwritten"
     elif o.mismatch_count:
         o.status = "wrong"
+    elif recorded and (race := cross_program_race(run.trace, filename)) is not None:
+        o.status, o.error = "race", race
     elif recorded and case.split_k is not None:
         broken = split_k_violation(run.trace, case.split_k, case.sizes, filename)
         if broken is not None:
@@ -121,8 +123,9 @@ def _add_notes(o: SizeOutcome, notes: list[str]) -> None:
 
 def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: Case,
                    trace: Trace | None) -> None:
-    """Say what the wrong values look like when the run knows why: lanes a load left undefined, or a
-    contiguous reading of an input that the kernel was given the strides of."""
+    """Say what the wrong values look like when the run knows why: lanes a load left undefined, a
+    contiguous reading of an input that the kernel was given the strides of, or values all a rounding away
+    (a float16 computation where the spec's is float32)."""
     if trace is not None and trace.unfilled_loads and (not expected.dtype.is_floating_point or
                                                        bool((torch.isnan(out) & wrong).any())):
         loads = sorted(trace.unfilled_loads.values(), key=lambda u: u.line or 0)
@@ -138,6 +141,19 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
     if case.contiguous_expected is not None and bool(_close(out, case.contiguous_expected, case).all()):
         _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a "
                        "packed array): address the elements with the strides the kernel is given"])
+        return
+    if expected.dtype == torch.float32 and out.dtype == torch.float32:
+        e64, o64 = expected.double()[wrong], out.double()[wrong]
+        off = ((o64 - e64).abs() / e64.abs().clamp(min=case.atol)).nan_to_num(nan=1.0, posinf=1.0)
+        if off.numel() and float(off.max()) < _LOW_PRECISION_ERROR:
+            _add_notes(o, [f"every wrong element is within {float(off.max()):.2%} of its expected value, the error "
+                           "that float16 or bfloat16 arithmetic makes: is a value converted to a lower precision, or "
+                           "accumulated in one (or is a constant slightly off)? compute in float32, as the spec does"])
+
+
+# The largest relative error (of every wrong element) that reads as a lower precision, not a wrong formula:
+# bfloat16 rounds to 0.4%, float16 to 0.05%, and a sum in one accumulates a few roundings.
+_LOW_PRECISION_ERROR = 0.02
 
 
 def _escape_hint(trace: Trace, case: Case) -> str:
@@ -230,6 +246,82 @@ def _race(trace: Trace, filename: str | None) -> KernelError | None:
                     f"(tl.atomic_{how}) both write z element {element}: the result depends on the order in which "
                     "they run, which a GPU does not fix (use tl.atomic_add in every program to accumulate into a "
                     "shared output)", odd.line, source(odd), filename)
+    return None
+
+
+_ORDER_WORDS = ("on a GPU the programs run at the same time, in no fixed order (Triton's interpreter runs them one "
+                "after another, in order, which hid it here)")
+
+
+def cross_program_race(trace: Trace, filename: str | None, output: str = "z") -> KernelError | None:
+    """A result that only the interpreter's program order makes right: two programs plain-storing different
+    values into one output element (the later one won here), or a program loading an output element that
+    another program stores (here the other one had already run, or had not: on a GPU either may happen).
+    Atomics are `_race`'s (zero-initialised outputs); the same value stored twice is harmless."""
+    import linecache
+
+    import numpy as np
+
+    shape = trace.tensors.get(output, ((),))[0]
+    size = int(np.prod(shape)) if shape else 0
+    if not size:
+        return None
+    gx, gy, _ = trace.grid
+    first = np.full(size, -1, dtype=np.int64)  # the first program that stores each element
+    first_at = np.full(size, -1, dtype=np.int64)  # and the index of its store among `stores`
+    first_value = np.zeros(size, dtype=np.float64)
+    stores = [a for a in trace.accesses if a.tensor == output and a.op != "load" and a.elements.size]
+
+    def where(element: int) -> str:
+        coords = np.unravel_index(element, shape) if len(shape) > 1 else (element,)
+        return f"{output}[{', '.join(str(int(c)) for c in coords)}]"
+
+    def line(a: Any) -> str:
+        return f"line {a.line}: {linecache.getline(filename or '', a.line or 0).strip()}"
+
+    def program_id(a: Any) -> int:
+        return a.program[0] + gx * (a.program[1] + gy * a.program[2])
+
+    for index, access in enumerate(stores):
+        program, elements = program_id(access), access.elements
+        values = access.values.astype(np.float64) if access.values is not None else None
+        earlier = first[elements]
+        clash = (earlier >= 0) & (earlier != program)
+        if values is not None and clash.any():
+            old = first_value[elements]
+            differs = clash & (old != values) & ~(np.isnan(old) & np.isnan(values))
+            if differs.any():  # an atomic before a plain store is `_race`'s
+                differs &= np.array([stores[i].op == "store" for i in first_at[elements]])
+            if differs.any() and access.op == "store":
+                lane = int(np.flatnonzero(differs)[0])
+                before = stores[int(first_at[elements[lane]])]
+                return KernelError(
+                    "race",
+                    f"programs {before.program} and {access.program} both store {where(int(elements[lane]))}, "
+                    f"with different values: {old[lane]:.6g} ({line(before)}), then {values[lane]:.6g} ({line(access)}): "
+                    f"{_ORDER_WORDS}, so either value may be left; each output element must be stored by one "
+                    "program (does a block reach into another program's elements?)",
+                    before.line, linecache.getline(filename or "", before.line or 0), filename)
+        new = earlier < 0
+        first[elements[new]] = program
+        first_at[elements[new]] = index
+        if values is not None:
+            first_value[elements[new]] = values[new]
+    for access in trace.accesses:
+        if access.tensor != output or access.op != "load" or not access.elements.size:
+            continue
+        storer = first[access.elements]
+        foreign = (storer >= 0) & (storer != program_id(access))
+        if foreign.any():
+            lane = int(np.flatnonzero(foreign)[0])
+            element = int(access.elements[lane])
+            writer = stores[int(first_at[element])]
+            return KernelError(
+                "race",
+                f"program {access.program} loads {where(element)}, which program {writer.program} stores "
+                f"({line(writer)}): {_ORDER_WORDS}, so it may read the element before or after it is written; "
+                "compute from the inputs, not from another program's output",
+                access.line, linecache.getline(filename or "", access.line or 0), filename)
     return None
 
 
