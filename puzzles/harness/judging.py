@@ -298,9 +298,9 @@ def cross_program_race(trace: Trace, filename: str | None, output: str = "z") ->
                 return KernelError(
                     "race",
                     f"programs {before.program} and {access.program} both store {where(int(elements[lane]))}, "
-                    f"with different values: {old[lane]:.6g} ({line(before)}), then {values[lane]:.6g} ({line(access)}): "
-                    f"{_ORDER_WORDS}, so either value may be left; each output element must be stored by one "
-                    "program (does a block reach into another program's elements?)",
+                    f"with different values: {old[lane]:.6g} ({line(before)}), then {values[lane]:.6g} "
+                    f"({line(access)}): {_ORDER_WORDS}, so either value may be left; each output element must be "
+                    "stored by one program (does a block reach into another program's elements?)",
                     before.line, linecache.getline(filename or "", before.line or 0), filename)
         new = earlier < 0
         first[elements[new]] = program
