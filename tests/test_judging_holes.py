@@ -594,6 +594,7 @@ def _line_of(kernel, text: str) -> int:
 @pytest.mark.parametrize(("number", "kernel", "racing"), [
     (2, wrong.add_mask2_kernel_writes_next_block, "tl.store(z_ptr + following, x"),
     (14, wrong.unpack_int4_kernel_zeroes_next_rows, "tl.store(z_ptr + following[:, None]"),
+    (21, wrong.sgd_kernel_writes_next_chunk, "tl.store(p_out + following"),  # an output list's tensor
 ])
 def test_programs_storing_different_values_into_one_element_race(number, kernel, racing):
     result = grade(number, kernel)
@@ -601,6 +602,14 @@ def test_programs_storing_different_values_into_one_element_race(number, kernel,
     assert failure is not None and failure.status == "race", str(result)
     assert "both store" in failure.error.message and "different values" in failure.error.message
     assert failure.error.line == _line_of(kernel, racing)  # the store whose value was overwritten here
+
+
+@interpreted_only
+def test_an_atomic_and_another_programs_plain_store_into_one_element_race():
+    result = grade(2, wrong.add_mask2_kernel_exchanges_into_next_block)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "race", str(result)
+    assert "uses a plain tl.store" in failure.error.message
 
 
 @interpreted_only

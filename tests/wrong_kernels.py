@@ -299,3 +299,36 @@ def grey_kernel_float16(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: 
 @triton.jit
 def grey_kernel_blue_first(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.constexpr):
     _grey(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0, B1, tl.float32)
+
+
+@triton.jit
+def add_mask2_kernel_exchanges_into_next_block(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    """Writes x into the next program's block with an atomic, which that program's plain store overwrites."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    following = offsets + B0
+    tl.atomic_xchg(z_ptr + following, x, mask=following < N0)
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+
+
+@triton.jit
+def sgd_kernel_writes_next_chunk(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                                 B0: tl.constexpr):
+    """Puzzle 21, also storing p into the next chunk of its tensor, which that chunk's program rewrites."""
+    pid = tl.program_id(0)
+    t = tl.load(chunks_ptr + 2 * pid)
+    c = tl.load(chunks_ptr + 2 * pid + 1)
+    n = tl.load(numels_ptr + t)
+    p_ptr = tl.load(addresses_ptr + 0 * K + t).to(tl.pointer_type(tl.float32))
+    g_ptr = tl.load(addresses_ptr + 1 * K + t).to(tl.pointer_type(tl.float32))
+    m_ptr = tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32))
+    p_out = tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32))
+    m_out = tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32))
+    offs = c * B0 + tl.arange(0, B0)
+    mask = offs < n
+    p = tl.load(p_ptr + offs, mask=mask)
+    m = momentum * tl.load(m_ptr + offs, mask=mask) + tl.load(g_ptr + offs, mask=mask) + weight_decay * p
+    following = offs + B0
+    tl.store(p_out + following, p, mask=following < n)
+    tl.store(m_out + offs, m, mask=mask)
+    tl.store(p_out + offs, p - lr * m, mask=mask)

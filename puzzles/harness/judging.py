@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -90,7 +91,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
         o.status = "unwritten"
     elif o.mismatch_count:
         o.status = "wrong"
-    elif recorded and (race := cross_program_race(run.trace, filename)) is not None:
+    elif recorded and (race := cross_program_race(run.trace, filename, _outputs(run.trace, case))) is not None:
         o.status, o.error = "race", race
     elif recorded and case.split_k is not None:
         broken = split_k_violation(run.trace, case.split_k, case.sizes, filename)
@@ -99,6 +100,12 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     if run.trace is not None:
         _add_notes(o, run.trace.emulated)
     return o
+
+
+def _outputs(trace: Trace, case: Case) -> list[str]:
+    """The tensors the kernel writes its results into: z, or each tensor of an output list (puzzle 21)."""
+    inputs = set(case.guarded or case.input_names)
+    return [name for name in trace.tensors if name not in inputs]
 
 
 def _poisoned_if_wrong(run: RunOutput, case: Case) -> torch.Tensor:
@@ -253,11 +260,20 @@ _ORDER_WORDS = ("on a GPU the programs run at the same time, in no fixed order (
                 "after another, in order, which hid it here)")
 
 
-def cross_program_race(trace: Trace, filename: str | None, output: str = "z") -> KernelError | None:
-    """A result that only the interpreter's program order makes right: two programs plain-storing different
-    values into one output element (the later one won here), or a program loading an output element that
-    another program stores (here the other one had already run, or had not: on a GPU either may happen).
-    Atomics are `_race`'s (zero-initialised outputs); the same value stored twice is harmless."""
+def cross_program_race(trace: Trace, filename: str | None, outputs: Iterable[str] = ("z",)) -> KernelError | None:
+    """A result that only the interpreter's program order makes right, in any of the `outputs`: two programs
+    plain-storing different values into one element (the later one won here), or a program loading an element
+    that another program stores (here the other one had already run, or had not: on a GPU either may happen).
+    A plain store beside another program's atomic is `_race`'s; the same value stored twice is harmless."""
+    if any(a.op == "atomic" and a.tensor == "z" for a in trace.accesses):
+        found = _race(trace, filename)
+        if found is not None:
+            return found
+    return next(filter(None, (_order_dependence(trace, filename, name) for name in outputs)), None)
+
+
+def _order_dependence(trace: Trace, filename: str | None, output: str) -> KernelError | None:
+    """`cross_program_race` for one output tensor."""
     import linecache
 
     import numpy as np
