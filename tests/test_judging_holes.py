@@ -633,8 +633,11 @@ def test_programs_storing_the_same_value_twice_pass():
     (2, wrong.add_mask2_kernel_float16),
     (5, wrong.mul_relu_block_kernel_float16),
     (7, wrong.sum_kernel_float16_accumulator),
+    (8, wrong.softmax_kernel_float16),
+    (9, wrong.flashatt_kernel_float16),
+    (10, wrong.conv2d_kernel_float16),
     (19, wrong.grey_kernel_float16),
-], ids=["2", "5", "7", "19"])
+], ids=["2", "5", "7", "8", "9", "10", "19"])
 def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed):
     result = grade(number, kernel, seed=seed)
     failure = result.first_failure
@@ -646,7 +649,9 @@ def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed
 @pytest.mark.parametrize("seed", range(1, 6))
 @pytest.mark.parametrize(("number", "kernel"), [
     (7, wrong.sum_kernel_column_partial_sums),
+    (8, wrong.softmax_kernel_exp),
+    (9, wrong.flashatt_kernel_exp),
     (19, wrong.grey_kernel_blue_first),
-], ids=["7", "19"])
+], ids=["7", "8", "9", "19"])
 def test_float32_in_another_order_passes_the_tighter_tolerance(number, kernel, seed):
     assert grade(number, kernel, seed=seed).passed

@@ -332,3 +332,79 @@ def sgd_kernel_writes_next_chunk(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K
     tl.store(p_out + following, p, mask=following < n)
     tl.store(m_out + offs, m, mask=mask)
     tl.store(p_out + offs, p - lr * m, mask=mask)
+
+
+@triton.jit
+def _softmax_rows(x_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr, DTYPE: tl.constexpr):
+    """Puzzle 8 with tl.exp (not the reference's exp2), its last exp and division in DTYPE."""
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    m = tl.full([B0], -float("inf"), dtype=tl.float32)
+    l = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        cols = j0 + tl.arange(0, B1)
+        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=(rows < N0)[:, None] & (cols < T)[None, :],
+                    other=-float("inf"))
+        m_new = tl.maximum(m, tl.max(x, axis=1))
+        l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[:, None]), axis=1)
+        m = m_new
+    for j0 in range(0, T, B1):
+        cols = j0 + tl.arange(0, B1)
+        inside = (rows < N0)[:, None] & (cols < T)[None, :]
+        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=inside, other=-float("inf"))
+        z = tl.exp(x - m[:, None]).to(DTYPE) / l[:, None].to(DTYPE)
+        tl.store(z_ptr + rows[:, None] * T + cols[None, :], z.to(tl.float32), mask=inside)
+
+
+@triton.jit
+def softmax_kernel_float16(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    _softmax_rows(x_ptr, z_ptr, N0, T, B0, B1, tl.float16)
+
+
+@triton.jit
+def softmax_kernel_exp(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    _softmax_rows(x_ptr, z_ptr, N0, T, B0, B1, tl.float32)
+
+
+@triton.jit
+def _attention(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr, DTYPE: tl.constexpr):
+    """Puzzle 9 with tl.exp, its weights p in DTYPE."""
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    q = tl.load(q_ptr + rows, mask=rows < N0, other=0.0)
+    m = tl.full([B0], -float("inf"), dtype=tl.float32)
+    l = tl.zeros([B0], dtype=tl.float32)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        cols = j0 + tl.arange(0, B1)
+        k = tl.load(k_ptr + cols, mask=cols < T, other=0.0)
+        v = tl.load(v_ptr + cols, mask=cols < T, other=0.0)
+        s = tl.where((cols < T)[None, :], q[:, None] * k[None, :], -float("inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None]).to(DTYPE)
+        l = l * tl.exp(m - m_new) + tl.sum(p, axis=1).to(tl.float32)
+        acc = acc * tl.exp(m - m_new) + tl.sum(p * v[None, :].to(DTYPE), axis=1).to(tl.float32)
+        m = m_new
+    tl.store(z_ptr + rows, acc / l, mask=rows < N0)
+
+
+@triton.jit
+def flashatt_kernel_float16(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr):
+    _attention(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0, B1, tl.float16)
+
+
+@triton.jit
+def flashatt_kernel_exp(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr):
+    _attention(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0, B1, tl.float32)
+
+
+@triton.jit
+def conv2d_kernel_float16(x_ptr, k_ptr, z_ptr, N0, H, W, KH: tl.constexpr, KW: tl.constexpr, B0: tl.constexpr):
+    images = tl.program_id(0) * B0 + tl.arange(0, B0)
+    taps = tl.arange(0, KH * KW)
+    a, b = taps // KW, taps % KW
+    kernel = tl.load(k_ptr + taps)[None, :].to(tl.float16)
+    for h in range(0, H):
+        for w in range(0, W):
+            inside = (images < N0)[:, None] & (h + a < H)[None, :] & (w + b < W)[None, :]
+            window = tl.load(x_ptr + images[:, None] * H * W + ((h + a) * W + w + b)[None, :], mask=inside, other=0.0)
+            total = tl.sum(window.to(tl.float16) * kernel, axis=1).to(tl.float32)
+            tl.store(z_ptr + images * H * W + (h * W + w), total, mask=images < N0)

@@ -150,12 +150,15 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
                        "packed array): address the elements with the strides the kernel is given"])
         return
     if expected.dtype == torch.float32 and out.dtype == torch.float32:
+        # Relative to the typical value too: a rounding of the terms shows fully where they cancel.
+        typical = max(float(expected.double().abs().nan_to_num(posinf=0.0).mean()), case.atol)
         e64, o64 = expected.double()[wrong], out.double()[wrong]
-        off = ((o64 - e64).abs() / e64.abs().clamp(min=case.atol)).nan_to_num(nan=1.0, posinf=1.0)
+        off = ((o64 - e64).abs() / e64.abs().clamp(min=typical)).nan_to_num(nan=1.0, posinf=1.0)
         if off.numel() and float(off.max()) < _LOW_PRECISION_ERROR:
-            _add_notes(o, [f"every wrong element is within {float(off.max()):.2%} of its expected value, the error "
-                           "that float16 or bfloat16 arithmetic makes: is a value converted to a lower precision, or "
-                           "accumulated in one (or is a constant slightly off)? compute in float32, as the spec does"])
+            _add_notes(o, [f"every wrong element is off by at most {float(off.max()):.2%} of its value (or of the "
+                           "output's typical size), the error that float16 or bfloat16 arithmetic makes: is a value "
+                           "converted to a lower precision, or accumulated in one (or is a constant slightly off)? "
+                           "compute in float32, as the spec does"])
 
 
 # The largest relative error (of every wrong element) that reads as a lower precision, not a wrong formula:
