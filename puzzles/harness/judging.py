@@ -91,7 +91,8 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
         o.status = "unwritten"
     elif o.mismatch_count:
         o.status = "wrong"
-    elif recorded and (race := cross_program_race(run.trace, filename, _outputs(run.trace, case))) is not None:
+    elif recorded and (race := cross_program_race(run.trace, filename, _outputs(run.trace, case),
+                                                             atomics=not case.zero_init)) is not None:
         o.status, o.error = "race", race
     elif recorded and case.split_k is not None:
         broken = split_k_violation(run.trace, case.split_k, case.sizes, filename)
@@ -263,12 +264,14 @@ _ORDER_WORDS = ("on a GPU the programs run at the same time, in no fixed order (
                 "after another, in order, which hid it here)")
 
 
-def cross_program_race(trace: Trace, filename: str | None, outputs: Iterable[str] = ("z",)) -> KernelError | None:
+def cross_program_race(trace: Trace, filename: str | None, outputs: Iterable[str] = ("z",),
+                       atomics: bool = True) -> KernelError | None:
     """A result that only the interpreter's program order makes right, in any of the `outputs`: two programs
     plain-storing different values into one element (the later one won here), or a program loading an element
     that another program stores (here the other one had already run, or had not: on a GPU either may happen).
-    A plain store beside another program's atomic is `_race`'s; the same value stored twice is harmless."""
-    if any(a.op == "atomic" and a.tensor == "z" for a in trace.accesses):
+    A plain store beside another program's atomic is `_race`'s (`atomics`: not run yet); the same value stored
+    twice is harmless."""
+    if atomics and any(a.op == "atomic" and a.tensor == "z" for a in trace.accesses):
         found = _race(trace, filename)
         if found is not None:
             return found
