@@ -3,7 +3,9 @@ each correct variant (unlike the reference) passes, at 20 seeds each.
 
 Classes: size rules exercised only at powers of two (puzzle 18's groups), puzzle 21's outputs in one
 buffer, the split-K contract (17, 18), masked loads without `other=` (7, 15), and the messages
-(integer words in hex, a timeout's limit, a contiguous reading of a strided input).
+(integer words in hex, a timeout's limit, a contiguous reading of a strided input). Then (the red team's):
+results that only the interpreter's program order makes right, in any output (section 6), and float16
+arithmetic where the spec is float32 (section 7), each at a few seeds.
 """
 
 from __future__ import annotations
