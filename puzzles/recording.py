@@ -37,6 +37,9 @@ class Access:
     line: int | None
     shape: tuple[int, ...] = ()  # the op's block shape
     rmw: str = ""  # for an atomic: "add", "xchg", "max", "cas", ...
+    # For a plain store into an output: the value of each lane in `elements` (two programs storing
+    # one element are a race only where their values differ).
+    values: np.ndarray | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -149,7 +152,7 @@ class Recorder:
             return loaded
 
         def masked_store(ptrs, value, mask, *rest):
-            safe = self._check("store", ptrs, mask)
+            safe = self._check("store", ptrs, mask, stored=value)
             return orig_store(ptrs, value, safe, *rest)
 
         def atomic_rmw(op, ptr, val, mask, *rest):
@@ -205,7 +208,7 @@ class Recorder:
             self.trace.emulated.append(note)
         return _interp.TensorHandle(old, val.dtype.scalar)
 
-    def _check(self, op: str, ptrs, mask, rmw: str = ""):
+    def _check(self, op: str, ptrs, mask, rmw: str = "", stored=None):
         addresses = np.asarray(ptrs.data, dtype=np.uint64)
         active = np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)
         program = tuple(int(i) for i in _interp.interpreter_builder.grid_idx)
@@ -228,9 +231,12 @@ class Recorder:
                 name = self.names[s]
                 sel = inside & (slot == s)
                 elements = ((flat_addr[sel] - self.starts[s]) // np.uint64(self.element_sizes[name])).astype(np.int64)
+                values = None
+                if stored is not None and name not in self.inputs:
+                    values = np.broadcast_to(np.asarray(stored.data), addresses.shape)[active][sel].copy()
                 self.trace.accesses.append(Access(
                     op, program, name, elements, int(addresses.size),
-                    int(addresses.size - active.sum()), line, tuple(addresses.shape), rmw))
+                    int(addresses.size - active.sum()), line, tuple(addresses.shape), rmw, values))
                 if op != "load" and name in self.inputs:
                     self.trace.stores_to_inputs.append(InvalidAccess(
                         op, name, int(elements[0]), program, line, _source_line(self.kernel_file, line),

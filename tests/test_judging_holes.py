@@ -3,7 +3,9 @@ each correct variant (unlike the reference) passes, at 20 seeds each.
 
 Classes: size rules exercised only at powers of two (puzzle 18's groups), puzzle 21's outputs in one
 buffer, the split-K contract (17, 18), masked loads without `other=` (7, 15), and the messages
-(integer words in hex, a timeout's limit, a contiguous reading of a strided input).
+(integer words in hex, a timeout's limit, a contiguous reading of a strided input). Then (the red team's):
+results that only the interpreter's program order makes right, in any output (section 6), and float16
+arithmetic where the spec is float32 (section 7), each at a few seeds.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import pytest
 import triton
 import triton.language as tl
+import wrong_kernels as wrong
 
 from puzzles import catalog, on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
 
@@ -575,3 +578,82 @@ def test_through_the_worker_a_kernel_relying_on_zero_lanes_fails_on_the_check_ru
     failure = next(o for o in _grade_through_the_worker(7, sum_kernel_relying_on_zero_lanes) if not o.passed)
     assert failure.status == "wrong" and "right on this GPU" in failure.reason() and "other=" in failure.reason()
     assert all(o.passed for o in _grade_through_the_worker(7, sum_kernel_masking_with_where))
+
+
+# -- 6. results that only the interpreter's program order makes right (any output, not only split-K's) -------
+
+
+def _line_of(kernel, text: str) -> int:
+    """The line of `text` in the file of `kernel` (a wrong kernel's racing line)."""
+    import inspect
+
+    fn = kernel.fn
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+@interpreted_only
+@pytest.mark.parametrize(("number", "kernel", "racing"), [
+    (2, wrong.add_mask2_kernel_writes_next_block, "tl.store(z_ptr + following, x"),
+    (14, wrong.unpack_int4_kernel_zeroes_next_rows, "tl.store(z_ptr + following[:, None]"),
+    (21, wrong.sgd_kernel_writes_next_chunk, "tl.store(p_out + following"),  # an output list's tensor
+])
+def test_programs_storing_different_values_into_one_element_race(number, kernel, racing):
+    result = grade(number, kernel)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "race", str(result)
+    assert "both store" in failure.error.message and "different values" in failure.error.message
+    assert failure.error.line == _line_of(kernel, racing)  # the store whose value was overwritten here
+
+
+@interpreted_only
+def test_an_atomic_and_another_programs_plain_store_into_one_element_race():
+    result = grade(2, wrong.add_mask2_kernel_exchanges_into_next_block)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "race", str(result)
+    assert "uses a plain tl.store" in failure.error.message
+
+
+@interpreted_only
+def test_a_program_reading_another_programs_output_races():
+    result = grade(2, wrong.add_mask2_kernel_reads_previous_output)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "race", str(result)
+    assert "program (1, 0, 0) loads z[31], which program (0, 0, 0) stores" in failure.error.message
+    assert failure.error.line == _line_of(wrong.add_mask2_kernel_reads_previous_output, "tl.load(z_ptr")
+
+
+def test_programs_storing_the_same_value_twice_pass():
+    assert grade(2, wrong.add_mask2_kernel_writes_previous_block_again).passed
+
+
+# -- 7. float16 arithmetic where the spec is float32 -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(1, 6))
+@pytest.mark.parametrize(("number", "kernel"), [
+    (2, wrong.add_mask2_kernel_float16),
+    (5, wrong.mul_relu_block_kernel_float16),
+    (7, wrong.sum_kernel_float16_accumulator),
+    (8, wrong.softmax_kernel_float16),
+    (9, wrong.flashatt_kernel_float16),
+    (10, wrong.conv2d_kernel_float16),
+    (19, wrong.grey_kernel_float16),
+], ids=["2", "5", "7", "8", "9", "10", "19"])
+def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed):
+    result = grade(number, kernel, seed=seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong", str(result)
+    if not on_gpu():  # on a GPU the float16 rounding may differ in detail: the verdict is the point
+        assert "float16 or bfloat16" in failure.note, failure.note
+
+
+@pytest.mark.parametrize("seed", range(1, 6))
+@pytest.mark.parametrize(("number", "kernel"), [
+    (7, wrong.sum_kernel_column_partial_sums),
+    (8, wrong.softmax_kernel_exp),
+    (9, wrong.flashatt_kernel_exp),
+    (19, wrong.grey_kernel_blue_first),
+], ids=["7", "8", "9", "19"])
+def test_float32_in_another_order_passes_the_tighter_tolerance(number, kernel, seed):
+    assert grade(number, kernel, seed=seed).passed

@@ -37,4 +37,8 @@ where `offsets = tl.arange(0, B0)`.
         "`x = tl.load(x_ptr + offsets)` reads the block; `tl.store(z_ptr + offsets, x + 10.0)` writes it.",
     ),
     perf_size={"N0": 4096, "B0": 4096},
+    # Few exact float32 operations: a kernel computing in float16 (half the bits) must fail, and a GPU
+    # rounds each operation as torch does.
+    rtol=1e-5,
+    atol=1e-5,
 )

@@ -51,4 +51,7 @@ sizes the keys grow along the row, so the maximum changes in every chunk.
     perf_size={"N0": 16384, "T": 16384, "B0": 64, "B1": 64},
     register_tensor=RegisterTensor("q·k", ("N0", "T"), caption="scores, in registers only"),
     draw_inputs=attention_growing_scores,
+    # A float32 softmax-weighted mean is off by about 1e-6 on any device; float16 arithmetic by 5e-4 and must fail.
+    rtol=1e-4,
+    atol=1e-4,
 )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -90,6 +91,9 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
         o.status = "unwritten"
     elif o.mismatch_count:
         o.status = "wrong"
+    elif recorded and (race := cross_program_race(run.trace, filename, _outputs(run.trace, case),
+                                                             atomics=not case.zero_init)) is not None:
+        o.status, o.error = "race", race
     elif recorded and case.split_k is not None:
         broken = split_k_violation(run.trace, case.split_k, case.sizes, filename)
         if broken is not None:
@@ -97,6 +101,12 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     if run.trace is not None:
         _add_notes(o, run.trace.emulated)
     return o
+
+
+def _outputs(trace: Trace, case: Case) -> list[str]:
+    """The tensors the kernel writes its results into: z, or each tensor of an output list (puzzle 21)."""
+    inputs = set(case.guarded or case.input_names)
+    return [name for name in trace.tensors if name not in inputs]
 
 
 def _poisoned_if_wrong(run: RunOutput, case: Case) -> torch.Tensor:
@@ -121,8 +131,9 @@ def _add_notes(o: SizeOutcome, notes: list[str]) -> None:
 
 def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: Case,
                    trace: Trace | None) -> None:
-    """Say what the wrong values look like when the run knows why: lanes a load left undefined, or a
-    contiguous reading of an input that the kernel was given the strides of."""
+    """Say what the wrong values look like when the run knows why: lanes a load left undefined, a
+    contiguous reading of an input that the kernel was given the strides of, or values all a rounding away
+    (a float16 computation where the spec's is float32)."""
     if trace is not None and trace.unfilled_loads and (not expected.dtype.is_floating_point or
                                                        bool((torch.isnan(out) & wrong).any())):
         loads = sorted(trace.unfilled_loads.values(), key=lambda u: u.line or 0)
@@ -138,6 +149,22 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
     if case.contiguous_expected is not None and bool(_close(out, case.contiguous_expected, case).all()):
         _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a "
                        "packed array): address the elements with the strides the kernel is given"])
+        return
+    if expected.dtype == torch.float32 and out.dtype == torch.float32:
+        # Relative to the typical value too: a rounding of the terms shows fully where they cancel.
+        typical = max(float(expected.double().abs().nan_to_num(posinf=0.0).mean()), case.atol)
+        e64, o64 = expected.double()[wrong], out.double()[wrong]
+        off = ((o64 - e64).abs() / e64.abs().clamp(min=typical)).nan_to_num(nan=1.0, posinf=1.0)
+        if off.numel() and float(off.max()) < _LOW_PRECISION_ERROR:
+            _add_notes(o, [f"every wrong element is off by at most {float(off.max()):.2%} of its value (or of the "
+                           "output's typical size), the error that float16 or bfloat16 arithmetic makes: is a value "
+                           "converted to a lower precision, or accumulated in one (or is a constant slightly off)? "
+                           "compute in float32, as the spec does"])
+
+
+# The largest relative error (of every wrong element) that reads as a lower precision, not a wrong formula:
+# bfloat16 rounds to 0.4%, float16 to 0.05%, and a sum in one accumulates a few roundings.
+_LOW_PRECISION_ERROR = 0.02
 
 
 def _escape_hint(trace: Trace, case: Case) -> str:
@@ -230,6 +257,93 @@ def _race(trace: Trace, filename: str | None) -> KernelError | None:
                     f"(tl.atomic_{how}) both write z element {element}: the result depends on the order in which "
                     "they run, which a GPU does not fix (use tl.atomic_add in every program to accumulate into a "
                     "shared output)", odd.line, source(odd), filename)
+    return None
+
+
+_ORDER_WORDS = ("on a GPU the programs run at the same time, in no fixed order (Triton's interpreter runs them one "
+                "after another, in order, which hid it here)")
+
+
+def cross_program_race(trace: Trace, filename: str | None, outputs: Iterable[str] = ("z",),
+                       atomics: bool = True) -> KernelError | None:
+    """A result that only the interpreter's program order makes right, in any of the `outputs`: two programs
+    plain-storing different values into one element (the later one won here), or a program loading an element
+    that another program stores (here the other one had already run, or had not: on a GPU either may happen).
+    A plain store beside another program's atomic is `_race`'s (`atomics`: not run yet); the same value stored
+    twice is harmless."""
+    if atomics and any(a.op == "atomic" and a.tensor == "z" for a in trace.accesses):
+        found = _race(trace, filename)
+        if found is not None:
+            return found
+    return next(filter(None, (_order_dependence(trace, filename, name) for name in outputs)), None)
+
+
+def _order_dependence(trace: Trace, filename: str | None, output: str) -> KernelError | None:
+    """`cross_program_race` for one output tensor."""
+    import linecache
+
+    import numpy as np
+
+    shape = trace.tensors.get(output, ((),))[0]
+    size = int(np.prod(shape)) if shape else 0
+    if not size:
+        return None
+    gx, gy, _ = trace.grid
+    first = np.full(size, -1, dtype=np.int64)  # the first program that stores each element
+    first_at = np.full(size, -1, dtype=np.int64)  # and the index of its store among `stores`
+    first_value = np.zeros(size, dtype=np.float64)
+    stores = [a for a in trace.accesses if a.tensor == output and a.op != "load" and a.elements.size]
+
+    def where(element: int) -> str:
+        coords = np.unravel_index(element, shape) if len(shape) > 1 else (element,)
+        return f"{output}[{', '.join(str(int(c)) for c in coords)}]"
+
+    def line(a: Any) -> str:
+        return f"line {a.line}: {linecache.getline(filename or '', a.line or 0).strip()}"
+
+    def program_id(a: Any) -> int:
+        return a.program[0] + gx * (a.program[1] + gy * a.program[2])
+
+    for index, access in enumerate(stores):
+        program, elements = program_id(access), access.elements
+        values = access.values.astype(np.float64) if access.values is not None else None
+        earlier = first[elements]
+        clash = (earlier >= 0) & (earlier != program)
+        if values is not None and clash.any():
+            old = first_value[elements]
+            differs = clash & (old != values) & ~(np.isnan(old) & np.isnan(values))
+            if differs.any():  # an atomic before a plain store is `_race`'s
+                differs &= np.array([stores[i].op == "store" for i in first_at[elements]])
+            if differs.any() and access.op == "store":
+                lane = int(np.flatnonzero(differs)[0])
+                before = stores[int(first_at[elements[lane]])]
+                return KernelError(
+                    "race",
+                    f"programs {before.program} and {access.program} both store {where(int(elements[lane]))}, "
+                    f"with different values: {old[lane]:.6g} ({line(before)}), then {values[lane]:.6g} "
+                    f"({line(access)}): {_ORDER_WORDS}, so either value may be left; each output element must be "
+                    "stored by one program (does a block reach into another program's elements?)",
+                    before.line, linecache.getline(filename or "", before.line or 0), filename)
+        new = earlier < 0
+        first[elements[new]] = program
+        first_at[elements[new]] = index
+        if values is not None:
+            first_value[elements[new]] = values[new]
+    for access in trace.accesses:
+        if access.tensor != output or access.op != "load" or not access.elements.size:
+            continue
+        storer = first[access.elements]
+        foreign = (storer >= 0) & (storer != program_id(access))
+        if foreign.any():
+            lane = int(np.flatnonzero(foreign)[0])
+            element = int(access.elements[lane])
+            writer = stores[int(first_at[element])]
+            return KernelError(
+                "race",
+                f"program {access.program} loads {where(element)}, which program {writer.program} stores "
+                f"({line(writer)}): {_ORDER_WORDS}, so it may read the element before or after it is written; "
+                "compute from the inputs, not from another program's output",
+                access.line, linecache.getline(filename or "", access.line or 0), filename)
     return None
 
 
