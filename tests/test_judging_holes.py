@@ -5,7 +5,7 @@ Classes: size rules exercised only at powers of two (puzzle 18's groups), puzzle
 buffer, the split-K contract (17, 18), masked loads without `other=` (7, 15), and the messages
 (integer words in hex, a timeout's limit, a contiguous reading of a strided input). Then (the red team's):
 results that only the interpreter's program order makes right, in any output (section 6), and float16
-arithmetic where the spec is float32 (section 7), each at a few seeds.
+arithmetic where the spec is float32 (section 7: puzzles 1-10 and 19-21), each at a few seeds.
 """
 
 from __future__ import annotations
@@ -639,7 +639,9 @@ def test_programs_storing_the_same_value_twice_pass():
     (9, wrong.flashatt_kernel_float16),
     (10, wrong.conv2d_kernel_float16),
     (19, wrong.grey_kernel_float16),
-], ids=["2", "5", "7", "8", "9", "10", "19"])
+    (20, wrong.silu_mul_kernel_float16),
+    (21, wrong.sgd_kernel_float16),
+], ids=["2", "5", "7", "8", "9", "10", "19", "20", "21"])
 def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed):
     result = grade(number, kernel, seed=seed)
     failure = result.first_failure
@@ -654,6 +656,8 @@ def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed
     (8, wrong.softmax_kernel_exp),
     (9, wrong.flashatt_kernel_exp),
     (19, wrong.grey_kernel_blue_first),
-], ids=["7", "8", "9", "19"])
+    (20, wrong.silu_mul_kernel_divided),
+    (21, wrong.sgd_kernel_reordered),
+], ids=["7", "8", "9", "19", "20", "21"])
 def test_float32_in_another_order_passes_the_tighter_tolerance(number, kernel, seed):
     assert grade(number, kernel, seed=seed).passed

@@ -408,3 +408,65 @@ def conv2d_kernel_float16(x_ptr, k_ptr, z_ptr, N0, H, W, KH: tl.constexpr, KW: t
             window = tl.load(x_ptr + images[:, None] * H * W + ((h + a) * W + w + b)[None, :], mask=inside, other=0.0)
             total = tl.sum(window.to(tl.float16) * kernel, axis=1).to(tl.float32)
             tl.store(z_ptr + images * H * W + (h * W + w), total, mask=images < N0)
+
+
+# -- puzzles 11-21 (the second red team) ---------------------------------------------------------------------
+
+
+@triton.jit
+def _silu_mul(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr, DTYPE: tl.constexpr):
+    """Puzzle 20 as x / (1 + exp(-x)) * y (not the reference's x * sigmoid(x) * y), its products in DTYPE."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    gate = (x / (1.0 + tl.exp(-x))).to(DTYPE)  # tl.exp takes float32 only: the rest is where float16 creeps in
+    tl.store(z_ptr + offsets, (gate * y.to(DTYPE)).to(tl.float32), mask=mask)
+
+
+@triton.autotune(configs=[triton.Config({"B0": 64}, num_warps=2), triton.Config({"B0": 256}, num_warps=4)],
+                 key=["N0"])
+@triton.jit
+def silu_mul_kernel_float16(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
+    _silu_mul(x_ptr, y_ptr, z_ptr, N0, B0, tl.float16)
+
+
+@triton.autotune(configs=[triton.Config({"B0": 64}, num_warps=2), triton.Config({"B0": 256}, num_warps=4)],
+                 key=["N0"])
+@triton.jit
+def silu_mul_kernel_divided(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
+    _silu_mul(x_ptr, y_ptr, z_ptr, N0, B0, tl.float32)
+
+
+@triton.jit
+def _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr,
+         DTYPE: tl.constexpr):
+    """Puzzle 21 with its terms in another order (g + wd p first), the update computed in DTYPE."""
+    pid = tl.program_id(0)
+    t = tl.load(chunks_ptr + 2 * pid)
+    c = tl.load(chunks_ptr + 2 * pid + 1)
+    n = tl.load(numels_ptr + t)
+    p_ptr = tl.load(addresses_ptr + 0 * K + t).to(tl.pointer_type(tl.float32))
+    g_ptr = tl.load(addresses_ptr + 1 * K + t).to(tl.pointer_type(tl.float32))
+    m_ptr = tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32))
+    p_out = tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32))
+    m_out = tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32))
+    offs = c * B0 + tl.arange(0, B0)
+    mask = offs < n
+    p = tl.load(p_ptr + offs, mask=mask).to(DTYPE)
+    g = tl.load(g_ptr + offs, mask=mask).to(DTYPE)
+    m = tl.load(m_ptr + offs, mask=mask).to(DTYPE)
+    new_m = ((g + weight_decay * p) + momentum * m).to(DTYPE)
+    tl.store(m_out + offs, new_m.to(tl.float32), mask=mask)
+    tl.store(p_out + offs, (p - new_m * lr).to(DTYPE).to(tl.float32), mask=mask)
+
+
+@triton.jit
+def sgd_kernel_float16(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr):
+    _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0, tl.float16)
+
+
+@triton.jit
+def sgd_kernel_reordered(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                         B0: tl.constexpr):
+    _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0, tl.float32)
