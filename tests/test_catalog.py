@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 import torch
@@ -47,6 +48,24 @@ def test_statement_sizes_and_hints(p):
 
 def test_puzzle_numbers_are_contiguous():
     assert sorted(catalog.PUZZLES) == list(range(1, len(catalog.PUZZLES) + 1))
+
+
+# Blocks a statement fixes (puzzle 11: "B2 is always 1"): there is no other value to grade.
+FIXED_BLOCKS = {11: {"B2"}}
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_every_block_takes_two_values_across_the_graded_sizes(p):
+    """A kernel that writes a block as a number where its argument belongs (`tl.arange(0, 16)` for `BM`, one
+    shift word per `B_MID` chunk as if it were 64) is right wherever the sizes use that number: so each
+    `tl.constexpr` of the kernel takes two values at least (the autotuned puzzle's come from the configs,
+    which the grader runs, with two of its own)."""
+    blocks = re.findall(r"(\w+)\s*:\s*tl\.constexpr", kernel_signature(p))
+    for name in blocks:
+        if name in FIXED_BLOCKS.get(p.number, set()) or name in (p.autotune or {}):
+            continue
+        values = {sizes[name] for sizes in p.sizes}
+        assert len(values) >= 2, f"puzzle {p.number}: every graded size has {name} = {values.pop()}"
 
 
 @pytest.mark.parametrize("number", [2, 4, 5, 6, 7, 8, 9, 10, 11])

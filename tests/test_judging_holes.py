@@ -661,3 +661,22 @@ def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed
 ], ids=["7", "8", "9", "19", "20", "21"])
 def test_float32_in_another_order_passes_the_tighter_tolerance(number, kernel, seed):
     assert grade(number, kernel, seed=seed).passed
+
+
+# -- 8. a block written as a number where the kernel's argument belongs ------------------------------------------
+# Closed in general by tests/test_catalog.py (every block takes two values across the graded sizes); these are
+# the kernels that passed before, each now failing at the size whose block differs from its number.
+
+
+@pytest.mark.parametrize(("number", "kernel", "status", "block"), [
+    (11, wrong.dot_kernel_rows_of_16, "unwritten", "B0=32"),
+    (12, wrong.quant_dot_kernel_columns_of_16, "unwritten", "B1=32"),
+    (12, wrong.quant_dot_kernel_one_shift_word_per_chunk, "wrong", "B_MID=128"),
+    (17, wrong.splitk_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
+    (18, wrong.gptq_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
+], ids=["11-B0", "12-B1", "12-B_MID", "17-BM", "18-BM"])
+def test_a_block_written_as_a_number_fails_where_the_sizes_use_another(number, kernel, status, block):
+    result = grade(number, kernel, seed=3)
+    failure = result.first_failure
+    assert failure is not None and failure.status == status, str(result)
+    assert block in str(result).splitlines()[0], str(result)
