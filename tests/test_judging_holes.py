@@ -5,7 +5,8 @@ Classes: size rules exercised only at powers of two (puzzle 18's groups), puzzle
 buffer, the split-K contract (17, 18), masked loads without `other=` (7, 15), and the messages
 (integer words in hex, a timeout's limit, a contiguous reading of a strided input). Then (the red team's):
 results that only the interpreter's program order makes right, in any output (section 6), and float16
-arithmetic where the spec is float32 (section 7: puzzles 1-10 and 19-21), each at a few seeds.
+arithmetic where the spec is float32 (section 7: puzzles 1-10 and 19-21), each at a few seeds; then (the
+second red team's) a block written as a number (section 8) and a small term missing (section 9).
 """
 
 from __future__ import annotations
@@ -680,3 +681,16 @@ def test_a_block_written_as_a_number_fails_where_the_sizes_use_another(number, k
     failure = result.first_failure
     assert failure is not None and failure.status == status, str(result)
     assert block in str(result).splitlines()[0], str(result)
+
+
+# -- 9. a formula a small term short, under a float32 tolerance --------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(1, 4))
+def test_sgd_without_weight_decay_fails_and_the_note_names_a_missing_term(seed):
+    """A formula a small term short is near-miss too: under puzzle 21's float32 tolerance it fails, and the
+    low-precision note asks about a missing term as well as about float16."""
+    result = grade(21, wrong.sgd_kernel_without_weight_decay, seed=seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong" and "weight_decay=0.01" in str(result).splitlines()[0]
+    assert "small term missing" in failure.note, failure.note

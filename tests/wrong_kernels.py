@@ -522,3 +522,10 @@ def splitk_matmul_kernel_rows_of_16(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constex
 def gptq_matmul_kernel_rows_of_16(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
                                   BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
     _gptq(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, 16, BN, BK, SPLIT_K)
+
+
+@triton.jit
+def sgd_kernel_without_weight_decay(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                                    B0: tl.constexpr):
+    """Puzzle 21 forgetting the weight decay term (wd p, a percent of the update where wd = 0.01)."""
+    _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, 0.0, B0, tl.float32)
