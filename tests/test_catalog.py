@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
+import torch
 
 from puzzles import catalog
 from puzzles.inputs import spec_signature
@@ -46,6 +48,24 @@ def test_statement_sizes_and_hints(p):
 
 def test_puzzle_numbers_are_contiguous():
     assert sorted(catalog.PUZZLES) == list(range(1, len(catalog.PUZZLES) + 1))
+
+
+# Blocks a statement fixes (puzzle 11: "B2 is always 1"): there is no other value to grade.
+FIXED_BLOCKS = {11: {"B2"}}
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_every_block_takes_two_values_across_the_graded_sizes(p):
+    """A kernel that writes a block as a number where its argument belongs (`tl.arange(0, 16)` for `BM`, one
+    shift word per `B_MID` chunk as if it were 64) is right wherever the sizes use that number: so each
+    `tl.constexpr` of the kernel takes two values at least (the autotuned puzzle's come from the configs,
+    which the grader runs, with two of its own)."""
+    blocks = re.findall(r"(\w+)\s*:\s*tl\.constexpr", kernel_signature(p))
+    for name in blocks:
+        if name in FIXED_BLOCKS.get(p.number, set()) or name in (p.autotune or {}):
+            continue
+        values = {sizes[name] for sizes in p.sizes}
+        assert len(values) >= 2, f"puzzle {p.number}: every graded size has {name} = {values.pop()}"
 
 
 @pytest.mark.parametrize("number", [2, 4, 5, 6, 7, 8, 9, 10, 11])
@@ -116,6 +136,7 @@ def test_a_tight_tolerance_leaves_a_float32_kernel_ten_times_room(p):
     from puzzles.harness.cases import make_case
     from puzzles.harness.judging import values_close
     from puzzles.inputs import call_spec
+    from puzzles.tensor_lists import TensorLists
 
     checked = 0
     for index, sizes in enumerate(p.sizes):
@@ -123,7 +144,12 @@ def test_a_tight_tolerance_leaves_a_float32_kernel_ten_times_room(p):
             case = make_case(p.spec, p, sizes, seed, index)
             if case.contiguous_expected is not None:  # strided inputs: the arena holds their storage, not views
                 continue
-            inputs = [case.arena.tensors[name] for name in case.input_names]
+            if p.tensor_lists is not None:  # one allocation per tensor: the spec takes each list end to end
+                count = len(TensorLists.lengths(sizes))
+                inputs = [torch.cat([case.arena.tensors[f"{name}[{k}]"] for k in range(count)])
+                          for name in p.tensor_lists.lists]
+            else:
+                inputs = [case.arena.tensors[name] for name in case.input_names]
             exact = call_spec(p.spec, [t.double() if t.is_floating_point() else t for t in inputs], sizes)
             tenth = dataclasses.replace(case, rtol=case.rtol / 10, atol=case.atol / 10)
             assert values_close(exact.to(case.expected.dtype), case.expected, tenth).all(), (sizes, seed)

@@ -5,7 +5,8 @@ Classes: size rules exercised only at powers of two (puzzle 18's groups), puzzle
 buffer, the split-K contract (17, 18), masked loads without `other=` (7, 15), and the messages
 (integer words in hex, a timeout's limit, a contiguous reading of a strided input). Then (the red team's):
 results that only the interpreter's program order makes right, in any output (section 6), and float16
-arithmetic where the spec is float32 (section 7), each at a few seeds.
+arithmetic where the spec is float32 (section 7: puzzles 1-10 and 19-21), each at a few seeds; then (the
+second red team's) a block written as a number (section 8) and a small term missing (section 9).
 """
 
 from __future__ import annotations
@@ -639,7 +640,9 @@ def test_programs_storing_the_same_value_twice_pass():
     (9, wrong.flashatt_kernel_float16),
     (10, wrong.conv2d_kernel_float16),
     (19, wrong.grey_kernel_float16),
-], ids=["2", "5", "7", "8", "9", "10", "19"])
+    (20, wrong.silu_mul_kernel_float16),
+    (21, wrong.sgd_kernel_float16),
+], ids=["2", "5", "7", "8", "9", "10", "19", "20", "21"])
 def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed):
     result = grade(number, kernel, seed=seed)
     failure = result.first_failure
@@ -654,6 +657,40 @@ def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed
     (8, wrong.softmax_kernel_exp),
     (9, wrong.flashatt_kernel_exp),
     (19, wrong.grey_kernel_blue_first),
-], ids=["7", "8", "9", "19"])
+    (20, wrong.silu_mul_kernel_divided),
+    (21, wrong.sgd_kernel_reordered),
+], ids=["7", "8", "9", "19", "20", "21"])
 def test_float32_in_another_order_passes_the_tighter_tolerance(number, kernel, seed):
     assert grade(number, kernel, seed=seed).passed
+
+
+# -- 8. a block written as a number where the kernel's argument belongs ------------------------------------------
+# Closed in general by tests/test_catalog.py (every block takes two values across the graded sizes); these are
+# the kernels that passed before, each now failing at the size whose block differs from its number.
+
+
+@pytest.mark.parametrize(("number", "kernel", "status", "block"), [
+    (11, wrong.dot_kernel_rows_of_16, "unwritten", "B0=32"),
+    (12, wrong.quant_dot_kernel_columns_of_16, "unwritten", "B1=32"),
+    (12, wrong.quant_dot_kernel_one_shift_word_per_chunk, "wrong", "B_MID=128"),
+    (17, wrong.splitk_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
+    (18, wrong.gptq_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
+], ids=["11-B0", "12-B1", "12-B_MID", "17-BM", "18-BM"])
+def test_a_block_written_as_a_number_fails_where_the_sizes_use_another(number, kernel, status, block):
+    result = grade(number, kernel, seed=3)
+    failure = result.first_failure
+    assert failure is not None and failure.status == status, str(result)
+    assert block in str(result).splitlines()[0], str(result)
+
+
+# -- 9. a formula a small term short, under a float32 tolerance --------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(1, 4))
+def test_sgd_without_weight_decay_fails_and_the_note_names_a_missing_term(seed):
+    """A formula a small term short is near-miss too: under puzzle 21's float32 tolerance it fails, and the
+    low-precision note asks about a missing term as well as about float16."""
+    result = grade(21, wrong.sgd_kernel_without_weight_decay, seed=seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong" and "weight_decay=0.01" in str(result).splitlines()[0]
+    assert "small term missing" in failure.note, failure.note

@@ -3,6 +3,11 @@
 import triton
 import triton.language as tl
 
+from solutions.p11_batched_matmul import dot_kernel as _dot
+from solutions.p12_quantized_matmul import quant_dot_kernel as _quant_dot
+from solutions.p17_splitk_matmul import splitk_matmul_kernel as _splitk
+from solutions.p18_gptq_splitk import gptq_matmul_kernel as _gptq
+
 
 @triton.jit
 def add_mask2_kernel_no_mask(x_ptr, z_ptr, N0, B0: tl.constexpr):
@@ -408,3 +413,119 @@ def conv2d_kernel_float16(x_ptr, k_ptr, z_ptr, N0, H, W, KH: tl.constexpr, KW: t
             window = tl.load(x_ptr + images[:, None] * H * W + ((h + a) * W + w + b)[None, :], mask=inside, other=0.0)
             total = tl.sum(window.to(tl.float16) * kernel, axis=1).to(tl.float32)
             tl.store(z_ptr + images * H * W + (h * W + w), total, mask=images < N0)
+
+
+# -- puzzles 11-21 (the second red team) ---------------------------------------------------------------------
+
+
+@triton.jit
+def _silu_mul(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr, DTYPE: tl.constexpr):
+    """Puzzle 20 as x / (1 + exp(-x)) * y (not the reference's x * sigmoid(x) * y), its products in DTYPE."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    gate = (x / (1.0 + tl.exp(-x))).to(DTYPE)  # tl.exp takes float32 only: the rest is where float16 creeps in
+    tl.store(z_ptr + offsets, (gate * y.to(DTYPE)).to(tl.float32), mask=mask)
+
+
+@triton.autotune(configs=[triton.Config({"B0": 64}, num_warps=2), triton.Config({"B0": 256}, num_warps=4)],
+                 key=["N0"])
+@triton.jit
+def silu_mul_kernel_float16(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
+    _silu_mul(x_ptr, y_ptr, z_ptr, N0, B0, tl.float16)
+
+
+@triton.autotune(configs=[triton.Config({"B0": 64}, num_warps=2), triton.Config({"B0": 256}, num_warps=4)],
+                 key=["N0"])
+@triton.jit
+def silu_mul_kernel_divided(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
+    _silu_mul(x_ptr, y_ptr, z_ptr, N0, B0, tl.float32)
+
+
+@triton.jit
+def _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr,
+         DTYPE: tl.constexpr):
+    """Puzzle 21 with its terms in another order (g + wd p first), the update computed in DTYPE."""
+    pid = tl.program_id(0)
+    t = tl.load(chunks_ptr + 2 * pid)
+    c = tl.load(chunks_ptr + 2 * pid + 1)
+    n = tl.load(numels_ptr + t)
+    p_ptr = tl.load(addresses_ptr + 0 * K + t).to(tl.pointer_type(tl.float32))
+    g_ptr = tl.load(addresses_ptr + 1 * K + t).to(tl.pointer_type(tl.float32))
+    m_ptr = tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32))
+    p_out = tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32))
+    m_out = tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32))
+    offs = c * B0 + tl.arange(0, B0)
+    mask = offs < n
+    p = tl.load(p_ptr + offs, mask=mask).to(DTYPE)
+    g = tl.load(g_ptr + offs, mask=mask).to(DTYPE)
+    m = tl.load(m_ptr + offs, mask=mask).to(DTYPE)
+    new_m = ((g + weight_decay * p) + momentum * m).to(DTYPE)
+    tl.store(m_out + offs, new_m.to(tl.float32), mask=mask)
+    tl.store(p_out + offs, (p - new_m * lr).to(DTYPE).to(tl.float32), mask=mask)
+
+
+@triton.jit
+def sgd_kernel_float16(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr):
+    _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0, tl.float16)
+
+
+@triton.jit
+def sgd_kernel_reordered(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                         B0: tl.constexpr):
+    _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0, tl.float32)
+
+
+# A block size written as a number where the kernel's argument belongs: right only where the graded sizes
+# use that number. Each calls the reference with the number in place of its argument.
+
+@triton.jit
+def dot_kernel_rows_of_16(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr,
+                          B2: tl.constexpr, B_MID: tl.constexpr):
+    _dot(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, 16, B1, B2, B_MID)
+
+
+@triton.jit
+def quant_dot_kernel_columns_of_16(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID,
+                                   B0: tl.constexpr, B1: tl.constexpr, B_MID: tl.constexpr):
+    _quant_dot(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID, B0, 16, B_MID)
+
+
+@triton.jit
+def quant_dot_kernel_one_shift_word_per_chunk(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1,
+                                              MID, B0: tl.constexpr, B1: tl.constexpr, B_MID: tl.constexpr):
+    """Puzzle 12 loading one shift word per row and chunk (word k0 // 64): right only when B_MID is 64."""
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    cols = tl.program_id(1) * B1 + tl.arange(0, B1)
+    rows_in, cols_in = rows < N0, cols < N1
+    acc = tl.zeros([B0, B1], dtype=tl.float32)
+    for k0 in range(0, MID, B_MID):
+        k = k0 + tl.arange(0, B_MID)
+        words = tl.load(weight_ptr + rows[:, None] * (MID // 8) + (k // 8)[None, :], mask=rows_in[:, None], other=0)
+        w = (words >> ((k % 8) * 4)[None, :]) & 0xF
+        scale = tl.load(scale_ptr + rows[:, None] * (MID // 8) + (k // 8)[None, :], mask=rows_in[:, None], other=0.0)
+        shift_word = tl.load(offset_ptr + rows * (MID // 64) + k0 // 64, mask=rows_in, other=0)
+        shift = (shift_word[:, None] >> (((k // 8) % 8) * 4)[None, :]) & 0xF
+        activation = tl.load(activation_ptr + k[:, None] * N1 + cols[None, :], mask=cols_in[None, :], other=0.0)
+        acc += tl.dot(scale * (w - shift).to(tl.float32), activation)
+    tl.store(z_ptr + rows[:, None] * N1 + cols[None, :], acc, mask=rows_in[:, None] & cols_in[None, :])
+
+
+@triton.jit
+def splitk_matmul_kernel_rows_of_16(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                    BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _splitk(a_ptr, b_ptr, z_ptr, M, N, K, 16, BN, BK, SPLIT_K)
+
+
+@triton.jit
+def gptq_matmul_kernel_rows_of_16(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
+                                  BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _gptq(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, 16, BN, BK, SPLIT_K)
+
+
+@triton.jit
+def sgd_kernel_without_weight_decay(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                                    B0: tl.constexpr):
+    """Puzzle 21 forgetting the weight decay term (wd p, a percent of the update where wd = 0.01)."""
+    _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, 0.0, B0, tl.float32)

@@ -56,11 +56,11 @@ with `activation` of shape `MID × N1` and `z` of shape `N0 × N1`. The packed w
 shift of a negative word fills with ones, so mask with `0xF` after shifting. Grid axis 0 walks
 the rows of `z` in blocks of `B0`, axis 1 its columns in blocks of `B1`; each program walks
 `MID` in chunks of `B_MID` (a multiple of 64, so a chunk holds whole shift words). `MID` is a
-multiple of 64; `N0` and `N1` are any sizes. `tl.dot` is allowed.
+multiple of `B_MID`; `N0` and `N1` are any sizes. `tl.dot` is allowed.
 """,
     sizes=(
         {"N0": 32, "N1": 32, "MID": 64, "B0": 16, "B1": 16, "B_MID": 64},
-        {"N0": 24, "N1": 40, "MID": 128, "B0": 16, "B1": 16, "B_MID": 64},
+        {"N0": 24, "N1": 40, "MID": 128, "B0": 16, "B1": 32, "B_MID": 128},  # two shift words a chunk
         {"N0": 40, "N1": 20, "MID": 192, "B0": 32, "B1": 16, "B_MID": 64},
     ),
     hints=(

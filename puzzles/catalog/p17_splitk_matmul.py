@@ -53,7 +53,7 @@ in a second step (another kernel, or `torch.sum`).
 """,
     sizes=(
         {"M": 32, "N": 32, "K": 256, "BM": 16, "BN": 16, "BK": 32, "SPLIT_K": 4},
-        {"M": 24, "N": 40, "K": 200, "BM": 16, "BN": 32, "BK": 32, "SPLIT_K": 4},
+        {"M": 24, "N": 40, "K": 200, "BM": 32, "BN": 32, "BK": 32, "SPLIT_K": 4},
         {"M": 5, "N": 16, "K": 80, "BM": 16, "BN": 16, "BK": 16, "SPLIT_K": 3},
     ),
     hints=(

@@ -158,8 +158,8 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
         if off.numel() and float(off.max()) < _LOW_PRECISION_ERROR:
             _add_notes(o, [f"every wrong element is off by at most {float(off.max()):.2%} of its value (or of the "
                            "output's typical size), the error that float16 or bfloat16 arithmetic makes: is a value "
-                           "converted to a lower precision, or accumulated in one (or is a constant slightly off)? "
-                           "compute in float32, as the spec does"])
+                           "converted to a lower precision, or accumulated in one? compute in float32, as the spec "
+                           "does (or, if it all is float32: is a small term missing, or a constant slightly off?)"])
 
 
 # The largest relative error (of every wrong element) that reads as a lower precision, not a wrong formula:
