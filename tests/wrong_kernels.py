@@ -317,9 +317,8 @@ def add_mask2_kernel_exchanges_into_next_block(x_ptr, z_ptr, N0, B0: tl.constexp
 
 
 @triton.jit
-def sgd_kernel_writes_next_chunk(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
-                                 B0: tl.constexpr):
-    """Puzzle 21, also storing p into the next chunk of its tensor, which that chunk's program rewrites."""
+def _sgd_chunk(addresses_ptr, numels_ptr, chunks_ptr, K, B0: tl.constexpr):
+    """Puzzle 21's chunk table for this program: its tensor's five pointers, the chunk's offsets, its length."""
     pid = tl.program_id(0)
     t = tl.load(chunks_ptr + 2 * pid)
     c = tl.load(chunks_ptr + 2 * pid + 1)
@@ -329,7 +328,14 @@ def sgd_kernel_writes_next_chunk(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K
     m_ptr = tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32))
     p_out = tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32))
     m_out = tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32))
-    offs = c * B0 + tl.arange(0, B0)
+    return p_ptr, g_ptr, m_ptr, p_out, m_out, c * B0 + tl.arange(0, B0), n
+
+
+@triton.jit
+def sgd_kernel_writes_next_chunk(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                                 B0: tl.constexpr):
+    """Puzzle 21, also storing p into the next chunk of its tensor, which that chunk's program rewrites."""
+    p_ptr, g_ptr, m_ptr, p_out, m_out, offs, n = _sgd_chunk(addresses_ptr, numels_ptr, chunks_ptr, K, B0)
     mask = offs < n
     p = tl.load(p_ptr + offs, mask=mask)
     m = momentum * tl.load(m_ptr + offs, mask=mask) + tl.load(g_ptr + offs, mask=mask) + weight_decay * p
@@ -447,16 +453,7 @@ def silu_mul_kernel_divided(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
 def _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr,
          DTYPE: tl.constexpr):
     """Puzzle 21 with its terms in another order (g + wd p first), the update computed in DTYPE."""
-    pid = tl.program_id(0)
-    t = tl.load(chunks_ptr + 2 * pid)
-    c = tl.load(chunks_ptr + 2 * pid + 1)
-    n = tl.load(numels_ptr + t)
-    p_ptr = tl.load(addresses_ptr + 0 * K + t).to(tl.pointer_type(tl.float32))
-    g_ptr = tl.load(addresses_ptr + 1 * K + t).to(tl.pointer_type(tl.float32))
-    m_ptr = tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32))
-    p_out = tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32))
-    m_out = tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32))
-    offs = c * B0 + tl.arange(0, B0)
+    p_ptr, g_ptr, m_ptr, p_out, m_out, offs, n = _sgd_chunk(addresses_ptr, numels_ptr, chunks_ptr, K, B0)
     mask = offs < n
     p = tl.load(p_ptr + offs, mask=mask).to(DTYPE)
     g = tl.load(g_ptr + offs, mask=mask).to(DTYPE)
