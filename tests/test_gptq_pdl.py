@@ -35,8 +35,8 @@ def test_every_step_kernel_waits_before_it_touches_memory():
     assert names == {"_add_rms_norm_kernel", "_rope_attend_kernel", "_silu_mul_kernel", "_greedy_pick_kernel",
                      "gptq_small_m_kernel"}, run.stdout
     assert all(line.endswith(": ok") for line in lines), run.stdout
-    # add_rms_norm with and without delta; the matmul with one share, split-K, and the experiments' flags
-    assert len(lines) == 8
+    # add_rms_norm with and without delta; the matmul with one share, split-K, and the experiments' two flag sets
+    assert len(lines) == 9
 
 
 def test_the_check_catches_a_read_or_write_before_the_wait_and_a_kernel_without_pdl(tmp_path):

@@ -26,7 +26,7 @@ equal-length prompts (no padding), one position for all rows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -40,6 +40,7 @@ from solutions.gptq.matmul import accumulates
 from solutions.gptq.pdl import DECODE, pdl_available, pdl_flags
 
 Linear = Callable[[Tensor], Tensor]
+PROJECTIONS = ("qkv", "o", "gate_up", "down", "head")  # the matmuls of a step, as ``matmul_pdl`` names them
 
 
 @dataclass
@@ -172,7 +173,7 @@ class DecodeStep:
     """
 
     def __init__(self, model: nn.Module, batch: int, max_len: int, *, fuse: bool = True,
-                 pdl: bool | int | None = None) -> None:
+                 pdl: bool | int | None = None, matmul_pdl: Mapping[str, int] | None = None) -> None:
         if batch < 1 or max_len < 2:
             raise ValueError(f"batch must be >= 1 and max_len >= 2, got batch={batch}, max_len={max_len}")
         inner, head = _llama_parts(model)
@@ -186,17 +187,22 @@ class DecodeStep:
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.eps = inner.norm.variance_epsilon
         self.pdl = (DECODE if pdl is None else pdl_flags(pdl)) if pdl_available(device) else 0
+        unknown = set(matmul_pdl or {}) - set(PROJECTIONS)
+        if unknown:
+            raise ValueError(f"matmul_pdl names projections {sorted(unknown)}; they are {PROJECTIONS}")
 
-        def linears(modules: list[nn.Module]) -> Linears:
-            return Linears(_parts(modules, fuse), batch, device, self.pdl)
+        def linears(modules: list[nn.Module], projection: str) -> Linears:
+            flags = (matmul_pdl or {}).get(projection, self.pdl) if self.pdl else 0
+            return Linears(_parts(modules, fuse), batch, device, flags)
 
-        self.embed, self.final_norm, self.head = inner.embed_tokens.weight, inner.norm.weight, linears([head])
+        self.embed, self.final_norm = inner.embed_tokens.weight, inner.norm.weight
+        self.head = linears([head], "head")
         self.layers = [
             _Layer(layer.input_layernorm.weight, layer.post_attention_layernorm.weight,
-                   linears([layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj]),
-                   linears([layer.self_attn.o_proj]),
-                   linears([layer.mlp.gate_proj, layer.mlp.up_proj]),
-                   linears([layer.mlp.down_proj]))
+                   linears([layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj], "qkv"),
+                   linears([layer.self_attn.o_proj], "o"),
+                   linears([layer.mlp.gate_proj, layer.mlp.up_proj], "gate_up"),
+                   linears([layer.mlp.down_proj], "down"))
             for layer in inner.layers]
         with torch.no_grad():  # the model's own rotary tables, so that positions round as in its forward
             positions = torch.arange(max_len, device=device)[None]
@@ -287,17 +293,18 @@ class GraphDecoder(DecodeStep):
     (and, with ``fuse``, fused copies of the q/k/v and gate/up weights). ``pdl``: launch the step's
     Triton kernels with programmatic dependent launch (default, or True: ``pdl.DECODE`` where the GPU has
     it, Hopper on; False: not; an int: those flags of :mod:`solutions.gptq.pdl`, for experiments).
+    ``matmul_pdl``: other flags for some of the matmuls, by name (:data:`PROJECTIONS`), where PDL is on.
     """
 
     def __init__(self, model: nn.Module, batch: int, max_len: int, *, fuse: bool = True,
-                 pdl: bool | int | None = None) -> None:
+                 pdl: bool | int | None = None, matmul_pdl: Mapping[str, int] | None = None) -> None:
         if not torch.cuda.is_available():
             raise RuntimeError("GraphDecoder replays CUDA graphs: it needs a CUDA GPU (none found); "
                                "DecodeStep runs the same step eagerly")
         device = getattr(getattr(getattr(model, "model", None), "embed_tokens", None), "weight", None)
         if device is not None and device.device.type != "cuda":
             raise ValueError(f"GraphDecoder needs the model on the GPU, got {device.device}")
-        super().__init__(model, batch, max_len, fuse=fuse, pdl=pdl)
+        super().__init__(model, batch, max_len, fuse=fuse, pdl=pdl, matmul_pdl=matmul_pdl)
         self.graph = self._capture()
 
     def _capture(self) -> torch.cuda.CUDAGraph:

@@ -54,6 +54,7 @@ from solutions.gptq.pdl import (
     MATMUL_EARLY,
     PREFETCH,
     PREFETCH_FIRST,
+    PREFETCH_TWO,
     prefetch_to_l2,
     start_next_kernel,
     wait_for_previous_kernel,
@@ -195,10 +196,10 @@ def _mma_row_order(r, LOAD_WARPS: tl.constexpr):
 
 @triton.jit
 def _prefetch_mma_share(qweight_ptr, pid_n, N, k_start, k_end, stride_qk, stride_qn, BLOCK_N: tl.constexpr,
-                        BLOCK_K: tl.constexpr, FIRST_STEP_ONLY: tl.constexpr):
-    """Ask L2 for a program's share of the repacked weights (tile pid_n, rows k_start..k_end of K, or only
-    its first K step): per K step, each column's 16 words are 64 contiguous bytes, so one pointer per two
-    columns covers each line."""
+                        BLOCK_K: tl.constexpr, STEPS: tl.constexpr):
+    """Ask L2 for a program's share of the repacked weights (tile pid_n, rows k_start..k_end of K): its first
+    STEPS K steps, or all of them (STEPS = -1). Per K step, each column's 16 words are 64 contiguous bytes,
+    so one pointer per two columns covers each line."""
     BLOCK_KW: tl.constexpr = BLOCK_K // 8
     n0 = pid_n * BLOCK_N
     cols = tl.arange(0, BLOCK_N // 2) * 2
@@ -208,10 +209,11 @@ def _prefetch_mma_share(qweight_ptr, pid_n, N, k_start, k_end, stride_qk, stride
         col_offs = cols * BLOCK_KW
     ptrs = qweight_ptr + (n0 // 128) * stride_qn + (n0 % 128) * BLOCK_KW + (k_start // 8) * stride_qk + col_offs
     ptrs = tl.where(n0 + cols < N, ptrs, qweight_ptr)  # a ragged last tile: no line past the weights
-    if FIRST_STEP_ONLY:
+    if STEPS == 1:
         prefetch_to_l2(ptrs)
     else:
-        for _ in range(k_start, k_end, BLOCK_K):
+        end = k_end if STEPS < 0 else tl.minimum(k_end, k_start + STEPS * BLOCK_K)
+        for _ in range(k_start, end, BLOCK_K):
             prefetch_to_l2(ptrs)
             ptrs += BLOCK_KW * stride_qk
 
@@ -286,9 +288,9 @@ def gptq_small_m_kernel(
         # previous kernel still runs (into L2); A and C only after it has finished.
         if PDL & MATMUL_EARLY:
             start_next_kernel()
-        if W_MMA and (PDL & (PREFETCH | PREFETCH_FIRST)):
+        if W_MMA and (PDL & (PREFETCH | PREFETCH_FIRST | PREFETCH_TWO)):
             _prefetch_mma_share(qweight_ptr, pid_n, N, k_start, k_end, stride_qk, stride_qn, BLOCK_N, BLOCK_K,
-                                not (PDL & PREFETCH))
+                                -1 if PDL & PREFETCH else (PDL // PREFETCH_FIRST) % 4)
         wait_for_previous_kernel()
 
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)  # C^T tile

@@ -43,7 +43,9 @@ WAIT = tl.constexpr(1)  # launched with PDL: wait for the previous kernel before
 PREFETCH = tl.constexpr(2)  # the matmul asks L2 for its weight share before it waits
 MATMUL_EARLY = tl.constexpr(4)  # the matmul lets the next kernel start first thing (else after its main loop)
 STEP_EARLY = tl.constexpr(8)  # the step's other kernels let the next start first thing (else at their end)
-PREFETCH_FIRST = tl.constexpr(16)  # as PREFETCH, only the first K step of the share
+# As PREFETCH, only the first K steps of the share: the two bits count them (16: one, 32: two, 48: three).
+PREFETCH_FIRST = tl.constexpr(16)
+PREFETCH_TWO = tl.constexpr(32)
 DECODE = WAIT.value | STEP_EARLY.value | PREFETCH_FIRST.value  # what the lean decoder uses (the fastest measured)
 
 

@@ -26,7 +26,7 @@ from triton.runtime.jit import JITFunction, create_function_from_signature  # no
 import solutions.gptq.plans as plans  # noqa: E402
 from solutions.gptq import GPTQConfig, gptq_matmul, load_gptq_layer, quantize_rtn  # noqa: E402
 from solutions.gptq.decode_kernels import add_rms_norm, greedy_pick, rope_attend, silu_mul  # noqa: E402
-from solutions.gptq.pdl import DECODE, MATMUL_EARLY, PREFETCH, WAIT  # noqa: E402
+from solutions.gptq.pdl import DECODE, MATMUL_EARLY, PREFETCH, PREFETCH_FIRST, PREFETCH_TWO, WAIT  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 # A global access: ld/st/atom/red on global (or generic) addresses, asynchronous and bulk (TMA) copies.
@@ -58,7 +58,9 @@ def step_launches() -> list[tuple[JITFunction, tuple, dict]]:
         silu_mul(x, x, zero=torch.empty(64).half(), pdl=DECODE)
         greedy_pick(x, torch.zeros(b, dtype=torch.long), torch.zeros(b, length, dtype=torch.long),
                     torch.zeros(1, dtype=torch.int32), pdl=DECODE)
-        for split_k, flags in ((1, DECODE), (2, DECODE), (2, WAIT | PREFETCH | MATMUL_EARLY)):  # the last: experiments'
+        # The last two: experiments' flags (the whole share, the first three K steps).
+        for split_k, flags in ((1, DECODE), (2, DECODE), (2, WAIT | PREFETCH | MATMUL_EARLY),
+                               (2, WAIT | PREFETCH_FIRST | PREFETCH_TWO)):
             config = GPTQConfig(16, 128, 128, 1, split_k, 4, 3, maxnreg=128)
             gptq_matmul(x, weight, config=config, out=torch.zeros(b, 384).half(), out_zeroed=True, pdl=flags)
     return launches

@@ -5,8 +5,11 @@
 A mode is the kernels' PDL constexpr: 0 off; 1 launched with PDL (each kernel waits for the previous
 one first thing, lets the next start after its main loop or at its end); +2 the matmuls prefetch their
 weight share into L2 before they wait; +4 the matmuls let the next kernel start first thing instead; +8
-the step's other kernels do. A variant is MODE or MODE:BLOCK_L:WARPS, the latter also setting
-rope_attend's loop block and warps (decode_kernels.ATTEND_BLOCK_L / ATTEND_WARPS). For each mode a GraphDecoder
+the step's other kernels do; +16, +32 or +48: the matmuls prefetch only their first 1, 2 or 3 K steps. A
+variant is MODE or MODE:BLOCK_L:WARPS, the latter also setting rope_attend's loop block and warps
+(decode_kernels.ATTEND_BLOCK_L / ATTEND_WARPS), then optionally /PROJ=FLAGS,... giving some matmuls other
+flags (GraphDecoder's matmul_pdl; PROJ one of decode.PROJECTIONS), e.g. ``25/o=27`` (o_proj prefetches its
+whole share). For each mode a GraphDecoder
 of the same int4 16-layer Llama (decode.py's model) is captured; the modes take turns in each round, 64
 replays timed together; medians. Also the step's matmuls alone as one graph (decode.linears_ms).
 """
@@ -54,9 +57,12 @@ def main() -> int:
         ids = torch.randint(1, config.vocab_size, (batch, 32), device="cuda")
         decoders = {}
         for variant in args.variants:
-            mode, *attend = (int(v) for v in variant.split(":"))
+            head, _, overrides = variant.partition("/")
+            mode, *attend = (int(v) for v in head.split(":"))
+            pairs = (item.split("=") for item in overrides.split(",") if item)
+            matmul_pdl = {name: int(flags) for name, flags in pairs}
             decode_kernels.ATTEND_BLOCK_L, decode_kernels.ATTEND_WARPS = attend or defaults
-            decoders[variant] = GraphDecoder(int4, batch, 32 + args.steps + 2, pdl=mode)
+            decoders[variant] = GraphDecoder(int4, batch, 32 + args.steps + 2, pdl=mode, matmul_pdl=matmul_pdl)
         decode_kernels.ATTEND_BLOCK_L, decode_kernels.ATTEND_WARPS = defaults
         tokens = {mode: dec.generate(ids, args.steps) for mode, dec in decoders.items()}
         times: dict[str, list[float]] = {mode: [] for mode in args.variants}
