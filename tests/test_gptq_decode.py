@@ -89,6 +89,30 @@ def test_rope_attend_writes_the_cache_and_attends_over_every_position(kv_heads, 
     torch.testing.assert_close(out.float(), expected, atol=3e-3, rtol=3e-3)
 
 
+def test_rope_attend_ignores_what_the_cache_holds_from_the_position_on():
+    """The first block of the cache is read before the position is known: rows from the position on (stale
+    tokens of an earlier sequence, anything) must count for nothing, NaN included. Three query heads per
+    kv head (a group that is not a power of two)."""
+    batch, heads, kv_heads, d, length, pos = 2, 6, 2, 16, 40, 23
+    q, k, v = randn(batch, heads * d, seed=1), randn(batch, kv_heads * d, seed=2), randn(batch, kv_heads * d, seed=3)
+    cos, sin = randn(length, d, seed=4), randn(length, d, seed=5)
+    clean = [randn(batch, kv_heads, length, d, seed=6 + i) for i in range(2)]
+    dirty = [cache.clone() for cache in clean]
+    for cache in dirty:
+        cache[:, :, pos:] = float("nan")
+    position = torch.tensor([pos], dtype=torch.int32, device=DEVICE)
+    expected = rope_attend(q, k, v, cos, sin, *clean, position)
+    out = rope_attend(q, k, v, cos, sin, *dirty, position)
+    assert torch.equal(out, expected)
+    assert all(torch.equal(new[:, :, pos], old[:, :, pos]) for new, old in zip(dirty, clean, strict=True))
+    qr = rotate(q.view(batch, heads, d), cos[pos], sin[pos]).float()
+    keys = clean[0][:, :, : pos + 1].float().repeat_interleave(heads // kv_heads, 1)
+    values = clean[1][:, :, : pos + 1].float().repeat_interleave(heads // kv_heads, 1)
+    weights = torch.softmax(torch.einsum("bhd,bhld->bhl", qr, keys) * d**-0.5, -1)
+    reference = torch.einsum("bhl,bhld->bhd", weights, values).reshape(batch, heads * d)
+    torch.testing.assert_close(out.float(), reference, atol=3e-3, rtol=3e-3)
+
+
 def test_silu_mul_on_strided_halves_of_one_output():
     gate_up = randn(3, 2 * 1100, seed=1, scale=3.0)
     gate, up = gate_up.chunk(2, dim=1)
