@@ -201,7 +201,31 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     # The interpreter wraps errors as repr() strings; show the inner message plainly.
     if message.startswith(type(cause).__name__ + "("):
         message = message[len(type(cause).__name__) + 1 : -1].strip("'\"")
-    return KernelError("exception", f"{type(cause).__name__}: {message}", line, source, file_seen)
+    text = f"{type(cause).__name__}: {message}"
+    hint = triton_error_hint(text)
+    return KernelError("exception", f"{text} ({hint})" if hint else text, line, source, file_seen)
+
+
+# Triton's messages for a beginner's usual mistakes, with what to write instead: (part of the message, advice).
+_TRITON_ERROR_HINTS = (
+    ("arange's arguments must be of type tl.constexpr",
+     "tl.arange takes constant bounds: a block size declared `B0: tl.constexpr`, not a size such as N0 that is "
+     "only known at run time; take a block of B0 and mask the lanes past N0, and shift it as in j + tl.arange(0, B1)"),
+    ("arange's range must be a power of 2",
+     "a block's length must be a power of two: use the puzzle's block size (B0, B1, ...) and mask the lanes past "
+     "the real size"),
+    ("make_shape_compatible: incompatible dimensions",
+     "two blocks of different shapes meet in one operation: give a 1-D block a second axis so they broadcast, "
+     "x[:, None] for a column and x[None, :] for a row"),
+    ("must have equal reduction dimensions",
+     "tl.dot(a, b) multiplies an M × K block by a K × N block: a's last axis and b's first axis must have the same "
+     "length (check the order of the operands and of the tile's axes)"),
+)
+
+
+def triton_error_hint(message: str) -> str:
+    """What to write instead, for the interpreter's messages that name the rule but not the fix ("" if none)."""
+    return next((advice for part, advice in _TRITON_ERROR_HINTS if part in message), "")
 
 
 def timeout_message(timeout: float, sizes: str = "", where: str = "") -> str:
