@@ -185,7 +185,7 @@ class TestResult:
         lines = [self.summary()]
         if self.error is None:
             failure = self.first_failure
-            for o, why in zip(self.outcomes, row_reasons(self.outcomes, failure)):
+            for o, why in zip(self.outcomes, row_reasons(self.outcomes, failure), strict=True):
                 mark = "ok " if o.passed else "FAIL"
                 lines.append(f"  [{mark}] {o.size_text()}  seed={o.seed}  {o.time_text()}  {why}")
         failure = self.first_failure
@@ -225,12 +225,13 @@ class TestResult:
 
 
 SAME_AS_ABOVE = "the same as above"
+EXPLANATION = 120  # characters: a note this long explains (said once); a shorter one is a fact about its size
 
 
 def row_reasons(outcomes: list[SizeOutcome], headline: SizeOutcome | None = None) -> list[str]:
     """Each size's reason for the verdict's table ("" where it passed), each explanation in full once:
     a reason already in front of the reader (the `headline`'s, or an earlier row's) is `SAME_AS_ABOVE`,
-    and a note or an error's advice already given (the same words, whatever its numbers) is left out."""
+    and a long note or an error's advice already given (the same words, whatever its numbers) is left out."""
     shown: list[str] = []
     explained: set[str] = set()
 
@@ -252,7 +253,7 @@ def row_reasons(outcomes: list[SizeOutcome], headline: SizeOutcome | None = None
             continue
         shown.append(why)
         for text in explanations(o):
-            if _without_numbers(text) in explained:
+            if len(text) > EXPLANATION and _without_numbers(text) in explained:
                 why = why.replace(text, " (explained above)" if text.startswith(" (") else "; see the note above", 1)
             explained.add(_without_numbers(text))
         rows.append(why)
@@ -365,7 +366,7 @@ def render_html(result: TestResult) -> str:
         parts.append(f"<pre>{e(result.error.describe())}</pre>")
     else:
         rows = []
-        for o, why in zip(result.outcomes, row_reasons(result.outcomes)):
+        for o, why in zip(result.outcomes, row_reasons(result.outcomes), strict=True):
             mark = ("<span style='color:#2e7d32'>✓</span>" if o.passed else
                     "–" if o.status == "not run" else "<span style='color:#c62828'>✗</span>")
             rows.append(f"<tr><td{_CELL}>{mark}</td><td{_NOWRAP}><code>{e(o.size_text())}</code></td>"

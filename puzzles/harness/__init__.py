@@ -128,13 +128,15 @@ class StartedGrading:
     def finish(self) -> TestResult:
         job, started, cases = self.job, self.started, self.cases
         if self.runs is None:
-            return build_result(job, error=self.problem, seconds=time.perf_counter() - started)
+            return build_result(job, error=self.problem, notes=[job.other_puzzles_kernel],
+                                seconds=time.perf_counter() - started)
         kernel, found = job.kernel, job.puzzle
         outcomes = judge_runs(kernel, cases, self.runs.collect())
         for outcome in outcomes:  # a stopped size shows its limit, not a time
             outcome.time_limit = job.timeout if outcome.status == "timeout" else None
         notes = _compile_check.fold(self.check, outcomes, job.title, started, job.compile_check)
         notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
+        notes.append(job.other_puzzles_kernel)
         notes.append(argument_order_note(kernel, found, fn=job.fn))
         notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)
         perf_report = None
