@@ -232,8 +232,9 @@ def timeout_message(timeout: float, sizes: str = "", where: str = "") -> str:
     """What a learner reads when a kernel is stopped (every way of running it says the same):
     the size, the limit and how to raise it; `KernelError.line` adds the line it was on."""
     at = f" at {sizes}" if sizes else ""
-    return (f"the kernel ran past its time limit of {timeout:g} s{at}{where} and was stopped: an endless loop? "
-            f"If it is only slow, raise the limit: test(..., timeout={max(2 * timeout, 60):g})")
+    # In parentheses: the line the kernel was on follows ("... was stopped (...) at line 12: ...").
+    return (f"the kernel ran past its time limit of {timeout:g} s{at}{where} and was stopped (an endless loop? "
+            f"if it is only slow, raise the limit: test(..., timeout={max(2 * timeout, 60):g}))")
 
 
 def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],

@@ -10,6 +10,7 @@ import torch
 import wrong_kernels as wrong
 
 from puzzles import catalog, on_gpu, test
+from puzzles.harness.cases import unknown_sizes_note
 from puzzles.inputs import build_arena, poison_, random_tensor, unwritten_mask
 from puzzles.solution_source import starter_source
 
@@ -239,6 +240,16 @@ def test_nelem_and_block_override_the_canonical_size():
     p = catalog.get(2)
     result = test(p.reference(), p.spec, nelem={"N0": 77}, B={"B0": 8}, quiet=True)
     assert result.outcomes[0].sizes == {"N0": 77, "B0": 8} and result.passed
+    assert not any("not a size" in n for n in result.notes)
+
+
+def test_a_size_name_the_puzzle_does_not_have_is_named():
+    p = catalog.get(2)
+    result = test(p.reference(), p.spec, nelem={"n0": 77}, quiet=True)  # a typo: n0 for N0
+    assert "n0 is not a size of puzzle 2, so it changed nothing; its sizes are N0, B0" in result.notes
+    # Puzzle 21's lists may be longer than its sizes' (L6 for a seventh tensor): no note for those.
+    p21 = catalog.get(21)
+    assert unknown_sizes_note(p21, {"K": 7, "L6": 5}, None) is None
 
 
 def test_unknown_spec_is_tested_at_the_given_size(load_kernel):

@@ -29,7 +29,7 @@ from puzzles import compile_check as _compile_check
 from puzzles.autotune_configs import is_autotuned
 from puzzles.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.execution import KernelError
-from puzzles.harness.cases import Case, SizeRuleError, make_case, size_list
+from puzzles.harness.cases import Case, SizeRuleError, make_case, size_list, unknown_sizes_note
 from puzzles.harness.configs import autotune_missing, grade_every_config
 from puzzles.harness.job import GradingJob, make_job
 from puzzles.harness.judging import judge_runs
@@ -120,6 +120,10 @@ class StartedGrading:
                                                                     job.compile_check)
             self.runs = start_runs(kernel, self.args_for, self.cases, job.timeout, job.isolate, job.record)
 
+    @property
+    def unknown_sizes(self) -> str | None:
+        return unknown_sizes_note(self.job.puzzle, self.job.nelem, self.job.blocks)
+
     def cancel(self) -> None:
         """Not needed after all: end the runs' child process."""
         if self.runs is not None:
@@ -128,7 +132,7 @@ class StartedGrading:
     def finish(self) -> TestResult:
         job, started, cases = self.job, self.started, self.cases
         if self.runs is None:
-            return build_result(job, error=self.problem, notes=[job.other_puzzles_kernel],
+            return build_result(job, error=self.problem, notes=[job.other_puzzles_kernel, self.unknown_sizes],
                                 seconds=time.perf_counter() - started)
         kernel, found = job.kernel, job.puzzle
         outcomes = judge_runs(kernel, cases, self.runs.collect())
@@ -136,7 +140,7 @@ class StartedGrading:
             outcome.time_limit = job.timeout if outcome.status == "timeout" else None
         notes = _compile_check.fold(self.check, outcomes, job.title, started, job.compile_check)
         notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
-        notes.append(job.other_puzzles_kernel)
+        notes += [job.other_puzzles_kernel, self.unknown_sizes]
         notes.append(argument_order_note(kernel, found, fn=job.fn))
         notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)
         perf_report = None
