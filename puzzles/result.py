@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -378,7 +379,8 @@ def render_html(result: TestResult) -> str:
         if failure is not None:
             details = _detail_lines(failure) if failure.error is None else []
             if details:
-                parts.append("<pre>" + e("\n".join(s.strip() for s in details)) + "</pre>")
+                # Dedent, not strip: the carets under a packed word's wrong nibbles keep their column.
+                parts.append("<pre>" + e(textwrap.dedent("\n".join(details))) + "</pre>")
             if failure.status_map is not None and failure.unwritten_count < _numel(failure.output_shape):
                 legend = " ".join(f"<span style='color:{_COLORS[k]}'>■ {label}</span>"
                                   for k, label in ((0, "right"), (1, "wrong"), (2, "never written")))

@@ -145,8 +145,8 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
         depends = "the output depends on them" if garbage else "if the output depends on them"
         _add_notes(o, [f"{seen}masked loads without other= ({where}) leave their masked-off lanes undefined on a GPU "
                        "(the interpreter gives 0; the grader fills them with NaN or junk, as a GPU may), and "
-                       f"{depends}: give the load other=0 (or the value that adds nothing), or keep those lanes "
-                       "out with tl.where"])
+                       f"{depends}: give the load the value that changes nothing, other=0 for a sum, other=-inf "
+                       "for a maximum or a softmax's scores, or keep those lanes out with tl.where"])
         return
     if case.contiguous_expected is not None and bool(_close(out, case.contiguous_expected, case).all()):
         _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a "
