@@ -108,7 +108,8 @@ class SizeOutcome:
         outside = [a for a in self.invalid_accesses if a.kind == "out of bounds"]
         into_inputs = [a for a in self.invalid_accesses if a.kind != "out of bounds"]
         if outside:
-            parts.append(f"{len(outside)} out-of-bounds access(es): {outside[0].describe()}")
+            many = f"{len(outside)} accesses out of bounds, the first: " if len(outside) > 1 else ""
+            parts.append(f"{many}{outside[0].describe()}")
         if into_inputs:
             names = ", ".join(dict.fromkeys(a.tensor for a in into_inputs))
             parts.append(f"the kernel stores into its input {names} (inputs are read-only: write the result "
