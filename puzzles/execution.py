@@ -13,6 +13,7 @@ import ctypes
 import io
 import os
 import pickle
+import re
 import select
 import signal
 import sys
@@ -202,7 +203,7 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     if message.startswith(type(cause).__name__ + "("):
         message = message[len(type(cause).__name__) + 1 : -1].strip("'\"")
     text = f"{type(cause).__name__}: {message}"
-    hint = triton_error_hint(text)
+    hint = triton_error_hint(text, source)
     return KernelError("exception", f"{text} ({hint})" if hint else text, line, source, file_seen)
 
 
@@ -223,8 +224,15 @@ _TRITON_ERROR_HINTS = (
 )
 
 
-def triton_error_hint(message: str) -> str:
-    """What to write instead, for the interpreter's messages that name the rule but not the fix ("" if none)."""
+def triton_error_hint(message: str, source: str = "") -> str:
+    """What to write instead, for the interpreter's messages that name the rule but not the fix, or that
+    name something else than the mistake on the line `source` ("" if none)."""
+    if "must be Tensor, not tensor" in message or ("torch." in source and "not tensor" in message):
+        return ("torch's functions work on torch tensors, not on a kernel's blocks: use triton.language's, "
+                "tl.exp, tl.maximum, tl.sum, ..., or plain operators")
+    if "object is not iterable" in message and re.search(r"\w\[(?![^]]*(:|None))[^]]*\]", source):
+        return ("a block has no element access by position: compute on the whole block, choosing elements with "
+                "tl.where(offsets == i, new, x), or load and store the one element at ptr + i")
     return next((advice for part, advice in _TRITON_ERROR_HINTS if part in message), "")
 
 

@@ -238,7 +238,7 @@ def row_reasons(outcomes: list[SizeOutcome], headline: SizeOutcome | None = None
     explained: set[str] = set()
 
     def explanations(o: SizeOutcome) -> list[str]:
-        advice = triton_error_hint(o.error.message) if o.error is not None else ""
+        advice = triton_error_hint(o.error.message, o.error.source) if o.error is not None else ""
         return [f" ({advice})"] * bool(advice) + [f"; {o.note}"] * bool(o.note)
 
     if headline is not None:

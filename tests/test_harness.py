@@ -137,6 +137,10 @@ def test_wrong_signature_names_the_parameter_and_the_expected_signature():
     (1, "    offsets = tl.arange(0, 24)\n", "a block's length must be a power of two"),
     (2, "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n    offsets = offsets + tl.arange(0, 2 * B0)\n",
      "x[:, None] for a column"),
+    (2, "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n    first = offsets[0]\n",
+     "a block has no element access by position"),
+    (2, "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n    offsets = torch.maximum(offsets, 0)\n",
+     "torch's functions work on torch tensors, not on a kernel's blocks"),
 ])
 def test_tritons_usual_errors_say_what_to_write_instead(load_kernel, number, body, says):
     name = catalog.get(number).kernel_name
