@@ -115,14 +115,15 @@ def attend_o_proj_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache
 
 
 def attend_o_proj(q, k, v, cos, sin, k_cache, v_cache, pos, weight: GPTQWeight, out, block_n: int = 256,
-                  warps: int = 4, pdl: int = 0, block_l: int = 128) -> None:
-    """rope_attend then ``out += attention @ W_o`` in one kernel; ``out`` a zeroed fp32 (B, N) buffer."""
+                  warps: int = 4, pdl: int = 0, block_l: int = 128):
+    """rope_attend then ``out += attention @ W_o`` in one kernel; ``out`` a zeroed fp32 (B, N) buffer. Returns
+    the launched kernel (its registers and spills)."""
     batch, kv_heads, cache_len, d = k_cache.shape
     heads = q.shape[1] // d
     if weight.group_size != d or weight.g_idx is not None or weight.a_perm is not None:
         raise ValueError("the fused kernel needs GPTQ groups of one head (group size = head dim), no act-order")
     plain = weight.plain_qweight()
-    attend_o_proj_kernel[(batch, heads, triton.cdiv(weight.n, block_n))](
+    return attend_o_proj_kernel[(batch, heads, triton.cdiv(weight.n, block_n))](
         q, k, v, cos, sin, k_cache, v_cache, pos, plain, weight.scales, weight.qzeros, out,
         q.stride(0), k.stride(0), v.stride(0), out.stride(0), cache_len, d**-0.5, weight.n,
         plain.stride(0), weight.scales.stride(0), weight.qzeros.stride(0),
@@ -207,6 +208,38 @@ def check(device: str) -> None:
         assert err < 2e-3, err
 
 
+def kernel_times(tiles: list[str], batch: int, pos: int = 64) -> None:
+    """One layer's shapes (hidden 4096, 32 heads): the fused kernel per tile against rope_attend then
+    gptq_matmul, each timed alone (us), with the fused kernel's registers and spills."""
+    import triton.testing
+
+    from solutions.gptq.loader import load_gptq_layer
+    from solutions.gptq.quantize import quantize_rtn
+
+    heads, d, length, hidden = 32, 128, 256, 4096
+    q, k, v = (torch.randn(batch, heads * d, device="cuda").half() for _ in range(3))
+    cos, sin = (torch.randn(length, d, device="cuda").half() for _ in range(2))
+    caches = [torch.randn(batch, heads, length, d, device="cuda").half() for _ in range(2)]
+    quant = quantize_rtn(torch.randn(hidden, hidden) * 0.02, d)
+    tensors = {key: t.cuda() for key, t in quant.tensors.items()}
+    shipped = load_gptq_layer(tensors, quant.quantize_config)
+    plain = load_gptq_layer(tensors, quant.quantize_config, repack=False)
+    position = torch.tensor([pos], dtype=torch.int32, device="cuda")
+    attn = rope_attend(q, k, v, cos, sin, *caches, position)
+    out16 = torch.zeros(batch, hidden, device="cuda").half()
+    separate = triton.testing.do_bench(lambda: (rope_attend(q, k, v, cos, sin, *caches, position, out=attn),
+                                                gptq_matmul(attn, shipped, out=out16, out_zeroed=True)), rep=200)
+    alone = triton.testing.do_bench(lambda: rope_attend(q, k, v, cos, sin, *caches, position, out=attn), rep=200)
+    print(f"batch {batch}, pos {pos}: rope_attend + gptq_matmul {separate * 1e3:.1f} us (attention {alone * 1e3:.1f})")
+    out = torch.zeros(batch, hidden, device="cuda")
+    for tile in tiles:
+        block_n, warps = (int(x) for x in tile.split(":"))
+        launched = attend_o_proj(q, k, v, cos, sin, *caches, position, plain, out, block_n, warps)
+        ms = triton.testing.do_bench(lambda: attend_o_proj(q, k, v, cos, sin, *caches, position, plain, out, block_n,
+                                                           warps), rep=200)
+        print(f"  fused {tile}: {ms * 1e3:.1f} us, {launched.n_regs} registers, {launched.n_spills} spills")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="correctness only (on CPU: Triton's interpreter)")
@@ -216,6 +249,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=64)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--kernels", action="store_true", help="time the fused kernel alone per tile, then stop")
     args = parser.parse_args()
     if args.check:
         check("cuda" if torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1" else "cpu")
@@ -227,6 +261,10 @@ def main() -> int:
     from decode import benchmark_llama, weight_bytes
 
     check("cuda")
+    if args.kernels:
+        for batch in args.batch:
+            kernel_times(args.tiles, batch)
+        return 0
     config, fp16, int4 = benchmark_llama(args.layers)
     del fp16
     floor_ms = weight_bytes(int4) / copy_bandwidth() * 1e3
