@@ -37,7 +37,13 @@ from solutions.gptq import gptq_matmul  # noqa: E402
 from solutions.gptq.decode import GraphDecoder, concat_gptq_weights  # noqa: E402
 from solutions.gptq.decode_kernels import add_rms_norm, greedy_pick, rope_attend, silu_mul  # noqa: E402
 from solutions.gptq.loader import GPTQWeight  # noqa: E402
-from solutions.gptq.pdl import STEP_EARLY, pdl_kwargs, start_next_kernel, wait_for_previous_kernel  # noqa: E402
+from solutions.gptq.pdl import (  # noqa: E402
+    STEP_EARLY,
+    pdl_kwargs,
+    prefetch_to_l2,
+    start_next_kernel,
+    wait_for_previous_kernel,
+)
 
 
 @triton.jit
@@ -54,26 +60,23 @@ def attend_o_proj_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache
                          q_stride, k_stride, v_stride, out_stride, cache_len, scale, N,
                          stride_qk, stride_sg, stride_zg,
                          ZERO_OFFSET: tl.constexpr, KV_HEADS: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr,
-                         BLOCK_L: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
+                         BLOCK_L: tl.constexpr, BLOCK_N: tl.constexpr, CHUNK_N: tl.constexpr, PDL: tl.constexpr):
     b = tl.program_id(0)
     head = tl.program_id(1)
     nb = tl.program_id(2)
     g = head // GROUP
-    # W_o's rows of this head (one GPTQ group: D == G) for this block of columns, read before the wait.
-    offs_n = nb * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_ok = offs_n < N
-    packed = head * (D // 8) + tl.arange(0, D // 8)
-    words = tl.load(qweight_ptr + packed[:, None] * stride_qk + offs_n[None, :], mask=n_ok[None, :], other=0)
-    col_scale = tl.load(scales_ptr + head * stride_sg + offs_n, mask=n_ok, other=0.0).to(tl.float32)
-    zero_words = tl.load(qzeros_ptr + head * stride_zg + offs_n // 8, mask=n_ok, other=0)
-    col_zero = (((zero_words >> ((offs_n % 8) * 4)) & 15) + ZERO_OFFSET).to(tl.float32)
+    d = tl.arange(0, D)
     if PDL:
+        # W_o's rows of this head (one GPTQ group: D == G) for this block of columns into L2 before the wait
+        # (no kernel writes the weights): one pointer per 128-byte line of each of the D / 8 packed rows.
+        lines = nb * BLOCK_N + tl.arange(0, BLOCK_N // 32) * 32
+        packed = head * (D // 8) + tl.arange(0, D // 8)
+        prefetch_to_l2(qweight_ptr + packed[:, None] * stride_qk + lines[None, :])
         if PDL & STEP_EARLY:
             start_next_kernel()
         wait_for_previous_kernel()
     # This head's attention over the cache, as rope_attend computes it.
     pos = tl.load(pos_ptr)
-    d = tl.arange(0, D)
     cos = tl.load(cos_ptr + pos * D + d).to(tl.float32)
     sin = tl.load(sin_ptr + pos * D + d).to(tl.float32)
     k = _rotate(k_ptr + b * k_stride + g * D, d, cos, sin, D // 2)
@@ -89,25 +92,30 @@ def attend_o_proj_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache
         valid = idx < pos
         offs = base + idx[:, None] * D + d[None, :]
         keys = tl.load(k_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
-        values = tl.load(v_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
         scores = tl.where(valid, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))
         m_new = tl.maximum(m, tl.max(scores, axis=0))
         alpha = tl.exp(m - m_new)
         p = tl.exp(scores - m_new)
+        values = tl.load(v_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
         total = total * alpha + tl.sum(p, axis=0)
         acc = acc * alpha + tl.sum(p[:, None] * values, axis=0)
         m = m_new
     attended = (acc / total).to(tl.float16).to(tl.float32)  # rounded as rope_attend's output
-    # Its share of o_proj: sum_k a[k] (q[k, n] - zero[n]) scale[n], k = 8 i + j in nibble j of word i.
-    pairs = tl.reshape(attended, (D // 8, 8))
-    slot = tl.arange(0, 8)
-    dot = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    for j in tl.static_range(8):
-        a_j = tl.sum(tl.where(slot[None, :] == j, pairs, 0.0), axis=1)
-        nibbles = ((words >> (4 * j)) & 15).to(tl.float32)
-        dot += tl.sum(nibbles * a_j[:, None], axis=0)
-    partial = col_scale * (dot - col_zero * tl.sum(attended, axis=0))
-    tl.atomic_add(out_ptr + b * out_stride + offs_n, partial, mask=n_ok, sem="relaxed")
+    a_sum = tl.sum(attended, axis=0)
+    # Its share of o_proj: sum_k a[k] (q[k, n] - zero[n]) scale[n]; row k is nibble k % 8 of packed row k // 8
+    # (each word is read by the 8 rows it holds: the repeats come from L1).
+    shift = ((d % 8) * 4)[:, None]
+    word_rows = (head * D + d) // 8
+    for c in tl.static_range(BLOCK_N // CHUNK_N):
+        offs_n = nb * BLOCK_N + c * CHUNK_N + tl.arange(0, CHUNK_N)
+        n_ok = offs_n < N
+        words = tl.load(qweight_ptr + word_rows[:, None] * stride_qk + offs_n[None, :], mask=n_ok[None, :], other=0)
+        dot = tl.sum(((words >> shift) & 15).to(tl.float32) * attended[:, None], axis=0)
+        col_scale = tl.load(scales_ptr + head * stride_sg + offs_n, mask=n_ok, other=0.0).to(tl.float32)
+        zero_words = tl.load(qzeros_ptr + head * stride_zg + offs_n // 8, mask=n_ok, other=0)
+        col_zero = (((zero_words >> ((offs_n % 8) * 4)) & 15) + ZERO_OFFSET).to(tl.float32)
+        tl.atomic_add(out_ptr + b * out_stride + offs_n, col_scale * (dot - col_zero * a_sum), mask=n_ok,
+                      sem="relaxed")
     # One program per (sequence, kv head) writes the new k and v (after every read of the cache above).
     writer = (nb == 0) & (head % GROUP == 0)
     tl.store(k_cache + base + pos * D + d, k, mask=writer & (d < D))
@@ -115,7 +123,7 @@ def attend_o_proj_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache
 
 
 def attend_o_proj(q, k, v, cos, sin, k_cache, v_cache, pos, weight: GPTQWeight, out, block_n: int = 256,
-                  warps: int = 4, pdl: int = 0, block_l: int = 128):
+                  warps: int = 4, pdl: int = 0, block_l: int = 64, chunk_n: int = 64):
     """rope_attend then ``out += attention @ W_o`` in one kernel; ``out`` a zeroed fp32 (B, N) buffer. Returns
     the launched kernel (its registers and spills)."""
     batch, kv_heads, cache_len, d = k_cache.shape
@@ -128,7 +136,7 @@ def attend_o_proj(q, k, v, cos, sin, k_cache, v_cache, pos, weight: GPTQWeight, 
         q.stride(0), k.stride(0), v.stride(0), out.stride(0), cache_len, d**-0.5, weight.n,
         plain.stride(0), weight.scales.stride(0), weight.qzeros.stride(0),
         ZERO_OFFSET=weight.zero_offset, KV_HEADS=kv_heads, GROUP=heads // kv_heads, D=d, BLOCK_L=block_l,
-        BLOCK_N=block_n, num_warps=warps, **pdl_kwargs(pdl))
+        BLOCK_N=block_n, CHUNK_N=min(chunk_n, block_n), num_warps=warps, **pdl_kwargs(pdl))
 
 
 class FusedAttendDecoder(GraphDecoder):
