@@ -89,7 +89,8 @@ def _add_rms_norm_kernel(delta_ptr, resid_ptr, weight_ptr, out_ptr, zero_ptr, n,
         d = tl.load(delta_ptr + row * delta_stride + offs, mask=mask, other=0.0)
     _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)  # while the loads are in flight
     if HAS_DELTA:
-        x = (x.to(tl.float32) + d.to(tl.float32)).to(tl.float16)  # residual + delta, rounded as in torch
+        # residual + delta, rounded as in torch (an fp32 delta first to fp16, as a linear layer's output)
+        x = (x.to(tl.float32) + d.to(tl.float16).to(tl.float32)).to(tl.float16)
         tl.store(resid_ptr + row * resid_stride + offs, x, mask=mask)
     xf = x.to(tl.float32)
     variance = tl.sum(xf * xf, axis=0) / n
