@@ -108,8 +108,9 @@ class SizeOutcome:
         outside = [a for a in self.invalid_accesses if a.kind == "out of bounds"]
         into_inputs = [a for a in self.invalid_accesses if a.kind != "out of bounds"]
         if outside:
-            many = f"{len(outside)} accesses out of bounds, the first: " if len(outside) > 1 else ""
-            parts.append(f"{many}{outside[0].describe()}")
+            count = (f"{len(outside)} out-of-bounds accesses, the first" if len(outside) > 1
+                     else "1 out-of-bounds access")
+            parts.append(f"{count}: {outside[0].describe()}")
         if into_inputs:
             names = ", ".join(dict.fromkeys(a.tensor for a in into_inputs))
             parts.append(f"the kernel stores into its input {names} (inputs are read-only: write the result "
@@ -188,7 +189,7 @@ class TestResult:
         if self.error is None:
             failure = self.first_failure
             for o, why in zip(self.outcomes, row_reasons(self.outcomes, failure), strict=True):
-                mark = "ok " if o.passed else "FAIL"
+                mark = "ok " if o.passed else " -- " if o.status == "not run" else "FAIL"
                 lines.append(f"  [{mark}] {o.size_text()}  seed={o.seed}  {o.time_text()}  {why}")
         failure = self.first_failure
         if failure is not None and failure.error is None:
