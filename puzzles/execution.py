@@ -236,13 +236,15 @@ def triton_error_hint(message: str, source: str = "") -> str:
     return next((advice for part, advice in _TRITON_ERROR_HINTS if part in message), "")
 
 
-def timeout_message(timeout: float, sizes: str = "", where: str = "") -> str:
+def timeout_message(timeout: float, sizes: str = "", where: str = "", call: str = "test(..., timeout={})") -> str:
     """What a learner reads when a kernel is stopped (every way of running it says the same):
-    the size, the limit and how to raise it; `KernelError.line` adds the line it was on."""
+    the size, the limit and how to raise it (`call`, the limit in its braces; "" where the learner cannot);
+    `KernelError.line` adds the line it was on."""
     at = f" at {sizes}" if sizes else ""
+    raise_it = f" if it is only slow, raise the limit: {call.format(f'{max(2 * timeout, 60):g}')}" if call else ""
     # In parentheses: the line the kernel was on follows ("... was stopped (...) at line 12: ...").
-    return (f"the kernel ran past its time limit of {timeout:g} s{at}{where} and was stopped (an endless loop? "
-            f"if it is only slow, raise the limit: test(..., timeout={max(2 * timeout, 60):g}))")
+    return (f"the kernel ran past its time limit of {timeout:g} s{at}{where} and was stopped "
+            f"(an endless loop?{raise_it})")
 
 
 def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],
