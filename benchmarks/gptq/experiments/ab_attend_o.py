@@ -5,8 +5,8 @@
 
 o_proj is a split-K over heads in disguise: output n is the sum over heads h of head h's 128 attention
 outputs times rows 128 h .. 128 h + 127 of W_o, and with GPTQ groups of 128 those rows are one group (one
-scale and zero per column). So a program (sequence, head, block of N columns) reads its block of W_o
-before it waits for the q/k/v matmul (no kernel writes the weights), computes its head's attention as
+scale and zero per column). So a program (sequence, head, block of N columns) asks L2 for its block of
+W_o before it waits for the q/k/v matmul (no kernel writes the weights), computes its head's attention as
 rope_attend does (the head's programs share its cache rows through L2), and adds its partial product into
 an fp32 output with atomics. One kernel boundary fewer per layer, and attention's chain of round trips
 overlaps o_proj's weight reads (NOTES.md, "Round 4"). The fp32 output is zeroed by the layer's first norm
@@ -15,6 +15,10 @@ there as the model's linear output is.
 
 A tile is BLOCK_N:WARPS. For each, a GraphDecoder subclass whose step calls the fused kernel; the shipped
 decoder and the variants take turns in each round (64 replays timed together), medians.
+
+Measured on the H100 (results/h100_attend_o/): correct, and slower than the two kernels it replaces (step
+1.148 against 1.002 ms at batch 1, more than twice at batch 8): every (head, block) program recomputes its
+head's attention, and the FMA product is a chain of L2 round trips. Not used by the decoder.
 """
 
 from __future__ import annotations
