@@ -168,10 +168,12 @@ def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache,
     k = rope_rotate(k_ptr + b * k_stride + g * D, d, cos, sin, D // 2)
     v = tl.load(v_ptr + b * v_stride + g * D + d)
     base = (b * KV_HEADS + g).to(tl.int64) * cache_len * D
+    kf = k.to(tl.float32)
+    vf = v.to(tl.float32)
     for h in tl.static_range(GROUP):
         head = g * GROUP + h
         q = rope_rotate(q_ptr + b * q_stride + head * D, d, cos, sin, D // 2).to(tl.float32)
-        out = attend_over_cache(q, k.to(tl.float32), v.to(tl.float32), k_cache, v_cache, base, pos, d, scale, BLOCK_L)
+        out = attend_over_cache(q, kf, vf, k_cache, v_cache, base, pos, d, scale, BLOCK_L)
         tl.store(out_ptr + b * out_stride + head * D + d, out)
     # The new k and v go into the cache last: the loop reads positions before pos only, and its loads need
     # not wait behind stores to the same cache.
