@@ -118,12 +118,39 @@ def add_rms_norm(resid: Tensor, weight: Tensor, eps: float, delta: Tensor | None
 
 
 @triton.jit
-def _rope(ptr, d, cos, sin, HALF: tl.constexpr):
-    """x * cos + rotate_half(x) * sin, each product rounded to fp16 as transformers' fp16 ops do."""
+def rope_rotate(ptr, d, cos, sin, HALF: tl.constexpr):
+    """x * cos + rotate_half(x) * sin for the head vector x at ``ptr`` (``d``: its indices), each product
+    rounded to fp16 as transformers' fp16 ops do."""
     x = tl.load(ptr + d).to(tl.float32)
     partner = tl.load(ptr + tl.where(d < HALF, d + HALF, d - HALF)).to(tl.float32)
     rotated = tl.where(d < HALF, -partner, partner)
     return ((x * cos).to(tl.float16).to(tl.float32) + (rotated * sin).to(tl.float16).to(tl.float32)).to(tl.float16)
+
+
+@triton.jit
+def attend_over_cache(q, k, v, k_cache, v_cache, base, pos, d, scale, BLOCK_L: tl.constexpr):
+    """One query head's attention output (fp16) over cache positions 0..pos - 1 (rows of D at ``base`` in
+    the caches) and the new token's k and v (from registers, not read back from the cache): an online
+    softmax in fp32 over blocks of BLOCK_L positions."""
+    m = tl.sum(q * k, axis=0) * scale
+    total = m * 0.0 + 1.0
+    acc = v
+    rows = tl.arange(0, BLOCK_L)
+    D: tl.constexpr = d.shape[0]
+    for start in range(0, pos, BLOCK_L):
+        idx = start + rows
+        valid = idx < pos
+        offs = base + idx[:, None] * D + d[None, :]
+        keys = tl.load(k_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
+        scores = tl.where(valid, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))
+        m_new = tl.maximum(m, tl.max(scores, axis=0))
+        alpha = tl.exp(m - m_new)
+        p = tl.exp(scores - m_new)
+        values = tl.load(v_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
+        total = total * alpha + tl.sum(p, axis=0)
+        acc = acc * alpha + tl.sum(p[:, None] * values, axis=0)
+        m = m_new
+    return (acc / total).to(tl.float16)
 
 
 @triton.jit
@@ -138,33 +165,16 @@ def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache,
     d = tl.arange(0, D)
     cos = tl.load(cos_ptr + pos * D + d).to(tl.float32)
     sin = tl.load(sin_ptr + pos * D + d).to(tl.float32)
-    k = _rope(k_ptr + b * k_stride + g * D, d, cos, sin, D // 2)
+    k = rope_rotate(k_ptr + b * k_stride + g * D, d, cos, sin, D // 2)
     v = tl.load(v_ptr + b * v_stride + g * D + d)
     base = (b * KV_HEADS + g).to(tl.int64) * cache_len * D
     kf = k.to(tl.float32)
     vf = v.to(tl.float32)
-    rows = tl.arange(0, BLOCK_L)
     for h in tl.static_range(GROUP):
         head = g * GROUP + h
-        q = _rope(q_ptr + b * q_stride + head * D, d, cos, sin, D // 2).to(tl.float32)
-        # The new token from registers (no need to read back what was just stored), then the cache before it.
-        m = tl.sum(q * kf, axis=0) * scale
-        total = m * 0.0 + 1.0
-        acc = vf
-        for start in range(0, pos, BLOCK_L):
-            idx = start + rows
-            valid = idx < pos
-            offs = base + idx[:, None] * D + d[None, :]
-            keys = tl.load(k_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
-            scores = tl.where(valid, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))
-            m_new = tl.maximum(m, tl.max(scores, axis=0))
-            alpha = tl.exp(m - m_new)
-            p = tl.exp(scores - m_new)
-            values = tl.load(v_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
-            total = total * alpha + tl.sum(p, axis=0)
-            acc = acc * alpha + tl.sum(p[:, None] * values, axis=0)
-            m = m_new
-        tl.store(out_ptr + b * out_stride + head * D + d, (acc / total).to(tl.float16))
+        q = rope_rotate(q_ptr + b * q_stride + head * D, d, cos, sin, D // 2).to(tl.float32)
+        out = attend_over_cache(q, kf, vf, k_cache, v_cache, base, pos, d, scale, BLOCK_L)
+        tl.store(out_ptr + b * out_stride + head * D + d, out)
     # The new k and v go into the cache last: the loop reads positions before pos only, and its loads need
     # not wait behind stores to the same cache.
     tl.store(k_cache + base + pos * D + d, k)

@@ -5,8 +5,8 @@
 
 o_proj is a split-K over heads in disguise: output n is the sum over heads h of head h's 128 attention
 outputs times rows 128 h .. 128 h + 127 of W_o, and with GPTQ groups of 128 those rows are one group (one
-scale and zero per column). So a program (sequence, head, block of N columns) reads its block of W_o
-before it waits for the q/k/v matmul (no kernel writes the weights), computes its head's attention as
+scale and zero per column). So a program (sequence, head, block of N columns) asks L2 for its block of
+W_o before it waits for the q/k/v matmul (no kernel writes the weights), computes its head's attention as
 rope_attend does (the head's programs share its cache rows through L2), and adds its partial product into
 an fp32 output with atomics. One kernel boundary fewer per layer, and attention's chain of round trips
 overlaps o_proj's weight reads (NOTES.md, "Round 4"). The fp32 output is zeroed by the layer's first norm
@@ -15,6 +15,10 @@ there as the model's linear output is.
 
 A tile is BLOCK_N:WARPS. For each, a GraphDecoder subclass whose step calls the fused kernel; the shipped
 decoder and the variants take turns in each round (64 replays timed together), medians.
+
+Measured on the H100 (results/h100_attend_o/): correct, and slower than the two kernels it replaces (step
+1.148 against 1.002 ms at batch 1, more than twice at batch 8): every (head, block) program recomputes its
+head's attention, and the FMA product is a chain of L2 round trips. Not used by the decoder.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -35,7 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq:
 
 from solutions.gptq import gptq_matmul  # noqa: E402
 from solutions.gptq.decode import GraphDecoder, concat_gptq_weights  # noqa: E402
-from solutions.gptq.decode_kernels import add_rms_norm, greedy_pick, rope_attend, silu_mul  # noqa: E402
+from solutions.gptq.decode_kernels import (  # noqa: E402
+    add_rms_norm,
+    attend_over_cache,
+    greedy_pick,
+    rope_attend,
+    rope_rotate,
+    silu_mul,
+)
 from solutions.gptq.loader import GPTQWeight  # noqa: E402
 from solutions.gptq.pdl import (  # noqa: E402
     STEP_EARLY,
@@ -44,14 +54,6 @@ from solutions.gptq.pdl import (  # noqa: E402
     start_next_kernel,
     wait_for_previous_kernel,
 )
-
-
-@triton.jit
-def _rotate(ptr, d, cos, sin, HALF: tl.constexpr):
-    x = tl.load(ptr + d).to(tl.float32)
-    partner = tl.load(ptr + tl.where(d < HALF, d + HALF, d - HALF)).to(tl.float32)
-    rotated = tl.where(d < HALF, -partner, partner)
-    return ((x * cos).to(tl.float16).to(tl.float32) + (rotated * sin).to(tl.float16).to(tl.float32)).to(tl.float16)
 
 
 @triton.jit
@@ -79,28 +81,12 @@ def attend_o_proj_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache
     pos = tl.load(pos_ptr)
     cos = tl.load(cos_ptr + pos * D + d).to(tl.float32)
     sin = tl.load(sin_ptr + pos * D + d).to(tl.float32)
-    k = _rotate(k_ptr + b * k_stride + g * D, d, cos, sin, D // 2)
+    k = rope_rotate(k_ptr + b * k_stride + g * D, d, cos, sin, D // 2)
     v = tl.load(v_ptr + b * v_stride + g * D + d)
-    q = _rotate(q_ptr + b * q_stride + head * D, d, cos, sin, D // 2).to(tl.float32)
+    q = rope_rotate(q_ptr + b * q_stride + head * D, d, cos, sin, D // 2).to(tl.float32)
     base = (b * KV_HEADS + g).to(tl.int64) * cache_len * D
-    rows = tl.arange(0, BLOCK_L)
-    m = tl.sum(q * k.to(tl.float32), axis=0) * scale
-    total = m * 0.0 + 1.0
-    acc = v.to(tl.float32)
-    for start in range(0, pos, BLOCK_L):
-        idx = start + rows
-        valid = idx < pos
-        offs = base + idx[:, None] * D + d[None, :]
-        keys = tl.load(k_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
-        scores = tl.where(valid, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))
-        m_new = tl.maximum(m, tl.max(scores, axis=0))
-        alpha = tl.exp(m - m_new)
-        p = tl.exp(scores - m_new)
-        values = tl.load(v_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
-        total = total * alpha + tl.sum(p, axis=0)
-        acc = acc * alpha + tl.sum(p[:, None] * values, axis=0)
-        m = m_new
-    attended = (acc / total).to(tl.float16).to(tl.float32)  # rounded as rope_attend's output
+    attended = attend_over_cache(q, k.to(tl.float32), v.to(tl.float32), k_cache, v_cache, base, pos, d, scale,
+                                 BLOCK_L).to(tl.float32)  # rounded to fp16 as rope_attend's output
     a_sum = tl.sum(attended, axis=0)
     # Its share of o_proj: sum_k a[k] (q[k, n] - zero[n]) scale[n]; row k is nibble k % 8 of packed row k // 8
     # (each word is read by the 8 rows it holds: the repeats come from L1).
@@ -266,7 +252,7 @@ def main() -> int:
         print("needs a CUDA GPU (or --check)")
         return 0
     from common import copy_bandwidth
-    from decode import benchmark_llama, weight_bytes
+    from decode import benchmark_llama, step_ms_in_turns, weight_bytes
 
     check("cuda")
     if args.kernels:
@@ -289,16 +275,7 @@ def main() -> int:
             dec.prefill(ids)
             dec.step()
             logits[name] = dec.logits.float().clone()
-        times = {name: [] for name in decoders}
-        for _ in range(args.rounds):
-            for name, dec in decoders.items():
-                dec.prefill(ids)
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(args.steps):
-                    dec.step()
-                torch.cuda.synchronize()
-                times[name].append((time.perf_counter() - t0) / args.steps * 1e3)
+        times = step_ms_in_turns(decoders, ids, args.steps, args.rounds)
         for name in decoders:
             step = statistics.median(times[name])
             gap = ((logits[name] - logits["shipped"]).abs().max() / logits["shipped"].std()).item()
