@@ -221,9 +221,10 @@ def puzzle_notebook(p: Puzzle) -> dict:
         _cell("markdown", "### Hints\n\nOpen one at a time.\n\n" + hints, f"p{p.number}-hints"),
         _cell("markdown", "## Check\n\nThe verdict says, for each size, whether the output is right, which elements "
               "are wrong or never written, and any access outside a tensor (with the program id and your line). "
-              "Add `viz=True` to see which elements each program loads and stores. triton-viz's 3-D viewer "
-              "(optional, triton 3.7 or older) opens with `puzzles.viz.launch_triton_viz(kernel, *args, grid=...)`; "
-              "on Colab it is shown through Colab's port proxy.", f"p{p.number}-check-title"),
+              "Add `viz=True` to see which elements each program loads and stores: a picture under the verdict. "
+              "For an interactive 3-D view of the same accesses, install triton-viz (optional, Triton 3.7 or "
+              "older) and run `puzzles.viz.launch_triton_viz(kernel, *args, grid=...)`; on Colab it opens through "
+              "Colab's port proxy.", f"p{p.number}-check-title"),
         _cell("code", grading_call(p), f"p{p.number}-grade", ("grade",)),
     ]
     if p.perf_size is not None:
