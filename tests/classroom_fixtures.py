@@ -1,7 +1,8 @@
 """A synthetic class for the class-grading tests and benchmarks/grade_class.py: honest students
 (references, starters, a wrong kernel, a notebook) and hostile ones (a forged `test`, a forged
 judge, writing another student's file, an endless loop while loading, a huge allocation, a
-kernel that kills its grading process, a truncated notebook)."""
+kernel that kills its grading process, a truncated notebook, a submission that switches the
+compile check off)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ EXPECTED = {
     "hog": {1: "failed", 2: "not attempted"},
     "killer": {1: "failed", 2: "passed"},
     "truncated": {1: "failed", 2: "not attempted"},
+    "switcher": {1: "failed", 2: "not attempted"},
 }
 REASONS = {
     ("wrong", 1): "wrong",
@@ -36,6 +38,7 @@ REASONS = {
     ("hog", 1): "memory",
     ("killer", 1): "killed the process",
     ("truncated", 1): "cannot be read",
+    ("switcher", 1): "would not compile for a GPU",
 }
 
 FORGED_TEST = '''
@@ -94,6 +97,29 @@ class Hoard:
 """
 
 
+# Switches the compile check off from the submission (a plain assignment into os.environ, and one with a
+# call that a function uses), then computes the answer with numpy on the host, which only the
+# interpreter runs: the compile check must still see it.
+SWITCH_OFF_COMPILE_CHECK = '''
+import numpy as np
+
+os.environ["PUZZLES_COMPILE_CHECK"] = "0"
+SWITCH = os.environ.update(PUZZLES_COMPILE_CHECK="0")
+
+
+def uses_switch():
+    return SWITCH
+
+
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets)
+    y = np.add(x.handle.data, 10.0)  # host Python on the loaded values
+    tl.store(z_ptr + offsets, tl.tensor(type(x.handle)(y, x.handle.dtype), x.type))
+'''
+
+
 DO_NOTHING = '''
 @triton.jit
 def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
@@ -124,6 +150,7 @@ def build_class(root: Path) -> Path:
         # over the address-space limit at once without CUDA, past the memory watch's limit with it
         "hog": HEADER + "SCALE = tl.constexpr(int(torch.ones(1 << 31)[-1]))\n\n"
         + reference_source(P1).replace("x + 10.0", "x + 10.0 * SCALE"),
+        "switcher": HEADER + SWITCH_OFF_COMPILE_CHECK,
         "killer": HEADER + reference_source(P1).replace("    offsets =", KILL_PARENT + "    offsets =", 1)
         + "\n\n" + reference_source(P2),
     }

@@ -7,6 +7,7 @@ import ast
 import csv
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -131,6 +132,24 @@ def test_grading_runs_the_assignments_a_kernel_needs_and_skips_experiments():
     chosen = grade.select_definitions(ast.parse(source).body)
     names = [ast.unparse(n).split(" =")[0].split("\n")[0] for n in chosen]
     assert names == ["import triton", "CONFIGS", "HELPER", "@triton.autotune(configs=HELPER, key=['N0'])"]
+
+
+def test_grading_never_runs_an_assignment_into_another_object():
+    source = ("import os\nimport puzzles.harness.judging as judging\nos.environ['PUZZLES_COMPILE_CHECK'] = '0'\n"
+              "judging.values_close = abs\nos.environ['A']: str = '1'\nB, [C, *D] = 1, [2, 3]\nE = F = 4\n")
+    chosen = grade.select_definitions(ast.parse(source).body)
+    assert [ast.unparse(n) for n in chosen] == ["import os", "import puzzles.harness.judging as judging",
+                                                "B, [C, *D] = (1, [2, 3])", "E = F = 4"]
+
+
+def test_a_notebook_that_switches_the_compile_check_off_is_still_checked(tmp_path, monkeypatch):
+    """`os.environ[...] = ...` is not run, and an assignment a function needs that sets a variable
+    is undone before grading: host Python in the kernel still fails the compile check."""
+    monkeypatch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
+    (tmp_path / "a.py").write_text(fixtures.HEADER + fixtures.SWITCH_OFF_COMPILE_CHECK)
+    (g,) = grade.grade([tmp_path / "a.py"], [catalog.get(1)], timeout=10)
+    assert g.status == "failed" and "would not compile for a GPU" in g.reason, g.reason
+    assert "PUZZLES_COMPILE_CHECK" not in os.environ
 
 
 def test_an_autotuned_kernel_with_module_level_configs_passes(tmp_path):
