@@ -65,7 +65,9 @@ def main() -> int:
     _emit(channel, "started", active=protections.active, missing=protections.missing)
 
     from puzzles import catalog, grade
+    from puzzles.compile_check import settings
 
+    settings.READ_CACHE = False  # what a kernel wrote into the folder's cache never answers for another
     puzzles = [catalog.get(n) for n in request["puzzles"]]
     evidence: list[dict] = []
     _record_evidence(evidence)

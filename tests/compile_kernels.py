@@ -177,3 +177,14 @@ def add_mask2_kernel_debugging(x_ptr, z_ptr, N0, B0: tl.constexpr):
     breakpoint_if(pid_0=[99])
     x = tl.load(x_ptr + offsets, mask=offsets < N0)
     tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+
+
+SETTINGS = {"offset": 10.0}  # a dict: the compiler's process gets an opaque stand-in for it
+
+
+@triton.jit
+def add_mask2_kernel_default_from_a_dict(x_ptr, z_ptr, N0, B0: tl.constexpr, OFF=SETTINGS["offset"]):
+    """Right values, but its default reads a dict, so the compiler's process cannot even define it."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)

@@ -192,3 +192,71 @@ def test_a_dead_worker_is_replaced():
     result = test(ck.add_mask2_kernel_lambda, puzzle=2, quiet=True)
     assert result.first_failure.status == "compile error", str(result)
     assert compile_check.worker_for("front") is not old
+
+
+def test_a_kernel_the_compilers_process_cannot_rebuild_is_not_passed_unchecked():
+    result = test(ck.add_mask2_kernel_default_from_a_dict, puzzle=2, quiet=True, seed=1)
+    assert not result.passed and result.first_failure.status == "compile error", str(result)
+    assert "could not be checked for a GPU" in result.first_failure.error.message
+    assert "default value" in result.first_failure.error.message
+
+
+class SilentWorker:
+    """A compiler process that never answers: stopped (a kernel that kills it), or stuck."""
+
+    def __init__(self, alive: bool) -> None:
+        self.is_alive = alive
+
+    def submit(self, spec, items, cache) -> int:
+        return 1
+
+    def wait(self, job, indices, seconds, into) -> None:
+        pass
+
+    def alive(self) -> bool:
+        return self.is_alive
+
+
+@pytest.mark.parametrize(("alive", "says"), [(False, "the compiler's process stopped during its front end"),
+                                             (True, "its front end for sm_80 did not finish within 60 s")])
+def test_a_size_whose_compile_gets_no_answer_fails(monkeypatch, alive, says):
+    """A kernel whose compile never ends, or that stops the compiler's process, is not passed for
+    the interpreter's verdict alone (in a notebook's cell and in `grade`)."""
+    from puzzles.compile_check import checking
+
+    monkeypatch.setattr(checking, "worker_for", lambda kind: SilentWorker(alive))
+    for flag in (True, "full"):
+        result = test(catalog.get(2).reference(), puzzle=2, quiet=True, seed=1, compile_check=flag)
+        assert [o.status for o in result.outcomes] == ["compile error"] * len(result.outcomes), str(result)
+        assert says in result.first_failure.error.message
+
+
+def test_grade_fails_a_kernel_the_check_cannot_begin_on(monkeypatch):
+    from puzzles.compile_check import verdict
+
+    def cannot(*args, **kwargs):
+        raise RuntimeError("no description")
+
+    monkeypatch.setattr(verdict, "start", cannot)
+    kernel = catalog.get(2).reference()
+    assert test(kernel, puzzle=2, quiet=True, seed=1).passed  # a notebook's cell goes on without it
+    result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full")
+    assert not result.passed
+    assert "could not be checked for a GPU: RuntimeError: no description" in result.first_failure.error.message
+
+
+def test_without_cache_reads_a_forged_cached_verdict_does_not_pass_a_kernel(tmp_path, monkeypatch):
+    """The class grader's worker reads no cached verdict: a kernel runs as Python in its folder and
+    could write "compiles" there for a kernel graded after it."""
+    from puzzles.compile_check import settings
+
+    kernel = ck.add_mask2_kernel_lambda
+    assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").first_failure.status == "compile error"
+    cached = list((tmp_path / "compile-cache").glob("*.json"))
+    assert cached
+    for path in cached:  # what a hostile kernel could write
+        path.write_text("{}")
+    assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").passed  # the forgery, read back
+    monkeypatch.setattr(settings, "READ_CACHE", False)
+    result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full")
+    assert result.first_failure.status == "compile error" and "Lambda" in result.first_failure.error.message
