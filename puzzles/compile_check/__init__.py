@@ -40,6 +40,7 @@ from puzzles.compile_check.settings import (
     FRONT_WAIT,
     FULL_GRACE,
     T4,
+    USER_VARIABLE,
     VERSION,
     cache_dir,
     enabled,
@@ -50,5 +51,5 @@ from puzzles.compile_check.verdict import begin, fold
 __all__ = [
     "ALWAYS_TARGETS", "BUDGET", "FRONT_WAIT", "FULL_GRACE", "T4", "VERSION", "WORKERS", "Check", "CompileProblem",
     "CompileReport", "Worker", "begin", "cache_dir", "describe_args", "enabled", "fold", "start",
-    "start_worker_and_wait", "targets_for", "wait_idle", "warm_up", "worker_for",
+    "start_worker_and_wait", "targets_for", "USER_VARIABLE", "wait_idle", "warm_up", "worker_for",
 ]

@@ -20,6 +20,9 @@ FULL_WAIT = 3600.0  # `grade` waits this long for the full compiles (a minute fo
 # submission: a kernel runs as Python there (in a child of the worker), and could write a verdict
 # of "compiles" into the cache for a kernel graded after it.
 READ_CACHE = True
+# The user a compiler process becomes once it has loaded the compiler, before it reads any request
+# (the class grader's worker starts them while it may still run the grader's Python: see grade_worker.py).
+USER_VARIABLE = "PUZZLES_COMPILE_WORKER_UID"
 
 
 def enabled(flag: bool | str | None = None) -> bool:
