@@ -2,7 +2,8 @@
 
 Each was met in answers to the earlier courses; each passes every size under the interpreter,
 so only the ahead-of-time compile check can fail it. `BAD_LINE` marks the line the compiler
-names (the tests find it by that marker).
+names (the tests find it by that marker). The last ones compile, but ask whether they are
+interpreted and compute something else when they are not: the grader reads that from their source.
 """
 
 import triton
@@ -188,3 +189,40 @@ def add_mask2_kernel_default_from_a_dict(x_ptr, z_ptr, N0, B0: tl.constexpr, OFF
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
     x = tl.load(x_ptr + offsets, mask=offsets < N0)
     tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+
+
+# Right under the interpreter, x + 9 once compiled: each tells the two apart in its own way.
+@triton.jit
+def add_mask2_kernel_asks_its_handle(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    if hasattr(x.handle, "data"):  # BAD_LINE: only the interpreter's blocks hold numpy data
+        handle = x.handle
+        handle.data = handle.data + 10.0  # host arithmetic on the loaded values
+        tl.store(z_ptr + offsets, x, mask=offsets < N0)
+    else:
+        tl.store(z_ptr + offsets, x + 9.0, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_asks_the_knobs(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    if triton.knobs.runtime.interpret:  # BAD_LINE
+        tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+    else:
+        tl.store(z_ptr + offsets, x + 9.0, mask=offsets < N0)
+
+
+@triton.jit
+def _plus_ten_when_interpreted(x):
+    if x.handle.__class__.__name__ == "TensorHandle":  # BAD_LINE
+        return x + 10.0
+    return x + 9.0
+
+
+@triton.jit
+def add_mask2_kernel_helper_asks_the_class(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, _plus_ten_when_interpreted(x), mask=offsets < N0)

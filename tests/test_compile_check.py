@@ -260,3 +260,25 @@ def test_without_cache_reads_a_forged_cached_verdict_does_not_pass_a_kernel(tmp_
     monkeypatch.setattr(settings, "READ_CACHE", False)
     result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full")
     assert result.first_failure.status == "compile error" and "Lambda" in result.first_failure.error.message
+
+
+PROBES = [("add_mask2_kernel_asks_its_handle", None, "calls Python's `hasattr`"),
+          ("add_mask2_kernel_asks_the_knobs", None, "reads `triton.knobs.runtime`"),
+          ("add_mask2_kernel_helper_asks_the_class", "_plus_ten_when_interpreted", "reads `.__name__`")]
+
+
+@pytest.mark.parametrize(("name", "helper", "says"), PROBES, ids=[p[0] for p in PROBES])
+def test_a_kernel_that_asks_whether_it_is_interpreted_fails(monkeypatch, name, helper, says):
+    """It compiles, and passes the interpreter (shown with the rule off): only its source tells."""
+    import puzzles.harness as harness
+
+    kernel = getattr(ck, name)
+    for flag in (True, "full"):
+        result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check=flag)
+        assert not result.passed and result.first_failure.status == "compile error", str(result)
+        error = result.first_failure.error
+        assert "a GPU would not run the same code" in error.message and says in error.message
+        assert error.line == bad_line(getattr(ck, helper) if helper else kernel)
+    assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check=False).passed  # a learner's own experiment
+    monkeypatch.setattr(harness, "interpreter_probe_error", lambda kernel: None)
+    assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").passed  # the hole the rule closes
