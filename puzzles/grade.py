@@ -16,6 +16,7 @@ Submissions of others are graded by puzzles/classroom.py, in isolated processes.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import linecache
 import os
@@ -284,10 +285,12 @@ def collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
     """Load the definitions of every file and keep the puzzles' kernels. The environment is put
     back as it was once they are loaded: the grader reads its own variables (PUZZLES_COMPILE_CHECK,
     TRITON_INTERPRET), and a definition that set one (`X = os.environ.update(...)`) must not
-    change how the kernels are graded."""
+    change how the kernels are graded. What loading prints goes to stderr: stdout is the
+    scoreboard's (`--json` lines a script reads), and a printed verdict must not pass for one."""
     environment = dict(os.environ)
     try:
-        return _collect(paths, puzzles)
+        with contextlib.redirect_stdout(sys.stderr):
+            return _collect(paths, puzzles)
     finally:
         if dict(os.environ) != environment:
             os.environ.clear()

@@ -152,6 +152,16 @@ def test_a_notebook_that_switches_the_compile_check_off_is_still_checked(tmp_pat
     assert "PUZZLES_COMPILE_CHECK" not in os.environ
 
 
+def test_what_loading_prints_never_reaches_the_scoreboards_stdout(tmp_path, capsys):
+    """A class body that prints a verdict (a `--json` line a script would read) prints it to stderr."""
+    forged = '{"puzzle": 1, "status": "passed"}'
+    (tmp_path / "a.py").write_text(fixtures.HEADER + f"class Banner:\n    print({forged!r})\n\n\n"
+                                   + reference_source(catalog.get(1)).replace("10.0", "11.0"))
+    (g,) = grade.grade([tmp_path / "a.py"], [catalog.get(1)], timeout=10)
+    out, err = capsys.readouterr()
+    assert g.status == "failed" and forged not in out and forged in err
+
+
 def test_an_autotuned_kernel_with_module_level_configs_passes(tmp_path):
     p = catalog.get(20)
     source = reference_source(p)
