@@ -226,3 +226,23 @@ def add_mask2_kernel_helper_asks_the_class(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
     x = tl.load(x_ptr + offsets, mask=offsets < N0)
     tl.store(z_ptr + offsets, _plus_ten_when_interpreted(x), mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_compares_functions(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    if tl.load is not tl.core.load:  # BAD_LINE: the interpreter swaps tl.load while it runs
+        tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+    else:
+        tl.store(z_ptr + offsets, x + 9.0, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_fair_comparisons(x_ptr, z_ptr, N0, B0: tl.constexpr, SCALE=None):
+    """Comparisons a kernel may make: of dtypes, of constexprs, `is None` on a parameter."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    if x.dtype == tl.float32 and HELPER_OFFSET == 10.0 and SCALE is None:
+        x = x + HELPER_OFFSET
+    tl.store(z_ptr + offsets, x, mask=offsets < N0)

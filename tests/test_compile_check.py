@@ -264,7 +264,8 @@ def test_without_cache_reads_a_forged_cached_verdict_does_not_pass_a_kernel(tmp_
 
 PROBES = [("add_mask2_kernel_asks_its_handle", None, "calls Python's `hasattr`"),
           ("add_mask2_kernel_asks_the_knobs", None, "reads `triton.knobs.runtime`"),
-          ("add_mask2_kernel_helper_asks_the_class", "_plus_ten_when_interpreted", "reads `.__name__`")]
+          ("add_mask2_kernel_helper_asks_the_class", "_plus_ten_when_interpreted", "reads `.__name__`"),
+          ("add_mask2_kernel_compares_functions", None, "compares objects by identity")]
 
 
 @pytest.mark.parametrize(("name", "helper", "says"), PROBES, ids=[p[0] for p in PROBES])
@@ -282,3 +283,8 @@ def test_a_kernel_that_asks_whether_it_is_interpreted_fails(monkeypatch, name, h
     assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check=False).passed  # a learner's own experiment
     monkeypatch.setattr(harness, "interpreter_probe_error", lambda kernel: None)
     assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").passed  # the hole the rule closes
+
+
+def test_comparisons_of_dtypes_constexprs_and_none_pass():
+    result = test(ck.add_mask2_kernel_fair_comparisons, puzzle=2, quiet=True, seed=1, compile_check="full")
+    assert result.passed, str(result)

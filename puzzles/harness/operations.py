@@ -108,6 +108,26 @@ def _probe(node: ast.AST, scope: dict[str, Any]) -> str | None:
             inner = _module_name(_resolve(node, scope))
             if inner is None or not inner.startswith(ALLOWED_MODULES):  # `triton.language` through `triton` is fine
                 return f"reads `{owner}.{node.attr}`, state of the Python process"
+    if isinstance(node, ast.Compare):
+        return _compares_objects(node, scope)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return "imports a module"
+    return None
+
+
+def _compares_objects(node: ast.Compare, scope: dict[str, Any]) -> str | None:
+    """`tl.load is not tl.core.load`: the interpreter swaps triton.language's functions while it runs,
+    so comparing functions, classes or modules (by identity, equality or membership) tells it apart."""
+    operands = [node.left, *node.comparators]
+    if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) and \
+            not any(isinstance(o, ast.Constant) and o.value is None for o in operands):  # `p is None` is fine
+        return "compares objects by identity (`is`)"
+    for operand in operands:
+        for part in operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]:
+            value = _resolve(part, scope) if isinstance(part, (ast.Name, ast.Attribute)) else _UNRESOLVED
+            if value is not _UNRESOLVED and (inspect.ismodule(value) or inspect.isclass(value)
+                                             or inspect.isroutine(value) or hasattr(value, "fn")):
+                return f"compares `{ast.unparse(part)}`, a Python function, class or module"
     return None
 
 
