@@ -58,11 +58,19 @@ def code_cells(path: Path) -> list[tuple[str, str]]:
     """(label, source) of each code cell of a notebook, or the whole file for a .py file."""
     if path.suffix == ".ipynb":
         nb = json.loads(path.read_text())
+        if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
+            raise ValueError("not a notebook: no list of cells")
         cells = []
         for index, cell in enumerate(nb.get("cells", [])):
+            if not isinstance(cell, dict):
+                raise ValueError(f"not a notebook: cell {index} is a {type(cell).__name__}")
             if cell.get("cell_type") == "code":
                 source = cell.get("source", "")
-                cells.append((f"{path} [cell {index}]", "".join(source) if isinstance(source, list) else source))
+                if isinstance(source, list) and all(isinstance(line, str) for line in source):
+                    source = "".join(source)
+                if not isinstance(source, str):  # a malformed file fails as unreadable, never the grader
+                    raise ValueError(f"not a notebook: cell {index}'s source is not text")
+                cells.append((f"{path} [cell {index}]", source))
         return cells
     return [(str(path), path.read_text())]
 

@@ -162,6 +162,19 @@ def test_what_loading_prints_never_reaches_the_scoreboards_stdout(tmp_path, caps
     assert g.status == "failed" and forged not in out and forged in err
 
 
+@pytest.mark.parametrize("content", [{"cells": [{"cell_type": "code", "source": [1, 2]}]}, {"cells": 5}, [1, 2],
+                                     {"cells": ["x"]}], ids=["source", "cells", "list", "cell"])
+def test_a_notebook_of_the_wrong_shape_cannot_be_read_and_the_grader_goes_on(tmp_path, content):
+    """Valid JSON that is no notebook fails its puzzle as unreadable, never the grader (a "grader error")."""
+    from puzzles.classroom import attempted
+
+    path = tmp_path / f"{P1_ID}.ipynb"
+    path.write_text(json.dumps(content))
+    assert attempted([path], [catalog.get(1)]) == set()
+    (g,) = grade.grade([path], [catalog.get(1)])
+    assert g.status == "failed" and "cannot be read (ValueError: not a notebook" in g.reason, g.reason
+
+
 def test_an_autotuned_kernel_with_module_level_configs_passes(tmp_path):
     p = catalog.get(20)
     source = reference_source(p)
