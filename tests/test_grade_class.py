@@ -123,6 +123,7 @@ def test_a_claimed_pass_is_checked_against_the_spec():
     assert "seed" in check_evidence(p, 6, right)
     huge = [dict(right[0], sizes={**sizes[0], "N0": 10**6})]
     assert "does not have" in check_evidence(p, 5, huge)
+    assert "outputs for one puzzle" in check_evidence(p, 5, right * 100)  # each would cost an input build here
 
 
 def test_grading_runs_the_assignments_a_kernel_needs_and_skips_experiments():
