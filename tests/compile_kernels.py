@@ -246,3 +246,12 @@ def add_mask2_kernel_fair_comparisons(x_ptr, z_ptr, N0, B0: tl.constexpr, SCALE=
     if x.dtype == tl.float32 and HELPER_OFFSET == 10.0 and SCALE is None:
         x = x + HELPER_OFFSET
     tl.store(z_ptr + offsets, x, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_reaches_a_frame(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    """Reaches the interpreter's frames (and through them any module) with no module or dunder named."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    frame = (v for v in (0,)).gi_frame.f_back  # BAD_LINE
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < N0) + 10.0 + 0 * len(frame.f_globals),
+             mask=offsets < N0)

@@ -276,8 +276,8 @@ def test_a_kernel_that_asks_whether_it_is_interpreted_fails(monkeypatch, name, h
     kernel = getattr(ck, name)
     for flag in (True, "full"):
         result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check=flag)
-        assert not result.passed and result.first_failure.status == "compile error", str(result)
-        error = result.first_failure.error
+        assert not result.passed and result.error is not None and result.outcomes == [], str(result)  # never run
+        error = result.error
         assert "a GPU would not run the same code" in error.message and says in error.message
         assert error.line == bad_line(getattr(ck, helper) if helper else kernel)
     assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check=False).passed  # a learner's own experiment
@@ -288,3 +288,9 @@ def test_a_kernel_that_asks_whether_it_is_interpreted_fails(monkeypatch, name, h
 def test_comparisons_of_dtypes_constexprs_and_none_pass():
     result = test(ck.add_mask2_kernel_fair_comparisons, puzzle=2, quiet=True, seed=1, compile_check="full")
     assert result.passed, str(result)
+
+
+def test_a_kernel_that_reaches_the_interpreters_frames_never_runs():
+    result = test(ck.add_mask2_kernel_reaches_a_frame, puzzle=2, quiet=True, seed=1)
+    assert result.outcomes == [] and "reads `.f_back`, a Python object's insides" in result.error.message
+    assert result.error.line == bad_line(ck.add_mask2_kernel_reaches_a_frame)

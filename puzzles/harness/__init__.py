@@ -114,15 +114,17 @@ class StartedGrading:
         if self.problem is None:
             self.cases, self.problem = _cases(job)
         self.runs: PendingRuns | None = None
-        self.probe: KernelError | None = None
         if self.problem is None:
             kernel = job.kernel
             self.args_for = bind_arguments(kernel, job.spec, job.puzzle, fn=job.fn)
             self.check = None if on_gpu() else _compile_check.begin(kernel, self.args_for, self.cases, job.puzzle,
                                                                     job.compile_check)
-            # What the compile check cannot see: a kernel that behaves one way interpreted, another compiled.
-            self.probe = interpreter_probe_error(kernel) if self.check is not None else None
-            self.runs = start_runs(kernel, self.args_for, self.cases, job.timeout, job.isolate, job.record)
+            # What the compile check cannot see: a kernel that asks whether it is interpreted (the compiler
+            # folds that branch away). Read from its source before it runs: it never runs at all.
+            if self.check is not None:
+                self.problem = interpreter_probe_error(kernel)
+            if self.problem is None:
+                self.runs = start_runs(kernel, self.args_for, self.cases, job.timeout, job.isolate, job.record)
 
     def cancel(self) -> None:
         """Not needed after all: end the runs' child process."""
@@ -138,9 +140,6 @@ class StartedGrading:
         for outcome in outcomes:  # a stopped size shows its limit, not a time
             outcome.time_limit = job.timeout if outcome.status == "timeout" else None
         notes = _compile_check.fold(self.check, outcomes, job.title, started, job.compile_check)
-        for outcome in outcomes if self.probe is not None else []:
-            if outcome.status == "passed":
-                outcome.status, outcome.error, outcome.status_map = "compile error", self.probe, None
         notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
         notes.append(argument_order_note(kernel, found, fn=job.fn))
         notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)

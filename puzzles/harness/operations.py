@@ -67,6 +67,8 @@ def forbidden_calls(kernel: Any, names: tuple[str, ...]) -> list[ForbiddenCall]:
 PROBING_BUILTINS = frozenset({"hasattr", "getattr", "setattr", "delattr", "isinstance", "issubclass", "type",
                               "vars", "dir", "id", "globals", "locals", "eval", "exec", "compile", "open",
                               "__import__", "callable", "repr", "str", "format", "ascii", "hash", "super"})
+# Attributes that open an object up: dunders, a block's handle, frames, code, generators, tracebacks.
+INSIDES = ("__", "gi_", "cr_", "ag_", "f_", "tb_", "co_", "func_")
 # What a kernel reads from modules (Gluon's language too); anything else is the host process's state.
 ALLOWED_MODULES = ("triton.language", "triton.experimental.gluon.language", "math")
 
@@ -97,7 +99,7 @@ def _module_name(value: Any) -> str | None:
 
 def _probe(node: ast.AST, scope: dict[str, Any]) -> str | None:
     """Why `node` lets the kernel tell the interpreter from the compiler (None when it does not)."""
-    if isinstance(node, ast.Attribute) and (node.attr == "handle" or node.attr.startswith("__")):
+    if isinstance(node, ast.Attribute) and (node.attr == "handle" or node.attr.startswith(INSIDES)):
         return f"reads `.{node.attr}`, a Python object's insides"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PROBING_BUILTINS \
             and node.func.id not in scope:
