@@ -107,8 +107,11 @@ def _probe(node: ast.AST, scope: dict[str, Any]) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)):
         owner = _module_name(_resolve(node.value, scope))
         if owner is not None and not owner.startswith(ALLOWED_MODULES):
-            inner = _module_name(_resolve(node, scope))
+            value = _resolve(node, scope)
+            inner = _module_name(value)
             if inner is None or not inner.startswith(ALLOWED_MODULES):  # `triton.language` through `triton` is fine
+                if callable(value) and inner is None:
+                    return f"uses `{owner}.{node.attr}`, Python outside triton.language"
                 return f"reads `{owner}.{node.attr}`, state of the Python process"
     if isinstance(node, ast.Compare):
         return _compares_objects(node, scope)
