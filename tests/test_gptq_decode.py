@@ -150,16 +150,18 @@ def test_step_kernels_zero_a_side_buffer_and_compute_the_same():
     assert torch.equal(side, torch.zeros_like(side))
 
 
-def test_greedy_pick_takes_the_first_maximum_and_writes_after_the_position():
-    logits = randn(3, 5000, seed=1)
-    logits[0, 4500] = logits[0, 4700] = 50.0  # a tie across the 4096 chunk boundary's far side
-    logits[1, 10] = logits[1, 4200] = 50.0  # a tie across chunks: the earlier chunk wins
-    logits[2, 4999] = 60.0
+@pytest.mark.parametrize("vocab", [5000, 40000], ids=["one-block", "two-blocks"])  # blocks of GREEDY_BLOCK
+def test_greedy_pick_takes_the_first_maximum_and_writes_after_the_position(vocab):
+    logits = randn(3, vocab, seed=1)
+    far, late = vocab - 300, vocab - 100  # in the last block
+    logits[0, far] = logits[0, late] = 50.0  # a tie inside one block: the first wins
+    logits[1, 10] = logits[1, late] = 50.0  # a tie across blocks (with two): the earlier block wins
+    logits[2, vocab - 1] = 60.0
     ids = torch.zeros(3, dtype=torch.long, device=DEVICE)
     tokens = torch.full((3, 8), -1, dtype=torch.long, device=DEVICE)
     greedy_pick(logits, ids, tokens, torch.tensor([5], dtype=torch.int32, device=DEVICE))
-    assert ids.tolist() == [4500, 10, 4999] == logits.float().argmax(-1).tolist()
-    assert tokens[:, 6].tolist() == [4500, 10, 4999]
+    assert ids.tolist() == [far, 10, vocab - 1] == logits.float().argmax(-1).tolist()
+    assert tokens[:, 6].tolist() == [far, 10, vocab - 1]
     assert (tokens[:, :6] == -1).all() and (tokens[:, 7] == -1).all()
 
 

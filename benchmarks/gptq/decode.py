@@ -113,6 +113,22 @@ def first_difference(out: torch.Tensor, ref: torch.Tensor, prompt: int) -> int |
     return None if differs.numel() == 0 else int(differs[0])
 
 
+def step_ms_in_turns(decoders: dict, ids: torch.Tensor, steps: int, rounds: int) -> dict[str, list[float]]:
+    """Milliseconds per step of each decoder (GraphDecoder-like: prefill, step), ``steps`` replays after a
+    prefill of ``ids`` timed together, in ``rounds`` rounds in which the decoders take turns."""
+    times: dict[str, list[float]] = {name: [] for name in decoders}
+    for _ in range(rounds):
+        for name, dec in decoders.items():
+            dec.prefill(ids)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                dec.step()
+            torch.cuda.synchronize()
+            times[name].append((time.perf_counter() - t0) / steps * 1e3)
+    return times
+
+
 def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fuse: bool, pdl: bool | None,
               ref_tokens: dict | None = None, ref_logits: dict | None = None) -> tuple[dict, dict]:
     """Tokens/s of GraphDecoder for each model (median of ``rounds``, the models taking turns), and its
@@ -123,19 +139,10 @@ def lean_rows(models: dict, ids: torch.Tensor, new_tokens: int, rounds: int, fus
     batch, prompt = ids.shape
     decoders = {name: GraphDecoder(model, batch, prompt + new_tokens + 1, fuse=fuse, pdl=pdl)
                 for name, model in models.items()}
-    steps: dict[str, list[float]] = {name: [] for name in models}
     for dec in decoders.values():  # warm-up
         dec.generate(ids, 1 + new_tokens)
-    for _ in range(rounds):
-        for name, dec in decoders.items():
-            dec.prefill(ids)
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(new_tokens):
-                dec.step()
-            torch.cuda.synchronize()
-            steps[name].append((time.perf_counter() - t0) / new_tokens)
-    out = {f"{name}_tps": batch / statistics.median(v) for name, v in steps.items()}
+    steps = step_ms_in_turns(decoders, ids, new_tokens, rounds)
+    out = {f"{name}_tps": batch / statistics.median(v) * 1e3 for name, v in steps.items()}
     out.update({f"{name}_linears_ms": round(linears_ms(dec), 3) for name, dec in decoders.items()})
     tokens = {name: dec.generate(ids, 1 + new_tokens) for name, dec in decoders.items()}
     if ref_tokens is not None and ref_logits is not None:

@@ -41,6 +41,7 @@ ZERO_PROGRAMS_MAX = 16  # this many programs per row
 # benchmarks/gptq/experiments/ab_pdl.py can try others)
 ATTEND_BLOCK_L = 128  # 128: 1.043 ms a step against 1.091 with 32 (H100, batch 1, positions 32-96)
 ATTEND_WARPS = 4
+GREEDY_BLOCK = 32768  # greedy_pick: logits per block of its loop over a row
 
 
 @triton.jit
@@ -88,7 +89,8 @@ def _add_rms_norm_kernel(delta_ptr, resid_ptr, weight_ptr, out_ptr, zero_ptr, n,
         d = tl.load(delta_ptr + row * delta_stride + offs, mask=mask, other=0.0)
     _zero_share(zero_ptr, zero_numel, BLOCK=ZERO_BLOCK)  # while the loads are in flight
     if HAS_DELTA:
-        x = (x.to(tl.float32) + d.to(tl.float32)).to(tl.float16)  # residual + delta, rounded as in torch
+        # residual + delta, rounded as in torch (an fp32 delta first to fp16, as a linear layer's output)
+        x = (x.to(tl.float32) + d.to(tl.float16).to(tl.float32)).to(tl.float16)
         tl.store(resid_ptr + row * resid_stride + offs, x, mask=mask)
     xf = x.to(tl.float32)
     variance = tl.sum(xf * xf, axis=0) / n
@@ -116,74 +118,63 @@ def add_rms_norm(resid: Tensor, weight: Tensor, eps: float, delta: Tensor | None
 
 
 @triton.jit
-def _rotate(x, partner, d, cos, sin, HALF: tl.constexpr):
-    """x * cos + rotate_half(x) * sin (``partner``: x at d + HALF mod 2 HALF; all fp32), each product rounded
-    to fp16 as transformers' fp16 ops do."""
+def rope_rotate(ptr, d, cos, sin, HALF: tl.constexpr):
+    """x * cos + rotate_half(x) * sin for the head vector x at ``ptr`` (``d``: its indices), each product
+    rounded to fp16 as transformers' fp16 ops do."""
+    x = tl.load(ptr + d).to(tl.float32)
+    partner = tl.load(ptr + tl.where(d < HALF, d + HALF, d - HALF)).to(tl.float32)
     rotated = tl.where(d < HALF, -partner, partner)
     return ((x * cos).to(tl.float16).to(tl.float32) + (rotated * sin).to(tl.float16).to(tl.float32)).to(tl.float16)
 
 
 @triton.jit
-def _attend_block(q, keys, values, valid, m, total, acc, scale):
-    """One block of cached positions into the online softmax (m: running max, total: running sum of
-    weights, acc: weighted sum of values); rows not ``valid`` count for nothing, whatever they hold."""
-    scores = tl.where(valid, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))
-    m_new = tl.maximum(m, tl.max(scores, axis=0))
-    alpha = tl.exp(m - m_new)
-    p = tl.exp(scores - m_new)
-    values = tl.where(valid[:, None], values, 0.0)  # 0 * NaN would be NaN
-    return m_new, total * alpha + tl.sum(p, axis=0), acc * alpha + tl.sum(p[:, None] * values, axis=0)
+def attend_over_cache(q, k, v, k_cache, v_cache, base, pos, d, scale, BLOCK_L: tl.constexpr):
+    """One query head's attention output (fp16) over cache positions 0..pos - 1 (rows of D at ``base`` in
+    the caches) and the new token's k and v (from registers, not read back from the cache): an online
+    softmax in fp32 over blocks of BLOCK_L positions."""
+    m = tl.sum(q * k, axis=0) * scale
+    total = m * 0.0 + 1.0
+    acc = v
+    rows = tl.arange(0, BLOCK_L)
+    D: tl.constexpr = d.shape[0]
+    for start in range(0, pos, BLOCK_L):
+        idx = start + rows
+        valid = idx < pos
+        offs = base + idx[:, None] * D + d[None, :]
+        keys = tl.load(k_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
+        scores = tl.where(valid, tl.sum(keys * q[None, :], axis=1) * scale, float("-inf"))
+        m_new = tl.maximum(m, tl.max(scores, axis=0))
+        alpha = tl.exp(m - m_new)
+        p = tl.exp(scores - m_new)
+        values = tl.load(v_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
+        total = total * alpha + tl.sum(p, axis=0)
+        acc = acc * alpha + tl.sum(p[:, None] * values, axis=0)
+        m = m_new
+    return (acc / total).to(tl.float16)
 
 
 @triton.jit
 def _rope_attend_kernel(q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, k_cache, v_cache, pos_ptr, out_ptr, zero_ptr,
                         q_stride, k_stride, v_stride, out_stride, cache_len, scale, zero_numel,
-                        KV_HEADS: tl.constexpr, GROUP: tl.constexpr, GROUP_P2: tl.constexpr, D: tl.constexpr,
-                        BLOCK_L: tl.constexpr, PDL: tl.constexpr):
+                        KV_HEADS: tl.constexpr, GROUP: tl.constexpr, D: tl.constexpr, BLOCK_L: tl.constexpr,
+                        PDL: tl.constexpr):
     _follow_previous_kernel(PDL)
     b = tl.program_id(0)
     g = tl.program_id(1)  # one program per (sequence, kv head): its k/v and the GROUP query heads sharing them
-    HALF: tl.constexpr = D // 2
-    d = tl.arange(0, D)
-    partner = tl.where(d < HALF, d + HALF, d - HALF)
-    heads = tl.arange(0, GROUP_P2)
-    rows = tl.arange(0, BLOCK_L)
-    base = (b * KV_HEADS + g).to(tl.int64) * cache_len * D
-    # Every load whose address does not depend on the position goes out first, together: this program's
-    # queries, key and value, and the cache's first block (its rows from the position on are masked out
-    # below). A kernel this small is a chain of memory round trips, and this makes it two.
     pos = tl.load(pos_ptr)
-    k_row = k_ptr + b * k_stride + g * D
-    k_x = tl.load(k_row + d).to(tl.float32)
-    k_partner = tl.load(k_row + partner).to(tl.float32)
-    v = tl.load(v_ptr + b * v_stride + g * D + d)
-    q_rows = q_ptr + b * q_stride + (g * GROUP + heads)[:, None] * D
-    q_mask = (heads < GROUP)[:, None]
-    q_x = tl.load(q_rows + d[None, :], mask=q_mask, other=0.0).to(tl.float32)
-    q_partner = tl.load(q_rows + partner[None, :], mask=q_mask, other=0.0).to(tl.float32)
-    first = base + rows[:, None] * D + d[None, :]
-    in_cache = (rows < cache_len)[:, None]
-    first_keys = tl.load(k_cache + first, mask=in_cache, other=0.0).to(tl.float32)
-    first_values = tl.load(v_cache + first, mask=in_cache, other=0.0).to(tl.float32)
+    d = tl.arange(0, D)
     cos = tl.load(cos_ptr + pos * D + d).to(tl.float32)
     sin = tl.load(sin_ptr + pos * D + d).to(tl.float32)
-    k = _rotate(k_x, k_partner, d, cos, sin, HALF)
-    q_all = _rotate(q_x, q_partner, d[None, :], cos[None, :], sin[None, :], HALF).to(tl.float32)
+    k = rope_rotate(k_ptr + b * k_stride + g * D, d, cos, sin, D // 2)
+    v = tl.load(v_ptr + b * v_stride + g * D + d)
+    base = (b * KV_HEADS + g).to(tl.int64) * cache_len * D
     kf = k.to(tl.float32)
     vf = v.to(tl.float32)
     for h in tl.static_range(GROUP):
-        q = tl.sum(tl.where(heads[:, None] == h, q_all, 0.0), axis=0)
-        # The new token from registers (no need to read back what is stored below), then the cache before it.
-        m = tl.sum(q * kf, axis=0) * scale
-        m, total, acc = _attend_block(q, first_keys, first_values, rows < pos, m, m * 0.0 + 1.0, vf, scale)
-        for start in range(BLOCK_L, pos, BLOCK_L):
-            idx = start + rows
-            valid = idx < pos
-            offs = base + idx[:, None] * D + d[None, :]
-            keys = tl.load(k_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
-            values = tl.load(v_cache + offs, mask=valid[:, None], other=0.0).to(tl.float32)
-            m, total, acc = _attend_block(q, keys, values, valid, m, total, acc, scale)
-        tl.store(out_ptr + b * out_stride + (g * GROUP + h) * D + d, (acc / total).to(tl.float16))
+        head = g * GROUP + h
+        q = rope_rotate(q_ptr + b * q_stride + head * D, d, cos, sin, D // 2).to(tl.float32)
+        out = attend_over_cache(q, kf, vf, k_cache, v_cache, base, pos, d, scale, BLOCK_L)
+        tl.store(out_ptr + b * out_stride + head * D + d, out)
     # The new k and v go into the cache last: the loop reads positions before pos only, and its loads need
     # not wait behind stores to the same cache.
     tl.store(k_cache + base + pos * D + d, k)
@@ -204,9 +195,8 @@ def rope_attend(q: Tensor, k: Tensor, v: Tensor, cos: Tensor, sin: Tensor, k_cac
     zero_ptr, zero_numel = _zero_args(zero, out)
     _rope_attend_kernel[(batch, kv_heads)](
         q, k, v, cos, sin, k_cache, v_cache, pos, out, zero_ptr, q.stride(0), k.stride(0), v.stride(0),
-        out.stride(0), cache_len, d**-0.5, zero_numel, KV_HEADS=kv_heads, GROUP=heads // kv_heads,
-        GROUP_P2=triton.next_power_of_2(heads // kv_heads), D=d, BLOCK_L=ATTEND_BLOCK_L,
-        num_warps=ATTEND_WARPS, **pdl_kwargs(pdl))
+        out.stride(0), cache_len, d**-0.5, zero_numel, KV_HEADS=kv_heads, GROUP=heads // kv_heads, D=d,
+        BLOCK_L=ATTEND_BLOCK_L, num_warps=ATTEND_WARPS, **pdl_kwargs(pdl))
     return out
 
 
@@ -262,5 +252,7 @@ def _greedy_pick_kernel(logits_ptr, ids_ptr, tokens_ptr, pos_ptr, vocab, logits_
 def greedy_pick(logits: Tensor, ids: Tensor, tokens: Tensor, pos: Tensor, pdl: bool | int = False) -> None:
     """The argmax of each row of ``logits`` (B, V) into ``ids`` (B,) and ``tokens[:, pos + 1]`` (int64)."""
     rows, vocab = logits.shape
+    # The whole row in one block up to GREEDY_BLOCK (Llama's 32000: one load, not eight in a row).
+    block = min(triton.next_power_of_2(vocab), GREEDY_BLOCK)
     _greedy_pick_kernel[(rows,)](logits, ids, tokens, pos, vocab, logits.stride(0), tokens.stride(0),
-                                 BLOCK=4096, num_warps=8, **pdl_kwargs(pdl))
+                                 BLOCK=block, num_warps=max(4, min(16, block // 2048)), **pdl_kwargs(pdl))

@@ -21,7 +21,7 @@ Measured on an H100 and an H200 (benchmarks/gptq/experiments/ab_pdl.py, results/
 small kernels letting the next kernel start first thing and the matmuls only after their main loop took
 a 16-layer Llama step from 1.154 to 1.091 ms (H100, batch 1); the matmuls letting it start first thing
 lost at batch 8; asking L2 for a matmul program's whole weight share lost everywhere (up to 25% slower),
-for its first K step only won 1-1.5% (``DECODE``: those three).
+for its first K step only won 1-1.5%, for two or three steps lost again (``DECODE``: those three).
 """
 
 from __future__ import annotations

@@ -20,14 +20,13 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
 from common import copy_bandwidth  # noqa: E402
-from decode import benchmark_llama, linears_ms, weight_bytes  # noqa: E402
+from decode import benchmark_llama, linears_ms, step_ms_in_turns, weight_bytes  # noqa: E402
 
 from solutions.gptq import decode_kernels  # noqa: E402
 from solutions.gptq.decode import GraphDecoder  # noqa: E402
@@ -65,16 +64,7 @@ def main() -> int:
             decoders[variant] = GraphDecoder(int4, batch, 32 + args.steps + 2, pdl=mode, matmul_pdl=matmul_pdl)
         decode_kernels.ATTEND_BLOCK_L, decode_kernels.ATTEND_WARPS = defaults
         tokens = {mode: dec.generate(ids, args.steps) for mode, dec in decoders.items()}
-        times: dict[str, list[float]] = {mode: [] for mode in args.variants}
-        for _ in range(args.rounds):
-            for mode, dec in decoders.items():
-                dec.prefill(ids)
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(args.steps):
-                    dec.step()
-                torch.cuda.synchronize()
-                times[mode].append((time.perf_counter() - t0) / args.steps * 1e3)
+        times = step_ms_in_turns(decoders, ids, args.steps, args.rounds)
         base = tokens[args.variants[0]]
         for mode, dec in decoders.items():
             step = statistics.median(times[mode])
