@@ -1,8 +1,8 @@
 """A synthetic class for the class-grading tests and benchmarks/grade_class.py: honest students
 (references, starters, a wrong kernel, a notebook) and hostile ones (a forged `test`, a forged
 judge, writing another student's file, an endless loop while loading, a huge allocation, a
-kernel that kills its grading process, a truncated notebook, a submission that switches the
-compile check off)."""
+global that kills its grading process when the grader reads it, a truncated notebook, a
+submission that switches the compile check off)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,18 @@ class Sneaky:  # replace the harness's judge: every size "passed", whatever the 
         Sneaky.SizeOutcome(c.sizes, c.seed, "passed") for c in cases]
 '''
 
-KILL_PARENT = "    os.kill(os.getppid(), 9)  # the process that runs this kernel: the student's grading process\n"
+# A kernel cannot reach os (the grader refuses it before it runs), but the grader looks at the globals
+# a kernel reads: this one kills the student's grading process when it does.
+TRAP = """
+class Trap:
+    def __getattr__(self, name):
+        os.kill(os.getpid(), 9)
+
+
+TRAP = Trap()
+
+"""
+KILL_PARENT = "    if TRAP is None:  # a global the kernel reads\n        pass\n"
 
 STALL = """
 class Stall:
@@ -98,11 +109,9 @@ class Hoard:
 
 
 # Switches the compile check off from the submission (a plain assignment into os.environ, and one with a
-# call that a function uses), then computes the answer with numpy on the host, which only the
-# interpreter runs: the compile check must still see it.
+# call that a function uses), with a kernel that only the interpreter runs (a lambda): only the
+# compile check, really run in the sandbox, can fail it.
 SWITCH_OFF_COMPILE_CHECK = '''
-import numpy as np
-
 os.environ["PUZZLES_COMPILE_CHECK"] = "0"
 SWITCH = os.environ.update(PUZZLES_COMPILE_CHECK="0")
 
@@ -114,9 +123,8 @@ def uses_switch():
 @triton.jit
 def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.arange(0, B0)
-    x = tl.load(x_ptr + offsets)
-    y = np.add(x.handle.data, 10.0)  # host Python on the loaded values
-    tl.store(z_ptr + offsets, tl.tensor(type(x.handle)(y, x.handle.dtype), x.type))
+    plus_ten = lambda v: v + 10.0  # noqa: E731 - the interpreter runs it, the compiler refuses it
+    tl.store(z_ptr + offsets, plus_ten(tl.load(x_ptr + offsets)))
 '''
 
 
@@ -151,7 +159,7 @@ def build_class(root: Path) -> Path:
         "hog": HEADER + "SCALE = tl.constexpr(int(torch.ones(1 << 31)[-1]))\n\n"
         + reference_source(P1).replace("x + 10.0", "x + 10.0 * SCALE"),
         "switcher": HEADER + SWITCH_OFF_COMPILE_CHECK,
-        "killer": HEADER + reference_source(P1).replace("    offsets =", KILL_PARENT + "    offsets =", 1)
+        "killer": HEADER + TRAP + reference_source(P1).replace("    offsets =", KILL_PARENT + "    offsets =", 1)
         + "\n\n" + reference_source(P2),
     }
     for name, text in files.items():

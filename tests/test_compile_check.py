@@ -45,7 +45,6 @@ CONSTRUCTS = [  # kernel, puzzle, what the compiler says, the helper holding the
     ("add_mask2_kernel_element_index", 2, "a block has no element access by position", None),
     ("add_mask2_kernel_iterate_block", 2, "a block cannot be iterated", None),
     ("add_mask2_kernel_name_in_one_branch", 2, "if y is assigned only inside an if", None),
-    ("add_mask2_kernel_plain_function", 2, "_plus_ten_plain is a plain Python function", None),
     ("add_mask2_kernel_returns", 2, "a kernel cannot return a value", None),
 ]
 # Kernels that Triton 3.7's interpreter fails too: the compiler's message (with what to write) replaces its own.
@@ -294,3 +293,19 @@ def test_a_kernel_that_reaches_the_interpreters_frames_never_runs():
     result = test(ck.add_mask2_kernel_reaches_a_frame, puzzle=2, quiet=True, seed=1)
     assert result.outcomes == [] and "reads `.f_back`, a Python object's insides" in result.error.message
     assert result.error.line == bad_line(ck.add_mask2_kernel_reaches_a_frame)
+
+
+def test_a_kernel_calling_a_plain_python_function_never_runs(monkeypatch):
+    """The interpreter would run the function's Python (anything at all), the compiler refuses it: the
+    grader refuses it first, from the source. Without that rule the compile check still fails it."""
+    import puzzles.harness as harness
+
+    kernel = ck.add_mask2_kernel_plain_function
+    result = test(kernel, puzzle=2, quiet=True, seed=1)
+    assert result.outcomes == [] and "calls `_plus_ten_plain`, a plain Python function (put @triton.jit on it)" \
+        in result.error.message
+    assert result.error.line == bad_line(kernel)
+    monkeypatch.setattr(harness, "interpreter_probe_error", lambda kernel: None)
+    failure = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").first_failure
+    assert failure.status == "compile error" and "_plus_ten_plain is a plain Python function" in failure.error.message
+    assert failure.error.line == bad_line(kernel)

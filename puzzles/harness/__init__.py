@@ -114,17 +114,17 @@ class StartedGrading:
         if self.problem is None:
             self.cases, self.problem = _cases(job)
         self.runs: PendingRuns | None = None
+        if self.problem is None and not on_gpu() and _compile_check.enabled(job.compile_check):
+            # What the compile check cannot see: a kernel that asks whether it is interpreted (the compiler
+            # folds that branch away). Read from its source first: it is neither run nor compiled (the
+            # compiler calls the Python a kernel calls, with constant arguments).
+            self.problem = interpreter_probe_error(job.kernel)
         if self.problem is None:
             kernel = job.kernel
             self.args_for = bind_arguments(kernel, job.spec, job.puzzle, fn=job.fn)
             self.check = None if on_gpu() else _compile_check.begin(kernel, self.args_for, self.cases, job.puzzle,
                                                                     job.compile_check)
-            # What the compile check cannot see: a kernel that asks whether it is interpreted (the compiler
-            # folds that branch away). Read from its source before it runs: it never runs at all.
-            if self.check is not None:
-                self.problem = interpreter_probe_error(kernel)
-            if self.problem is None:
-                self.runs = start_runs(kernel, self.args_for, self.cases, job.timeout, job.isolate, job.record)
+            self.runs = start_runs(kernel, self.args_for, self.cases, job.timeout, job.isolate, job.record)
 
     def cancel(self) -> None:
         """Not needed after all: end the runs' child process."""
