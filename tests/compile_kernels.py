@@ -255,3 +255,18 @@ def add_mask2_kernel_reaches_a_frame(x_ptr, z_ptr, N0, B0: tl.constexpr):
     frame = (v for v in (0,)).gi_frame.f_back  # BAD_LINE
     tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < N0) + 10.0 + 0 * len(frame.f_globals),
              mask=offsets < N0)
+
+
+class _Helpers:
+    def plus_ten(self, v):  # a method: Python the interpreter runs, the compiler refuses
+        return v + 10.0
+
+
+HELPERS = _Helpers()
+
+
+@triton.jit
+def add_mask2_kernel_method_of_an_object(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, HELPERS.plus_ten(x), mask=offsets < N0)  # BAD_LINE

@@ -305,6 +305,8 @@ def test_a_kernel_calling_a_plain_python_function_never_runs(monkeypatch):
     assert result.outcomes == [] and "calls `_plus_ten_plain`, a plain Python function (put @triton.jit on it)" \
         in result.error.message
     assert result.error.line == bad_line(kernel)
+    method = test(ck.add_mask2_kernel_method_of_an_object, puzzle=2, quiet=True, seed=1)
+    assert method.outcomes == [] and "calls `HELPERS.plus_ten`, a plain Python function" in method.error.message
     monkeypatch.setattr(harness, "interpreter_probe_error", lambda kernel: None)
     failure = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").first_failure
     assert failure.status == "compile error" and "_plus_ten_plain is a plain Python function" in failure.error.message

@@ -104,10 +104,11 @@ def _probe(node: ast.AST, scope: dict[str, Any]) -> str | None:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PROBING_BUILTINS \
             and node.func.id not in scope:
         return f"calls Python's `{node.func.id}`"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        target = scope.get(node.func.id)
-        if inspect.isfunction(target) and not (target.__module__ or "").startswith(("triton.", "puzzles.")):
-            return f"calls `{node.func.id}`, a plain Python function (put @triton.jit on it)"
+    if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+        target = _resolve(node.func, scope)
+        if (inspect.isfunction(target) or inspect.ismethod(target)) and \
+                not (target.__module__ or "").startswith(("triton.", "puzzles.", "math")):
+            return f"calls `{ast.unparse(node.func)}`, a plain Python function (put @triton.jit on it)"
     if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)):
         owner = _module_name(_resolve(node.value, scope))
         if owner is not None and not owner.startswith(ALLOWED_MODULES):
