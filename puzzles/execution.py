@@ -13,6 +13,7 @@ import ctypes
 import io
 import os
 import pickle
+import re
 import select
 import signal
 import sys
@@ -201,15 +202,49 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     # The interpreter wraps errors as repr() strings; show the inner message plainly.
     if message.startswith(type(cause).__name__ + "("):
         message = message[len(type(cause).__name__) + 1 : -1].strip("'\"")
-    return KernelError("exception", f"{type(cause).__name__}: {message}", line, source, file_seen)
+    text = f"{type(cause).__name__}: {message}"
+    hint = triton_error_hint(text, source)
+    return KernelError("exception", f"{text} ({hint})" if hint else text, line, source, file_seen)
 
 
-def timeout_message(timeout: float, sizes: str = "", where: str = "") -> str:
+# Triton's messages for a beginner's usual mistakes, with what to write instead: (part of the message, advice).
+_TRITON_ERROR_HINTS = (
+    ("arange's arguments must be of type tl.constexpr",
+     "tl.arange takes constant bounds: a block size declared `B0: tl.constexpr`, not a size such as N0 that is "
+     "only known at run time; take a block of B0 and mask the lanes past N0, and shift it as in j + tl.arange(0, B1)"),
+    ("arange's range must be a power of 2",
+     "a block's length must be a power of two: use the puzzle's block size (B0, B1, ...) and mask the lanes past "
+     "the real size"),
+    ("make_shape_compatible: incompatible dimensions",
+     "two blocks of different shapes meet in one operation: give a 1-D block a second axis so they broadcast, "
+     "x[:, None] for a column and x[None, :] for a row"),
+    ("must have equal reduction dimensions",
+     "tl.dot(a, b) multiplies an M × K block by a K × N block: a's last axis and b's first axis must have the same "
+     "length (check the order of the operands and of the tile's axes)"),
+)
+
+
+def triton_error_hint(message: str, source: str = "") -> str:
+    """What to write instead, for the interpreter's messages that name the rule but not the fix, or that
+    name something else than the mistake on the line `source` ("" if none)."""
+    if "must be Tensor, not tensor" in message or ("torch." in source and "not tensor" in message):
+        return ("torch's functions work on torch tensors, not on a kernel's blocks: use triton.language's, "
+                "tl.exp, tl.maximum, tl.sum, ..., or plain operators")
+    if "object is not iterable" in message and re.search(r"\w\[(?![^]]*(:|None))[^]]*\]", source):
+        return ("a block has no element access by position: compute on the whole block, choosing elements with "
+                "tl.where(offsets == i, new, x), or load and store the one element at ptr + i")
+    return next((advice for part, advice in _TRITON_ERROR_HINTS if part in message), "")
+
+
+def timeout_message(timeout: float, sizes: str = "", where: str = "", call: str = "test(..., timeout={})") -> str:
     """What a learner reads when a kernel is stopped (every way of running it says the same):
-    the size, the limit and how to raise it; `KernelError.line` adds the line it was on."""
+    the size, the limit and how to raise it (`call`, the limit in its braces; "" where the learner cannot);
+    `KernelError.line` adds the line it was on."""
     at = f" at {sizes}" if sizes else ""
-    return (f"the kernel ran past its time limit of {timeout:g} s{at}{where} and was stopped: an endless loop? "
-            f"If it is only slow, raise the limit: test(..., timeout={max(2 * timeout, 60):g})")
+    raise_it = f" if it is only slow, raise the limit: {call.format(f'{max(2 * timeout, 60):g}')}" if call else ""
+    # In parentheses: the line the kernel was on follows ("... was stopped (...) at line 12: ...").
+    return (f"the kernel ran past its time limit of {timeout:g} s{at}{where} and was stopped "
+            f"(an endless loop?{raise_it})")
 
 
 def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],

@@ -345,7 +345,10 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
         renamed = renamed_kernel(submission.paths, p)
         if renamed:  # not graded (it may be a variant kept aside), but say what was found
             return Grade(p, "not attempted", renamed)
-        return Grade(p, "not attempted", f"no {p.kernel_name} found")
+        # Say whether its notebook was there at all: a copy deleted or never made reads differently.
+        notebooks = [path for path in submission.paths if path.suffix == ".ipynb"]
+        missing = f" (no {p.id}.ipynb here)" if notebooks and all(n.stem != p.id for n in notebooks) else ""
+        return Grade(p, "not attempted", f"no {p.kernel_name} found{missing}")
     kernel, origin = (attempts or candidates)[-1]
     others = [o for _, o in candidates if o != origin]
     if others:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import html
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from puzzles.execution import KernelError
+from puzzles.execution import KernelError, triton_error_hint
 from puzzles.recording import InvalidAccess, Trace
 
 MAX_SHOWN = 8
@@ -107,7 +108,9 @@ class SizeOutcome:
         outside = [a for a in self.invalid_accesses if a.kind == "out of bounds"]
         into_inputs = [a for a in self.invalid_accesses if a.kind != "out of bounds"]
         if outside:
-            parts.append(f"{len(outside)} out-of-bounds access(es): {outside[0].describe()}")
+            count = (f"{len(outside)} out-of-bounds accesses, the first" if len(outside) > 1
+                     else "1 out-of-bounds access")
+            parts.append(f"{count}: {outside[0].describe()}")
         if into_inputs:
             names = ", ".join(dict.fromkeys(a.tensor for a in into_inputs))
             parts.append(f"the kernel stores into its input {names} (inputs are read-only: write the result "
@@ -184,9 +187,9 @@ class TestResult:
     def __str__(self) -> str:
         lines = [self.summary()]
         if self.error is None:
-            for o in self.outcomes:
-                mark = "ok " if o.passed else "FAIL"
-                why = "" if o.passed else o.reason()
+            failure = self.first_failure
+            for o, why in zip(self.outcomes, row_reasons(self.outcomes, failure), strict=True):
+                mark = "ok " if o.passed else " -- " if o.status == "not run" else "FAIL"
                 lines.append(f"  [{mark}] {o.size_text()}  seed={o.seed}  {o.time_text()}  {why}")
         failure = self.first_failure
         if failure is not None and failure.error is None:
@@ -222,6 +225,48 @@ class TestResult:
             return
         self._shown_in = count
         display(HTML(render_html(self)))
+
+
+SAME_AS_ABOVE = "the same as above"
+EXPLANATION = 120  # characters: a note this long explains (said once); a shorter one is a fact about its size
+
+
+def row_reasons(outcomes: list[SizeOutcome], headline: SizeOutcome | None = None) -> list[str]:
+    """Each size's reason for the verdict's table ("" where it passed), each explanation in full once:
+    a reason already in front of the reader (the `headline`'s, or an earlier row's) is `SAME_AS_ABOVE`,
+    and a long note or an error's advice already given (the same words, whatever its numbers) is left out."""
+    shown: list[str] = []
+    explained: set[str] = set()
+
+    def explanations(o: SizeOutcome) -> list[str]:
+        advice = triton_error_hint(o.error.message, o.error.source) if o.error is not None else ""
+        return [f" ({advice})"] * bool(advice) + [f"; {o.note}"] * bool(o.note)
+
+    if headline is not None:
+        shown.append(headline.reason())
+        explained.update(_without_numbers(x) for x in explanations(headline))
+    rows = []
+    for o in outcomes:
+        why = "" if o.passed else o.reason()
+        if o.passed or o.status == "not run":
+            rows.append(why)
+            continue
+        if why in shown:
+            rows.append(SAME_AS_ABOVE)
+            continue
+        shown.append(why)
+        for text in explanations(o):
+            if len(text) > EXPLANATION and _without_numbers(text) in explained:
+                why = why.replace(text, " (explained above)" if text.startswith(" (") else "; see the note above", 1)
+            explained.add(_without_numbers(text))
+        rows.append(why)
+    return rows
+
+
+def _without_numbers(text: str) -> str:
+    import re
+
+    return re.sub(r"\d+", "#", text)
 
 
 def _printed(result: TestResult) -> SizeOutcome | None:
@@ -324,19 +369,20 @@ def render_html(result: TestResult) -> str:
         parts.append(f"<pre>{e(result.error.describe())}</pre>")
     else:
         rows = []
-        for o in result.outcomes:
+        for o, why in zip(result.outcomes, row_reasons(result.outcomes), strict=True):
             mark = ("<span style='color:#2e7d32'>✓</span>" if o.passed else
                     "–" if o.status == "not run" else "<span style='color:#c62828'>✗</span>")
             rows.append(f"<tr><td{_CELL}>{mark}</td><td{_NOWRAP}><code>{e(o.size_text())}</code></td>"
                         f"<td{_NOWRAP}>{o.seed}</td><td{_NOWRAP}>{e(o.time_text())}</td>"
-                        f"<td{_CELL}>{'' if o.passed else e(o.reason())}</td></tr>")
+                        f"<td{_CELL}>{e(why)}</td></tr>")
         head = "".join(f"<th{_NOWRAP}>{h}</th>" for h in ("", "sizes", "seed", "time", "what went wrong"))
         parts.append(f'<table style="border-collapse:collapse"><tr>{head}</tr>' + "".join(rows) + "</table>")
         failure = result.first_failure
         if failure is not None:
             details = _detail_lines(failure) if failure.error is None else []
             if details:
-                parts.append("<pre>" + e("\n".join(s.strip() for s in details)) + "</pre>")
+                # Dedent, not strip: the carets under a packed word's wrong nibbles keep their column.
+                parts.append("<pre>" + e(textwrap.dedent("\n".join(details))) + "</pre>")
             if failure.status_map is not None and failure.unwritten_count < _numel(failure.output_shape):
                 legend = " ".join(f"<span style='color:{_COLORS[k]}'>■ {label}</span>"
                                   for k, label in ((0, "right"), (1, "wrong"), (2, "never written")))

@@ -19,9 +19,11 @@ from puzzles.execution import KernelError, can_fork, error_from_exception, run_i
 from puzzles.gpu_worker import Reply
 
 
-def run_safely(target: str, *args: Any, timeout: float = 120.0, **kwargs: Any) -> Reply:
+def run_safely(target: str, *args: Any, timeout: float = 120.0, limit_call: str = "",
+               **kwargs: Any) -> Reply:
     """Call `module:function(*args, **kwargs)` in the GPU worker (on a GPU) or in a child process
-    (elsewhere, where the OS can fork); the kernels among the arguments go along."""
+    (elsewhere, where the OS can fork); the kernels among the arguments go along. `limit_call`: how the
+    learner raises the time limit, for the message of a run stopped at it ("": the learner cannot)."""
     from puzzles.execution import on_gpu
 
     if on_gpu():
@@ -43,7 +45,7 @@ def run_safely(target: str, *args: Any, timeout: float = 120.0, **kwargs: Any) -
     if can_fork():
         status, payload = next(run_in_child([job], timeout))
         if status != "ok":
-            message = timeout_message(timeout) if status == "timeout" else str(payload)
+            message = timeout_message(timeout, call=limit_call) if status == "timeout" else str(payload)
             return Reply(status, error=KernelError(status, message))
     else:
         payload = job()
@@ -79,9 +81,10 @@ class Sandboxed:
     def __getitem__(self, grid: Any) -> Any:
         def launch(*args: Any, **kwargs: Any) -> None:
             reply = run_safely("puzzles.sandbox:launch_here", self.kernel, grid, list(args), kwargs,
-                               timeout=self.timeout)
+                               timeout=self.timeout, limit_call="sandboxed(kernel, timeout={})[grid](...)")
             tensors = _tensors_in(list(args) + list(kwargs.values()))
-            advice = "A bad address? test(kernel, spec) names the access, its program and its line."
+            advice = ("test(kernel, spec) names the line it was on." if reply.status == "timeout" else
+                      "A bad address? test(kernel, spec) names the access, its program and its line.")
             for original, result in zip(tensors, show(reply, "The launch", advice) or [], strict=False):
                 original.copy_(result)  # the kernel's writes, in the notebook's own tensors
 

@@ -94,6 +94,19 @@ def test_a_bare_assertion_from_the_front_end_becomes_words():
     assert "AssertionError" not in message and "tl.static_range" in message, message
 
 
+def test_an_error_the_interpreter_already_reports_gets_no_compile_note(load_kernel):
+    # A typo fails in the interpreter and in the compiler at the same line: one message, not a second
+    # one saying it "runs in the interpreter" (it did not), and no "still compiling" note on a failure.
+    kernel = load_kernel("@triton.jit\ndef add_mask2_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):\n"
+                         "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n"
+                         "    tl.store(z_ptr + offsets, tl.load(x_ptr + offset) + 10.0)\n", "add_mask2_kernel")
+    result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full")
+    assert result.first_failure.status == "error" and "NameError" in result.first_failure.error.message
+    assert result.notes == [], str(result)
+    quick = test(kernel, puzzle=2, quiet=True, seed=1)
+    assert not any("still running" in n for n in quick.notes), str(quick)
+
+
 def _calls(p):
     kernel = p.reference()
     args_for = bind_arguments(kernel, p.spec)

@@ -72,6 +72,9 @@ def test_notebook_with_a_solution_passes_and_is_not_modified(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert records(proc)[3]["status"] == "passed" and "[cell" in records(proc)[3]["source"]
     assert digest(path) == before
+    # The other puzzles: their notebooks are not among the files, and the scoreboard says so.
+    others = records(run_grade(str(path), "--puzzle", "4", "--json"))[4]
+    assert others["status"] == "not attempted" and "(no 04_outer_vector_add_block.ipynb here)" in others["reason"]
 
 
 def test_shipped_notebooks_are_all_not_attempted():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import time
 
 import pytest
@@ -9,6 +10,7 @@ import torch
 import wrong_kernels as wrong
 
 from puzzles import catalog, on_gpu, test
+from puzzles.harness.cases import unknown_sizes_note
 from puzzles.inputs import build_arena, poison_, random_tensor, unwritten_mask
 from puzzles.solution_source import starter_source
 
@@ -130,6 +132,35 @@ def test_wrong_signature_names_the_parameter_and_the_expected_signature():
     assert "add_mask2_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr)" in result.error.message
 
 
+@pytest.mark.parametrize(("number", "body", "says"), [
+    (1, "    offsets = tl.arange(0, N0)\n", "a block size declared `B0: tl.constexpr`"),
+    (1, "    offsets = tl.arange(0, 24)\n", "a block's length must be a power of two"),
+    (2, "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n    offsets = offsets + tl.arange(0, 2 * B0)\n",
+     "x[:, None] for a column"),
+    (2, "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n    first = offsets[0]\n",
+     "a block has no element access by position"),
+    (2, "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n    offsets = torch.maximum(offsets, 0)\n",
+     "torch's functions work on torch tensors, not on a kernel's blocks"),
+])
+def test_tritons_usual_errors_say_what_to_write_instead(load_kernel, number, body, says):
+    name = catalog.get(number).kernel_name
+    source = (f"@triton.jit\ndef {name}(x_ptr, z_ptr, N0, B0: tl.constexpr):\n{body}"
+              "    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < N0) + 10.0, mask=offsets < N0)\n")
+    result = _grade(load_kernel(source, name), number, compile_check=False)
+    failure = result.first_failure
+    assert failure.status == "error" and says in failure.error.message, str(result)
+    # Each explanation once: the table's other sizes do not repeat it.
+    assert str(result).count(says) == 1 and result._repr_html_().count(html.escape(says)) == 1, str(result)
+
+
+def test_a_kernel_graded_against_another_puzzles_spec_is_told_so():
+    # Puzzle 2's kernel graded with puzzle 1's spec (copied from the wrong notebook): it may even pass there.
+    result = test(catalog.get(2).reference(), catalog.get(1).spec, quiet=True)
+    assert "add_mask2_kernel is the kernel of puzzle 2" in str(result)
+    assert "test(add_mask2_kernel, add2_spec, ...)" in str(result)
+    assert not any("kernel of puzzle" in n for n in _grade(catalog.get(2).reference(), 2).notes)
+
+
 def test_block_size_must_be_constexpr(load_kernel):
     kernel = load_kernel("@triton.jit\ndef add_kernel(x_ptr, z_ptr, N0, B0):\n    pass\n", "add_kernel")
     result = _grade(kernel, 1)
@@ -213,6 +244,16 @@ def test_nelem_and_block_override_the_canonical_size():
     p = catalog.get(2)
     result = test(p.reference(), p.spec, nelem={"N0": 77}, B={"B0": 8}, quiet=True)
     assert result.outcomes[0].sizes == {"N0": 77, "B0": 8} and result.passed
+    assert not any("not a size" in n for n in result.notes)
+
+
+def test_a_size_name_the_puzzle_does_not_have_is_named():
+    p = catalog.get(2)
+    result = test(p.reference(), p.spec, nelem={"n0": 77}, quiet=True)  # a typo: n0 for N0
+    assert "n0 is not a size of puzzle 2, so it changed nothing; its sizes are N0, B0" in result.notes
+    # Puzzle 21's lists may be longer than its sizes' (L6 for a seventh tensor): no note for those.
+    p21 = catalog.get(21)
+    assert unknown_sizes_note(p21, {"K": 7, "L6": 5}, None) is None
 
 
 def test_unknown_spec_is_tested_at_the_given_size(load_kernel):

@@ -473,6 +473,14 @@ def test_packed_words_show_in_hex_with_the_differing_nibbles(seed):
     got_line = text.splitlines()[text.splitlines().index(marks) - 1]
     assert got_line[marks.index("^")] in "0123456789ABCDEF"
     assert got_line[marks.rindex("^") + 1] == " "  # the carets end under the last hex digit (nibble 0)
+    # The same in the notebook's HTML (a <pre>): the caret line keeps its indentation.
+    import html
+    import re
+
+    pre = html.unescape(re.search(r"<pre>(.*?)</pre>", result._repr_html_(), re.S).group(1)).splitlines()
+    marks = next(line for line in pre if line.strip().startswith("^"))
+    got_line = pre[pre.index(marks) - 1]
+    assert got_line[marks.index("^")] in "0123456789ABCDEF" and got_line[marks.rindex("^") + 1] == " "
 
 
 @triton.jit

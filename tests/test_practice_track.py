@@ -189,6 +189,8 @@ def test_sgd_with_the_chunk_offset_from_the_program_id_misses_the_later_tensors(
     # that tensor's size, and its new values are never written.
     assert failure.status == "unwritten", str(result)
     assert failure.unwritten[0] == (0, failure.sizes["L0"])  # the first element of the second tensor
+    # The kernel sees tensors, not z: the verdict says which tensor's element that is.
+    assert f"z[0, {failure.sizes['L0']}] is params_out[1][0]" in failure.reason()
 
 
 @interpreted_only

@@ -53,3 +53,18 @@ def test_the_primer_runs_with_a_wild_demo_and_the_notebook_lives_on(tmp_path):
         assert "pid (0, 0, 0)" in out  # the demos' own prints
     else:
         assert "program 1 writes" in out and "offsets [0 1 2 3 4 5 6 7]" in out, out[-4000:]
+
+
+@pytest.mark.skipif(on_gpu(), reason="on a GPU the launch runs in the GPU worker, under its own limit")
+def test_a_demo_stopped_at_its_time_limit_says_how_to_raise_that_limit(load_kernel, capsys):
+    import torch
+
+    from puzzles import sandboxed
+
+    spin = load_kernel("@triton.jit\ndef spin(z_ptr, N0, B0: tl.constexpr):\n    i = 0\n    while i < N0:\n"
+                       "        i = i * 2\n", "spin")
+    sandboxed(spin, timeout=1)[(1,)](torch.zeros(4), 4, B0=4)
+    out = capsys.readouterr().out
+    # Raised where the launch is written (no test() is in sight), and no advice about bad addresses.
+    assert "The launch stopped" in out and "raise the limit: sandboxed(kernel, timeout=60)[grid](...)" in out, out
+    assert "test(..., timeout" not in out and "bad address" not in out, out

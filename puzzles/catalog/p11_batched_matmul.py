@@ -22,9 +22,10 @@ Multiply `N2` pairs of matrices: `x` has shape `N2 × N0 × MID`, `y` has `N2 ×
 
 $$z_{b,i,j} = \sum_{k=0}^{MID-1} x_{b,i,k}\, y_{b,k,j}$$
 
-so `z` has shape `N2 × N0 × N1`. As everywhere, grid axis `k` walks the dimension named `Nk`:
+so `z` has shape `N2 × N0 × N1`. As everywhere, grid axis `d` walks the dimension named `Nd`:
 axis 0 the rows `i` of `z` in blocks of `B0`, axis 1 its columns `j` in blocks of `B1`, axis 2
-the batch, one matrix per program (`B2` is always 1). Each program walks `MID` in chunks of `B_MID` and accumulates
+the batch `b`, one matrix per program (`B2` is always 1). Each program walks `MID` (the index `k`)
+in chunks of `B_MID` and accumulates
 the products of tiles. From this puzzle on you may use `tl.dot(a, b)` (a `B0 × B_MID` tile
 times a `B_MID × B1` tile; on a GPU each tile side must be at least 16). The shapes are not
 square and `MID` is not a multiple of `B_MID`, so every index and every mask matters.

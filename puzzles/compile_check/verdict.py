@@ -83,7 +83,8 @@ def fold(check: Check | NotStarted | None, outcomes: list[Any], title: str, star
                 outcomes[index].status, outcomes[index].error, outcomes[index].status_map = "compile error", error, None
     notes += [n for n in unplaced if n not in notes]
     notes += [n for n in report.notes if n not in notes]
-    if report.pending and not report.problems:
+    # A verdict that fails already gets nothing from "still compiling": the learner re-runs anyway.
+    if report.pending and not report.problems and all(o.status == "passed" for o in outcomes):
         notes.append(f"compiles for a GPU; the full compile for {', '.join(sorted(set(report.pending)))} is "
                             "still running: a re-run shows its notes (`python -m puzzles grade` waits for it)")
     return notes
@@ -109,11 +110,15 @@ def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, 
             outcome.status, outcome.status_map = "compile error", None
             outcome.error = KernelError("compile", f"would not compile for {where}: "
                                         f"{problem.message}", error.line, error.source, error.filename)
-    elif outcome.status == "error" and outcome.error is not None and \
-            problem.message.split(" (")[0] in outcome.error.message:
-        pass  # the interpreter's error says it already
+    elif outcome.status == "error" and outcome.error is not None and (
+            problem.message.split(" (")[0] in outcome.error.message
+            or (problem.line is not None and problem.line == outcome.error.line)):
+        pass  # the interpreter's error says it already, or stopped on the same line: fix that one first
     else:
         text = error.describe().replace("\n  ", " ")
+        if outcome.status in ("error", "timeout"):  # it did not run to the end in the interpreter either
+            text = text.replace(f"runs in the interpreter but would not compile for {where}:",
+                                f"would not compile for {where} either:", 1)
         if text not in unplaced:
             unplaced.append(text)
 

@@ -29,7 +29,7 @@ from puzzles import compile_check as _compile_check
 from puzzles.autotune_configs import is_autotuned
 from puzzles.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.execution import KernelError
-from puzzles.harness.cases import Case, SizeRuleError, make_case, size_list
+from puzzles.harness.cases import Case, SizeRuleError, make_case, size_list, unknown_sizes_note
 from puzzles.harness.configs import autotune_missing, grade_every_config
 from puzzles.harness.job import GradingJob, make_job
 from puzzles.harness.judging import judge_runs
@@ -126,6 +126,10 @@ class StartedGrading:
                                                                     job.compile_check)
             self.runs = start_runs(kernel, self.args_for, self.cases, job.timeout, job.isolate, job.record)
 
+    @property
+    def unknown_sizes(self) -> str | None:
+        return unknown_sizes_note(self.job.puzzle, self.job.nelem, self.job.blocks)
+
     def cancel(self) -> None:
         """Not needed after all: end the runs' child process."""
         if self.runs is not None:
@@ -134,13 +138,15 @@ class StartedGrading:
     def finish(self) -> TestResult:
         job, started, cases = self.job, self.started, self.cases
         if self.runs is None:
-            return build_result(job, error=self.problem, seconds=time.perf_counter() - started)
+            return build_result(job, error=self.problem, notes=[job.other_puzzles_kernel, self.unknown_sizes],
+                                seconds=time.perf_counter() - started)
         kernel, found = job.kernel, job.puzzle
         outcomes = judge_runs(kernel, cases, self.runs.collect())
         for outcome in outcomes:  # a stopped size shows its limit, not a time
             outcome.time_limit = job.timeout if outcome.status == "timeout" else None
         notes = _compile_check.fold(self.check, outcomes, job.title, started, job.compile_check)
         notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
+        notes += [job.other_puzzles_kernel, self.unknown_sizes]
         notes.append(argument_order_note(kernel, found, fn=job.fn))
         notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)
         perf_report = None

@@ -73,6 +73,19 @@ def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: lis
     return [canonical] + rest
 
 
+def unknown_sizes_note(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None) -> str | None:
+    """A note naming the sizes given to test() that the puzzle has no use for (a typo: `n0` for `N0`)."""
+    if p is None:
+        return None
+    known = {k for s in p.sizes for k in s}
+    unknown = [k for k in {**(nelem or {}), **(B or {})} if k not in known
+               and not (p.tensor_lists is not None and k[:1] == "L" and k[1:].isdigit())]
+    if not unknown:
+        return None
+    return (f"{', '.join(unknown)} {'is not a size' if len(unknown) == 1 else 'are not sizes'} of puzzle {p.number}, "
+            f"so {'it' if len(unknown) == 1 else 'they'} changed nothing; its sizes are {', '.join(p.canonical)}")
+
+
 class SizeRuleError(ValueError):
     """Sizes given to test() that the puzzle's own rules rule out."""
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from puzzles import catalog
 from puzzles.execution import unwrap_kernel
 from puzzles.harness.cases import resolve_puzzle
 from puzzles.puzzle import Puzzle, Sizes
@@ -43,6 +44,18 @@ class GradingJob:
     def title(self) -> str:
         p = self.puzzle
         return f"Puzzle {p.number}: {p.title}" if p else getattr(self.spec, "__name__", "kernel")
+
+    @property
+    def other_puzzles_kernel(self) -> str | None:
+        """A note when the kernel bears another puzzle's kernel name than the one it is graded as (the spec
+        was taken from the wrong cell or notebook): the learner may be grading against the wrong puzzle."""
+        graded, name = self.puzzle, getattr(self.fn, "__name__", None)
+        named = catalog.find(kernel_name=name) if graded is not None else None
+        if named is None or named.number == graded.number:
+            return None
+        return (f"{name} is the kernel of puzzle {named.number} ({named.title}), but it was graded as puzzle "
+                f"{graded.number} ({graded.title}), whose spec is {graded.spec_name}: for puzzle {named.number}, "
+                f"pass its spec, test({name}, {named.spec_name}, ...)")
 
     def for_config(self, launch: Any, tuned: list[Sizes], **overrides: Any) -> GradingJob:
         """The job for one config of an autotuned kernel: its launch, with the config's sizes as the

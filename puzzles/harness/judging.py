@@ -76,6 +76,8 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
             max(abs(int(m.expected)), abs(int(m.got))) >= 1 << 16 for m in o.mismatches):
         for m in o.mismatches:  # packed words (puzzle 13): hex, so the wrong nibbles show
             m.word_bits = expected.element_size() * 8
+    first = o.unwritten[:1] or [m.index for m in o.mismatches[:1]]
+    _add_notes(o, [_list_element_note(case, first[0]) if first else ""])
     if o.mismatch_count and not o.unwritten_count:
         o.transposed = _is_transposed(out, expected, case)
     if o.mismatch_count and case.row_tolerance and expected.dim() >= 2:
@@ -143,8 +145,8 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
         depends = "the output depends on them" if garbage else "if the output depends on them"
         _add_notes(o, [f"{seen}masked loads without other= ({where}) leave their masked-off lanes undefined on a GPU "
                        "(the interpreter gives 0; the grader fills them with NaN or junk, as a GPU may), and "
-                       f"{depends}: give the load other=0 (or the value that adds nothing), or keep those lanes "
-                       "out with tl.where"])
+                       f"{depends}: give the load the value that changes nothing, other=0 for a sum, other=-inf "
+                       "for a maximum or a softmax's scores, or keep those lanes out with tl.where"])
         return
     if case.contiguous_expected is not None and bool(_close(out, case.contiguous_expected, case).all()):
         _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a "
@@ -165,6 +167,21 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
 # The largest relative error (of every wrong element) that reads as a lower precision, not a wrong formula:
 # bfloat16 rounds to 0.4%, float16 to 0.05%, and a sum in one accumulates a few roundings.
 _LOW_PRECISION_ERROR = 0.02
+
+
+def _list_element_note(case: Case, index: tuple[int, ...]) -> str:
+    """For tensor lists: which tensor's element z[row, i] is (the learner's kernel sees tensors, not z)."""
+    gather = getattr(case.relink, "outputs", None)
+    lengths = getattr(case.relink, "lengths", ())
+    if gather is None or len(index) != 2:
+        return ""
+    row, i = index
+    for piece, n in zip(gather.rows[row], lengths, strict=True):
+        if i < n:
+            return (f"z[{row}, {index[1]}] is {piece}[{i}] (z holds one row per output list, its tensors end to "
+                    "end)")
+        i -= n
+    return ""
 
 
 def _escape_hint(trace: Trace, case: Case) -> str:
