@@ -31,10 +31,15 @@ def softmax_mixed_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[s
 
 def attention_growing_scores(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
     """Puzzle 9, at its last size: keys growing along the row (so, for q > 0, do the scores, and
-    the running maximum changes in every chunk) and positive values (so the errors of a kernel
-    that does not rescale its accumulator add up instead of cancelling)."""
+    the running maximum changes in every chunk), positive values (so the errors of a kernel
+    that does not rescale its accumulator add up instead of cancelling), and every third query
+    60 times larger, so that its scores reach ±120, where exp without the maximum subtracted
+    overflows (small scores let a kernel that never subtracts it pass)."""
     if index != 2:
         return {}
     t = sizes["T"]
     keys = torch.sort((torch.rand(t, generator=gen) * 2 - 1) * 2).values
-    return {"k": keys, "v": torch.rand(t, generator=gen) + 0.5}
+    values = torch.rand(t, generator=gen) + 0.5
+    queries = torch.rand(sizes["N0"], generator=gen) * 2 - 1
+    queries = torch.where(torch.arange(sizes["N0"]) % 3 == 0, queries * 60, queries)
+    return {"q": queries, "k": keys, "v": values}

@@ -43,6 +43,7 @@ from puzzles.solution_source import is_starter
 
 CLASS_TIMEOUT = 5.0  # seconds per size: the same verdicts as 20 s on the course's kernels, 4x cheaper on loops
 SUBMISSION_SUFFIXES = (".ipynb", ".py")
+MAX_EVIDENCE = 256  # outputs one puzzle's verdict may come with (its sizes times its configs: a few dozen)
 _DTYPES = {"float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
 
@@ -175,6 +176,8 @@ def check_evidence(p: Puzzle, seed: int, evidence: list) -> str | None:
     inputs this process rebuilds, and the outputs must cover every size of the puzzle."""
     bases = size_list(p, None, None, None)
     covered: set[int] = set()
+    if isinstance(evidence, list) and len(evidence) > MAX_EVIDENCE:  # each costs this process an input build
+        return f"{len(evidence)} outputs for one puzzle (a kernel is run at most {MAX_EVIDENCE} times)"
     for item in evidence if isinstance(evidence, list) else []:
         try:
             sizes, index = dict(item["sizes"]), int(item["index"])

@@ -1,9 +1,10 @@
 """`python -m puzzles grade`: the scoreboard over notebooks or Python files.
 
 Each file is read, never run as a whole: from every code cell only the definitions are taken
-(imports, functions, classes, constant assignments, and assignments with calls whose names a
-function or class uses, such as `CONFIGS = [triton.Config(...) for ...]` above an autotuned
-kernel), so grading cells, bare expressions, shell commands and experiments are skipped. Kernels
+(imports, functions, classes, constant assignments to names, and assignments with calls whose
+names a function or class uses, such as `CONFIGS = [triton.Config(...) for ...]` above an autotuned
+kernel), so grading cells, bare expressions, shell commands, experiments and assignments into other
+objects (`os.environ["PUZZLES_COMPILE_CHECK"] = "0"` would switch a check off) are skipped. Kernels
 are then found by their canonical names and graded by the same `test()` as the notebooks,
 against the catalog's own spec (a spec edited in the notebook does not change what is graded).
 The files are never modified.
@@ -15,6 +16,7 @@ Submissions of others are graded by puzzles/classroom.py, in isolated processes.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import linecache
 import os
@@ -56,11 +58,19 @@ def code_cells(path: Path) -> list[tuple[str, str]]:
     """(label, source) of each code cell of a notebook, or the whole file for a .py file."""
     if path.suffix == ".ipynb":
         nb = json.loads(path.read_text())
+        if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
+            raise ValueError("not a notebook: no list of cells")
         cells = []
         for index, cell in enumerate(nb.get("cells", [])):
+            if not isinstance(cell, dict):
+                raise ValueError(f"not a notebook: cell {index} is a {type(cell).__name__}")
             if cell.get("cell_type") == "code":
                 source = cell.get("source", "")
-                cells.append((f"{path} [cell {index}]", "".join(source) if isinstance(source, list) else source))
+                if isinstance(source, list) and all(isinstance(line, str) for line in source):
+                    source = "".join(source)
+                if not isinstance(source, str):  # a malformed file fails as unreadable, never the grader
+                    raise ValueError(f"not a notebook: cell {index}'s source is not text")
+                cells.append((f"{path} [cell {index}]", source))
         return cells
     return [(str(path), path.read_text())]
 
@@ -117,14 +127,31 @@ def _targets(node: ast.Assign | ast.AnnAssign) -> set[str]:
     return {sub.id for t in targets for sub in ast.walk(t) if isinstance(sub, ast.Name)}
 
 
+def _defines_names(node: ast.Assign | ast.AnnAssign) -> bool:
+    """Every target is a name (or a tuple of names): `os.environ["X"] = "0"` or `module.attr = v`
+    changes an object the grader may share (an environment variable it reads, a module of the
+    harness), so it is not a definition and grading never runs it."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+
+    def names_only(target: ast.expr) -> bool:
+        if isinstance(target, ast.Name):
+            return True
+        if isinstance(target, ast.Starred):
+            return names_only(target.value)
+        return isinstance(target, (ast.Tuple, ast.List)) and all(names_only(t) for t in target.elts)
+
+    return all(names_only(t) for t in targets)
+
+
 def select_definitions(statements: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements grading runs, in order: imports, functions, classes, assignments without
-    calls, and assignments with calls whose names a function or class (or another selected
-    assignment) uses. Grading cells, kernel launches, bare expressions and loops are left out."""
+    """The statements grading runs, in order: imports, functions, classes, assignments to names
+    without calls, and assignments to names with calls whose names a function or class (or another
+    selected assignment) uses. Grading cells, kernel launches, bare expressions, loops and
+    assignments into other objects (`os.environ[...] = ...`, `module.attr = ...`) are left out."""
     plain, with_calls = [], []
     for node in statements:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            if node.value is None or _calls_grader_or_launches(node.value):
+            if node.value is None or _calls_grader_or_launches(node.value) or not _defines_names(node):
                 continue
             (with_calls if _has_call(node.value) else plain).append(node)
         elif isinstance(node, _DEFINITIONS):
@@ -263,7 +290,22 @@ class Submission:
 
 
 def collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
-    """Load the definitions of every file and keep the puzzles' kernels."""
+    """Load the definitions of every file and keep the puzzles' kernels. The environment is put
+    back as it was once they are loaded: the grader reads its own variables (PUZZLES_COMPILE_CHECK,
+    TRITON_INTERPRET), and a definition that set one (`X = os.environ.update(...)`) must not
+    change how the kernels are graded. What loading prints goes to stderr: stdout is the
+    scoreboard's (`--json` lines a script reads), and a printed verdict must not pass for one."""
+    environment = dict(os.environ)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            return _collect(paths, puzzles)
+    finally:
+        if dict(os.environ) != environment:
+            os.environ.clear()
+            os.environ.update(environment)
+
+
+def _collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
     submission = Submission(list(paths))
     for path in paths:
         try:

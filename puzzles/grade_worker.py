@@ -54,6 +54,17 @@ def _record_evidence(store: list[dict]) -> None:
     harness.judge_runs = judge_and_keep
 
 
+def _start_compilers(uid: int | None) -> None:
+    """Start the compile check's processes before this one becomes its own user: that user may not
+    be able to run the grader's Python at all (a Python under /root). They load the compiler, then
+    become that user too before they read any request (puzzles/compile_check/worker.py)."""
+    from puzzles import compile_check
+
+    if uid is not None:
+        os.environ[compile_check.USER_VARIABLE] = str(uid)
+    compile_check.warm_up()
+
+
 def main() -> int:
     request = json.loads(sys.stdin.read())
     channel = os.fdopen(os.dup(1), "w")
@@ -61,11 +72,14 @@ def main() -> int:
     sys.stdout = sys.stderr
     from puzzles.isolation import Limits, apply_limits
 
-    protections = apply_limits(Limits(**request["limits"]), Path.cwd())
+    limits = Limits(**request["limits"])
+    protections = apply_limits(limits, Path.cwd(), lambda: _start_compilers(limits.uid))
     _emit(channel, "started", active=protections.active, missing=protections.missing)
 
     from puzzles import catalog, grade
+    from puzzles.compile_check import settings
 
+    settings.READ_CACHE = False  # what a kernel wrote into the folder's cache never answers for another
     puzzles = [catalog.get(n) for n in request["puzzles"]]
     evidence: list[dict] = []
     _record_evidence(evidence)

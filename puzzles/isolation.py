@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -66,9 +66,11 @@ class Protections:
     missing: list[str] = field(default_factory=list)
 
 
-def apply_limits(limits: Limits, folder: Path) -> Protections:
+def apply_limits(limits: Limits, folder: Path, before_user_switch: Callable[[], None] | None = None) -> Protections:
     """In the worker, before any submitted code: limits, network, user. Each step that the OS
-    refuses is reported in `missing`, and grading goes on with the others."""
+    refuses is reported in `missing`, and grading goes on with the others. `before_user_switch`
+    runs once the limits and the network cut are in place, while the process may still start
+    programs that its own user could not (the grader's Python may sit in a folder only root reads)."""
     done = Protections(active=["own working folder", "own process group"])
     rlimits = [("RLIMIT_FSIZE", limits.file_bytes, "file size"), ("RLIMIT_CPU", limits.cpu_seconds, "CPU time")]
     if limits.address_space:
@@ -81,6 +83,8 @@ def apply_limits(limits: Limits, folder: Path) -> Protections:
             done.active.append("no network")
         else:
             done.missing.append(f"network not cut ({os.strerror(ctypes.get_errno())})")
+    if before_user_switch is not None:
+        before_user_switch()
     if limits.uid is not None:
         try:
             os.setgroups([])

@@ -1,7 +1,8 @@
 """A synthetic class for the class-grading tests and benchmarks/grade_class.py: honest students
 (references, starters, a wrong kernel, a notebook) and hostile ones (a forged `test`, a forged
 judge, writing another student's file, an endless loop while loading, a huge allocation, a
-kernel that kills its grading process, a truncated notebook)."""
+global that kills its grading process when the grader reads it, a truncated notebook, a
+submission that switches the compile check off)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ EXPECTED = {
     "hog": {1: "failed", 2: "not attempted"},
     "killer": {1: "failed", 2: "passed"},
     "truncated": {1: "failed", 2: "not attempted"},
+    "switcher": {1: "failed", 2: "not attempted"},
 }
 REASONS = {
     ("wrong", 1): "wrong",
@@ -36,6 +38,7 @@ REASONS = {
     ("hog", 1): "memory",
     ("killer", 1): "killed the process",
     ("truncated", 1): "cannot be read",
+    ("switcher", 1): "would not compile for a GPU",
 }
 
 FORGED_TEST = '''
@@ -60,7 +63,18 @@ class Sneaky:  # replace the harness's judge: every size "passed", whatever the 
         Sneaky.SizeOutcome(c.sizes, c.seed, "passed") for c in cases]
 '''
 
-KILL_PARENT = "    os.kill(os.getppid(), 9)  # the process that runs this kernel: the student's grading process\n"
+# A kernel cannot reach os (the grader refuses it before it runs), but the grader looks at the globals
+# a kernel reads: this one kills the student's grading process when it does.
+TRAP = """
+class Trap:
+    def __getattr__(self, name):
+        os.kill(os.getpid(), 9)
+
+
+TRAP = Trap()
+
+"""
+KILL_PARENT = "    if TRAP is None:  # a global the kernel reads\n        pass\n"
 
 STALL = """
 class Stall:
@@ -94,6 +108,26 @@ class Hoard:
 """
 
 
+# Switches the compile check off from the submission (a plain assignment into os.environ, and one with a
+# call that a function uses), with a kernel that only the interpreter runs (a lambda): only the
+# compile check, really run in the sandbox, can fail it.
+SWITCH_OFF_COMPILE_CHECK = '''
+os.environ["PUZZLES_COMPILE_CHECK"] = "0"
+SWITCH = os.environ.update(PUZZLES_COMPILE_CHECK="0")
+
+
+def uses_switch():
+    return SWITCH
+
+
+@triton.jit
+def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    plus_ten = lambda v: v + 10.0  # noqa: E731 - the interpreter runs it, the compiler refuses it
+    tl.store(z_ptr + offsets, plus_ten(tl.load(x_ptr + offsets)))
+'''
+
+
 DO_NOTHING = '''
 @triton.jit
 def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
@@ -124,7 +158,8 @@ def build_class(root: Path) -> Path:
         # over the address-space limit at once without CUDA, past the memory watch's limit with it
         "hog": HEADER + "SCALE = tl.constexpr(int(torch.ones(1 << 31)[-1]))\n\n"
         + reference_source(P1).replace("x + 10.0", "x + 10.0 * SCALE"),
-        "killer": HEADER + reference_source(P1).replace("    offsets =", KILL_PARENT + "    offsets =", 1)
+        "switcher": HEADER + SWITCH_OFF_COMPILE_CHECK,
+        "killer": HEADER + TRAP + reference_source(P1).replace("    offsets =", KILL_PARENT + "    offsets =", 1)
         + "\n\n" + reference_source(P2),
     }
     for name, text in files.items():

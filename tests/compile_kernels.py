@@ -2,7 +2,8 @@
 
 Each was met in answers to the earlier courses; each passes every size under the interpreter,
 so only the ahead-of-time compile check can fail it. `BAD_LINE` marks the line the compiler
-names (the tests find it by that marker).
+names (the tests find it by that marker). The last ones compile, but ask whether they are
+interpreted and compute something else when they are not: the grader reads that from their source.
 """
 
 import triton
@@ -177,3 +178,95 @@ def add_mask2_kernel_debugging(x_ptr, z_ptr, N0, B0: tl.constexpr):
     breakpoint_if(pid_0=[99])
     x = tl.load(x_ptr + offsets, mask=offsets < N0)
     tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+
+
+SETTINGS = {"offset": 10.0}  # a dict: the compiler's process gets an opaque stand-in for it
+
+
+@triton.jit
+def add_mask2_kernel_default_from_a_dict(x_ptr, z_ptr, N0, B0: tl.constexpr, OFF=SETTINGS["offset"]):
+    """Right values, but its default reads a dict, so the compiler's process cannot even define it."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+
+
+# Right under the interpreter, x + 9 once compiled: each tells the two apart in its own way.
+@triton.jit
+def add_mask2_kernel_asks_its_handle(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    if hasattr(x.handle, "data"):  # BAD_LINE: only the interpreter's blocks hold numpy data
+        handle = x.handle
+        handle.data = handle.data + 10.0  # host arithmetic on the loaded values
+        tl.store(z_ptr + offsets, x, mask=offsets < N0)
+    else:
+        tl.store(z_ptr + offsets, x + 9.0, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_asks_the_knobs(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    if triton.knobs.runtime.interpret:  # BAD_LINE
+        tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+    else:
+        tl.store(z_ptr + offsets, x + 9.0, mask=offsets < N0)
+
+
+@triton.jit
+def _plus_ten_when_interpreted(x):
+    if x.handle.__class__.__name__ == "TensorHandle":  # BAD_LINE
+        return x + 10.0
+    return x + 9.0
+
+
+@triton.jit
+def add_mask2_kernel_helper_asks_the_class(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, _plus_ten_when_interpreted(x), mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_compares_functions(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    if tl.load is not tl.core.load:  # BAD_LINE: the interpreter swaps tl.load while it runs
+        tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+    else:
+        tl.store(z_ptr + offsets, x + 9.0, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_fair_comparisons(x_ptr, z_ptr, N0, B0: tl.constexpr, SCALE=None):
+    """Comparisons a kernel may make: of dtypes, of constexprs, `is None` on a parameter."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    if x.dtype == tl.float32 and HELPER_OFFSET == 10.0 and SCALE is None:
+        x = x + HELPER_OFFSET
+    tl.store(z_ptr + offsets, x, mask=offsets < N0)
+
+
+@triton.jit
+def add_mask2_kernel_reaches_a_frame(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    """Reaches the interpreter's frames (and through them any module) with no module or dunder named."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    frame = (v for v in (0,)).gi_frame.f_back  # BAD_LINE
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < N0) + 10.0 + 0 * len(frame.f_globals),
+             mask=offsets < N0)
+
+
+class _Helpers:
+    def plus_ten(self, v):  # a method: Python the interpreter runs, the compiler refuses
+        return v + 10.0
+
+
+HELPERS = _Helpers()
+
+
+@triton.jit
+def add_mask2_kernel_method_of_an_object(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, HELPERS.plus_ten(x), mask=offsets < N0)  # BAD_LINE

@@ -144,6 +144,24 @@ def int8_gemv_kernel_dot_by_name(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: 
     _store_rows(z_ptr, scale_ptr, acc, n, N)
 
 
+@triton.jit
+def _apply(op: tl.constexpr, a, b, c):
+    return op(a, b, c)  # FORBIDDEN: `op` is a parameter, tl.dot the argument: only the compiled IR shows it
+
+
+@triton.jit
+def int8_gemv_kernel_dot_by_alias(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    n = tl.program_id(0) * BN + tl.arange(0, BN)
+    acc = tl.zeros([16, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k = k0 + tl.arange(0, BK)
+        x = tl.load(x_ptr + k, mask=k < K, other=0.0).to(tl.float16)
+        rows = tl.zeros([16, BK], dtype=tl.float16) + x[None, :]
+        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0)
+        acc = _apply(tl.dot, rows, w.to(tl.float16), acc)
+    _store_rows(z_ptr, scale_ptr, acc, n, N)
+
+
 # -- parameters the puzzle does not provide, supplied otherwise (puzzle 2: x_ptr, z_ptr, N0, B0) ----------------
 
 

@@ -45,7 +45,6 @@ CONSTRUCTS = [  # kernel, puzzle, what the compiler says, the helper holding the
     ("add_mask2_kernel_element_index", 2, "a block has no element access by position", None),
     ("add_mask2_kernel_iterate_block", 2, "a block cannot be iterated", None),
     ("add_mask2_kernel_name_in_one_branch", 2, "if y is assigned only inside an if", None),
-    ("add_mask2_kernel_plain_function", 2, "_plus_ten_plain is a plain Python function", None),
     ("add_mask2_kernel_returns", 2, "a kernel cannot return a value", None),
 ]
 # Kernels that Triton 3.7's interpreter fails too: the compiler's message (with what to write) replaces its own.
@@ -205,3 +204,123 @@ def test_a_dead_worker_is_replaced():
     result = test(ck.add_mask2_kernel_lambda, puzzle=2, quiet=True)
     assert result.first_failure.status == "compile error", str(result)
     assert compile_check.worker_for("front") is not old
+
+
+def test_a_kernel_the_compilers_process_cannot_rebuild_is_not_passed_unchecked():
+    result = test(ck.add_mask2_kernel_default_from_a_dict, puzzle=2, quiet=True, seed=1)
+    assert not result.passed and result.first_failure.status == "compile error", str(result)
+    assert "could not be checked for a GPU" in result.first_failure.error.message
+    assert "default value" in result.first_failure.error.message
+
+
+class SilentWorker:
+    """A compiler process that never answers: stopped (a kernel that kills it), or stuck."""
+
+    def __init__(self, alive: bool) -> None:
+        self.is_alive = alive
+
+    def submit(self, spec, items, cache) -> int:
+        return 1
+
+    def wait(self, job, indices, seconds, into) -> None:
+        pass
+
+    def alive(self) -> bool:
+        return self.is_alive
+
+
+@pytest.mark.parametrize(("alive", "says"), [(False, "the compiler's process stopped during its front end"),
+                                             (True, "its front end for sm_80 did not finish within 60 s")])
+def test_a_size_whose_compile_gets_no_answer_fails(monkeypatch, alive, says):
+    """A kernel whose compile never ends, or that stops the compiler's process, is not passed for
+    the interpreter's verdict alone (in a notebook's cell and in `grade`)."""
+    from puzzles.compile_check import checking
+
+    monkeypatch.setattr(checking, "worker_for", lambda kind: SilentWorker(alive))
+    for flag in (True, "full"):
+        result = test(catalog.get(2).reference(), puzzle=2, quiet=True, seed=1, compile_check=flag)
+        assert [o.status for o in result.outcomes] == ["compile error"] * len(result.outcomes), str(result)
+        assert says in result.first_failure.error.message
+
+
+def test_grade_fails_a_kernel_the_check_cannot_begin_on(monkeypatch):
+    from puzzles.compile_check import verdict
+
+    def cannot(*args, **kwargs):
+        raise RuntimeError("no description")
+
+    monkeypatch.setattr(verdict, "start", cannot)
+    kernel = catalog.get(2).reference()
+    assert test(kernel, puzzle=2, quiet=True, seed=1).passed  # a notebook's cell goes on without it
+    result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full")
+    assert not result.passed
+    assert "could not be checked for a GPU: RuntimeError: no description" in result.first_failure.error.message
+
+
+def test_without_cache_reads_a_forged_cached_verdict_does_not_pass_a_kernel(tmp_path, monkeypatch):
+    """The class grader's worker reads no cached verdict: a kernel runs as Python in its folder and
+    could write "compiles" there for a kernel graded after it."""
+    from puzzles.compile_check import settings
+
+    kernel = ck.add_mask2_kernel_lambda
+    assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").first_failure.status == "compile error"
+    cached = list((tmp_path / "compile-cache").glob("*.json"))
+    assert cached
+    for path in cached:  # what a hostile kernel could write
+        path.write_text("{}")
+    assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").passed  # the forgery, read back
+    monkeypatch.setattr(settings, "READ_CACHE", False)
+    result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full")
+    assert result.first_failure.status == "compile error" and "Lambda" in result.first_failure.error.message
+
+
+PROBES = [("add_mask2_kernel_asks_its_handle", None, "calls Python's `hasattr`"),
+          ("add_mask2_kernel_asks_the_knobs", None, "reads `triton.knobs.runtime`"),
+          ("add_mask2_kernel_helper_asks_the_class", "_plus_ten_when_interpreted", "reads `.__name__`"),
+          ("add_mask2_kernel_compares_functions", None, "compares objects by identity")]
+
+
+@pytest.mark.parametrize(("name", "helper", "says"), PROBES, ids=[p[0] for p in PROBES])
+def test_a_kernel_that_asks_whether_it_is_interpreted_fails(monkeypatch, name, helper, says):
+    """It compiles, and passes the interpreter (shown with the rule off): only its source tells."""
+    import puzzles.harness as harness
+
+    kernel = getattr(ck, name)
+    for flag in (True, "full"):
+        result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check=flag)
+        assert not result.passed and result.error is not None and result.outcomes == [], str(result)  # never run
+        error = result.error
+        assert "a GPU would not run the same code" in error.message and says in error.message
+        assert error.line == bad_line(getattr(ck, helper) if helper else kernel)
+    assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check=False).passed  # a learner's own experiment
+    monkeypatch.setattr(harness, "interpreter_probe_error", lambda kernel: None)
+    assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").passed  # the hole the rule closes
+
+
+def test_comparisons_of_dtypes_constexprs_and_none_pass():
+    result = test(ck.add_mask2_kernel_fair_comparisons, puzzle=2, quiet=True, seed=1, compile_check="full")
+    assert result.passed, str(result)
+
+
+def test_a_kernel_that_reaches_the_interpreters_frames_never_runs():
+    result = test(ck.add_mask2_kernel_reaches_a_frame, puzzle=2, quiet=True, seed=1)
+    assert result.outcomes == [] and "reads `.f_back`, a Python object's insides" in result.error.message
+    assert result.error.line == bad_line(ck.add_mask2_kernel_reaches_a_frame)
+
+
+def test_a_kernel_calling_a_plain_python_function_never_runs(monkeypatch):
+    """The interpreter would run the function's Python (anything at all), the compiler refuses it: the
+    grader refuses it first, from the source. Without that rule the compile check still fails it."""
+    import puzzles.harness as harness
+
+    kernel = ck.add_mask2_kernel_plain_function
+    result = test(kernel, puzzle=2, quiet=True, seed=1)
+    assert result.outcomes == [] and "calls `_plus_ten_plain`, a plain Python function (put @triton.jit on it)" \
+        in result.error.message
+    assert result.error.line == bad_line(kernel)
+    method = test(ck.add_mask2_kernel_method_of_an_object, puzzle=2, quiet=True, seed=1)
+    assert method.outcomes == [] and "calls `HELPERS.plus_ten`, a plain Python function" in method.error.message
+    monkeypatch.setattr(harness, "interpreter_probe_error", lambda kernel: None)
+    failure = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").first_failure
+    assert failure.status == "compile error" and "_plus_ten_plain is a plain Python function" in failure.error.message
+    assert failure.error.line == bad_line(kernel)

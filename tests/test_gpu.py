@@ -70,6 +70,7 @@ def test_an_endless_loop_the_compiler_removed_still_fails_with_a_timeout():
     (wrong.softmax_kernel_unstable, 8),
     (wrong.softmax_kernel_no_rescale, 8),
     (wrong.flashatt_kernel_no_rescale, 9),
+    (wrong.flashatt_kernel_no_maximum, 9),
 ], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_known_bugs_fail_compiled_at_every_seed(kernel, number):
     # The shaped inputs of puzzles 8 and 9 (puzzles/bug_inputs.py) must catch these compiled too.

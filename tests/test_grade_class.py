@@ -7,6 +7,7 @@ import ast
 import csv
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -122,6 +123,7 @@ def test_a_claimed_pass_is_checked_against_the_spec():
     assert "seed" in check_evidence(p, 6, right)
     huge = [dict(right[0], sizes={**sizes[0], "N0": 10**6})]
     assert "does not have" in check_evidence(p, 5, huge)
+    assert "outputs for one puzzle" in check_evidence(p, 5, right * 100)  # each would cost an input build here
 
 
 def test_grading_runs_the_assignments_a_kernel_needs_and_skips_experiments():
@@ -131,6 +133,47 @@ def test_grading_runs_the_assignments_a_kernel_needs_and_skips_experiments():
     chosen = grade.select_definitions(ast.parse(source).body)
     names = [ast.unparse(n).split(" =")[0].split("\n")[0] for n in chosen]
     assert names == ["import triton", "CONFIGS", "HELPER", "@triton.autotune(configs=HELPER, key=['N0'])"]
+
+
+def test_grading_never_runs_an_assignment_into_another_object():
+    source = ("import os\nimport puzzles.harness.judging as judging\nos.environ['PUZZLES_COMPILE_CHECK'] = '0'\n"
+              "judging.values_close = abs\nos.environ['A']: str = '1'\nB, [C, *D] = 1, [2, 3]\nE = F = 4\n")
+    chosen = grade.select_definitions(ast.parse(source).body)
+    assert [ast.unparse(n) for n in chosen] == ["import os", "import puzzles.harness.judging as judging",
+                                                "B, [C, *D] = (1, [2, 3])", "E = F = 4"]
+
+
+def test_a_notebook_that_switches_the_compile_check_off_is_still_checked(tmp_path, monkeypatch):
+    """`os.environ[...] = ...` is not run, and an assignment a function needs that sets a variable
+    is undone before grading: host Python in the kernel still fails the compile check."""
+    monkeypatch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
+    (tmp_path / "a.py").write_text(fixtures.HEADER + fixtures.SWITCH_OFF_COMPILE_CHECK)
+    (g,) = grade.grade([tmp_path / "a.py"], [catalog.get(1)], timeout=10)
+    assert g.status == "failed" and "would not compile for a GPU" in g.reason, g.reason
+    assert "PUZZLES_COMPILE_CHECK" not in os.environ
+
+
+def test_what_loading_prints_never_reaches_the_scoreboards_stdout(tmp_path, capsys):
+    """A class body that prints a verdict (a `--json` line a script would read) prints it to stderr."""
+    forged = '{"puzzle": 1, "status": "passed"}'
+    (tmp_path / "a.py").write_text(fixtures.HEADER + f"class Banner:\n    print({forged!r})\n\n\n"
+                                   + reference_source(catalog.get(1)).replace("10.0", "11.0"))
+    (g,) = grade.grade([tmp_path / "a.py"], [catalog.get(1)], timeout=10)
+    out, err = capsys.readouterr()
+    assert g.status == "failed" and forged not in out and forged in err
+
+
+@pytest.mark.parametrize("content", [{"cells": [{"cell_type": "code", "source": [1, 2]}]}, {"cells": 5}, [1, 2],
+                                     {"cells": ["x"]}], ids=["source", "cells", "list", "cell"])
+def test_a_notebook_of_the_wrong_shape_cannot_be_read_and_the_grader_goes_on(tmp_path, content):
+    """Valid JSON that is no notebook fails its puzzle as unreadable, never the grader (a "grader error")."""
+    from puzzles.classroom import attempted
+
+    path = tmp_path / f"{P1_ID}.ipynb"
+    path.write_text(json.dumps(content))
+    assert attempted([path], [catalog.get(1)]) == set()
+    (g,) = grade.grade([path], [catalog.get(1)])
+    assert g.status == "failed" and "cannot be read (ValueError: not a notebook" in g.reason, g.reason
 
 
 def test_an_autotuned_kernel_with_module_level_configs_passes(tmp_path):

@@ -81,15 +81,18 @@ def test_a_helper_named_dot_that_does_not_use_tl_dot_passes():
 def test_tl_dot_that_no_name_shows_is_found_in_the_compiled_ir(tmp_path, monkeypatch):
     monkeypatch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path / "compile-cache"))
     monkeypatch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
-    kernel = rk.int8_gemv_kernel_dot_by_name
-    assert forbidden_calls(kernel, ("dot",)) == []  # getattr(tl, "d" + "ot"): no name to resolve
+    kernel = rk.int8_gemv_kernel_dot_by_alias
+    assert forbidden_calls(kernel, ("dot",)) == []  # tl.dot passed to a helper that calls its parameter
     result = grade(15, kernel)
     assert not result.passed
     failure = result.first_failure
     assert failure.error is not None and failure.error.kind == "rule", str(result)
     assert "not to use tl.dot" in failure.error.message and "tt.dot" in failure.error.message
-    assert failure.error.line == marked_line(kernel) and "FORBIDDEN" in failure.error.source
+    assert failure.error.line == marked_line(rk._apply) and "FORBIDDEN" in failure.error.source
     assert all(not o.passed for o in result.outcomes)
+    # getattr(tl, "d" + "ot") shows no name either; it is refused before it runs, as reflection in a kernel
+    by_name = grade(15, rk.int8_gemv_kernel_dot_by_name)
+    assert by_name.outcomes == [] and "calls Python's `getattr`" in by_name.error.message
 
 
 # -- puzzle 20: the grader's own configs ----------------------------------------------------------------------

@@ -181,6 +181,23 @@ def flashatt_kernel_no_rescale(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0: tl.constex
     tl.store(z_ptr + rows, acc / l, mask=rows < N0)
 
 
+@triton.jit
+def flashatt_kernel_no_maximum(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr):
+    # Never subtracts a maximum: exact while the scores stay small, inf / inf once one passes 88.
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    q = tl.load(q_ptr + rows, mask=rows < N0, other=0.0)
+    l = tl.zeros([B0], dtype=tl.float32)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        cols = j0 + tl.arange(0, B1)
+        k = tl.load(k_ptr + cols, mask=cols < T, other=0.0)
+        v = tl.load(v_ptr + cols, mask=cols < T, other=0.0)
+        p = tl.where((cols < T)[None, :], tl.exp(q[:, None] * k[None, :]), 0.0)
+        l = l + tl.sum(p, axis=1)
+        acc = acc + tl.sum(p * v[None, :], axis=1)
+    tl.store(z_ptr + rows, acc / l, mask=rows < N0)
+
+
 # -- results that only the interpreter's program order (one program after another) makes right --------------
 
 

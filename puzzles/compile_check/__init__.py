@@ -19,6 +19,11 @@ the learner's line) and compile beside the interpreted run, on the other core: o
 ends, one (at a lower CPU priority) the full compiles, so a slow full compile never holds up the
 next cell. `import puzzles` starts them, so the compiler is loaded before the first grading cell.
 
+No verdict is no pass: a size the compiler's process never answered (it stopped, or its front end
+ran past FRONT_WAIT), or could not rebuild the kernel for, fails, and so does a kernel the check
+cannot begin on under `grade`. A kernel that compiles but asks whether it is interpreted is the
+harness's to fail (puzzles/harness/operations.py): the compiler folds such a branch away.
+
 Verdicts are cached on disk (~/.cache/triton-puzzles/compile), keyed by the functions' source,
 the globals they read, the argument types and the target: a re-run costs nothing.
 Switch it off with PUZZLES_COMPILE_CHECK=0 or `test(..., compile_check=False)`.
@@ -40,6 +45,7 @@ from puzzles.compile_check.settings import (
     FRONT_WAIT,
     FULL_GRACE,
     T4,
+    USER_VARIABLE,
     VERSION,
     cache_dir,
     enabled,
@@ -50,5 +56,5 @@ from puzzles.compile_check.verdict import begin, fold
 __all__ = [
     "ALWAYS_TARGETS", "BUDGET", "FRONT_WAIT", "FULL_GRACE", "T4", "VERSION", "WORKERS", "Check", "CompileProblem",
     "CompileReport", "Worker", "begin", "cache_dir", "describe_args", "enabled", "fold", "start",
-    "start_worker_and_wait", "targets_for", "wait_idle", "warm_up", "worker_for",
+    "start_worker_and_wait", "targets_for", "USER_VARIABLE", "wait_idle", "warm_up", "worker_for",
 ]

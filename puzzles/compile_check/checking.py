@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from puzzles import kernel_source
+from puzzles.compile_check import settings
 from puzzles.compile_check.pool import Worker, worker_for
-from puzzles.compile_check.settings import FRONT_WAIT, T4, VERSION, cache_dir, targets_for
+from puzzles.compile_check.settings import FRONT_WAIT, FULL_WAIT, T4, VERSION, cache_dir, targets_for
 
 TORCH_TYPES = {  # torch dtype -> Triton's name for the element type
     "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
@@ -69,10 +70,20 @@ class CompileProblem:
 
 
 @dataclass
+class Unchecked:
+    """Sizes the compiler gave no verdict on, where one was waited for: the kernel was not checked."""
+
+    why: str
+    target: int
+    sizes: list[int] = field(default_factory=list)  # indices of the tested sizes
+
+
+@dataclass
 class CompileReport:
     problems: list[CompileProblem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)  # what did not finish in time
+    pending: list[str] = field(default_factory=list)  # full compiles not waited for, still running
+    unchecked: list[Unchecked] = field(default_factory=list)  # waited for, but no verdict came
 
 
 def _stable(spec: dict) -> list:
@@ -95,6 +106,8 @@ def _key(*parts: Any) -> str:
 
 
 def _cached(key: str) -> dict | None:
+    if not settings.READ_CACHE:
+        return None
     try:
         return json.loads((cache_dir() / f"{key}.json").read_text())
     except (OSError, ValueError):
@@ -120,6 +133,21 @@ class Check:
             return None, entry["filename"] if entry else None
         return entry["def_line"] + offset, entry["filename"]
 
+    def _why_unchecked(self, item: dict, verdict: dict | None, full_wait: float) -> str:
+        stage = "its front end" if item["stage"] == "front" else "its full compile"
+        if verdict is not None:
+            return (f"the compiler's process could not rebuild it from its source and the globals it reads "
+                    f"({verdict['skipped']}); a GPU worker rebuilds a kernel the same way. A default value or "
+                    "an annotation that reads a global object (a dict, a list, a tensor) is the usual cause: "
+                    "use a number or a tl.constexpr")
+        worker = self.jobs.get(item["stage"], (None, 0))[0]
+        if worker is None or not worker.alive():
+            return (f"the compiler's process stopped during {stage} for sm_{item['target']} (does the kernel "
+                    "end processes, or crash Triton's compiler?)")
+        seconds = FRONT_WAIT if item["stage"] == "front" else full_wait
+        return (f"{stage} for sm_{item['target']} did not finish within {seconds:.0f} s (a tl.static_range "
+                "loop unrolled very many times, or a branch with a very long body?)")
+
     def report(self, wait_full: bool | float = False) -> CompileReport:
         """Wait for the front end always; for the full compile, as long as `wait_full` says
         (True: until done; a number: that many seconds at most)."""
@@ -128,14 +156,22 @@ class Check:
         if "front" in self.jobs:
             worker, job = self.jobs["front"]
             worker.wait(job, front, FRONT_WAIT, self.results)
+        full_wait = FULL_WAIT if wait_full is True else float(wait_full or 0.0)
         if "full" in self.jobs:
             worker, job = self.jobs["full"]
-            worker.wait(job, full, 3600.0 if wait_full is True else float(wait_full or 0.0), self.results)
+            worker.wait(job, full, full_wait, self.results)
         report = CompileReport()
         for i, item in enumerate(self.items):
             verdict = self.results.get(i)
-            if verdict is None:
+            waited = item["stage"] == "front" or wait_full is True
+            if verdict is None and not waited:
                 report.pending.append(f"sm_{item['target']}")
+                continue
+            if verdict is None or verdict.get("skipped"):
+                # Where the grader waited for a verdict, none is no pass: a kernel whose compile never
+                # ends, that stops the compiler's process, or that cannot be rebuilt in it is unchecked.
+                report.unchecked.append(Unchecked(self._why_unchecked(item, verdict, full_wait),
+                                                  item["target"], list(item["sizes"])))
                 continue
             if verdict.get("error"):
                 err = verdict["error"]

@@ -15,6 +15,14 @@ BUDGET = 1.0  # seconds a grading cell may take, compile check included
 # a learner should not wait for it on every edit. `grade` waits for all of it.
 FULL_GRACE = 0.1
 FRONT_WAIT = 60.0  # the front end is always waited for: it is where the real failures are
+FULL_WAIT = 3600.0  # `grade` waits this long for the full compiles (a minute for huge blocks)
+# Answer from the verdicts cached on disk. The class grader's worker turns it off before it loads a
+# submission: a kernel runs as Python there (in a child of the worker), and could write a verdict
+# of "compiles" into the cache for a kernel graded after it.
+READ_CACHE = True
+# The user a compiler process becomes once it has loaded the compiler, before it reads any request
+# (the class grader's worker starts them while it may still run the grader's Python: see grade_worker.py).
+USER_VARIABLE = "PUZZLES_COMPILE_WORKER_UID"
 
 
 def enabled(flag: bool | str | None = None) -> bool:

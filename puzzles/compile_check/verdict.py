@@ -5,28 +5,49 @@ builds its verdict from what `fold` returns)."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from puzzles.compile_check.checking import Check, CompileProblem, start
 from puzzles.compile_check.settings import ALWAYS_TARGETS, BUDGET, FULL_GRACE, T4, enabled
 
 
-def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None, flag: bool | str = True) -> Check | None:
-    """The harness's hook, before the interpreted run: start checking at every case's size."""
+@dataclass
+class NotStarted:
+    """`grade` asked for the check and it could not begin: no size of the kernel passes unchecked."""
+
+    why: str
+
+
+def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None,
+          flag: bool | str = True) -> Check | NotStarted | None:
+    """The harness's hook, before the interpreted run: start checking at every case's size. When it
+    cannot, a notebook's cell goes on without it; `grade` (flag "full") fails the kernel instead."""
     if not enabled(flag):
         return None
     try:
-        return start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4),
-                     tuple(getattr(puzzle, "forbidden_calls", ())))
-    except Exception:  # noqa: BLE001 - the check must never break grading
-        return None
+        check = start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4),
+                      tuple(getattr(puzzle, "forbidden_calls", ())))
+        why = "its source, the globals it reads or its arguments cannot be described to the compiler"
+    except Exception as err:  # noqa: BLE001 - the check must never break grading
+        check, why = None, f"{type(err).__name__}: {err}"
+    return NotStarted(why) if check is None and flag == "full" else check
 
 
-def fold(check: Check | None, outcomes: list[Any], title: str, started: float, flag: bool | str = True) -> list[str]:
+def fold(check: Check | NotStarted | None, outcomes: list[Any], title: str, started: float,
+         flag: bool | str = True) -> list[str]:
     """The check's word on the interpreted sizes: a compile failure fails (in `outcomes`) the sizes the
     interpreter passed; returns the notes for the verdict."""
     notes: list[str] = []
     if check is None:
+        return notes
+    if isinstance(check, NotStarted):
+        from puzzles.execution import KernelError
+
+        error = KernelError("compile", f"could not be checked for a GPU: {check.why}")
+        for outcome in outcomes:
+            if outcome.status == "passed":
+                outcome.status, outcome.error, outcome.status_map = "compile error", error, None
         return notes
     import linecache
 
@@ -55,6 +76,11 @@ def fold(check: Check | None, outcomes: list[Any], title: str, started: float, f
         for index in problem.sizes:
             if index < len(outcomes):
                 fail_outcome(outcomes[index], problem, errors[key], where_of(problem.target), unplaced)
+    for unchecked in report.unchecked:  # no verdict is no pass: the interpreter accepts what a GPU may not
+        error = KernelError("compile", f"could not be checked for {where_of(unchecked.target)}: {unchecked.why}")
+        for index in unchecked.sizes:
+            if index < len(outcomes) and outcomes[index].status == "passed":
+                outcomes[index].status, outcomes[index].error, outcomes[index].status_map = "compile error", error, None
     notes += [n for n in unplaced if n not in notes]
     notes += [n for n in report.notes if n not in notes]
     # A verdict that fails already gets nothing from "still compiling": the learner re-runs anyway.

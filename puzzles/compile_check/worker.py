@@ -67,6 +67,26 @@ def main() -> None:  # pragma: no cover - runs in the worker process
             pass
 
     inbox: queue.Queue = queue.Queue()
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # Triton prints on failures; keep the reply stream clean
+    # Started as root to become another user (the class grader's worker): no request is read before.
+    switch = os.environ.get("PUZZLES_COMPILE_WORKER_UID") if os.geteuid() == 0 else None
+    if switch:
+        # What the warm-up writes as root goes to a folder of root's own in /tmp (whose sticky bit keeps
+        # the other user from swapping it for a link), removed before the switch: the folder the other
+        # user will use gets nothing it could not write to afterwards.
+        import shutil
+        import tempfile
+
+        cache = os.environ.get("TRITON_CACHE_DIR")
+        warm = tempfile.mkdtemp(prefix="compiler-warm-up-", dir="/tmp" if os.path.isdir("/tmp") else None)
+        os.environ["TRITON_CACHE_DIR"] = warm
+        warm_compiler(full=kind == "full")
+        shutil.rmtree(warm, ignore_errors=True)
+        become_user(switch)
+        os.environ.pop("TRITON_CACHE_DIR")
+        if cache is not None:
+            os.environ["TRITON_CACHE_DIR"] = cache
 
     def read() -> None:
         stream = sys.stdin.buffer
@@ -78,11 +98,10 @@ def main() -> None:  # pragma: no cover - runs in the worker process
             inbox.put(pickle.loads(stream.read(int.from_bytes(head, "little"))))
 
     threading.Thread(target=read, daemon=True).start()
-    out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # Triton prints on failures; keep the reply stream clean
+    if not switch:
+        warm_compiler(full=kind == "full")
     pending: list[tuple[int, dict, dict, int, dict]] = []  # (job, request, builder, index, item)
     built: dict[int, Any] = {}
-    warm_compiler(full=kind == "full")
     while True:
         block = not pending
         while True:
@@ -118,6 +137,25 @@ def main() -> None:  # pragma: no cover - runs in the worker process
         data = pickle.dumps({"job": job, "index": index, "verdict": verdict})
         out.write(len(data).to_bytes(8, "little") + data)
         out.flush()
+
+
+def become_user(uid: str) -> None:  # pragma: no cover - runs in the worker process
+    """Started as root by the class grader's worker (which becomes `uid` next): load what the
+    checks need while every file is readable, then become `uid` before reading any request. A
+    process that cannot is no compiler: it exits, and the kernels it would check fail unchecked."""
+    kernel_source()
+    messages()
+    import ast  # noqa: F401 - what the checks import later, loaded while the files are readable
+    import linecache  # noqa: F401
+    import textwrap  # noqa: F401
+    import traceback  # noqa: F401
+
+    try:
+        os.setgroups([])
+        os.setgid(int(uid))
+        os.setuid(int(uid))
+    except (OSError, ValueError):
+        os._exit(3)
 
 
 def warm_compiler(full: bool) -> None:  # pragma: no cover - runs in the worker process

@@ -33,6 +33,7 @@ from puzzles.harness.cases import Case, SizeRuleError, make_case, size_list, unk
 from puzzles.harness.configs import autotune_missing, grade_every_config
 from puzzles.harness.job import GradingJob, make_job
 from puzzles.harness.judging import judge_runs
+from puzzles.harness.operations import interpreter_probe_error
 from puzzles.harness.presenting import measure_speed, present
 from puzzles.harness.running import PendingRuns, on_gpu, start_runs
 from puzzles.harness.signature import argument_order_note, bind_arguments, check_kernel
@@ -113,6 +114,11 @@ class StartedGrading:
         if self.problem is None:
             self.cases, self.problem = _cases(job)
         self.runs: PendingRuns | None = None
+        if self.problem is None and not on_gpu() and _compile_check.enabled(job.compile_check):
+            # What the compile check cannot see: a kernel that asks whether it is interpreted (the compiler
+            # folds that branch away). Read from its source first: it is neither run nor compiled (the
+            # compiler calls the Python a kernel calls, with constant arguments).
+            self.problem = interpreter_probe_error(job.kernel)
         if self.problem is None:
             kernel = job.kernel
             self.args_for = bind_arguments(kernel, job.spec, job.puzzle, fn=job.fn)

@@ -62,6 +62,112 @@ def forbidden_calls(kernel: Any, names: tuple[str, ...]) -> list[ForbiddenCall]:
     return found
 
 
+# Python that tells Triton's interpreter from its compiler: reflection on objects, and what only one
+# of them has (a block's `handle` holds numpy data in the interpreter, an IR value in the compiler).
+PROBING_BUILTINS = frozenset({"hasattr", "getattr", "setattr", "delattr", "isinstance", "issubclass", "type",
+                              "vars", "dir", "id", "globals", "locals", "eval", "exec", "compile", "open",
+                              "__import__", "callable", "repr", "str", "format", "ascii", "hash", "super"})
+# Attributes that open an object up: dunders, a block's handle, frames, code, generators, tracebacks.
+INSIDES = ("__", "gi_", "cr_", "ag_", "f_", "tb_", "co_", "func_")
+# What a kernel reads from modules (Gluon's language too); anything else is the host process's state.
+ALLOWED_MODULES = ("triton.language", "triton.experimental.gluon.language", "math")
+
+
+def _own_functions(kernel: Any) -> Iterator[tuple[Callable[..., Any], tuple[str, ...]]]:
+    """The kernel's function and every @triton.jit helper of the learner's it calls, with the path of
+    functions from the kernel down to each."""
+    root = unwrap_kernel(kernel)
+    if root is None:
+        return
+    seen: set[Any] = set()
+    queue: list[tuple[Callable[..., Any], tuple[str, ...]]] = [(root, (root.__name__,))]
+    while queue:
+        fn, path = queue.pop(0)
+        if fn.__code__ in seen or (fn.__module__ or "").startswith("puzzles."):  # the course's own helpers
+            continue
+        seen.add(fn.__code__)
+        yield fn, path
+        for _, target, _ in _calls(fn):
+            inner = _own_jit_function(target)
+            if inner is not None:
+                queue.append((inner, (*path, inner.__name__)))
+
+
+def _module_name(value: Any) -> str | None:
+    return value.__name__ if inspect.ismodule(value) else None
+
+
+def _probe(node: ast.AST, scope: dict[str, Any]) -> str | None:
+    """Why `node` lets the kernel tell the interpreter from the compiler (None when it does not)."""
+    if isinstance(node, ast.Attribute) and (node.attr == "handle" or node.attr.startswith(INSIDES)):
+        return f"reads `.{node.attr}`, a Python object's insides"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in PROBING_BUILTINS \
+            and node.func.id not in scope:
+        return f"calls Python's `{node.func.id}`"
+    if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+        target = _resolve(node.func, scope)
+        if (inspect.isfunction(target) or inspect.ismethod(target)) and \
+                not (target.__module__ or "").startswith(("triton.", "puzzles.", "math")):
+            return f"calls `{ast.unparse(node.func)}`, a plain Python function (put @triton.jit on it)"
+    if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)):
+        owner = _module_name(_resolve(node.value, scope))
+        if owner is not None and not owner.startswith(ALLOWED_MODULES):
+            value = _resolve(node, scope)
+            inner = _module_name(value)
+            if inner is None or not inner.startswith(ALLOWED_MODULES):  # `triton.language` through `triton` is fine
+                if callable(value) and inner is None:
+                    return f"uses `{owner}.{node.attr}`, Python outside triton.language"
+                return f"reads `{owner}.{node.attr}`, state of the Python process"
+    if isinstance(node, ast.Compare):
+        return _compares_objects(node, scope)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return "imports a module"
+    return None
+
+
+def _compares_objects(node: ast.Compare, scope: dict[str, Any]) -> str | None:
+    """`tl.load is not tl.core.load`: the interpreter swaps triton.language's functions while it runs,
+    so comparing functions, classes or modules (by identity, equality or membership) tells it apart."""
+    operands = [node.left, *node.comparators]
+    if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) and \
+            not any(isinstance(o, ast.Constant) and o.value is None for o in operands):  # `p is None` is fine
+        return "compares objects by identity (`is`)"
+    for operand in operands:
+        for part in operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]:
+            value = _resolve(part, scope) if isinstance(part, (ast.Name, ast.Attribute)) else _UNRESOLVED
+            if value is not _UNRESOLVED and (inspect.ismodule(value) or inspect.isclass(value)
+                                             or inspect.isroutine(value) or hasattr(value, "fn")):
+                return f"compares `{ast.unparse(part)}`, a Python function, class or module"
+    return None
+
+
+def interpreter_probe_error(kernel: Any) -> KernelError | None:
+    """The first place where the kernel (or a helper of its own) inspects Python objects or the
+    process: under Triton's interpreter a kernel runs as Python and can tell it is not compiled, so
+    what the interpreter ran says nothing of what a GPU would run."""
+    for fn, path in _own_functions(kernel):
+        parsed = _parsed(fn)
+        if parsed is None:
+            continue
+        nodes, scope, first = parsed
+        for node in nodes:
+            why = _probe(node, scope)
+            if why is None:
+                continue
+            line = first + node.lineno - 1
+            where = fn.__name__ if len(path) == 1 else f"{fn.__name__} (called from {' -> '.join(path[:-1])})"
+            filename = fn.__code__.co_filename
+            text = ast.unparse(node)
+            shown = "" if f"`{text}`" in why else f" (`{text}`)"
+            return KernelError(
+                "compile", f"runs in the interpreter but a GPU would not run the same code: {where} {why}"
+                f"{shown}. Under the interpreter a kernel is Python and can tell it is not "
+                "compiled, so the interpreter's results say nothing of a GPU's: write the kernel with "
+                "triton.language only (tl.where for a choice of values, an `if` on sizes or constexprs)",
+                line, linecache.getline(filename, line), filename)
+    return None
+
+
 def forbidden_call_error(kernel: Any, names: tuple[str, ...], puzzle_number: int) -> KernelError | None:
     """The first ruled-out call the kernel makes, as an error at the learner's line."""
     calls = forbidden_calls(kernel, names)
@@ -77,11 +183,23 @@ def forbidden_call_error(kernel: Any, names: tuple[str, ...], puzzle_number: int
 
 def _calls(fn: Callable[..., Any]) -> Iterator[tuple[ast.Call, Any, int]]:
     """(call, the object it calls or _UNRESOLVED, file line) for each call in fn's body."""
+    parsed = _parsed(fn)
+    if parsed is None:
+        return  # no source to read: the result is still graded (and the compile check reads the IR)
+    nodes, scope, first = parsed
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            yield node, _resolve(node.func, scope), first + node.lineno - 1
+
+
+def _parsed(fn: Callable[..., Any]) -> tuple[list[ast.AST], dict[str, Any], int] | None:
+    """Every node of fn's body, the names it can read (its globals, closure and simple local
+    aliases) and the file line of its first line; None without source."""
     try:
         lines, first = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):
-        return  # no source to read: the result is still graded (and the compile check reads the IR)
+        return None
     scope: dict[str, Any] = dict(fn.__globals__)
     if fn.__closure__:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__, strict=False):
@@ -104,9 +222,7 @@ def _calls(fn: Callable[..., Any]) -> Iterator[tuple[ast.Call, Any, int]]:
             scope[name] = value
         else:
             scope.pop(name, None)  # a local variable shadows any global of its name
-    for node in nodes:
-        if isinstance(node, ast.Call):
-            yield node, _resolve(node.func, scope), first + node.lineno - 1
+    return nodes, scope, first
 
 
 def _resolve(expr: ast.expr, scope: dict[str, Any]) -> Any:
