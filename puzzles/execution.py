@@ -176,6 +176,22 @@ def _compilation_line(cause: BaseException, fn: Callable[..., Any] | None) -> in
     return def_line(fn) + lineno - 1
 
 
+def _line_calling(message: str, fn: Callable[..., Any] | None) -> int | None:
+    """For the compiler's "Unsupported function referenced: <built-in method maximum ...>", which carries no
+    position: the first line of the kernel that calls that name."""
+    named = re.search(r"Unsupported function referenced: <(?:built-in )?(?:method|function) (\w+)", message)
+    if named is None or fn is None:
+        return None
+    import inspect
+
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    call = re.compile(rf"\b{re.escape(named.group(1))}\s*\(")
+    return next((start + i for i, text in enumerate(lines) if call.search(text)), None)
+
+
 def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     """Point at the learner's line; drop the frames of Triton and of this harness."""
     fn = unwrap_kernel(kernel) if kernel is not None else None
@@ -191,6 +207,8 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
         if filename is None or name == filename:
             line, file_seen = lineno, name
     compiled_at = _compilation_line(cause, fn)
+    if compiled_at is None and line is None:
+        compiled_at = _line_calling(str(cause), fn)
     if compiled_at is not None and filename is not None:
         line, file_seen = compiled_at, filename
     if line is not None:
@@ -230,9 +248,14 @@ def triton_error_hint(message: str, source: str = "") -> str:
     if "must be Tensor, not tensor" in message or ("torch." in source and "not tensor" in message):
         return ("torch's functions work on torch tensors, not on a kernel's blocks: use triton.language's, "
                 "tl.exp, tl.maximum, tl.sum, ..., or plain operators")
-    if "object is not iterable" in message and re.search(r"\w\[(?![^]]*(:|None))[^]]*\]", source):
+    if ("object is not iterable" in message or "unsupported tensor index" in message) and re.search(
+            r"\w\[(?![^]]*(:|None))[^]]*\]", source):
         return ("a block has no element access by position: compute on the whole block, choosing elements with "
                 "tl.where(offsets == i, new, x), or load and store the one element at ptr + i")
+    if "Unsupported function referenced" in message:  # the compiler's words for the same mistake (on a GPU)
+        return ("a kernel calls triton.language's functions and your own @triton.jit functions only; torch's "
+                "functions work on torch tensors, not on a kernel's blocks: use tl.exp, tl.maximum, tl.sum, ..., "
+                "or plain operators")
     return next((advice for part, advice in _TRITON_ERROR_HINTS if part in message), "")
 
 

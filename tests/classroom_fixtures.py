@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from puzzles import catalog, notebooks
+from puzzles import catalog, notebooks, on_gpu
 from puzzles.solution_source import reference_source, starter_source
 
 HEADER = "import os\nimport torch\nimport triton\nimport triton.language as tl\n\n"
@@ -38,8 +38,12 @@ REASONS = {
     ("hog", 1): "memory",
     ("killer", 1): "killed the process",
     ("truncated", 1): "cannot be read",
-    ("switcher", 1): "would not compile for a GPU",
+    ("switcher", 1): "",  # SWITCHER_REASON
 }
+# Where kernels run compiled (a GPU), the compiler itself refuses the switcher's lambda; elsewhere the
+# ahead-of-time compile check must (the submission tried to switch it off).
+SWITCHER_REASON = "unsupported AST node type: Lambda" if on_gpu() else "would not compile for a GPU"
+REASONS[("switcher", 1)] = SWITCHER_REASON
 
 FORGED_TEST = '''
 class Sneaky:  # a class body runs while loading: replace the grader's test() with a yes-man

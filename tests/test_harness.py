@@ -153,6 +153,26 @@ def test_tritons_usual_errors_say_what_to_write_instead(load_kernel, number, bod
     assert str(result).count(says) == 1 and result._repr_html_().count(html.escape(says)) == 1, str(result)
 
 
+def test_the_compilers_words_for_the_same_mistakes_get_the_same_advice_and_a_line(load_kernel):
+    """On a GPU the kernel is compiled, not interpreted: Triton's compiler words these mistakes differently, and
+    its "Unsupported function referenced" names no line; the learner still gets the advice and the line."""
+    from puzzles.execution import error_from_exception, triton_error_hint
+
+    assert "no element access by position" in triton_error_hint(
+        "CompilationError: unsupported tensor index: constexpr[0]", "    first = offsets[0]\n")
+    name = catalog.get(2).kernel_name
+    source = (f"@triton.jit\ndef {name}(x_ptr, z_ptr, N0, B0: tl.constexpr):\n"
+              "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n"
+              "    offsets = torch.maximum(offsets, 0)\n"
+              "    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)\n")
+    kernel = load_kernel(source, name)
+    error = error_from_exception(
+        RuntimeError("Unsupported function referenced: <built-in method maximum of type object at 0x7f5b8073e180>"),
+        kernel)
+    assert "torch's functions work on torch tensors, not on a kernel's blocks" in error.message
+    assert "torch.maximum(offsets, 0)" in error.source and error.line is not None
+
+
 def test_a_kernel_graded_against_another_puzzles_spec_is_told_so():
     # Puzzle 2's kernel graded with puzzle 1's spec (copied from the wrong notebook): it may even pass there.
     result = test(catalog.get(2).reference(), catalog.get(1).spec, quiet=True)
