@@ -225,6 +225,10 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     return KernelError("exception", f"{text} ({hint})" if hint else text, line, source, file_seen)
 
 
+TORCH_IN_A_KERNEL = ("a kernel calls triton.language's functions and your own @triton.jit functions only; torch's "
+                     "functions work on torch tensors, not on a kernel's blocks: use tl.exp, tl.maximum, tl.sum, ..., "
+                     "or plain operators")
+
 # Triton's messages for a beginner's usual mistakes, with what to write instead: (part of the message, advice).
 _TRITON_ERROR_HINTS = (
     ("arange's arguments must be of type tl.constexpr",
@@ -245,17 +249,14 @@ _TRITON_ERROR_HINTS = (
 def triton_error_hint(message: str, source: str = "") -> str:
     """What to write instead, for the interpreter's messages that name the rule but not the fix, or that
     name something else than the mistake on the line `source` ("" if none)."""
-    if "must be Tensor, not tensor" in message or ("torch." in source and "not tensor" in message):
-        return ("torch's functions work on torch tensors, not on a kernel's blocks: use triton.language's, "
-                "tl.exp, tl.maximum, tl.sum, ..., or plain operators")
+    # The interpreter's words, then the compiler's (on a GPU; which one depends on the block size): one advice.
+    if ("must be Tensor, not tensor" in message or ("torch." in source and "not tensor" in message)
+            or "Unsupported function referenced" in message):
+        return TORCH_IN_A_KERNEL
     if ("object is not iterable" in message or "unsupported tensor index" in message) and re.search(
             r"\w\[(?![^]]*(:|None))[^]]*\]", source):
         return ("a block has no element access by position: compute on the whole block, choosing elements with "
                 "tl.where(offsets == i, new, x), or load and store the one element at ptr + i")
-    if "Unsupported function referenced" in message:  # the compiler's words for the same mistake (on a GPU)
-        return ("a kernel calls triton.language's functions and your own @triton.jit functions only; torch's "
-                "functions work on torch tensors, not on a kernel's blocks: use tl.exp, tl.maximum, tl.sum, ..., "
-                "or plain operators")
     return next((advice for part, advice in _TRITON_ERROR_HINTS if part in message), "")
 
 

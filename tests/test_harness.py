@@ -171,6 +171,10 @@ def test_the_compilers_words_for_the_same_mistakes_get_the_same_advice_and_a_lin
         kernel)
     assert "torch's functions work on torch tensors, not on a kernel's blocks" in error.message
     assert "torch.maximum(offsets, 0)" in error.source and error.line is not None
+    # At another block size the compiler calls torch.maximum on a block instead: the same advice, so the
+    # verdict's table says it once.
+    other = "CompilationError: TypeError(\"maximum(): argument 'input' (position 1) must be Tensor, not tensor\")"
+    assert triton_error_hint(other, error.source) == triton_error_hint(error.message, error.source)
 
 
 def test_a_kernel_graded_against_another_puzzles_spec_is_told_so():
