@@ -107,6 +107,21 @@ def test_an_error_the_interpreter_already_reports_gets_no_compile_note(load_kern
     assert not any("still running" in n for n in quick.notes), str(quick)
 
 
+def test_a_construct_only_the_interpreter_accepts_leads_what_the_interpreter_then_did(load_kernel):
+    # `if` on a block: the interpreter goes on and runs out of bounds two lines down at most sizes. The
+    # `if` is the mistake; the out-of-bounds access is what the interpreter made of it.
+    kernel = load_kernel("@triton.jit\ndef add_mask2_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):\n"
+                         "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n"
+                         "    if offsets < N0:\n"
+                         "        tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)\n", "add_mask2_kernel")
+    result = test(kernel, puzzle=2, quiet=True, seed=1)
+    failure = result.first_failure
+    assert failure.status == "compile error" and failure.error.source.strip() == "if offsets < N0:", str(result)
+    assert "would not compile for a GPU" in failure.error.message and "tl.where" in failure.error.message
+    assert f"went out of bounds at line {failure.error.line + 1}" in failure.error.message
+    assert all(o.status == "compile error" for o in result.outcomes), str(result)
+
+
 def _calls(p):
     kernel = p.reference()
     args_for = bind_arguments(kernel, p.spec)

@@ -92,8 +92,9 @@ def fold(check: Check | NotStarted | None, outcomes: list[Any], title: str, star
 
 def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, unplaced: list[str]) -> None:
     """A compile failure at one size: it fails a size the interpreter passed; where the interpreter
-    failed too, its error stands (unless the compiler names a known interpreter-only construct),
-    and so does evidence of wrong values, with the compiler's message as a note."""
+    failed too, its error stands (unless the compiler names a known interpreter-only construct, at or
+    before the line where the interpreter went wrong), and so does evidence of wrong values, with the
+    compiler's message as a note."""
     from puzzles.execution import KernelError
 
     if outcome.status == "compile error":
@@ -110,6 +111,15 @@ def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, 
             outcome.status, outcome.status_map = "compile error", None
             outcome.error = KernelError("compile", f"would not compile for {where}: "
                                         f"{problem.message}", error.line, error.source, error.filename)
+    elif (problem.construct and problem.line is not None and outcome.status not in ("error", "timeout")
+          and (failed_at := _failure_line(outcome)) is not None and problem.line < failed_at):
+        # The interpreter ran past a construct only it accepts (an `if` on a block) and went wrong further
+        # down: the construct comes first, what the interpreter then did second.
+        then = _WENT.get(outcome.status, f"failed ({outcome.status})")
+        outcome.status, outcome.status_map = "compile error", None
+        outcome.error = KernelError("compile", f"would not compile for {where}: {problem.message} (the interpreter "
+                                    f"ran on past it, which a GPU cannot, and {then} at line {failed_at})",
+                                    error.line, error.source, error.filename)
     elif outcome.status == "error" and outcome.error is not None and (
             problem.message.split(" (")[0] in outcome.error.message
             or (problem.line is not None and problem.line == outcome.error.line)):
@@ -122,3 +132,13 @@ def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, 
         if text not in unplaced:
             unplaced.append(text)
 
+
+_WENT = {"out of bounds": "went out of bounds", "store into input": "stored into an input", "race": "raced"}
+
+
+def _failure_line(outcome: Any) -> int | None:
+    """The kernel line where the interpreter's run at this size went wrong, where one is known: its error's,
+    or its first access out of bounds."""
+    if outcome.error is not None and outcome.error.line is not None:
+        return outcome.error.line
+    return next((access.line for access in outcome.invalid_accesses if access.line is not None), None)
