@@ -186,12 +186,11 @@ class TestResult:
 
     def __str__(self) -> str:
         lines = [self.summary()]
+        failure = self.first_failure
         if self.error is None:
-            failure = self.first_failure
             for o, why in zip(self.outcomes, row_reasons(self.outcomes, failure), strict=True):
                 mark = "ok " if o.passed else " -- " if o.status == "not run" else "FAIL"
                 lines.append(f"  [{mark}] {o.size_text()}  seed={o.seed}  {o.time_text()}  {why}")
-        failure = self.first_failure
         if failure is not None and failure.error is None:
             lines += _detail_lines(failure)
         printed = _printed(self)

@@ -46,8 +46,7 @@ def fold(check: Check | NotStarted | None, outcomes: list[Any], title: str, star
 
         error = KernelError("compile", f"could not be checked for a GPU: {check.why}")
         for outcome in outcomes:
-            if outcome.status == "passed":
-                outcome.status, outcome.error, outcome.status_map = "compile error", error, None
+            _fail_if_passed(outcome, error)
         return notes
     import linecache
 
@@ -79,8 +78,8 @@ def fold(check: Check | NotStarted | None, outcomes: list[Any], title: str, star
     for unchecked in report.unchecked:  # no verdict is no pass: the interpreter accepts what a GPU may not
         error = KernelError("compile", f"could not be checked for {where_of(unchecked.target)}: {unchecked.why}")
         for index in unchecked.sizes:
-            if index < len(outcomes) and outcomes[index].status == "passed":
-                outcomes[index].status, outcomes[index].error, outcomes[index].status_map = "compile error", error, None
+            if index < len(outcomes):
+                _fail_if_passed(outcomes[index], error)
     notes += [n for n in unplaced if n not in notes]
     notes += [n for n in report.notes if n not in notes]
     # A verdict that fails already gets nothing from "still compiling": the learner re-runs anyway.
@@ -103,7 +102,7 @@ def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, 
         outcome.status, outcome.error, outcome.status_map = "error", error, None
         return
     if outcome.status == "passed":
-        outcome.status, outcome.error, outcome.status_map = "compile error", error, None
+        _fail_if_passed(outcome, error)
     elif outcome.status == "error" and outcome.error is not None and problem.construct:
         # The interpreter failed too, on a construct only it accepts (a nested def): the compiler's
         # message, with what to write instead, replaces its (if it does not say the same).
@@ -131,6 +130,12 @@ def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, 
                                 f"would not compile for {where} either:", 1)
         if text not in unplaced:
             unplaced.append(text)
+
+
+def _fail_if_passed(outcome: Any, error: Any) -> None:
+    """A size the interpreter passed fails with the check's `error` (what a GPU would make of it)."""
+    if outcome.status == "passed":
+        outcome.status, outcome.error, outcome.status_map = "compile error", error, None
 
 
 _WENT = {"out of bounds": "went out of bounds", "store into input": "stored into an input", "race": "raced"}

@@ -24,18 +24,13 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
-from common import copy_bandwidth  # noqa: E402
+from common import copy_bandwidth, gptq_bytes  # noqa: E402
 from decode import benchmark_llama, weight_bytes  # noqa: E402
 
 from solutions.gptq.decode import GraphDecoder  # noqa: E402
 
 # Which matmul a gptq launch is, from the step kernel just before it (decode.DecodeStep.run's order).
 AFTER = {"norm_1": "qkv", "attend": "o", "norm_2": "gate_up", "silu": "down"}
-
-
-def int4_bytes(k: int, n: int, group: int = 128) -> int:
-    """Bytes of a K x N GPTQ weight: packed int4, fp16 scales and packed zeros per group of K."""
-    return k * n // 2 + (k // group) * n * 2 + (k // group) * n // 2
 
 
 def kernel_events(trace: Path) -> list[tuple[str, float, float]]:
@@ -133,8 +128,10 @@ def main() -> int:
     del fp16
     bandwidth = copy_bandwidth()
     hidden, inter, vocab = config.hidden_size, config.intermediate_size, config.vocab_size
-    shapes = {"qkv": int4_bytes(hidden, 3 * hidden), "o": int4_bytes(hidden, hidden),
-              "gate_up": int4_bytes(hidden, 2 * inter), "down": int4_bytes(inter, hidden), "head": hidden * vocab * 2}
+    # The weights' bytes (gptq_bytes at M = 0: int4 words, scales, zeros).
+    shapes = {"qkv": gptq_bytes(0, hidden, 3 * hidden), "o": gptq_bytes(0, hidden, hidden),
+              "gate_up": gptq_bytes(0, hidden, 2 * inter), "down": gptq_bytes(0, inter, hidden),
+              "head": hidden * vocab * 2}
     floor_us = weight_bytes(int4) / bandwidth * 1e6
     results = {"device": torch.cuda.get_device_name(), "copy_bandwidth_tbs": round(bandwidth / 1e12, 3),
                "floor_us": round(floor_us, 1), "runs": []}
