@@ -147,7 +147,7 @@ def gpu_time_us(calls, min_calls: int = 16, warmup: int = 25, rep: int = 100) ->
             call()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=side):  # captured on the stream the warm-up ran on
         for call in seq:
             call()
     ms = triton.testing.do_bench(graph.replay, warmup=warmup, rep=rep, return_mode="median")
