@@ -3,9 +3,8 @@
 One program owns a BLOCK_M x BLOCK_N tile of C and a contiguous share of K. It streams the packed
 int32 words of W for that share, unpacks the 8 rows of each word in registers, dequantizes them
 with their group's scale and zero point and accumulates in fp32 with ``tl.dot``. With split-K the
-shares are added into C: by fp16 atomics (order not fixed; C zeroed first), or by the last share of
-each tile, which adds the fp32 shares that the others left in a scratch buffer in a fixed order
-(``SUM_SHARES``: no zeroing, one rounding, bitwise reproducible), or, in the large-M kernel with
+shares are added into C: by fp16 atomics (order not fixed; C zeroed first), or by fp32 atomics into a
+scratch tile whose last share stores C (``SUM_SHARES``: C not zeroed first, one rounding), or, with
 ``deterministic=True``, by storing fp32 partial tiles into a (SPLIT_K, M, N) buffer that a second kernel
 sums in a fixed order.
 
@@ -151,31 +150,27 @@ def _write_tile(c_ptrs, acc, c_mask, ATOMIC_OUT: tl.constexpr):
 
 
 @triton.jit
-def _sum_shares(c_ptrs, acc, c_mask, counts_ptr, partials_ptr, SHARES: tl.constexpr, ROWS: tl.constexpr,
+def _sum_shares(c_ptrs, acc, c_mask, counts_ptr, sums_ptr, SHARES: tl.constexpr, ROWS: tl.constexpr,
                 COLS: tl.constexpr):
-    """Split-K without atomics on C and without zeroing it first: every share of a tile stores its fp32
-    sums in the scratch and counts itself in; the last to arrive adds the shares in the order 0, 1, ...
-    (the same bits whichever share is last), stores C once and rezeroes the count for the next launch.
+    """Split-K without zeroing C first: every share adds its tile into an fp32 tile of the scratch and
+    counts itself in; the last to arrive stores the sum in C (one rounding to C's type) and rezeroes the
+    fp32 tile and the count, so the next launch finds them zero. Nobody waits for anybody: no order of
+    the programs can deadlock.
 
-    ``counts_ptr``: an int32 count per tile (zero between launches); ``partials_ptr``: SHARES x tiles fp32
-    tiles of ROWS x COLS (``acc``'s shape). Nobody waits for anybody, so no order of the programs can deadlock."""
+    ``counts_ptr``: an int32 count per tile; ``sums_ptr``: an fp32 ROWS x COLS tile (``acc``'s shape) per
+    tile; both zero between launches (solutions.gptq.scratch)."""
     tile = tl.program_id(0)
-    share = tl.program_id(1)
     offs = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
-    slots = partials_ptr + tile * (ROWS * COLS) + offs
-    slot_stride = tl.num_programs(0) * (ROWS * COLS)
-    tl.store(slots + share * slot_stride, acc, mask=c_mask)
-    # Every thread's sums are stored before the count says so (the CUDA pattern: barrier, then one
-    # release at GPU scope); the last share's acquire makes the other shares' sums visible to it.
+    sums = sums_ptr + tile * (ROWS * COLS) + offs
+    tl.atomic_add(sums, acc, mask=c_mask, sem="relaxed")
+    # Every thread's adds are done before the count says so (the CUDA pattern: barrier, then one release
+    # at GPU scope); the last share's acquire orders its reads after the other shares' adds.
     tl.debug_barrier()
     arrived = tl.atomic_add(counts_ptr + tile, 1, sem="acq_rel", scope="gpu")
     if arrived == SHARES - 1:
-        total = tl.zeros_like(acc)
-        for s in tl.static_range(SHARES):
-            # Unrolled: the other shares' loads are all in flight at once. From L2 (.cg): L1 is not coherent.
-            other = tl.load(slots + s * slot_stride, mask=c_mask & (share != s), other=0.0, cache_modifier=".cg")
-            total += tl.where(share == s, acc, other)
+        total = tl.load(sums, mask=c_mask, other=0.0, cache_modifier=".cg")  # from L2: L1 is not coherent
         tl.store(c_ptrs, total.to(c_ptrs.dtype.element_ty), mask=c_mask)
+        tl.store(sums, tl.zeros_like(total), mask=c_mask)
         tl.store(counts_ptr + tile, 0)
 
 
@@ -259,7 +254,7 @@ def gptq_small_m_kernel(
     stride_s32g,  # scales viewed as int32 pairs (N / 2 per group row), unit stride along N
     stride_zg, stride_zn,
     stride_cs, stride_cm, stride_cn,
-    counts_ptr, partials_ptr,  # SUM_SHARES: a count per tile and the shares' fp32 tiles (solutions.gptq.scratch)
+    counts_ptr, sums_ptr,  # SUM_SHARES: a count and an fp32 sum tile per tile (solutions.gptq.scratch)
     ZERO_OFFSET: tl.constexpr,  # 1: gptq format (stored zero = zero - 1); 0: gptq_v2
     HAS_G_IDX: tl.constexpr,  # general per-row groups from g_idx
     HAS_A_PERM: tl.constexpr,  # W's rows were sorted by group at load time: read A's columns via a_perm
@@ -403,7 +398,7 @@ def gptq_small_m_kernel(
         start_next_kernel()
     c_ptrs = c_ptr + tl.program_id(1) * stride_cs + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
     if SUM_SHARES:
-        _sum_shares(c_ptrs, acc, n_in_bounds[:, None] & m_in_bounds[None, :], counts_ptr, partials_ptr, SUM_SHARES,
+        _sum_shares(c_ptrs, acc, n_in_bounds[:, None] & m_in_bounds[None, :], counts_ptr, sums_ptr, SUM_SHARES,
                     BLOCK_N, BLOCK_M)
     else:
         _write_tile(c_ptrs, acc, n_in_bounds[:, None] & m_in_bounds[None, :], ATOMIC_OUT)

@@ -47,30 +47,30 @@ def plan_split_k(k: int, block_k: int, split_k: int) -> tuple[int, int]:
 
 DEQUANT_CHUNK_BYTES = 256 * 2**20  # the fp16 temporary holds at most this many bytes of W at a time
 
-# Split-K where the last share of a tile sums the others (kernels._sum_shares): the scratch of each stream
-# holds a count per tile in its first COUNT_WORDS words (so at most that many tiles), then the shares' tiles.
+# Split-K into fp32 sum tiles whose last share stores C (kernels._sum_shares): the scratch of each stream
+# holds a count per tile in its first COUNT_WORDS words (so at most that many tiles), then the sum tiles.
 COUNT_WORDS = 16384
-SUM_SCRATCH = StreamScratch()
+SUM_SCRATCH = StreamScratch(zero_all=True)
 SUM_SHARES_MIN_BLOCK_M = 64  # the default rule: tiles of at least this many rows of A sum their shares
 
 
 def use_sum_shares(cfg: GPTQConfig, splits: int, tiles: int, deterministic: bool, pdl: int) -> bool:
-    """Whether a split-K launch of the swapped kernel sums its shares in the last program of each tile
-    (deterministic, no zeroed C, one rounding) rather than adding them into a zeroed C with fp16 atomics.
+    """Whether a split-K launch of the swapped kernel adds its shares into fp32 scratch tiles whose last
+    share stores C (no zeroed C, one rounding) rather than into a zeroed C with fp16 atomics.
 
-    ``cfg.sum_shares`` decides where set; otherwise always for ``deterministic=True`` and for tiles of at
-    least SUM_SHARES_MIN_BLOCK_M rows. Launches with PDL (the lean decoder, whose buffers come zeroed) keep
-    the atomics, as do launches with more tiles than the scratch counts."""
-    if splits < 2 or pdl or tiles > COUNT_WORDS:
+    ``cfg.sum_shares`` decides where set; otherwise tiles of at least SUM_SHARES_MIN_BLOCK_M rows. Not for
+    ``deterministic=True`` (atomics add in no fixed order), launches with PDL (the lean decoder, whose
+    buffers come zeroed), or launches with more tiles than the scratch counts."""
+    if splits < 2 or deterministic or pdl or tiles > COUNT_WORDS:
         return False
     if cfg.sum_shares is not None:
         return cfg.sum_shares
-    return deterministic or cfg.block_m >= SUM_SHARES_MIN_BLOCK_M
+    return cfg.block_m >= SUM_SHARES_MIN_BLOCK_M
 
 
 def sum_scratch(device: torch.device, stream: int, words: int) -> tuple[Tensor, Tensor]:
-    """(counts, partials) of the sum-shares scratch of ``stream``, as the kernel's first call takes them."""
-    buf = SUM_SCRATCH.get(device, stream, words, COUNT_WORDS)
+    """(counts, sum tiles) of the sum-shares scratch of ``stream``, as the kernel's first call takes them."""
+    buf = SUM_SCRATCH.get(device, stream, words)
     return buf[:COUNT_WORDS].view(torch.int32), buf[COUNT_WORDS:]
 
 
@@ -181,14 +181,14 @@ class Plan:
         swap_ab = cfg.swap_ab or has_g_idx
         tiles = triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n)
         self.pdl = pdl_flags(pdl) if pdl and swap_ab and pdl_available(a2.device) else 0
-        # Split-K: the swapped kernel's last share of each tile sums the shares (use_sum_shares), or the
-        # shares are added into a zeroed C with atomics; the large-M kernel with determinism stores fp32
-        # shares that a second kernel sums in order. One share stores C directly.
+        # Split-K: the swapped kernel's shares go into fp32 scratch tiles that the last one stores
+        # (use_sum_shares), or into a zeroed C with fp16 atomics; with determinism they store fp32 partial
+        # tiles that a second kernel sums in order. One share stores C directly.
         self.sum_shares = swap_ab and use_sum_shares(cfg, splits, tiles, deterministic, self.pdl)
         self.atomic = splits > 1 and not deterministic and not self.sum_shares
         self.partial = splits > 1 and deterministic and not self.sum_shares
         if self.sum_shares:
-            self.scratch_words = COUNT_WORDS + splits * tiles * cfg.block_m * cfg.block_n
+            self.scratch_words = COUNT_WORDS + tiles * cfg.block_m * cfg.block_n
         # With atomics, C can start as the bias instead of zeros: one kernel instead of a fill and an add.
         self.bias_init = (self.atomic and weight.bias is not None and weight.bias.dtype == torch.float16
                           and tuple(weight.bias.shape) == (n,))
@@ -317,8 +317,8 @@ class Plan:
             out = c = a2.new_empty(mn) if out is None else out
         dynamic = [(0, a2 if self.a_arg is Tensor.data_ptr else self.a_arg(a2)), (self.c_index, c)]
         if self.sum_shares:
-            counts, partials = sum_scratch(c.device, current_stream(c.device), self.scratch_words)
-            dynamic += [(24, counts), (25, partials)]
+            counts, sums = sum_scratch(c.device, current_stream(c.device), self.scratch_words)
+            dynamic += [(24, counts), (25, sums)]
         if self.stream_k_programs is not None:
             dynamic.append((5, ws_prefill.scratch_arg(c, self.stream_k_programs)))
         try:
@@ -348,7 +348,7 @@ class Plan:
             def hot_sum(a2: Tensor) -> Tensor:
                 c = _new_empty(a2, mn)
                 stream = get_stream(device)
-                base = scratch(c.device, stream, words, COUNT_WORDS).data_ptr()
+                base = scratch(c.device, stream, words).data_ptr()
                 fast(stream, a_arg(a2), c.data_ptr(), base, base + counts_bytes)
                 if bias is not None:
                     c += bias

@@ -44,7 +44,7 @@ def ptx_digest(launch, c_dtype: torch.dtype) -> tuple[str, int]:
     if "PTX_DEQUANT" in kwargs:
         kwargs["PTX_DEQUANT"] = True
     positional = list(launch.args[: launch.n_positional])
-    per_call = {"a_ptr": torch.float16, "counts_ptr": torch.int32, "partials_ptr": torch.float32}
+    per_call = {"a_ptr": torch.float16, "counts_ptr": torch.int32, "sums_ptr": torch.float32}
     for i, value in enumerate(positional):
         if value is None:  # A, C and the sum-shares scratch are given per call
             positional[i] = torch.empty(64, dtype=per_call.get(names[i], c_dtype))
