@@ -20,8 +20,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
 from common import SHAPES, ab_cases, gpu_time_us, interleaved_medians, rel_err  # noqa: E402
 
-from solutions.gptq import gptq_matmul  # noqa: E402
 from solutions.gptq import configs as gptq_configs  # noqa: E402
+from solutions.gptq import gptq_matmul  # noqa: E402
 from solutions.gptq.plans import plan_split_k  # noqa: E402
 
 
