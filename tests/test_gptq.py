@@ -27,7 +27,6 @@ from solutions.gptq import (  # noqa: E402
     pack_int4_along_k,
     pack_int4_along_n,
     plan_split_k,
-    plans,  # noqa: E402
     quantize_rtn,
     unpack_int4_along_k,
     unpack_int4_along_n,
@@ -286,53 +285,6 @@ def test_deterministic_mode_is_bitwise_reproducible():
         assert torch.equal(gptq_matmul(a, weight, config=SMALL, deterministic=True), first)
 
 
-def scratch_is_zero() -> bool:
-    """Every count and sum tile of every cached sum-shares scratch is back at zero (what the next launch needs)."""
-    return all(not bool(buf.view(torch.int32).any()) for buf in plans.SUM_SCRATCH.buffers.values())
-
-
-@pytest.mark.parametrize("shares", [2, 3])
-def test_last_share_of_a_tile_stores_the_split_k_sum(shares):
-    """Split-K into fp32 scratch tiles whose last share stores C (no zeroed C, no atomics on C): right
-    call after call into a C full of garbage, and the scratch back at zero for the next launch."""
-    k, n = odd_k(32), 72
-    _, weight, _ = make_layer(k, n, 32, device=DEVICE)
-    a = activations(17, k)
-    ref = a.double() @ dequantize(weight)
-    cfg = dataclasses.replace(SMALL, split_k=shares, sum_shares=True)
-    out = gptq_matmul(a, weight, config=cfg)
-    assert [p.sum_shares for p in weight.plans.values()] == [True]
-    assert rel_err(out, ref) < TOL and scratch_is_zero()
-    for _ in range(2):
-        garbage = torch.full((17, n), float("nan"), dtype=torch.float16, device=DEVICE)
-        assert rel_err(gptq_matmul(a, weight, config=cfg, out=garbage), ref) < TOL and scratch_is_zero()
-    atomics = gptq_matmul(a, weight, config=dataclasses.replace(cfg, sum_shares=False))
-    assert rel_err(atomics, ref) < TOL and rel_err(out, atomics.double()) < 1e-3
-
-
-def test_sum_shares_scratch_grows_for_a_larger_launch_and_keeps_the_old_one():
-    k, n = odd_k(32), 72
-    _, weight, _ = make_layer(k, n, 32, device=DEVICE)
-    plans.SUM_SCRATCH.buffers.clear()
-    cfg = dataclasses.replace(SMALL, split_k=2, sum_shares=True)
-    for m in (3, 40):  # 3 then 9 tiles: the second launch needs a larger scratch
-        a = activations(m, k)
-        assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ dequantize(weight)) < TOL
-    assert len(plans.SUM_SCRATCH.buffers) == 1 and plans.SUM_SCRATCH.outgrown and scratch_is_zero()
-
-
-def test_split_k_sums_shares_where_the_rule_says():
-    base = GPTQConfig(block_m=16, split_k=4)
-    assert not plans.use_sum_shares(base, 4, 32, deterministic=False, pdl=0)  # small tiles: fp16 atomics
-    big = dataclasses.replace(base, block_m=plans.SUM_SHARES_MIN_BLOCK_M)
-    assert plans.use_sum_shares(big, 4, 32, deterministic=False, pdl=0)
-    assert not plans.use_sum_shares(big, 4, 32, deterministic=True, pdl=0)  # fixed order: partial tiles
-    assert not plans.use_sum_shares(big, 1, 32, deterministic=False, pdl=0)  # one share: nothing to add
-    assert not plans.use_sum_shares(big, 4, 32, deterministic=False, pdl=1)  # the lean decoder's zeroed buffers
-    assert not plans.use_sum_shares(big, 4, plans.COUNT_WORDS + 1, deterministic=False, pdl=0)
-    assert plans.use_sum_shares(dataclasses.replace(base, sum_shares=True), 4, 32, deterministic=False, pdl=0)
-
-
 def test_split_k_plan_covers_k_in_whole_steps():
     for k in (288, 1152, 11008, 4096):
         for block_k in (32, 64, 128, 256):
@@ -479,34 +431,6 @@ def test_gpu_real_odd_shapes(m, fmt, act_order):
     det = gptq_matmul(a, weight, split_k=8, deterministic=True)
     assert rel_err(det, ref) < TOL
     assert torch.equal(gptq_matmul(a, weight, split_k=8, deterministic=True), det)
-    summed = dataclasses.replace(select_config(m, k, n), split_k=8, sum_shares=True)
-    for _ in range(2):
-        assert rel_err(gptq_matmul(a, weight, config=summed), ref) < TOL
-    torch.cuda.synchronize()
-    assert scratch_is_zero()
-
-
-@gpu
-def test_gpu_sum_shares_in_a_cuda_graph():
-    """A prefill-sized split-K launch whose last shares store the summed tiles, captured into a CUDA graph
-    on a stream that had no scratch yet and replayed with new inputs: right every time, scratch left zero."""
-    k, n, m = 4096, 4096, 256
-    _, weight, _ = make_layer(k, n, 128, device="cuda")
-    a = activations(m, k)
-    cfg = dataclasses.replace(select_config(m, k, n), split_k=4, sum_shares=True)
-    w = dequantize(weight)
-    assert rel_err(gptq_matmul(a, weight, config=cfg), a.double() @ w) < TOL
-    side, graph = torch.cuda.Stream(), torch.cuda.CUDAGraph()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        with torch.cuda.graph(graph, stream=side):
-            out = gptq_matmul(a, weight, config=cfg)
-    for _ in range(3):
-        a.copy_(torch.randn_like(a))
-        graph.replay()
-        torch.cuda.synchronize()
-        assert rel_err(out, a.double() @ w) < TOL
-    assert scratch_is_zero()
 
 
 @gpu

@@ -55,9 +55,6 @@ class GPTQConfig:
     # instead of per-thread address and mask arithmetic, which frees registers and issue slots for the
     # dequantization. Measured faster only for some prefill tiles, so the tuned table turns it on per entry.
     tma_a: bool = False
-    # Split-K: the last share of each tile sums the shares in a fixed order (no zeroed C, no atomics on C)
-    # instead of fp16 atomics into a zeroed C. None: the rule of plans.use_sum_shares.
-    sum_shares: bool | None = None
 
 
 T = TypeVar("T")

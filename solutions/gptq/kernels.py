@@ -3,10 +3,9 @@
 One program owns a BLOCK_M x BLOCK_N tile of C and a contiguous share of K. It streams the packed
 int32 words of W for that share, unpacks the 8 rows of each word in registers, dequantizes them
 with their group's scale and zero point and accumulates in fp32 with ``tl.dot``. With split-K the
-shares are added into C: by fp16 atomics (order not fixed; C zeroed first), or by fp32 atomics into a
-scratch tile whose last share stores C (``SUM_SHARES``: C not zeroed first, one rounding), or, with
-``deterministic=True``, by storing fp32 partial tiles into a (SPLIT_K, M, N) buffer that a second kernel
-sums in a fixed order.
+shares are added into C: by fp16 atomics (fast, order not fixed) or, with ``deterministic=True``,
+by storing fp32 partial tiles into a (SPLIT_K, M, N) buffer that a second kernel sums in a fixed
+order.
 
 Two kernels share the unpacking and dequantization helpers (design notes and measurements in
 benchmarks/gptq/NOTES.md):
@@ -150,31 +149,6 @@ def _write_tile(c_ptrs, acc, c_mask, ATOMIC_OUT: tl.constexpr):
 
 
 @triton.jit
-def _sum_shares(c_ptrs, acc, c_mask, counts_ptr, sums_ptr, SHARES: tl.constexpr, ROWS: tl.constexpr,
-                COLS: tl.constexpr):
-    """Split-K without zeroing C first: every share adds its tile into an fp32 tile of the scratch and
-    counts itself in; the last to arrive stores the sum in C (one rounding to C's type) and rezeroes the
-    fp32 tile and the count, so the next launch finds them zero. Nobody waits for anybody: no order of
-    the programs can deadlock.
-
-    ``counts_ptr``: an int32 count per tile; ``sums_ptr``: an fp32 ROWS x COLS tile (``acc``'s shape) per
-    tile; both zero between launches (solutions.gptq.scratch)."""
-    tile = tl.program_id(0)
-    offs = tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
-    sums = sums_ptr + tile * (ROWS * COLS) + offs
-    tl.atomic_add(sums, acc, mask=c_mask, sem="relaxed")
-    # Every thread's adds are done before the count says so (the CUDA pattern: barrier, then one release
-    # at GPU scope); the last share's acquire orders its reads after the other shares' adds.
-    tl.debug_barrier()
-    arrived = tl.atomic_add(counts_ptr + tile, 1, sem="acq_rel", scope="gpu")
-    if arrived == SHARES - 1:
-        total = tl.load(sums, mask=c_mask, other=0.0, cache_modifier=".cg")  # from L2: L1 is not coherent
-        tl.store(c_ptrs, total.to(c_ptrs.dtype.element_ty), mask=c_mask)
-        tl.store(sums, tl.zeros_like(total), mask=c_mask)
-        tl.store(counts_ptr + tile, 0)
-
-
-@triton.jit
 def _mma_step(acc, lhs, rhs, scale_bits, SCALE_AFTER_DOT: tl.constexpr, SCALE_ROWS: tl.constexpr):
     """acc + lhs @ rhs for one K step. With SCALE_AFTER_DOT the weights are (q - zero), small integers
     that the MMA sums with A exactly in fp32, and one scale per output column finishes the step: a row
@@ -254,7 +228,6 @@ def gptq_small_m_kernel(
     stride_s32g,  # scales viewed as int32 pairs (N / 2 per group row), unit stride along N
     stride_zg, stride_zn,
     stride_cs, stride_cm, stride_cn,
-    counts_ptr, sums_ptr,  # SUM_SHARES: a count and an fp32 sum tile per tile (solutions.gptq.scratch)
     ZERO_OFFSET: tl.constexpr,  # 1: gptq format (stored zero = zero - 1); 0: gptq_v2
     HAS_G_IDX: tl.constexpr,  # general per-row groups from g_idx
     HAS_A_PERM: tl.constexpr,  # W's rows were sorted by group at load time: read A's columns via a_perm
@@ -271,7 +244,6 @@ def gptq_small_m_kernel(
     LOAD_WARPS: tl.constexpr = 0,  # num_warps when the words are loaded in wgmma's row order (_mma_row_order)
     A_DESC: tl.constexpr = False,  # a_ptr is a TMA descriptor of A (M, K), block (BLOCK_M, BLOCK_K)
     PDL: tl.constexpr = 0,  # flags of solutions.gptq.pdl: launched with PDL, wait before touching A or C
-    SUM_SHARES: tl.constexpr = 0,  # split-K into this many shares, the last of a tile sums them (_sum_shares)
 ):
     PACK: tl.constexpr = 8  # 4-bit values per int32 word
     BLOCK_KW: tl.constexpr = BLOCK_K // PACK  # packed rows per K step
@@ -397,11 +369,7 @@ def gptq_small_m_kernel(
     if PDL and not (PDL & MATMUL_EARLY):
         start_next_kernel()
     c_ptrs = c_ptr + tl.program_id(1) * stride_cs + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
-    if SUM_SHARES:
-        _sum_shares(c_ptrs, acc, n_in_bounds[:, None] & m_in_bounds[None, :], counts_ptr, sums_ptr, SUM_SHARES,
-                    BLOCK_N, BLOCK_M)
-    else:
-        _write_tile(c_ptrs, acc, n_in_bounds[:, None] & m_in_bounds[None, :], ATOMIC_OUT)
+    _write_tile(c_ptrs, acc, n_in_bounds[:, None] & m_in_bounds[None, :], ATOMIC_OUT)
 
 
 @triton.jit

@@ -29,7 +29,6 @@ from solutions.gptq.kernels import (
 from solutions.gptq.launch import Launch, driver_memset
 from solutions.gptq.loader import GPTQWeight
 from solutions.gptq.pdl import launch_options, pdl_available, pdl_flags
-from solutions.gptq.scratch import StreamScratch, current_stream
 
 try:
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -46,32 +45,6 @@ def plan_split_k(k: int, block_k: int, split_k: int) -> tuple[int, int]:
 
 
 DEQUANT_CHUNK_BYTES = 256 * 2**20  # the fp16 temporary holds at most this many bytes of W at a time
-
-# Split-K into fp32 sum tiles whose last share stores C (kernels._sum_shares): the scratch of each stream
-# holds a count per tile in its first COUNT_WORDS words (so at most that many tiles), then the sum tiles.
-COUNT_WORDS = 16384
-SUM_SCRATCH = StreamScratch(zero_all=True)
-SUM_SHARES_MIN_BLOCK_M = 64  # the default rule: tiles of at least this many rows of A sum their shares
-
-
-def use_sum_shares(cfg: GPTQConfig, splits: int, tiles: int, deterministic: bool, pdl: int) -> bool:
-    """Whether a split-K launch of the swapped kernel adds its shares into fp32 scratch tiles whose last
-    share stores C (no zeroed C, one rounding) rather than into a zeroed C with fp16 atomics.
-
-    ``cfg.sum_shares`` decides where set; otherwise tiles of at least SUM_SHARES_MIN_BLOCK_M rows. Not for
-    ``deterministic=True`` (atomics add in no fixed order), launches with PDL (the lean decoder, whose
-    buffers come zeroed), or launches with more tiles than the scratch counts."""
-    if splits < 2 or deterministic or pdl or tiles > COUNT_WORDS:
-        return False
-    if cfg.sum_shares is not None:
-        return cfg.sum_shares
-    return cfg.block_m >= SUM_SHARES_MIN_BLOCK_M
-
-
-def sum_scratch(device: torch.device, stream: int, words: int) -> tuple[Tensor, Tensor]:
-    """(counts, sum tiles) of the sum-shares scratch of ``stream``, as the kernel's first call takes them."""
-    buf = SUM_SCRATCH.get(device, stream, words)
-    return buf[:COUNT_WORDS].view(torch.int32), buf[COUNT_WORDS:]
 
 
 def use_dequant(m: int, weight: GPTQWeight) -> bool:
@@ -156,8 +129,7 @@ class Plan:
                 "dequant" if (cfg is None and a2.is_cuda and use_dequant(m, weight)) else "fused")
         self.method = method
         self.launches: list[Launch] = []
-        self.atomic = self.partial = self.bias_init = self.sum_shares = False
-        self.scratch_words = 0  # with sum_shares: the float32 words of scratch a launch needs
+        self.atomic = self.partial = self.bias_init = False
         self.a_arg = Tensor.data_ptr  # what the launch gets for A: its address, or a TMA descriptor
         self.stream_k_programs = None  # the ws kernel's scratch (argument 5): its programs with stream-K, else 0
         self.pdl = 0  # PDL flags of the launch (solutions.gptq.pdl; the fused small-M kernel only, where available)
@@ -178,17 +150,10 @@ class Plan:
         k_per_split, splits = plan_split_k(k, cfg.block_k, cfg.split_k)
         self.splits = splits
         scales = weight.scales if weight.scales.stride(1) == 1 else weight.scales.contiguous()
-        swap_ab = cfg.swap_ab or has_g_idx
-        tiles = triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n)
-        self.pdl = pdl_flags(pdl) if pdl and swap_ab and pdl_available(a2.device) else 0
-        # Split-K: the swapped kernel's shares go into fp32 scratch tiles that the last one stores
-        # (use_sum_shares), or into a zeroed C with fp16 atomics; with determinism they store fp32 partial
-        # tiles that a second kernel sums in order. One share stores C directly.
-        self.sum_shares = swap_ab and use_sum_shares(cfg, splits, tiles, deterministic, self.pdl)
-        self.atomic = splits > 1 and not deterministic and not self.sum_shares
-        self.partial = splits > 1 and deterministic and not self.sum_shares
-        if self.sum_shares:
-            self.scratch_words = COUNT_WORDS + tiles * cfg.block_m * cfg.block_n
+        # Split-K without determinism adds the shares into a zeroed C with atomics; deterministic
+        # split-K stores fp32 shares that a second kernel sums in order; one share stores C directly.
+        self.atomic = splits > 1 and not deterministic
+        self.partial = splits > 1 and deterministic
         # With atomics, C can start as the bias instead of zeros: one kernel instead of a fill and an add.
         self.bias_init = (self.atomic and weight.bias is not None and weight.bias.dtype == torch.float16
                           and tuple(weight.bias.shape) == (n,))
@@ -200,6 +165,7 @@ class Plan:
         unused = weight.scales  # pointers that a constexpr flag leaves unread still need a tensor
         scales32 = scales.view(torch.int32)  # (K / G, N / 2): two fp16 scales per word
         one_group_per_step = g % cfg.block_k == 0 or g >= k
+        swap_ab = cfg.swap_ab or has_g_idx
         flags = dict(
             ZERO_OFFSET=weight.zero_offset,
             HAS_A_PERM=weight.a_perm is not None,
@@ -217,7 +183,7 @@ class Plan:
         options = dict(num_warps=cfg.num_warps, num_stages=cfg.num_stages)
         if cfg.maxnreg is not None and a2.is_cuda:
             options["maxnreg"] = cfg.maxnreg
-        grid = (tiles, splits)
+        grid = (triton.cdiv(m, cfg.block_m) * triton.cdiv(n, cfg.block_n), splits)
         a_perm = weight.a_perm if weight.a_perm is not None else unused
         if swap_ab:
             # The repacked copy comes in blocks of 128 columns x 128 rows of K (BLOCK_K = 128), and each
@@ -231,15 +197,15 @@ class Plan:
             args = [None, qw, scales32, scales, weight.qzeros, weight.g_idx if has_g_idx else unused, a_perm, None,
                     m, n, k, k_per_split, a2.stride(0), a2.stride(1), stride_qk, stride_qn,
                     scales.stride(0), scales.stride(1), scales32.stride(0),
-                    weight.qzeros.stride(0), weight.qzeros.stride(1), stride_cs, stride_cm, stride_cn,
-                    *([None, None] if self.sum_shares else [unused, unused])]  # the sum-shares scratch, per call
+                    weight.qzeros.stride(0), weight.qzeros.stride(1), stride_cs, stride_cm, stride_cn]
             # 8 warps: load the words in wgmma's row order (see kernels._mma_row_order); 4 warps need no help.
             load_warps = 8 if w_mma and cfg.num_warps == 8 and cfg.block_n % 128 == 0 else 0
             a_desc = use_tma_a(cfg, a2, weight.a_perm is not None)
             if a_desc:
                 self.a_arg = _a_descriptor(cfg.block_m, cfg.block_k)
+            self.pdl = pdl_flags(pdl) if pdl and pdl_available(a2.device) else 0
             kwargs = dict(HAS_G_IDX=has_g_idx, W_MMA=w_mma, LOAD_WARPS=load_warps, A_DESC=a_desc, PDL=self.pdl,
-                          SUM_SHARES=splits if self.sum_shares else 0, **flags)
+                          **flags)
             self.launches.append(Launch(gptq_small_m_kernel, grid, args, kwargs, {**options,
                                                                                  **launch_options(self.pdl)}))
             self.c_index = 7
@@ -316,9 +282,6 @@ class Plan:
         else:
             out = c = a2.new_empty(mn) if out is None else out
         dynamic = [(0, a2 if self.a_arg is Tensor.data_ptr else self.a_arg(a2)), (self.c_index, c)]
-        if self.sum_shares:
-            counts, sums = sum_scratch(c.device, current_stream(c.device), self.scratch_words)
-            dynamic += [(24, counts), (25, sums)]
         if self.stream_k_programs is not None:
             dynamic.append((5, ws_prefill.scratch_arg(c, self.stream_k_programs)))
         try:
@@ -342,18 +305,6 @@ class Plan:
         """The call of a compiled plan (fused kernel, one share or atomic split-K), as one closure."""
         fast, mn, bias, a_arg = launch.fast, self.mn, self.bias, self.a_arg
         get_stream, device = driver.active.get_current_stream, launch.device
-        if self.sum_shares:
-            words, scratch, counts_bytes = self.scratch_words, SUM_SCRATCH.get, 4 * COUNT_WORDS
-
-            def hot_sum(a2: Tensor) -> Tensor:
-                c = _new_empty(a2, mn)
-                stream = get_stream(device)
-                base = scratch(c.device, stream, words).data_ptr()
-                fast(stream, a_arg(a2), c.data_ptr(), base, base + counts_bytes)
-                if bias is not None:
-                    c += bias
-                return c
-            return hot_sum
         if self.stream_k_programs is not None:
             scratch_arg = ws_prefill.scratch_arg
             programs = self.stream_k_programs

@@ -51,7 +51,6 @@ from torch import Tensor
 
 from solutions.gptq.dequant import DEQUANT_CONSTRAINTS, DEQUANT_SCALED_PTX
 from solutions.gptq.loader import GPTQWeight
-from solutions.gptq.scratch import StreamScratch, current_stream
 
 try:
     from triton.experimental import gluon
@@ -335,9 +334,8 @@ def mark_unavailable(error: BaseException) -> None:
 
 
 MAX_BLOCK_M = 256  # the largest tile's rows: the stream-K scratch is sized for it
-SCRATCH = StreamScratch()  # the stream-K scratch of each (device, stream)
-SCRATCH_BUFFERS = SCRATCH.buffers
-SCRATCH_STREAMS = SCRATCH.keep
+SCRATCH_BUFFERS: dict[tuple[int, int], Tensor] = {}  # (device index, stream) -> stream-K scratch, oldest first
+SCRATCH_STREAMS = 8  # scratches kept (17 MB each on an H100): code that makes a stream per call must not grow
 
 
 def stream_k_plan(m: int, n: int, block_m: int, programs: int) -> tuple[int, int]:
@@ -356,10 +354,23 @@ def flag_words(programs: int) -> int:
 
 
 def scratch(device: torch.device, stream: int, programs: int) -> Tensor:
-    """Stream-K scratch for launches on ``stream`` (:class:`solutions.gptq.scratch.StreamScratch`): a flag per
-    (program, consumer warpgroup), then the partial sums; the kernel leaves the flags zero when it ends."""
-    flags = flag_words(programs)
-    return SCRATCH.get(device, stream, flags + programs * 2 * 64 * MAX_BLOCK_M, flags)
+    """Stream-K scratch for launches on ``stream``: a zeroed flag per (program, consumer warpgroup), then
+    the partial sums (the kernel leaves the flags zero when it ends). One per stream, so launches on
+    different streams never share flags; a launch being captured into a CUDA graph before any eager one on
+    its stream gets its own, with the zeroing captured too."""
+    buf = SCRATCH_BUFFERS.get((device.index, stream))
+    if buf is None:
+        words = flag_words(programs) + programs * 2 * 64 * MAX_BLOCK_M
+        if torch.cuda.is_current_stream_capturing():
+            buf = torch.empty(words, dtype=torch.float32, device=device)
+            buf[: flag_words(programs)].zero_()
+            return buf
+        if len(SCRATCH_BUFFERS) >= SCRATCH_STREAMS:
+            # Freed in stream order: the caching allocator hands its memory only to later work on that
+            # stream, which runs after every launch that used it.
+            del SCRATCH_BUFFERS[next(iter(SCRATCH_BUFFERS))]
+        buf = SCRATCH_BUFFERS[(device.index, stream)] = torch.zeros(words, dtype=torch.float32, device=device)
+    return buf
 
 
 def scratch_arg(c: Tensor, programs: int, stream: int | None = None) -> Tensor:
@@ -367,7 +378,7 @@ def scratch_arg(c: Tensor, programs: int, stream: int | None = None) -> Tensor:
     scratch of ``stream`` (default: the current one), without it C (the kernel never reads it)."""
     if not programs:
         return c
-    return scratch(c.device, current_stream(c.device) if stream is None else stream, programs)
+    return scratch(c.device, torch.cuda.current_stream(c.device).cuda_stream if stream is None else stream, programs)
 
 
 def launch_spec(m: int, weight: GPTQWeight, block_m: int, stages: int, stream_k: bool = False, group_m: int = 8):

@@ -44,10 +44,9 @@ def ptx_digest(launch, c_dtype: torch.dtype) -> tuple[str, int]:
     if "PTX_DEQUANT" in kwargs:
         kwargs["PTX_DEQUANT"] = True
     positional = list(launch.args[: launch.n_positional])
-    per_call = {"a_ptr": torch.float16, "counts_ptr": torch.int32, "sums_ptr": torch.float32}
     for i, value in enumerate(positional):
-        if value is None:  # A, C and the sum-shares scratch are given per call
-            positional[i] = torch.empty(64, dtype=per_call.get(names[i], c_dtype))
+        if value is None:  # A and C are given per call
+            positional[i] = torch.empty(64, dtype=torch.float16 if names[i] == "a_ptr" else c_dtype)
     binder = create_function_from_signature(fn.signature, fn.params, BACKEND)
     bound, specialization, opts = binder(*positional, **kwargs, **launch.options)
     opts, signature, constexprs, attrs = fn._pack_args(BACKEND, {**kwargs, **launch.options}, bound,
@@ -69,7 +68,6 @@ def main() -> None:
         "m64_scale_weights": (64, repacked, GPTQConfig(64, 128, 128, 8, 4, 4, 3, scale_after_dot=False), False),
         "prefill_8warps": (300, repacked, GPTQConfig(256, 128, 128, 8, 1, 8, 3), False),
         "deterministic_m17": (17, repacked, GPTQConfig(16, 128, 128, 8, 4, 4, 3), True),
-        "sum_shares_prefill": (256, repacked, GPTQConfig(128, 128, 128, 8, 2, 8, 4, sum_shares=True), False),
         "plain_swapped": (5, plain, GPTQConfig(16, 64, 64, 8, 2, 4, 2), False),
         "published_unswapped": (5, plain, GPTQConfig(16, 32, 128, 8, 4, 4, 3, swap_ab=False), False),
     }
@@ -77,7 +75,7 @@ def main() -> None:
     for name, (m, weight, cfg, deterministic) in cases.items():
         plan = Plan(torch.randn(m, k).half(), weight, cfg, deterministic, "fused")
         launches = list(plan.launches) + ([plan.reduce] if plan.partial else [])
-        out[name] = [ptx_digest(launch, torch.float32 if plan.partial else torch.float16) for launch in launches]
+        out[name] = [ptx_digest(launch, torch.float32 if deterministic else torch.float16) for launch in launches]
     plan = Plan(torch.randn(3, k).half(), repacked, None, False, "dequant")
     out["dequant_path"] = [ptx_digest(plan.launches[0], torch.float16)]
     print(json.dumps(out))
