@@ -34,6 +34,17 @@ class Baseline:
     def launch(self, inputs: list[Any], sizes: Sizes) -> Callable[[], Any]:
         module, function = self.launcher.split(":")
         return getattr(importlib.import_module(module), function)(inputs, sizes)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A common slip, computed (puzzles/mistakes.py): `output(inputs by name, sizes)` is what the spec
+    gives with the slip in it; a wrong output that matches it gets `text` in its verdict."""
+
+    text: str
+    output: Callable[[dict[str, Any], Sizes], Any]
+
+
 Grid = Callable[[Sizes], tuple[int, ...]]
 
 
@@ -173,6 +184,8 @@ class Puzzle:
     positional_sizes: tuple[str, ...] = ()
     # A faster kernel timed beside the learner's by `test(..., perf=True)` (puzzle 18: the production GPTQ kernel).
     baseline: Baseline | None = None
+    # Slips whose output the verdict recognises (a wrong matmul says nothing of its cause): puzzles/mistakes.py.
+    likely_mistakes: tuple[Mistake, ...] = ()
 
     @property
     def id(self) -> str:

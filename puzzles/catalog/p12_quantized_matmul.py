@@ -4,7 +4,8 @@ import torch
 from jaxtyping import Float32, Int32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle
+from puzzles import mistakes
+from puzzles.puzzle import Mistake, Puzzle
 
 FPINT = 8  # 4-bit values per int32 word
 GROUP = 8  # consecutive weights of a row that share one scale and one shift
@@ -72,6 +73,14 @@ multiple of `B_MID`; `N0` and `N1` are any sizes. `tl.dot` is allowed.
     ),
     rtol=1e-2,
     atol=1e-1,
+    likely_mistakes=(
+        Mistake("the shift (zero point) is left out: each weight is scale · (w − shift), with the shift of its group",
+                mistakes.quant_dot_without_shift),
+        Mistake("the words are masked before the shift, (word & 0xF) >> 4·n, which keeps only nibble 0: shift first, "
+                "then mask, (word >> 4·n) & 0xF", mistakes.quant_dot_masked_first),
+        Mistake("value k takes its shift from nibble k % 8 (its own place in its weight word); the shift belongs to "
+                "its group g = k // 8: nibble g % 8 of offset word g // 8", mistakes.quant_dot_shift_by_value),
+    ),
     perf_size={"N0": 4096, "N1": 4096, "MID": 4096, "B0": 64, "B1": 64, "B_MID": 64},
     flops=lambda s: 2 * s["N0"] * s["N1"] * s["MID"],
 )

@@ -7,7 +7,7 @@ grid, and what the spec returns for those inputs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -46,6 +46,9 @@ class Case:
     # What the spec gives for a contiguous reading of the strided inputs (puzzle 19): a kernel that
     # ignores the strides it is given writes this.
     contiguous_expected: torch.Tensor | None = None
+    # The puzzle's likely mistakes and the output each gives on these inputs (a wrong output matching one
+    # is told which slip it is).
+    mistaken: list[tuple[str, torch.Tensor]] = field(default_factory=list)
 
 
 def resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzzle | None:
@@ -168,8 +171,13 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
         if all(t is not None for t in read.values()):
             contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
+    mistaken = []
+    if p is not None and p.likely_mistakes:
+        given = {t.name: seen.get(t.name, arena.tensors[t.name]).clone() for t in inputs}
+        mistaken = [(m.text, m.output(given, sizes)) for m in p.likely_mistakes]
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
-                 row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous)
+                 row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
+                 mistaken=mistaken)
 
 
 def _contiguous_reading(storage: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor | None:
