@@ -93,6 +93,16 @@ class KSlice:
 
 
 @dataclass(frozen=True)
+class Reduction:
+    """The axis a kernel loops over and sums away (`length`, a size's name: K, MID, T) and where one input
+    lies along it: a wrong output whose loads never reached some rows of it is told which (a loop that
+    stops early, or skips a chunk)."""
+
+    length: str
+    reads: KSlice
+
+
+@dataclass(frozen=True)
 class SplitK:
     """The split-K contract (puzzles 17, 18): grid axis `grid_axis` numbers the parts; the parts of an
     output tile reduce disjoint shares of the `length` rows, each part a share (the statements give the
@@ -186,6 +196,8 @@ class Puzzle:
     baseline: Baseline | None = None
     # Slips whose output the verdict recognises (a wrong matmul says nothing of its cause): puzzles/mistakes.py.
     likely_mistakes: tuple[Mistake, ...] = ()
+    # The axis the kernel loops over (a split-K puzzle's is its K): rows of it no load reached are named.
+    reduction: Reduction | None = None
 
     @property
     def id(self) -> str:
@@ -217,6 +229,15 @@ class Puzzle:
     def expected_signature(self) -> str:
         """The kernel's signature as the statement gives it."""
         return kernel_signature(self)
+
+    @property
+    def reduced_axis(self) -> Reduction | None:
+        """The reduction a wrong output's loads are checked against: the puzzle's, else its split-K's K."""
+        if self.reduction is not None:
+            return self.reduction
+        if self.split_k is not None:
+            return Reduction(self.split_k.length, self.split_k.inputs[0])
+        return None
 
     def input_scale(self, size_index: int) -> float:
         return self.input_scales[size_index] if size_index < len(self.input_scales) else 1.0

@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 from puzzles import catalog, on_gpu, test
+from puzzles.harness.split_k import rows_text
 from puzzles.recording import InvalidAccess
 
 # Out-of-bounds accesses and masked-off lanes are the interpreter's recording.
@@ -118,3 +119,26 @@ def test_whole_numbers_where_floats_are_expected_are_pointed_out():
     assert "whole number" in result.reason()
     zeros = grade(2, add_storing_zeros)
     assert zeros.first_failure.status == "wrong" and "whole number" not in zeros.reason(), str(zeros)
+
+
+@triton.jit
+def sum_stopping_a_chunk_early(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T - B1, B1):  # one chunk short
+        j = j0 + tl.arange(0, B1)
+        x = tl.load(x_ptr + i[:, None] * T + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T), other=0.0)
+        acc += tl.sum(x, axis=1)
+    tl.store(z_ptr + i, acc, mask=i < N0)
+
+
+@interpreted_only
+def test_a_loop_that_stops_early_is_told_which_rows_it_never_read():
+    result = grade(7, sum_stopping_a_chunk_early)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "no program loads x at T = 192…199 (of 0…199)" in result.reason(), str(result)
+
+
+def test_rows_are_named_as_runs():
+    assert rows_text([0, 1, 2, 5, 7, 8]) == "0…2, 5, 7…8"
+    assert rows_text(list(range(0, 20, 2))) == "0, 2, 4, 6, …"

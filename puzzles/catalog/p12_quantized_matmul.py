@@ -5,7 +5,7 @@ from jaxtyping import Float32, Int32
 from torch import Tensor
 
 from puzzles import mistakes
-from puzzles.puzzle import Mistake, Puzzle
+from puzzles.puzzle import KSlice, Mistake, Puzzle, Reduction
 
 FPINT = 8  # 4-bit values per int32 word
 GROUP = 8  # consecutive weights of a row that share one scale and one shift
@@ -37,6 +37,7 @@ PUZZLE = Puzzle(
     title="Quantized matrix multiply",
     kernel_name="quant_dot_kernel",
     spec=quant_dot_spec,
+    reduction=Reduction("MID", KSlice("activation", 0)),  # a loop over MID that stops early is named
     statement=r"""
 A matrix multiply whose left operand is stored as 4-bit integers. The weight matrix `W` has
 `N0` rows and `MID` columns; each of its values is a 4-bit unsigned integer `w` in `0 … 15`,

@@ -5,7 +5,7 @@ from torch import Tensor
 
 from puzzles import mistakes
 from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.puzzle import Mistake, Puzzle, cdiv
+from puzzles.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
 
 
 def int8_gemv_spec(
@@ -21,6 +21,7 @@ PUZZLE = Puzzle(
     title="Int8 weight-only matrix-vector product",
     kernel_name="int8_gemv_kernel",
     spec=int8_gemv_spec,
+    reduction=Reduction("K", KSlice("x", 0)),  # a loop over K that stops early is named
     statement=r"""
 A language model generating one token at a time multiplies a single activation vector by
 every weight matrix: a matrix-**vector** product (batch size 1). Each weight is read once and

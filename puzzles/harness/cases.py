@@ -25,7 +25,7 @@ from puzzles.inputs import (
     spec_signature,
 )
 from puzzles.layouts import storage_numel, strided_view, strides_of
-from puzzles.puzzle import Puzzle, Sizes, SplitK, default_grid
+from puzzles.puzzle import Puzzle, Reduction, Sizes, SplitK, default_grid
 
 
 @dataclass
@@ -43,6 +43,7 @@ class Case:
     guarded: list[str] | None = None  # regions no store may touch, when more than the kernel's inputs
     relink: Callable[[Any], None] | None = None  # rewrites an address table for another arena (GPU copy)
     split_k: SplitK | None = None  # the split-K contract to check from the recorded accesses
+    reduction: Reduction | None = None  # the axis the kernel loops over: rows no load reached are named
     # What the spec gives for a contiguous reading of the strided inputs (puzzle 19): a kernel that
     # ignores the strides it is given writes this.
     contiguous_expected: torch.Tensor | None = None
@@ -177,7 +178,7 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         mistaken = [(m.text, m.output(given, sizes)) for m in p.likely_mistakes]
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
-                 mistaken=mistaken)
+                 mistaken=mistaken, reduction=p.reduced_axis if p else None)
 
 
 def _contiguous_reading(storage: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor | None:

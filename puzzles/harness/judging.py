@@ -14,7 +14,7 @@ from puzzles.execution import (
     kernel_file,
 )
 from puzzles.harness.cases import Case
-from puzzles.harness.split_k import split_k_violation
+from puzzles.harness.split_k import rows_text, split_k_violation, unread_rows
 from puzzles.inputs import (
     unwritten_mask,
 )
@@ -85,6 +85,8 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
         o.note = _row_summary(torch.where(unwritten, 0, out), expected, wrong)
     if o.mismatch_count:
         _explain_wrong(o, out, expected, wrong, case, run.trace)
+        if recorded and case.reduction is not None:
+            _add_notes(o, [_unread_note(run.trace, case)])
     if run.trace is not None and run.trace.invalid:
         o.status = "out of bounds"
         _add_notes(o, [_escape_hint(run.trace, case)])
@@ -169,6 +171,17 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
                            "output's typical size), the error that float16 or bfloat16 arithmetic makes: is a value "
                            "converted to a lower precision, or accumulated in one? compute in float32, as the spec "
                            "does (or, if it all is float32: is a small term missing, or a constant slightly off?)"])
+
+
+def _unread_note(trace: Trace, case: Case) -> str:
+    """Rows of the reduced axis that no load reached: a loop that stops early or skips a chunk."""
+    name, reads = case.reduction.length, case.reduction.reads
+    length = int(case.sizes[name])
+    missing = unread_rows(trace, reads, length)
+    if not missing:
+        return ""
+    return (f"no program loads {reads.tensor} at {name} = {rows_text(missing)} (of 0…{length - 1}): does the loop "
+            f"over {name} stop early, or skip a chunk? it must reach all {length} rows")
 
 
 def _whole_numbers(values: torch.Tensor) -> bool:
