@@ -40,8 +40,9 @@ PUZZLE = Puzzle(
     reduction=Reduction("MID", KSlice("activation", 0)),  # a loop over MID that stops early is named
     statement=r"""
 A matrix multiply whose left operand is stored as 4-bit integers. The weight matrix `W` has
-`N0` rows and `MID` columns; each of its values is a 4-bit unsigned integer `w` in `0 … 15`,
-packed 8 to an int32 word (`FPINT = 8`), low nibble first: value `k` of a row is nibble
+`N0` rows and `MID` columns; each of its values is a 4-bit unsigned integer `w` in `0 … 15`
+(a *nibble*: nibble `n` of a word is its bits `4n … 4n + 3`, nibble 0 the lowest), packed 8 to an
+int32 word (`FPINT = 8`), low nibble first: value `k` of a row is nibble
 `k % 8` of word `k // 8`, i.e. `(word >> 4*(k % 8)) & 0xF`. So `weight` has shape
 `N0 × MID/8`.
 

@@ -83,7 +83,9 @@ and multiplies with `tl.dot` (fp16 tiles, float32 accumulator). The weights go f
 to registers in 4 bits and are never written back dequantized: that is the point.
 At the end the program adds its partial tile, rounded to fp16, into `z` (fp16, `M × N`) with
 `tl.atomic_add`; the grader zeroes `z` first. (Adding fp16 partials, as split-K kernels do when
-the layer's output is fp16, rounds each partial sum; the tolerance allows for it.)
+the layer's output is fp16, rounds each partial sum; the tolerance allows for it.) Puzzle 16's
+grouped tile order pays off where `z` has many rows of tiles; with `M` a few tokens it has one, so
+the program ids are used as they come.
 
 `K` is a multiple of `G`, `G` and `BK` of 8, `N` of 8 (whole words); `K` need not be a
 multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `BM`, `BN`
