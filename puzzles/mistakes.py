@@ -55,6 +55,28 @@ def quant_dot_shift_by_value(i: Inputs, sizes: Sizes) -> Tensor:
     return ((scale * w) @ i["activation"].double()).float()
 
 
+# -- puzzle 13: pack int4 into int32, low nibble first --------------------------------------------------
+
+def _pack(nibbles: Tensor, shifts: Tensor) -> Tensor:
+    """Sum of nibble << shift over each run of 8 values, wrapped to int32 as the kernel's arithmetic is."""
+    words = (nibbles.to(torch.int64).unflatten(-1, (-1, 8)) << shifts.to(torch.int64)).sum(-1) & 0xFFFFFFFF
+    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+
+
+def pack_high_nibble_first(i: Inputs, sizes: Sizes) -> Tensor:
+    return _pack((i["x"].to(torch.int32) + 8) & 0xF, NIBBLE_SHIFTS.flip(0))
+
+
+def pack_without_offset(i: Inputs, sizes: Sizes) -> Tensor:
+    """The value's own two's-complement nibble, v & 0xF, where the statement stores v + 8."""
+    return _pack(i["x"].to(torch.int32) & 0xF, NIBBLE_SHIFTS)
+
+
+def pack_without_nibble_mask(i: Inputs, sizes: Sizes) -> Tensor:
+    """x + 8 shifted as it is: the junk high nibble of each int8 spills into the next nibbles."""
+    return _pack(i["x"].to(torch.int32) + 8, NIBBLE_SHIFTS)
+
+
 # -- puzzle 14: unpack int4 along K ---------------------------------------------------------------------
 
 def unpack_without_offset(i: Inputs, sizes: Sizes) -> Tensor:

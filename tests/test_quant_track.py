@@ -452,6 +452,8 @@ def gemv_without_scale(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constex
 
 
 SLIPS = [
+    (13, pack_nibbles_reversed, "reverse order"),
+    (13, pack_without_nibble_mask, "without & 0xF"),
     (14, unpack_masking_before_shifting, "masked in place"),
     (15, gemv_without_scale, "scale is left out"),
     (16, grouped_order_row_major, "row-major order"),
