@@ -142,3 +142,19 @@ def test_a_loop_that_stops_early_is_told_which_rows_it_never_read():
 def test_rows_are_named_as_runs():
     assert rows_text([0, 1, 2, 5, 7, 8]) == "0…2, 5, 7…8"
     assert rows_text(list(range(0, 20, 2))) == "0, 2, 4, 6, …"
+
+
+def test_a_slip_that_cannot_be_computed_is_left_out():
+    """A likely slip that raises at some size (sizes outside the puzzle's rules) never reaches the learner as a
+    traceback: the verdict is the one without it."""
+    import dataclasses
+
+    from puzzles.puzzle import Mistake
+
+    def broken(inputs, sizes):
+        raise ValueError("not at these sizes")
+
+    p = catalog.get(15)
+    p = dataclasses.replace(p, likely_mistakes=(Mistake("never shown", broken), *p.likely_mistakes))
+    result = test(p.reference(), p.spec, puzzle=p, quiet=True, seed=1234)
+    assert result.passed, str(result)

@@ -172,13 +172,25 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
         if all(t is not None for t in read.values()):
             contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
-    mistaken = []
-    if p is not None and p.likely_mistakes:
-        given = {t.name: seen.get(t.name, arena.tensors[t.name]).clone() for t in inputs}
-        mistaken = [(m.text, m.output(given, sizes)) for m in p.likely_mistakes]
+    mistaken = _mistaken_outputs(p, {t.name: seen.get(t.name, arena.tensors[t.name]) for t in inputs}, sizes)
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
                  mistaken=mistaken, reduction=p.reduced_axis if p else None)
+
+
+def _mistaken_outputs(p: Puzzle | None, inputs: dict[str, torch.Tensor],
+                      sizes: Sizes) -> list[tuple[str, torch.Tensor]]:
+    """What each of the puzzle's likely slips gives on these inputs. A slip that cannot be computed at these
+    sizes (sizes given to test() outside the puzzle's rules) is left out: it only ever adds a note."""
+    found = []
+    for m in p.likely_mistakes if p is not None else ():
+        try:
+            out = m.output({name: t.clone() for name, t in inputs.items()}, sizes)
+        except Exception:  # noqa: BLE001 - a note we cannot make is no failure
+            continue
+        if isinstance(out, torch.Tensor):
+            found.append((m.text, out))
+    return found
 
 
 def _contiguous_reading(storage: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor | None:
