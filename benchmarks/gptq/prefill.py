@@ -32,15 +32,15 @@ from common import (
     SHAPES,
     gpu_time_us,
     interleaved_medians,
-    random_layer,
     rel_err,
+    resident_layer,
     rotated_layers,
     start_gpu_run,
     write_report,
 )
 
 from solutions.gptq import configs as gptq_configs
-from solutions.gptq import dequantize, gptq_matmul
+from solutions.gptq import gptq_matmul
 from solutions.gptq import plans as gptq_plans
 
 M_VALUES = (256, 512, 1024, 2048, 4096)
@@ -62,12 +62,7 @@ def main() -> int:
     rows = []
     for si in args.shapes:
         k, n = SHAPES[si]
-        if args.rotate:
-            copies, w_ref, w16s = rotated_layers(k, n)
-        else:
-            copies = [random_layer(k, n)]
-            w_ref = dequantize(copies[0], torch.float32)
-            w16s = [w_ref.half()]
+        copies, w_ref, w16s = (rotated_layers if args.rotate else resident_layer)(k, n)
         w = copies[0]
         for m in args.m:
             a = torch.randn(m, k, device="cuda", dtype=torch.float16)
