@@ -45,6 +45,9 @@ _INT_POISON = {
 }
 
 GUARD_BYTES = 4096
+# An index scaled by a word's 8 nibbles (or an element index used as a byte offset of an int64) runs up to
+# 8 tensors past the end: the guard after each tensor covers that.
+OVERSHOOT_TENSORS = 8
 ALIGN = 128
 
 
@@ -198,9 +201,10 @@ def build_arena(shapes: dict[str, tuple[tuple[int, ...], torch.dtype]], device: 
     for name, (shape, dtype) in shapes.items():
         nbytes = max(1, _numel(shape)) * torch.empty((), dtype=dtype).element_size()
         offsets[name] = cursor
-        # The guard after a tensor is as large as the tensor itself (at least GUARD_BYTES), so a
-        # pointer that overshoots by up to a whole tensor stays attributable to it.
-        cursor = _round_up(cursor + nbytes + max(GUARD_BYTES, nbytes), ALIGN)
+        # The guard after a tensor is OVERSHOOT_TENSORS times its size (at least GUARD_BYTES), so a
+        # pointer that overshoots by that much stays attributable to it and is reported out of bounds,
+        # instead of landing in the next tensor as an access that looks in bounds.
+        cursor = _round_up(cursor + nbytes + max(GUARD_BYTES, OVERSHOOT_TENSORS * nbytes), ALIGN)
     buffer = torch.empty(cursor + GUARD_BYTES, dtype=torch.uint8, device=device)
     base = buffer.data_ptr()
     shift = (-base) % ALIGN

@@ -158,3 +158,24 @@ def test_a_slip_that_cannot_be_computed_is_left_out():
     p = dataclasses.replace(p, likely_mistakes=(Mistake("never shown", broken), *p.likely_mistakes))
     result = test(p.reference(), p.spec, puzzle=p, quiet=True, seed=1234)
     assert result.passed, str(result)
+
+
+@triton.jit
+def add_reading_two_tensors_past_x(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets < N0
+    x = tl.load(x_ptr + offsets + 2 * N0, mask=mask)  # a stride slip: two whole tensors past x
+    tl.store(z_ptr + offsets, x + 10, mask=mask)
+
+
+@interpreted_only
+def test_an_overshoot_by_whole_tensors_is_out_of_bounds_of_its_own_tensor():
+    """Every lane that reads two tensors past x is out of bounds of x, at every size: at N0 = 1000 (4000
+    bytes) a guard of one tensor or 4096 bytes let 952 of the 1000 lanes land in z, as accesses that
+    looked in bounds."""
+    result = grade(2, add_reading_two_tensors_past_x)
+    assert {o.sizes["N0"] for o in result.outcomes} >= {1000}
+    for outcome in result.outcomes:
+        assert outcome.status == "out of bounds", (outcome.sizes, str(result))
+        assert {a.tensor for a in outcome.invalid_accesses} == {"x"}, (outcome.sizes, str(result))
+        assert sum(a.count for a in outcome.invalid_accesses) == outcome.sizes["N0"], outcome.sizes
