@@ -702,3 +702,30 @@ def test_sgd_without_weight_decay_fails_and_the_note_names_a_missing_term(seed):
     failure = result.first_failure
     assert failure is not None and failure.status == "wrong" and "weight_decay=0.01" in str(result).splitlines()[0]
     assert "small term missing" in failure.note, failure.note
+
+
+# -- 10. puzzle 16's position in a band (the fourth red team) ------------------------------------------------------
+
+
+def _short_bands(sizes: dict) -> list[tuple[int, int]]:
+    """(first program, rows) of the last band of tile rows, when it is shorter than GROUP_M."""
+    tiles_m, tiles_n = -(-sizes["M"] // sizes["BM"]), -(-sizes["N"] // sizes["BN"])
+    rows, group = tiles_m % sizes["GROUP_M"], sizes["GROUP_M"]
+    return [((tiles_m // group) * group * tiles_n, rows)] if rows else []
+
+
+def test_grouped_order_has_a_short_band_whose_first_program_its_height_does_not_divide():
+    """`pid % rows` equals the position in the band `(pid % (GROUP_M * TN)) % rows` wherever `rows` divides the
+    band's first program id: in every full band, in a one-row band and in a first band. One graded size must
+    have a later short band of two rows or more that starts elsewhere."""
+    bands = [b for s in catalog.get(16).sizes for b in _short_bands(s)]
+    assert any(first > 0 and rows >= 2 and first % rows for first, rows in bands), bands
+
+
+def test_grouped_order_with_the_position_taken_from_the_program_id_fails():
+    result = grade(16, wrong.grouped_order_kernel_position_from_pid)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong", str(result)
+    first, rows = _short_bands(failure.sizes)[0]
+    assert rows >= 2 and all(m.index[0] >= first for m in failure.mismatches), str(result)
+    assert "GROUP_M=3" in str(result).splitlines()[0]

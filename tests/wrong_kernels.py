@@ -543,3 +543,19 @@ def sgd_kernel_without_weight_decay(addresses_ptr, numels_ptr, chunks_ptr, z_ptr
                                     B0: tl.constexpr):
     """Puzzle 21 forgetting the weight decay term (wd p, a percent of the update where wd = 0.01)."""
     _sgd(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, 0.0, B0, tl.float32)
+
+
+# -- puzzles 11-21 (the fourth red team) --------------------------------------------------------------------------
+
+
+@triton.jit
+def grouped_order_kernel_position_from_pid(z_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
+    """Puzzle 16 taking the tile row from `pid % rows` instead of the position in the band, `pid % (GROUP_M * TN)`:
+    the same in every full band (GROUP_M divides the band's first pid) and in a short band of one row."""
+    pid = tl.program_id(0)
+    tiles_n = tl.cdiv(N, BN)
+    per_band = GROUP_M * tiles_n
+    first_m = (pid // per_band) * GROUP_M
+    rows = tl.minimum(tl.cdiv(M, BM) - first_m, GROUP_M)
+    tl.store(z_ptr + 2 * pid, first_m + pid % rows)
+    tl.store(z_ptr + 2 * pid + 1, (pid % per_band) // rows)
