@@ -90,8 +90,8 @@ def test_no_two_sizes_are_equal_in_every_graded_size(p):
 @pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
 def test_each_blocks_axis_runs_several_programs_where_the_block_differs_from_each_other_block(p):
     """`m = tl.program_id(0) * BN + tl.arange(0, BM)` is right wherever axis 0 runs one program or BM = BN. So for
-    each block that sets a grid axis (a block of 1, or twice the block, changes that axis) and each other `tl.constexpr`, some size
-    runs two programs or more on the axis with the two blocks different."""
+    each block that sets a grid axis (a block of 1, or twice the block, changes that axis) and each other
+    `tl.constexpr`, some size runs two programs or more on the axis with the two blocks different."""
     blocks = re.findall(r"(\w+)\s*:\s*tl\.constexpr", kernel_signature(p))
     for block in blocks:
         if block in (p.autotune or {}) or any(_tied(p, block, k) for k in p.canonical):

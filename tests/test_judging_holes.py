@@ -358,6 +358,17 @@ def test_splitk_in_rounds_or_contiguous_ranges_passes(seed, kernel):
     assert result.passed, str(result)
 
 
+def test_splitk_in_contiguous_ranges_that_leave_the_last_part_idle_passes():
+    """Ranges of cdiv(chunks, SPLIT_K) chunks run out before the last part when the chunks are few (9 chunks, 4
+    parts: 3, 3, 3, 0): a split all the same, not one part doing another's work."""
+    def idle(s):
+        chunks = -(-s["K"] // s["BK"])
+        return -(-chunks // s["SPLIT_K"]) * (s["SPLIT_K"] - 1) >= chunks
+    assert any(idle(s) for s in catalog.get(17).sizes)
+    result = grade(17, splitk_contiguous, 1)
+    assert result.passed, str(result)
+
+
 @interpreted_only
 def test_splitk_where_every_part_reads_all_of_k_breaks_the_contract():
     result = grade(17, splitk_every_part_reads_all, 5)

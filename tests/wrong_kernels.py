@@ -610,7 +610,8 @@ def gptq_matmul_kernel_one_tile_row(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, 
         k = k0 + tl.arange(0, BK)
         w_in = (k < K)[:, None] & n_in[None, :]
         a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=m_in[:, None] & (k < K)[None, :], other=0.0)
-        q = (tl.load(qweight_ptr + (k // 8)[:, None] * N + n[None, :], mask=w_in, other=0) >> ((k % 8) * 4)[:, None]) & 0xF
+        words = tl.load(qweight_ptr + (k // 8)[:, None] * N + n[None, :], mask=w_in, other=0)
+        q = (words >> ((k % 8) * 4)[:, None]) & 0xF
         g = k // G
         scale = tl.load(scales_ptr + g[:, None] * N + n[None, :], mask=w_in, other=0.0)
         zero_words = tl.load(qzeros_ptr + g[:, None] * (N // 8) + (n // 8)[None, :], mask=w_in, other=0)
