@@ -744,14 +744,16 @@ def test_grouped_order_with_the_position_taken_from_the_program_id_fails():
 
 # -- 11. two blocks mixed up, or one tile row assumed (the fourth red team) ------------------------------------------
 # Closed in general by tests/test_catalog.py (no two sizes equal in every graded size; each block's axis runs two
-# programs or more where the block differs from each other block): these passed before.
+# programs or more where the block differs from each other block), and for puzzle 12 by a size of two 128-wide
+# chunks (B_MID // 8 is 8 wherever B_MID is 64): these passed before.
 
 
 @pytest.mark.parametrize(("number", "kernel", "status", "size"), [
     (11, wrong.dot_kernel_steps_by_b0, "wrong", "B0=32 B1=16 B2=1 B_MID=64"),
+    (12, wrong.quant_dot_kernel_first_group_from_the_words_per_chunk, "wrong", "MID=256"),
     (17, wrong.splitk_matmul_kernel_rows_from_bn, "wrong", "BM=32 BN=16"),
     (18, wrong.gptq_matmul_kernel_one_tile_row, "unwritten", "M=40"),
-], ids=["11-B0-for-B_MID", "17-BN-for-BM", "18-one-tile-row"])
+], ids=["11-B0-for-B_MID", "12-group-from-words", "17-BN-for-BM", "18-one-tile-row"])
 def test_mixed_up_blocks_and_a_single_tile_row_fail(number, kernel, status, size):
     result = grade(number, kernel, seed=4)
     failure = result.first_failure

@@ -584,6 +584,32 @@ def dot_kernel_steps_by_b0(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexp
 
 
 @triton.jit
+def quant_dot_kernel_first_group_from_the_words_per_chunk(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr,
+                                                         N0, N1, MID, B0: tl.constexpr, B1: tl.constexpr,
+                                                         B_MID: tl.constexpr):
+    """Puzzle 12 with the chunk's first group at k0 // (B_MID // 8) (its words per chunk) instead of k0 // 8:
+    the same where B_MID is 64 or MID is one chunk."""
+    WORDS: tl.constexpr = B_MID // 8
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    cols = tl.program_id(1) * B1 + tl.arange(0, B1)
+    rows_in, cols_in = rows < N0, cols < N1
+    acc = tl.zeros([B0, B1], dtype=tl.float32)
+    for k0 in range(0, MID, B_MID):
+        group = k0 // WORDS + tl.arange(0, WORDS)
+        words = tl.load(weight_ptr + rows[:, None] * (MID // 8) + group[None, :], mask=rows_in[:, None], other=0)
+        w = (words[:, :, None] >> (tl.arange(0, 8) * 4)[None, None, :]) & 0xF
+        scale = tl.load(scale_ptr + rows[:, None] * (MID // 8) + group[None, :], mask=rows_in[:, None], other=0.0)
+        shift_words = tl.load(offset_ptr + rows[:, None] * (MID // 64) + (group // 8)[None, :], mask=rows_in[:, None],
+                              other=0)
+        shift = (shift_words >> ((group % 8) * 4)[None, :]) & 0xF
+        k = k0 + tl.arange(0, B_MID)
+        activation = tl.load(activation_ptr + k[:, None] * N1 + cols[None, :], mask=cols_in[None, :], other=0.0)
+        dequantized = scale[:, :, None] * (w - shift[:, :, None]).to(tl.float32)
+        acc += tl.dot(tl.reshape(dequantized, (B0, B_MID)), activation)
+    tl.store(z_ptr + rows[:, None] * N1 + cols[None, :], acc, mask=rows_in[:, None] & cols_in[None, :])
+
+
+@triton.jit
 def splitk_matmul_kernel_rows_from_bn(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                                       BK: tl.constexpr, SPLIT_K: tl.constexpr):
     """Puzzle 17 with the tile's first row at tl.program_id(0) * BN: right wherever BM = BN."""
