@@ -240,6 +240,13 @@ _TRITON_ERROR_HINTS = (
     ("make_shape_compatible: incompatible dimensions",
      "two blocks of different shapes meet in one operation: give a 1-D block a second axis so they broadcast, "
      "x[:, None] for a column and x[None, :] for a row"),
+    ("Expected pointer argument to have shape",
+     "the value (or the mask) given to tl.store has a larger shape than the block of pointers, whose shape is the "
+     "second one: reduce the value to the pointers' shape (tl.sum(..., axis=...)) or build the pointers with "
+     "the value's shape"),
+    ("argument cannot be block type if pointer argument is not a block",
+     "a block (the value, the mask or other=) goes with a single pointer: add the block's offsets to the pointer "
+     "(ptr + offsets), or reduce the block to one number first"),
     ("must have equal reduction dimensions",
      "tl.dot(a, b) multiplies an M × K block by a K × N block: a's last axis and b's first axis must have the same "
      "length (check the order of the operands and of the tile's axes)"),

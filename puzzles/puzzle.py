@@ -34,6 +34,17 @@ class Baseline:
     def launch(self, inputs: list[Any], sizes: Sizes) -> Callable[[], Any]:
         module, function = self.launcher.split(":")
         return getattr(importlib.import_module(module), function)(inputs, sizes)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A common slip, computed (puzzles/mistakes.py): `output(inputs by name, sizes)` is what the spec
+    gives with the slip in it; a wrong output that matches it gets `text` in its verdict."""
+
+    text: str
+    output: Callable[[dict[str, Any], Sizes], Any]
+
+
 Grid = Callable[[Sizes], tuple[int, ...]]
 
 
@@ -79,6 +90,16 @@ class KSlice:
     tensor: str
     axis: int
     rows: int = 1
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """The axis a kernel loops over and sums away (`length`, a size's name: K, MID, T) and where one input
+    lies along it: a wrong output whose loads never reached some rows of it is told which (a loop that
+    stops early, or skips a chunk)."""
+
+    length: str
+    reads: KSlice
 
 
 @dataclass(frozen=True)
@@ -173,6 +194,10 @@ class Puzzle:
     positional_sizes: tuple[str, ...] = ()
     # A faster kernel timed beside the learner's by `test(..., perf=True)` (puzzle 18: the production GPTQ kernel).
     baseline: Baseline | None = None
+    # Slips whose output the verdict recognises (a wrong matmul says nothing of its cause): puzzles/mistakes.py.
+    likely_mistakes: tuple[Mistake, ...] = ()
+    # The axis the kernel loops over (a split-K puzzle's is its K): rows of it no load reached are named.
+    reduction: Reduction | None = None
 
     @property
     def id(self) -> str:
@@ -204,6 +229,15 @@ class Puzzle:
     def expected_signature(self) -> str:
         """The kernel's signature as the statement gives it."""
         return kernel_signature(self)
+
+    @property
+    def reduced_axis(self) -> Reduction | None:
+        """The reduction a wrong output's loads are checked against: the puzzle's, else its split-K's K."""
+        if self.reduction is not None:
+            return self.reduction
+        if self.split_k is not None:
+            return Reduction(self.split_k.length, self.split_k.inputs[0])
+        return None
 
     def input_scale(self, size_index: int) -> float:
         return self.input_scales[size_index] if size_index < len(self.input_scales) else 1.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,7 +61,7 @@ class InvalidAccess:
 
     def describe(self) -> str:
         where = f"line {self.line}: {self.source.strip()}" if self.line else "kernel"
-        more = f" (and {self.count - 1} more lanes)" if self.count > 1 else ""
+        more = f" (and {self.count - 1} more lane{'s' if self.count > 2 else ''})" if self.count > 1 else ""
         what = "out of bounds" if self.kind == "out of bounds" else "writes into an input tensor"
         return f"{self.op} of {self.tensor}{self.index_text()} {what} in program {self.program}{more}, at {where}"
 
@@ -148,7 +149,7 @@ class Recorder:
             safe = self._check("load", ptrs, mask)
             loaded = orig_load(ptrs, safe, other, *rest)
             if other is None and not safe.data.all():
-                self._poison_masked_lanes(loaded, safe)
+                self._poison_masked_lanes(loaded, safe, mask)
             return loaded
 
         def masked_store(ptrs, value, mask, *rest):
@@ -179,15 +180,18 @@ class Recorder:
             setattr(b, name, fn)
 
     # -- the check ---------------------------------------------------------------------------
-    def _poison_masked_lanes(self, loaded, safe) -> None:
+    def _poison_masked_lanes(self, loaded, safe, mask) -> None:
         """A masked load without `other=`: poison in every masked-off lane (the interpreter put 0 there),
-        and the load's line noted."""
+        and the load's line noted where the kernel's own mask left lanes out (a lane masked off only because
+        it was out of bounds is reported as that, not as a load without other=)."""
         data = loaded.data
         bits = masked_lane_bits(data.dtype)
         if bits is None:
             return
         off = ~np.broadcast_to(np.asarray(safe.data, dtype=bool), np.shape(data))
         data.view(bits[0])[off] = bits[1]
+        if np.broadcast_to(np.asarray(mask.data, dtype=bool), np.shape(data)).all():
+            return
         line = self._kernel_line()
         seen = self.trace.unfilled_loads.get(line)
         if seen is None:
@@ -250,6 +254,11 @@ class Recorder:
         return _interp.TensorHandle(safe_active, triton.language.int1)
 
     def _report(self, op: str, addr: np.ndarray, slot: np.ndarray, program, line) -> None:
+        named = self._pointer_named(_source_line(self.kernel_file, line))
+        if named is not None:
+            # The line reads through one tensor's pointer: an overshoot past the tensors beyond it is still
+            # that tensor's (a qweight index 8 times too large lands past z, but the learner wrote qweight_ptr).
+            slot = np.full_like(slot, named)
         for s in np.unique(slot):
             name = self.names[s]
             sel = addr[slot == s]
@@ -260,6 +269,15 @@ class Recorder:
             self.trace.invalid.append(InvalidAccess(
                 op, name, first, program, line, _source_line(self.kernel_file, line), int(sel.size), element,
                 shape=self._shape(name)))
+
+    def _pointer_named(self, source: str) -> int | None:
+        """The slot of the one tensor whose pointer (`<name>_ptr`) the kernel line names, if exactly one.
+        None for tensor lists (puzzle 21: `params[2]`), whose pointers come out of a table that the line names."""
+        if any("[" in name for name in self.names):
+            return None
+        names = set(re.findall(r"\b(\w+)_ptr\b", source))
+        slots = [i for i, name in enumerate(self.names) if name in names]
+        return slots[0] if len(slots) == 1 and len(names) == 1 else None
 
     def _shape(self, name: str) -> tuple[int, ...]:
         return tuple(self.trace.tensors.get(name, ((),))[0])

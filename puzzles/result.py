@@ -278,8 +278,20 @@ def _printed(result: TestResult) -> SizeOutcome | None:
 
 def _detail_lines(o: SizeOutcome) -> list[str]:
     lines = []
-    for a in o.invalid_accesses[:MAX_SHOWN]:
-        lines.append(f"  {'out of bounds' if a.kind == 'out of bounds' else 'store into an input'}: {a.describe()}")
+    # One line per op of the kernel: the same line out of bounds in every program (or every loop step) says
+    # nothing new after the first, but which programs did it may.
+    same_op: dict[tuple[str, str, str, int | None], list[InvalidAccess]] = {}
+    for a in o.invalid_accesses:
+        same_op.setdefault((a.kind, a.op, a.tensor, a.line), []).append(a)
+    for group in list(same_op.values())[:MAX_SHOWN]:
+        a = group[0]
+        text = f"  {'out of bounds' if a.kind == 'out of bounds' else 'store into an input'}: {a.describe()}"
+        if len(group) > 1:
+            programs = list(dict.fromkeys(g.program for g in group[1:] if g.program != a.program))
+            where = (f", in program{'s' if len(programs) > 1 else ''} " + ", ".join(map(str, programs[:4]))
+                     + (" …" if len(programs) > 4 else "")) if programs else ", in the same program"
+            text += f"; {len(group) - 1} more time{'s' if len(group) > 2 else ''} at this line{where}"
+        lines.append(text)
     if o.mismatches:
         lines.append("  first wrong elements (index: expected vs got):")
         for m in o.mismatches[:MAX_SHOWN]:

@@ -437,6 +437,60 @@ def test_gptq_zero_point_mistakes(kernel):
     _wrong_at_the_canonical_size(18, kernel)
 
 
+# -- a wrong output that a likely slip explains is told which slip (puzzles/mistakes.py) ------------------------
+
+@triton.jit
+def gemv_without_scale(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    n = tl.program_id(0) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k = k0 + tl.arange(0, BK)
+        x = tl.load(x_ptr + k, mask=k < K, other=0.0).to(tl.float32)
+        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0)
+        acc += tl.sum(x[:, None] * w.to(tl.float32), axis=0)
+    tl.store(z_ptr + n, acc.to(tl.float16), mask=n < N)  # the per-column scale forgotten
+
+
+SLIPS = [
+    (13, pack_nibbles_reversed, "reverse order"),
+    (13, pack_without_nibble_mask, "without & 0xF"),
+    (14, unpack_masking_before_shifting, "masked in place"),
+    (15, gemv_without_scale, "scale is left out"),
+    (16, grouped_order_row_major, "row-major order"),
+    (16, grouped_order_full_last_band, "last band is taken as GROUP_M"),
+    (18, gptq_without_plus_one, "without its + 1"),
+    (18, gptq_zeros_packed_along_k, "qzeros is packed along N"),
+]
+
+
+@pytest.mark.parametrize("number, kernel, slip", SLIPS, ids=lambda x: getattr(getattr(x, "fn", None), "__name__", ""))
+def test_a_likely_slip_is_named_in_the_verdict(number, kernel, slip):
+    result = grade(number, kernel)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "the output is what this slip gives" in result.reason() and slip in result.reason(), str(result)
+
+
+def test_a_wrong_output_that_no_slip_explains_names_none():
+    result = grade(15, gemv_weight_read_as_n_by_k)
+    assert result.first_failure.status == "wrong" and "slip" not in str(result), str(result)
+
+
+@pytest.mark.parametrize("p", [p for p in catalog.all_puzzles() if p.likely_mistakes], ids=lambda p: p.id)
+def test_every_likely_slip_gives_a_wrong_output_at_some_size(p):
+    """A slip whose output is the spec's at every size could never be told apart: each one must differ somewhere
+    (where it does not, e.g. puzzle 18's chunk taken as the group at BK = G, the verdict skips it)."""
+    from puzzles.harness.cases import make_case
+
+    def same(a, b, case):
+        return torch.equal(a, b) if not b.dtype.is_floating_point else torch.allclose(
+            a.double(), b.double(), rtol=case.rtol, atol=case.atol)
+
+    cases = [make_case(p.spec, p, sizes, 1234, i) for i, sizes in enumerate(p.sizes)]
+    for text, _ in cases[0].mistaken:
+        differs = [not same(dict(c.mistaken)[text], c.expected, c) for c in cases]
+        assert any(differs), f"puzzle {p.number}: '{text}' gives the right output at every size"
+
+
 @interpreted_only
 def test_gptq_without_k_mask():
     assert "out-of-bounds" in _out_of_bounds_on_a_ragged_block(18, gptq_without_k_mask, "K", "BK")

@@ -47,6 +47,15 @@ def rotated_layers(k: int, n: int) -> tuple[list[GPTQWeight], torch.Tensor, list
     return copies, dequantize(copies[0], torch.float32), w16
 
 
+def resident_layer(k: int, n: int) -> tuple[list[GPTQWeight], torch.Tensor, list[torch.Tensor]]:
+    """One weight copy (L2-resident where it fits), shaped as rotated_layers' result: ([int4], fp32 ref, [fp16])."""
+    from solutions.gptq import dequantize
+
+    w = random_layer(k, n)
+    w_ref = dequantize(w, torch.float32)
+    return [w], w_ref, [w_ref.half()]
+
+
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     """Relative Frobenius error of ``out`` against the fp32 reference."""
     return ((out.float() - ref).norm() / ref.norm()).item()

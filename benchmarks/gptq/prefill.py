@@ -16,6 +16,10 @@ Methods, GPU time per call from CUDA-graph replays (``common.gpu_time_us``):
 
 Each output is checked against an fp32 reference. The methods take turns in ``--rounds`` rounds and each
 time is the median (identical work measured minutes apart differs by up to 8% on the H100).
+
+By default one copy of the weights serves every call, so they stay in L2 where they fit (the fp16 W of
+4096 x 4096 is 32 MiB: cuBLAS then reads it from L2). ``--rotate`` cycles through copies totalling at least
+twice the L2, as bench.py does and as a model's forward sees them (each layer's weights read once).
 """
 
 from __future__ import annotations
@@ -24,10 +28,19 @@ import argparse
 from pathlib import Path
 
 import torch
-from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, rel_err, start_gpu_run, write_report
+from common import (
+    SHAPES,
+    gpu_time_us,
+    interleaved_medians,
+    rel_err,
+    resident_layer,
+    rotated_layers,
+    start_gpu_run,
+    write_report,
+)
 
 from solutions.gptq import configs as gptq_configs
-from solutions.gptq import dequantize, gptq_matmul
+from solutions.gptq import gptq_matmul
 from solutions.gptq import plans as gptq_plans
 
 M_VALUES = (256, 512, 1024, 2048, 4096)
@@ -39,28 +52,29 @@ def main() -> int:
     parser.add_argument("--m", type=int, nargs="*", default=list(M_VALUES))
     parser.add_argument("--shapes", type=int, nargs="*", default=list(range(len(SHAPES))))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rotate", action="store_true", help="weights rotated past the L2 (as bench.py), not resident")
     args = parser.parse_args()
     env = start_gpu_run("prefill.py", args.out)
     if env is None:
         return 0
     env["DEQUANT_CHUNK_BYTES"] = gptq_plans.DEQUANT_CHUNK_BYTES
+    env["weights"] = "rotated past the L2" if args.rotate else "one copy (L2-resident where it fits)"
     rows = []
     for si in args.shapes:
         k, n = SHAPES[si]
-        w = random_layer(k, n)
-        w_ref = dequantize(w, torch.float32)
-        w16 = w_ref.half()
+        copies, w_ref, w16s = (rotated_layers if args.rotate else resident_layer)(k, n)
+        w = copies[0]
         for m in args.m:
             a = torch.randn(m, k, device="cuda", dtype=torch.float16)
             ref = a.float() @ w_ref
-            methods = {
-                "cublas": lambda a=a, w16=w16: a @ w16,
-                "fused": lambda a=a, w=w: gptq_matmul(a, w, method="fused"),
-                "dequant": lambda a=a, w=w: gptq_matmul(a, w, method="dequant"),
-                "auto": lambda a=a, w=w: gptq_matmul(a, w),
+            methods = {  # a call per weight copy
+                "cublas": [lambda a=a, w16=w16: a @ w16 for w16 in w16s],
+                "fused": [lambda a=a, w=c: gptq_matmul(a, w, method="fused") for c in copies],
+                "dequant": [lambda a=a, w=c: gptq_matmul(a, w, method="dequant") for c in copies],
+                "auto": [lambda a=a, w=c: gptq_matmul(a, w) for c in copies],
             }
             if gptq_plans.ws_choice(a, w, explicit=True):
-                methods["ws"] = lambda a=a, w=w: gptq_matmul(a, w, method="ws")
+                methods["ws"] = [lambda a=a, w=c: gptq_matmul(a, w, method="ws") for c in copies]
             cfg = gptq_configs.select_config(m, k, n)
             tile = gptq_plans.ws_choice(a, w, explicit=False)
             chosen = (f"ws {tile.block_m}/{tile.stages}{'/sk' * tile.stream_k}" if tile
@@ -68,11 +82,10 @@ def main() -> int:
             row = {"M": m, "K": k, "N": n, "chosen": chosen,
                    "fused_cfg": f"{cfg.block_m}x{cfg.block_n}x{cfg.block_k} w{cfg.num_warps} s{cfg.num_stages}"
                                 f" split{cfg.split_k}"}
-            for name, call in methods.items():
-                out = call()
-                row[f"{name}_err"] = rel_err(out, ref)
-            medians = interleaved_medians({name: lambda c=call: gpu_time_us([c], min_calls=4, warmup=10, rep=60)
-                                           for name, call in methods.items()}, args.rounds)
+            for name, calls in methods.items():
+                row[f"{name}_err"] = rel_err(calls[0](), ref)
+            medians = interleaved_medians({name: lambda c=calls: gpu_time_us(c, min_calls=4, warmup=10, rep=60)
+                                           for name, calls in methods.items()}, args.rounds)
             for name, value in medians.items():
                 row[f"{name}_us"] = value
             for name in methods:
@@ -82,13 +95,14 @@ def main() -> int:
                   + "  ".join(f"{name} {row[name + '_us']:8.1f} ({row[name + '_x_cublas']:.2f}x)"
                               for name in ("fused", "dequant", "ws", "auto") if name in methods)
                   + f"  [{row['chosen']}]  {row['fused_cfg']}", flush=True)
-        del w, w_ref, w16
+        del w, copies, w_ref, w16s
         torch.cuda.empty_cache()
     lines = [
         f"# GPTQ prefill (M = 256..4096) on {env['device']}",
         "",
         f"- command: `{env['command']}`; torch {env['torch']}, triton {env['triton']}",
         f"- GPU us per call from CUDA-graph replays, median of {args.rounds} rounds in which the methods take turns;"
+        f" weights: {env['weights']};"
         f" dequant chunk <= {env['DEQUANT_CHUNK_BYTES'] >> 20} MiB of fp16 W;"
         " ws = the warp-specialised kernel (method='ws'; - where it cannot run);"
         " auto = gptq_matmul() as shipped, using the method in column `chosen`;"

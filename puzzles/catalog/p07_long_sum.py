@@ -3,7 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle, cdiv
+from puzzles.puzzle import KSlice, Puzzle, Reduction, cdiv
 
 
 def sum_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0"]:
@@ -17,6 +17,7 @@ PUZZLE = Puzzle(
     title="Long sum",
     kernel_name="sum_kernel",
     spec=sum_spec,
+    reduction=Reduction("T", KSlice("x", 1)),  # a loop over T that stops early is named
     statement=r"""
 Sum each row of an `N0 × T` matrix:
 

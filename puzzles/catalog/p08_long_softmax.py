@@ -4,7 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.bug_inputs import softmax_mixed_rows
-from puzzles.puzzle import Puzzle, cdiv
+from puzzles.puzzle import KSlice, Puzzle, Reduction, cdiv
 
 
 def softmax_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0 T"]:
@@ -21,6 +21,7 @@ PUZZLE = Puzzle(
     title="Long softmax",
     kernel_name="softmax_kernel",
     spec=softmax_spec,
+    reduction=Reduction("T", KSlice("x", 1)),  # a loop over T that stops early is named
     statement=r"""
 The softmax of each row of an `N0 × T` matrix:
 

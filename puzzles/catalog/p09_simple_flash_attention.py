@@ -5,7 +5,7 @@ from torch import Tensor
 
 from puzzles.bug_inputs import attention_growing_scores
 from puzzles.picture_hooks import RegisterTensor
-from puzzles.puzzle import Puzzle, cdiv
+from puzzles.puzzle import KSlice, Puzzle, Reduction, cdiv
 
 
 def flashatt_spec(q: Float32[Tensor, "N0"], k: Float32[Tensor, "T"], v: Float32[Tensor, "T"]) -> Float32[Tensor, "N0"]:
@@ -24,6 +24,7 @@ PUZZLE = Puzzle(
     title="Simple flash attention",
     kernel_name="flashatt_kernel",
     spec=flashatt_spec,
+    reduction=Reduction("T", KSlice("k", 0)),  # a loop over T that stops early is named
     statement=r"""
 Attention with scalar queries, keys and values: for each of the `N0` queries,
 

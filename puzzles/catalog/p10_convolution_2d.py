@@ -32,7 +32,9 @@ Slide a `KH × KW` filter `k` over each of `N0` images `x` of size `H × W`:
 
 $$z_{n,h,w} = \sum_{a=0}^{KH-1}\sum_{b=0}^{KW-1} k_{a,b}\; x_{n,\,h+a,\,w+b}$$
 
-where `x` counts as zero outside the image (so the output has the image's size). The grid is
+where `x` counts as zero outside the image (so the output has the image's size). All three tensors
+are contiguous: `x[n, h, w]` sits at `x_ptr + n·H·W + h·W + w` (as `z[n, h, w]` at `z_ptr`), and
+`k[a, b]` at `k_ptr + a·KW + b`. The grid is
 `(cdiv(N0, B0),)`: each program handles `B0` images, and loops over the output pixels
 `(h, w)`, loading the `KH × KW` window under each (masked where it leaves the image). `KH`,
 `KW` and `B0` are powers of two; `H` and `W` are any sizes.
@@ -46,7 +48,9 @@ where `x` counts as zero outside the image (so the output has the image's size).
         "Load the filter once: offsets `a[:, None] * KW + b[None, :]` "
         "with `a = tl.arange(0, KH)`, `b = tl.arange(0, KW)`.",
         "For each `(h, w)`, the window's rows are `h + a`, its columns `w + b`; mask `(h + a < H) & (w + b < W)`.",
-        "With `B0` images per program the window becomes 3-D: `n[:, None, None] * H * W + ...`.",
+        "With `B0` images per program the window becomes 3-D, `B0 × KH × KW`: `n[:, None, None] * H * W + ...`. "
+        "Multiply it by the filter, sum over the two window axes (`tl.sum(tl.sum(..., axis=2), axis=1)`), one "
+        "value per image, and store it at `z_ptr + n * H * W + h * W + w`, masked by `n < N0`.",
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     perf_size={"N0": 1024, "H": 64, "W": 64, "KH": 4, "KW": 4, "B0": 8},

@@ -3,7 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle
+from puzzles.puzzle import KSlice, Puzzle, Reduction
 
 
 def dot_spec(x: Float32[Tensor, "N2 N0 MID"], y: Float32[Tensor, "N2 MID N1"]) -> Float32[Tensor, "N2 N0 N1"]:
@@ -17,6 +17,7 @@ PUZZLE = Puzzle(
     title="Batched matrix multiply",
     kernel_name="dot_kernel",
     spec=dot_spec,
+    reduction=Reduction("MID", KSlice("x", 2)),  # a loop over MID that stops early is named
     statement=r"""
 Multiply `N2` pairs of matrices: `x` has shape `N2 × N0 × MID`, `y` has `N2 × MID × N1`, and
 

@@ -4,7 +4,8 @@ import torch
 from jaxtyping import Float32, Int32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle
+from puzzles import mistakes
+from puzzles.puzzle import KSlice, Mistake, Puzzle, Reduction
 
 FPINT = 8  # 4-bit values per int32 word
 GROUP = 8  # consecutive weights of a row that share one scale and one shift
@@ -36,10 +37,12 @@ PUZZLE = Puzzle(
     title="Quantized matrix multiply",
     kernel_name="quant_dot_kernel",
     spec=quant_dot_spec,
+    reduction=Reduction("MID", KSlice("activation", 0)),  # a loop over MID that stops early is named
     statement=r"""
 A matrix multiply whose left operand is stored as 4-bit integers. The weight matrix `W` has
-`N0` rows and `MID` columns; each of its values is a 4-bit unsigned integer `w` in `0 … 15`,
-packed 8 to an int32 word (`FPINT = 8`), low nibble first: value `k` of a row is nibble
+`N0` rows and `MID` columns; each of its values is a 4-bit unsigned integer `w` in `0 … 15`
+(a *nibble*: nibble `n` of a word is its bits `4n … 4n + 3`, nibble 0 the lowest), packed 8 to an
+int32 word (`FPINT = 8`), low nibble first: value `k` of a row is nibble
 `k % 8` of word `k // 8`, i.e. `(word >> 4*(k % 8)) & 0xF`. So `weight` has shape
 `N0 × MID/8`.
 
@@ -72,6 +75,14 @@ multiple of `B_MID`; `N0` and `N1` are any sizes. `tl.dot` is allowed.
     ),
     rtol=1e-2,
     atol=1e-1,
+    likely_mistakes=(
+        Mistake("the shift (zero point) is left out: each weight is scale · (w − shift), with the shift of its group",
+                mistakes.quant_dot_without_shift),
+        Mistake("the words are masked before the shift, (word & 0xF) >> 4·n, which keeps only nibble 0: shift first, "
+                "then mask, (word >> 4·n) & 0xF", mistakes.quant_dot_masked_first),
+        Mistake("value k takes its shift from nibble k % 8 (its own place in its weight word); the shift belongs to "
+                "its group g = k // 8: nibble g % 8 of offset word g // 8", mistakes.quant_dot_shift_by_value),
+    ),
     perf_size={"N0": 4096, "N1": 4096, "MID": 4096, "B0": 64, "B1": 64, "B_MID": 64},
     flops=lambda s: 2 * s["N0"] * s["N1"] * s["MID"],
 )

@@ -4,8 +4,9 @@ import torch
 from jaxtyping import Int8, Int32
 from torch import Tensor
 
+from puzzles import mistakes
 from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.puzzle import Puzzle
+from puzzles.puzzle import Mistake, Puzzle
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -79,5 +80,13 @@ any size and `N1` need not be a multiple of `B1`. Anything in `triton.language` 
         "`tl.sum(..., axis=2)`; store the `B0 × B1 // 8` words at `z_ptr + r * (N1 // 8) + w`.",
     ),
     launch_order_note=QUANTIZATION_ORDER_NOTE,
+    likely_mistakes=(
+        Mistake("the nibbles are in reverse order: value 8w + n goes to nibble n, bits 4n … 4n + 3 (low nibble "
+                "first), so shift it by 4 * n", mistakes.pack_high_nibble_first),
+        Mistake("each value is stored as its own 4-bit pattern, v & 0xF; the statement stores v + 8 (offset "
+                "binary): q = (x + 8) & 0xF", mistakes.pack_without_offset),
+        Mistake("x + 8 is shifted without & 0xF: the junk high nibble of each int8 spills into the next nibbles; "
+                "keep only the low 4 bits, q = (x + 8) & 0xF", mistakes.pack_without_nibble_mask),
+    ),
     perf_size={"N0": 8192, "N1": 8192, "B0": 16, "B1": 256},
 )

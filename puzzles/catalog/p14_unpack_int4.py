@@ -4,8 +4,9 @@ import torch
 from jaxtyping import Int8, Int32
 from torch import Tensor
 
+from puzzles import mistakes
 from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.puzzle import Puzzle, cdiv
+from puzzles.puzzle import Mistake, Puzzle, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -59,5 +60,14 @@ of `BK`, nor `N` of `BN`.
     ),
     grid=lambda s: (cdiv(s["K"], s["BK"]), cdiv(s["N"], s["BN"])),
     launch_order_note=QUANTIZATION_ORDER_NOTE,
+    likely_mistakes=(
+        Mistake("the nibbles are stored as they are, 0 … 15: subtract the offset of 8 to get the value in −8 … 7",
+                mistakes.unpack_without_offset),
+        Mistake("the words are masked before the shift, (word & 0xF) >> 4·(k % 8), which keeps only nibble 0: shift "
+                "first, then mask", mistakes.unpack_masked_first),
+        Mistake("each nibble is masked in place, then shifted down, (word & (0xF << s)) >> s: for the top nibble "
+                "the arithmetic shift copies the sign bit into the bits above it; shift first, then mask with 0xF",
+                mistakes.unpack_masked_in_place),
+    ),
     perf_size={"K": 8192, "N": 8192, "BK": 64, "BN": 128},
 )

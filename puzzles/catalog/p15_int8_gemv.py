@@ -3,8 +3,9 @@
 from jaxtyping import Float16, Int8
 from torch import Tensor
 
+from puzzles import mistakes
 from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.puzzle import Puzzle, cdiv
+from puzzles.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
 
 
 def int8_gemv_spec(
@@ -20,6 +21,7 @@ PUZZLE = Puzzle(
     title="Int8 weight-only matrix-vector product",
     kernel_name="int8_gemv_kernel",
     spec=int8_gemv_spec,
+    reduction=Reduction("K", KSlice("x", 0)),  # a loop over K that stops early is named
     statement=r"""
 A language model generating one token at a time multiplies a single activation vector by
 every weight matrix: a matrix-**vector** product (batch size 1). Each weight is read once and
@@ -65,6 +67,10 @@ sums. `K` need not be a multiple of `BK`, nor `N` of `BN`.
     # The sums reach a few hundred; fp16 keeps about 3 significant digits.
     rtol=1e-2,
     atol=1e-2,
+    likely_mistakes=(
+        Mistake("the per-column scale is left out: multiply each column's sum by scale[n] before rounding to fp16",
+                mistakes.gemv_without_scale),
+    ),
     perf_size={"N": 8192, "K": 8192, "BN": 64, "BK": 128},
     flops=lambda s: 2 * s["N"] * s["K"],
     launch_order_note=QUANTIZATION_ORDER_NOTE,

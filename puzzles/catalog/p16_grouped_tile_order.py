@@ -4,9 +4,10 @@ import torch
 from jaxtyping import Int32
 from torch import Tensor
 
+from puzzles import mistakes
 from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
 from puzzles.picture_hooks import TileOrder
-from puzzles.puzzle import Puzzle, cdiv
+from puzzles.puzzle import Mistake, Puzzle, cdiv
 
 
 def grouped_order_spec(
@@ -78,4 +79,10 @@ multiple of `GROUP_M`. Write the remap yourself with integer arithmetic (`//`, `
     grid=lambda s: (cdiv(s["M"], s["BM"]) * cdiv(s["N"], s["BN"]),),
     tile_order=TileOrder(rows="M", cols="N", block_rows="BM", block_cols="BN", group="GROUP_M"),
     launch_order_note=QUANTIZATION_ORDER_NOTE,
+    likely_mistakes=(
+        Mistake("the tiles are in row-major order (tm = pid // TN, tn = pid % TN): take the tile rows in bands of "
+                "GROUP_M and walk each band column by column", mistakes.order_row_major),
+        Mistake("the last band is taken as GROUP_M tile rows high; it has only TM − m0 rows when fewer are left: "
+                "g = min(TM − m0, GROUP_M) in the division and the remainder", mistakes.order_full_last_band),
+    ),
 )

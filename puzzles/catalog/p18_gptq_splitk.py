@@ -4,8 +4,9 @@ import torch
 from jaxtyping import Float16, Int32
 from torch import Tensor
 
+from puzzles import mistakes
 from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.puzzle import Baseline, KSlice, Puzzle, SplitK, cdiv
+from puzzles.puzzle import Baseline, KSlice, Mistake, Puzzle, SplitK, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -82,7 +83,9 @@ and multiplies with `tl.dot` (fp16 tiles, float32 accumulator). The weights go f
 to registers in 4 bits and are never written back dequantized: that is the point.
 At the end the program adds its partial tile, rounded to fp16, into `z` (fp16, `M × N`) with
 `tl.atomic_add`; the grader zeroes `z` first. (Adding fp16 partials, as split-K kernels do when
-the layer's output is fp16, rounds each partial sum; the tolerance allows for it.)
+the layer's output is fp16, rounds each partial sum; the tolerance allows for it.) Puzzle 16's
+grouped tile order pays off where `z` has many rows of tiles; with `M` a few tokens it has one, so
+the program ids are used as they come.
 
 `K` is a multiple of `G`, `G` and `BK` of 8, `N` of 8 (whole words); `K` need not be a
 multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `BM`, `BN`
@@ -118,6 +121,18 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
     launch_order_note=QUANTIZATION_ORDER_NOTE,
     baseline=Baseline(name="the production GPTQ kernel (solutions/gptq, gptq_matmul)", lesson=PRODUCTION_LESSON,
                       launcher="solutions.gptq.puzzle_baseline:launcher"),
+    likely_mistakes=(
+        Mistake("the zero point is subtracted without its + 1: AutoGPTQ stores zero − 1, so "
+                "W = (q − (zero + 1)) · scale", mistakes.gptq_without_plus_one),
+        Mistake("every zero point is taken as 8 (q − 8, as in puzzle 14); here each group and column has its own, "
+                "unpacked from qzeros", mistakes.gptq_zero_as_eight),
+        Mistake("the zero point is left out: W = (q − (zero + 1)) · scale", mistakes.gptq_without_zero),
+        Mistake("the zero point is read at nibble k % 8 of its word, as a weight is; qzeros is packed along N: "
+                "zero[g, n] is nibble n % 8 of qzeros[g, n // 8]", mistakes.gptq_zeros_along_k),
+        Mistake("the scales are left out: W = (q − (zero + 1)) · scale[g, n]", mistakes.gptq_without_scales),
+        Mistake("the group of row k is taken as k // BK (its chunk); it is k // G, and a chunk may hold rows of "
+                "several groups", mistakes.gptq_group_by_block),
+    ),
     perf_size={"M": 16, "N": 4096, "K": 4096, "G": 128, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
 )

@@ -87,5 +87,5 @@ def draw_tile_order(fig: Figure, scene: Scene) -> None:
     bands = f"; purple lines: bands of {group_name} tile rows" if tm > group else ""
     p.text(0.2, 0.55, f"one 1-D grid of TM · TN = {tm * tn} programs; the number in a tile is the pid that computes it"
            f"{bands}.", fontsize=FS_SMALL, color=MUTED, ha="left", va="top")
-    p.text(0.2, 0.35, "z[pid] = (tile_m, tile_n); the input launch is a placeholder whose shape carries the "
-           "geometry", fontsize=FS_SMALL, color=MUTED, ha="left", va="top")
+    p.text(0.2, 0.35, "row pid of z holds (tile_m, tile_n), the tile of program pid; the kernel gets only the sizes, "
+           "no input tensor", fontsize=FS_SMALL, color=MUTED, ha="left", va="top")

@@ -7,7 +7,7 @@ grid, and what the spec returns for those inputs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -25,7 +25,7 @@ from puzzles.inputs import (
     spec_signature,
 )
 from puzzles.layouts import storage_numel, strided_view, strides_of
-from puzzles.puzzle import Puzzle, Sizes, SplitK, default_grid
+from puzzles.puzzle import Puzzle, Reduction, Sizes, SplitK, default_grid
 
 
 @dataclass
@@ -43,9 +43,13 @@ class Case:
     guarded: list[str] | None = None  # regions no store may touch, when more than the kernel's inputs
     relink: Callable[[Any], None] | None = None  # rewrites an address table for another arena (GPU copy)
     split_k: SplitK | None = None  # the split-K contract to check from the recorded accesses
+    reduction: Reduction | None = None  # the axis the kernel loops over: rows no load reached are named
     # What the spec gives for a contiguous reading of the strided inputs (puzzle 19): a kernel that
     # ignores the strides it is given writes this.
     contiguous_expected: torch.Tensor | None = None
+    # The puzzle's likely mistakes and the output each gives on these inputs (a wrong output matching one
+    # is told which slip it is).
+    mistaken: list[tuple[str, torch.Tensor]] = field(default_factory=list)
 
 
 def resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzzle | None:
@@ -168,8 +172,25 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
         if all(t is not None for t in read.values()):
             contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
+    mistaken = _mistaken_outputs(p, {t.name: seen.get(t.name, arena.tensors[t.name]) for t in inputs}, sizes)
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
-                 row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous)
+                 row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
+                 mistaken=mistaken, reduction=p.reduced_axis if p else None)
+
+
+def _mistaken_outputs(p: Puzzle | None, inputs: dict[str, torch.Tensor],
+                      sizes: Sizes) -> list[tuple[str, torch.Tensor]]:
+    """What each of the puzzle's likely slips gives on these inputs. A slip that cannot be computed at these
+    sizes (sizes given to test() outside the puzzle's rules) is left out: it only ever adds a note."""
+    found = []
+    for m in p.likely_mistakes if p is not None else ():
+        try:
+            out = m.output({name: t.clone() for name, t in inputs.items()}, sizes)
+        except Exception:  # noqa: BLE001 - a note we cannot make is no failure
+            continue
+        if isinstance(out, torch.Tensor):
+            found.append((m.text, out))
+    return found
 
 
 def _contiguous_reading(storage: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor | None:

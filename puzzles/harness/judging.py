@@ -14,7 +14,7 @@ from puzzles.execution import (
     kernel_file,
 )
 from puzzles.harness.cases import Case
-from puzzles.harness.split_k import split_k_violation
+from puzzles.harness.split_k import rows_text, split_k_violation, unread_rows
 from puzzles.inputs import (
     unwritten_mask,
 )
@@ -25,6 +25,7 @@ from puzzles.result import MAX_SHOWN, Mismatch, SizeOutcome
 def judge_runs(kernel: Any, cases: list[Case], runs: list[RunOutput]) -> list[SizeOutcome]:
     """A verdict for each size; the sizes after a timeout were not run."""
     outcomes = [judge_run(case, run, kernel_file(kernel)) for case, run in zip(cases, runs, strict=False)]
+    _drop_unfounded_guesses(outcomes, runs)
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
     return outcomes
 
@@ -84,6 +85,8 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
         o.note = _row_summary(torch.where(unwritten, 0, out), expected, wrong)
     if o.mismatch_count:
         _explain_wrong(o, out, expected, wrong, case, run.trace)
+        if recorded and case.reduction is not None:
+            _add_notes(o, [_unread_note(run.trace, case)])
     if run.trace is not None and run.trace.invalid:
         o.status = "out of bounds"
         _add_notes(o, [_escape_hint(run.trace, case)])
@@ -138,19 +141,25 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
     (a float16 computation where the spec's is float32)."""
     if trace is not None and trace.unfilled_loads and (not expected.dtype.is_floating_point or
                                                        bool((torch.isnan(out) & wrong).any())):
-        loads = sorted(trace.unfilled_loads.values(), key=lambda u: u.line or 0)
-        where = "; ".join(f"line {u.line}: {u.source.strip()}" if u.line else "a load" for u in loads[:3])
         garbage = int((torch.isnan(out) & ~torch.isnan(expected) & wrong).sum()) if out.is_floating_point() else 0
-        seen = f"{garbage} of the wrong elements are NaN: " if garbage else ""
-        depends = "the output depends on them" if garbage else "if the output depends on them"
-        _add_notes(o, [f"{seen}masked loads without other= ({where}) leave their masked-off lanes undefined on a GPU "
-                       "(the interpreter gives 0; the grader fills them with NaN or junk, as a GPU may), and "
-                       f"{depends}: give the load the value that changes nothing, other=0 for a sum, other=-inf "
-                       "for a maximum or a softmax's scores, or keep those lanes out with tl.where"])
+        _add_notes(o, [_unfilled_note(trace, garbage)])
         return
     if case.contiguous_expected is not None and bool(_close(out, case.contiguous_expected, case).all()):
         _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a "
                        "packed array): address the elements with the strides the kernel is given"])
+        return
+    for text, mistaken in case.mistaken:
+        if mistaken.shape == out.shape and not bool(_close(mistaken, expected, case).all()) \
+                and bool(_close(out, mistaken, case).all()):
+            _add_notes(o, [f"the output is what this slip gives: {text}"])
+            return
+    # Not for zeros alone: an output left at 0 (a sum never accumulated) is whole too, for another reason.
+    if (expected.dtype.is_floating_point and _whole_numbers(out[wrong]) and bool((out[wrong] != 0).any())
+            and not _whole_numbers(expected[wrong])):
+        _add_notes(o, ["every wrong element is a whole number where the expected ones are not: is a value "
+                       "converted to an integer type (.to(tl.int32)), or computed from integer blocks (an integer "
+                       "division //, a float block loaded through an integer pointer)? keep the arithmetic in "
+                       "floating point"])
         return
     if expected.dtype == torch.float32 and out.dtype == torch.float32:
         # Relative to the typical value too: a rounding of the terms shows fully where they cancel.
@@ -162,6 +171,50 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
                            "output's typical size), the error that float16 or bfloat16 arithmetic makes: is a value "
                            "converted to a lower precision, or accumulated in one? compute in float32, as the spec "
                            "does (or, if it all is float32: is a small term missing, or a constant slightly off?)"])
+
+
+def _unread_note(trace: Trace, case: Case) -> str:
+    """Rows of the reduced axis that no load reached: a loop that stops early or skips a chunk."""
+    name, reads = case.reduction.length, case.reduction.reads
+    length = int(case.sizes[name])
+    missing = unread_rows(trace, reads, length)
+    if not missing:
+        return ""
+    return (f"no program loads {reads.tensor} at {name} = {rows_text(missing)} (of 0…{length - 1}): does the loop "
+            f"over {name} stop early, or skip a chunk? it must reach all {length} rows")
+
+
+def _whole_numbers(values: torch.Tensor) -> bool:
+    """True when there are values and every one is finite and whole (no fraction)."""
+    v = values.double()
+    return bool(v.numel()) and bool((torch.isfinite(v) & (v == v.round())).all())
+
+
+def _unfilled_note(trace: Trace, garbage: int) -> str:
+    """The note on masked loads without other=: certain where `garbage` wrong elements are NaN (the poison
+    reached the output), a guess otherwise (an integer output cannot show where its junk went)."""
+    loads = sorted(trace.unfilled_loads.values(), key=lambda u: u.line or 0)
+    where = "; ".join(f"line {u.line}: {u.source.strip()}" if u.line else "a load" for u in loads[:3])
+    seen = f"{garbage} of the wrong elements are NaN: " if garbage else ""
+    depends = "the output depends on them" if garbage else "if the output depends on them"
+    return (f"{seen}masked loads without other= ({where}) leave their masked-off lanes undefined on a GPU "
+            "(the interpreter gives 0; the grader fills them with NaN or junk, as a GPU may), and "
+            f"{depends}: give the load the value that changes nothing, other=0 for a sum, other=-inf "
+            "for a maximum or a softmax's scores, or keep those lanes out with tl.where")
+
+
+def _drop_unfounded_guesses(outcomes: list[SizeOutcome], runs: list[RunOutput]) -> None:
+    """The guess about masked-off lanes (an integer output) is unfounded when a size whose loads left no lane
+    undefined is wrong as well: the mistake is elsewhere, and the note would send the learner after `other=`."""
+    def unfilled(run: RunOutput) -> bool:
+        return run.trace is not None and bool(run.trace.unfilled_loads)
+
+    if not any(o.status == "wrong" and not unfilled(run) for o, run in zip(outcomes, runs, strict=False)):
+        return
+    for o, run in zip(outcomes, runs, strict=False):
+        if unfilled(run):
+            guess = _unfilled_note(run.trace, 0)
+            o.note = "; ".join(part for part in o.note.split(f"; {guess}") if part).replace(guess, "").strip("; ")
 
 
 # The largest relative error (of every wrong element) that reads as a lower precision, not a wrong formula:

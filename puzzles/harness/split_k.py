@@ -14,7 +14,7 @@ import linecache
 import numpy as np
 
 from puzzles.execution import KernelError
-from puzzles.puzzle import Sizes, SplitK, cdiv
+from puzzles.puzzle import KSlice, Sizes, SplitK, cdiv
 from puzzles.recording import Access, Trace
 
 
@@ -77,6 +77,34 @@ def _shared_k_violation(trace: Trace, contract: SplitK, sizes: Sizes, filename: 
                               f"{access.program} while part {busy} reads {tile_shares[busy] * where.rows} rows of "
                               f"{tensor}: in split-K {contract.rule()}", access, filename)
     return None
+
+
+def unread_rows(trace: Trace, reads: KSlice, length: int) -> list[int]:
+    """The rows 0 … length-1 of the reduced axis that no load of `reads.tensor` reached (rows of a packed
+    word count as read together)."""
+    if reads.tensor not in trace.tensors:
+        return []
+    shape = trace.tensors[reads.tensor][0]
+    inner = int(np.prod(shape[reads.axis + 1:], dtype=np.int64))
+    read = np.zeros(length + reads.rows, dtype=bool)
+    for access in trace.accesses:
+        if access.op == "load" and access.tensor == reads.tensor and access.elements.size:
+            words = np.unique((access.elements // inner) % shape[reads.axis])
+            for offset in range(reads.rows):
+                read[np.clip(words * reads.rows + offset, 0, length + reads.rows - 1)] = True
+    return np.flatnonzero(~read[:length]).tolist()
+
+
+def rows_text(rows: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0…2, 5, 7…8' (at most four runs, then …)."""
+    runs: list[tuple[int, int]] = []
+    for r in rows:
+        if runs and r == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], r)
+        else:
+            runs.append((r, r))
+    text = ", ".join(f"{a}…{b}" if b > a else f"{a}" for a, b in runs[:4])
+    return text + (", …" if len(runs) > 4 else "")
 
 
 def _error(message: str, access: Access, filename: str | None) -> KernelError:

@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
-from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, rel_err  # noqa: E402
+from common import SHAPES, gpu_time_us, interleaved_medians, rel_err, resident_layer  # noqa: E402
 
-from solutions.gptq import configs, dequantize, gptq_matmul, ws_prefill  # noqa: E402
+from solutions.gptq import configs, gptq_matmul, ws_prefill  # noqa: E402
 
 
 def ws_call(a: torch.Tensor, w, block_m: int, stages: int, programs: int):
@@ -63,9 +63,7 @@ def main() -> int:
     for row in args.rows:
         m, si = (int(x) for x in row.split(","))
         k, n = SHAPES[si]
-        w = random_layer(k, n)
-        w_ref = dequantize(w, torch.float32)
-        w16 = w_ref.half()
+        (w,), w_ref, (w16,) = resident_layer(k, n)
         a = torch.randn(m, k, device="cuda", dtype=torch.float16)
         ref = a.float() @ w_ref
         calls = {"cublas": lambda a=a, w16=w16: a @ w16, "auto": lambda a=a, w=w: gptq_matmul(a, w)}

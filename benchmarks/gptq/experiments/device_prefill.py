@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
-from common import SHAPES, gpu_time_us, interleaved_medians, random_layer, rel_err  # noqa: E402
+from common import SHAPES, gpu_time_us, interleaved_medians, rel_err, resident_layer  # noqa: E402
 
-from solutions.gptq import GPTQConfig, configs, dequantize, gptq_matmul, ws_prefill  # noqa: E402
+from solutions.gptq import GPTQConfig, configs, gptq_matmul, ws_prefill  # noqa: E402
 from solutions.gptq.configs import WSTile  # noqa: E402
 
 # Fused: the swapped kernel, 8 warps, 128 x 128 weight tiles (the prefill entries of TUNED and around them).
@@ -45,9 +45,7 @@ def measure(rows: list[tuple[int, int]], rounds: int) -> list[dict]:
     results = []
     for m, si in rows:
         k, n = SHAPES[si]
-        w = random_layer(k, n)
-        w_ref = dequantize(w, torch.float32)
-        w16 = w_ref.half()
+        (w,), w_ref, (w16,) = resident_layer(k, n)
         a = torch.randn(m, k, device="cuda", dtype=torch.float16)
         ref = a.float() @ w_ref
         calls = {"cublas": lambda a=a, w16=w16: a @ w16}

@@ -1,0 +1,179 @@
+"""Common slips of the quantization track, computed: what the spec gives with one mistake in it.
+
+A wrong matmul output says nothing about its cause: every element is off by some amount. So a puzzle
+may list `Mistake`s (its catalog record, `likely_mistakes`): each is a sentence for the learner and one
+of the functions below, which computes the spec's output with that one slip (the zero point left out,
+the word masked before the shift, ...) from the same inputs. When a wrong output matches one of them,
+the verdict names the slip. Each function gets the spec's inputs by name and the size, and returns the
+output the slip produces, in the spec's dtype and shape.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from puzzles.puzzle import Sizes
+
+Inputs = dict[str, Tensor]
+NIBBLE_SHIFTS = torch.arange(8, dtype=torch.int32) * 4
+
+
+def _nibbles(words: Tensor, dim: int, *, mask_first: bool = False) -> Tensor:
+    """The 8 nibbles of each int32 word along `dim`, low nibble first; `mask_first`: the slip
+    `(word & 0xF) >> 4n` (only nibble 0 survives)."""
+    words = words.movedim(dim, -1)[..., None]
+    values = ((words & 0xF) >> NIBBLE_SHIFTS) if mask_first else ((words >> NIBBLE_SHIFTS) & 0xF)
+    return values.flatten(-2).movedim(-1, dim)
+
+
+# -- puzzle 12: quantized matmul, 4-bit weights and shifts packed along the row ----------------------
+
+def _quant_dot(i: Inputs, w: Tensor, shift: Tensor | None) -> Tensor:
+    per_weight = lambda t: t.repeat_interleave(8, dim=1)  # noqa: E731 - one group -> its 8 weights
+    scale = per_weight(i["scale"]).double()
+    centred = w.double() - (per_weight(shift).double() if shift is not None else 0)
+    return ((scale * centred) @ i["activation"].double()).float()
+
+
+def quant_dot_without_shift(i: Inputs, sizes: Sizes) -> Tensor:
+    return _quant_dot(i, _nibbles(i["weight"], 1), None)
+
+
+def quant_dot_masked_first(i: Inputs, sizes: Sizes) -> Tensor:
+    return _quant_dot(i, _nibbles(i["weight"], 1, mask_first=True), _nibbles(i["offset"], 1))
+
+
+def quant_dot_shift_by_value(i: Inputs, sizes: Sizes) -> Tensor:
+    """The shift of value k read at nibble k % 8 of word k // 64 (the value's nibble, not its group's)."""
+    shifts = _nibbles(i["offset"], 1)  # N0 x MID/8, one per group
+    mid = i["weight"].shape[1] * 8
+    k = torch.arange(mid)
+    per_value = shifts[:, (k // 64) * 8 + k % 8]  # N0 x MID
+    w = _nibbles(i["weight"], 1).double() - per_value.double()
+    scale = i["scale"].repeat_interleave(8, dim=1).double()
+    return ((scale * w) @ i["activation"].double()).float()
+
+
+# -- puzzle 13: pack int4 into int32, low nibble first --------------------------------------------------
+
+def _pack(nibbles: Tensor, shifts: Tensor) -> Tensor:
+    """Sum of nibble << shift over each run of 8 values, wrapped to int32 as the kernel's arithmetic is."""
+    words = (nibbles.to(torch.int64).unflatten(-1, (-1, 8)) << shifts.to(torch.int64)).sum(-1) & 0xFFFFFFFF
+    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+
+
+def pack_high_nibble_first(i: Inputs, sizes: Sizes) -> Tensor:
+    return _pack((i["x"].to(torch.int32) + 8) & 0xF, NIBBLE_SHIFTS.flip(0))
+
+
+def pack_without_offset(i: Inputs, sizes: Sizes) -> Tensor:
+    """The value's own two's-complement nibble, v & 0xF, where the statement stores v + 8."""
+    return _pack(i["x"].to(torch.int32) & 0xF, NIBBLE_SHIFTS)
+
+
+def pack_without_nibble_mask(i: Inputs, sizes: Sizes) -> Tensor:
+    """x + 8 shifted as it is: the junk high nibble of each int8 spills into the next nibbles."""
+    return _pack(i["x"].to(torch.int32) + 8, NIBBLE_SHIFTS)
+
+
+# -- puzzle 14: unpack int4 along K ---------------------------------------------------------------------
+
+def unpack_without_offset(i: Inputs, sizes: Sizes) -> Tensor:
+    return _nibbles(i["qweight"], 0).to(torch.int8)
+
+
+def unpack_masked_first(i: Inputs, sizes: Sizes) -> Tensor:
+    return (_nibbles(i["qweight"], 0, mask_first=True) - 8).to(torch.int8)
+
+
+def unpack_masked_in_place(i: Inputs, sizes: Sizes) -> Tensor:
+    """(word & (0xF << 4n)) >> 4n: right but for the top nibble, whose arithmetic shift copies the sign bit."""
+    words = i["qweight"][:, None, :]
+    shifts = NIBBLE_SHIFTS[None, :, None]
+    q = (words & (0xF << shifts)) >> shifts  # 0xF << 28 is negative in int32, as in the kernel
+    return (q.flatten(0, 1) - 8).to(torch.int8)
+
+
+# -- puzzle 15: int8 weight-only matrix-vector product ------------------------------------------------
+
+def gemv_without_scale(i: Inputs, sizes: Sizes) -> Tensor:
+    return (i["x"].double() @ i["weight"].double()).half()
+
+
+# -- puzzle 18: GPTQ, qweight packed along K, qzeros along N -------------------------------------------
+
+def _gptq(i: Inputs, zero: Tensor | None, *, scales: bool = True, group: int | None = None) -> Tensor:
+    """a @ W with W = (q - zero) * scale; `zero` is K x N (None: 0), `group` the rows per scale."""
+    a, qweight, s = i["a"], i["qweight"], i["scales"]
+    k = a.shape[1]
+    group = group or k // s.shape[0]
+    rows = torch.arange(k) // group
+    q = _nibbles(qweight, 0).double()
+    w = q - (zero.double() if zero is not None else 0)
+    if scales:
+        w = w * s.double()[rows.clamp(max=s.shape[0] - 1)]
+    return (a.double() @ w).half()
+
+
+def _zeros(i: Inputs) -> Tensor:
+    """zero[k, n], unpacked along N as the statement says, for every row k of its group."""
+    group = i["a"].shape[1] // i["scales"].shape[0]
+    return _nibbles(i["qzeros"], 1).repeat_interleave(group, dim=0)
+
+
+def gptq_without_plus_one(i: Inputs, sizes: Sizes) -> Tensor:
+    return _gptq(i, _zeros(i))
+
+
+def gptq_zero_as_eight(i: Inputs, sizes: Sizes) -> Tensor:
+    return _gptq(i, torch.full_like(_zeros(i), 8))
+
+
+def gptq_without_zero(i: Inputs, sizes: Sizes) -> Tensor:
+    return _gptq(i, None)
+
+
+def gptq_zeros_along_k(i: Inputs, sizes: Sizes) -> Tensor:
+    """Each row's zero point read at nibble k % 8 (its place in a qweight word) instead of n % 8."""
+    a, qzeros = i["a"], i["qzeros"]
+    k, n = a.shape[1], qzeros.shape[1] * 8
+    group = k // i["scales"].shape[0]
+    rows = torch.arange(k)
+    words = qzeros[rows // group][:, torch.arange(n) // 8]  # K x N: the word of (k, n)
+    zero = (words >> (rows % 8 * 4)[:, None].to(torch.int32)) & 0xF
+    return _gptq(i, zero + 1)
+
+
+def gptq_without_scales(i: Inputs, sizes: Sizes) -> Tensor:
+    return _gptq(i, _zeros(i) + 1, scales=False)
+
+
+def gptq_group_by_block(i: Inputs, sizes: Sizes) -> Tensor:
+    """The group of row k taken as k // BK (the chunk) instead of k // G."""
+    group = i["a"].shape[1] // i["scales"].shape[0]
+    zero = _nibbles(i["qzeros"], 1)
+    rows = (torch.arange(i["a"].shape[1]) // sizes["BK"]).clamp(max=zero.shape[0] - 1)
+    if sizes["BK"] == group:
+        return _gptq(i, _zeros(i) + 1)  # the same groups: no slip to tell apart
+    return _gptq(i, zero[rows] + 1, group=sizes["BK"])
+
+
+# -- puzzle 16: grouped tile order (no inputs: the sizes alone) ---------------------------------------
+
+def _tiles(sizes: Sizes) -> tuple[Tensor, int, int]:
+    tiles_m, tiles_n = -(-sizes["M"] // sizes["BM"]), -(-sizes["N"] // sizes["BN"])
+    return torch.arange(tiles_m * tiles_n), tiles_m, tiles_n
+
+
+def order_row_major(i: Inputs, sizes: Sizes) -> Tensor:
+    pid, _, tiles_n = _tiles(sizes)
+    return torch.stack([pid // tiles_n, pid % tiles_n], dim=1).to(torch.int32)
+
+
+def order_full_last_band(i: Inputs, sizes: Sizes) -> Tensor:
+    """Every band taken as GROUP_M rows high, the last one too (it may be shorter)."""
+    pid, _, tiles_n = _tiles(sizes)
+    group = sizes["GROUP_M"]
+    inside = pid % (group * tiles_n)
+    return torch.stack([(pid // (group * tiles_n)) * group + inside % group, inside // group], dim=1).to(torch.int32)

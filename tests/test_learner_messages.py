@@ -1,0 +1,160 @@
+"""What a learner reads when a kernel fails: notes that point at the real mistake and not at a wrong one,
+out-of-bounds accesses named after the pointer the kernel used, one line per op of the kernel, and advice
+for Triton's own messages (found walking notebooks 10-20 as a learner)."""
+
+from __future__ import annotations
+
+import pytest
+import triton
+import triton.language as tl
+
+from puzzles import catalog, on_gpu, test
+from puzzles.harness.split_k import rows_text
+from puzzles.recording import InvalidAccess
+
+# Out-of-bounds accesses and masked-off lanes are the interpreter's recording.
+interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
+
+
+def grade(number: int, kernel):
+    return test(kernel, catalog.get(number).spec, quiet=True, seed=1234)
+
+
+@triton.jit
+def unpack_shifting_by_a_byte(qweight_ptr, z_ptr, K, N, BK: tl.constexpr, BN: tl.constexpr):
+    k = tl.program_id(0) * BK + tl.arange(0, BK)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (k < K)[:, None] & (n < N)[None, :]
+    words = tl.load(qweight_ptr + (k // 8)[:, None] * N + n[None, :], mask=mask)  # no other=: fine, never stored
+    q = (words >> ((k % 8) * 8)[:, None]) & 0xF  # 8 bits a nibble: wrong at every size
+    tl.store(z_ptr + k[:, None] * N + n[None, :], (q - 8).to(tl.int8), mask=mask)
+
+
+@triton.jit
+def unpack_without_any_mask(qweight_ptr, z_ptr, K, N, BK: tl.constexpr, BN: tl.constexpr):
+    k = tl.program_id(0) * BK + tl.arange(0, BK)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    words = tl.load(qweight_ptr + (k // 8)[:, None] * N + n[None, :])
+    q = (words >> ((k % 8) * 4)[:, None]) & 0xF
+    tl.store(z_ptr + k[:, None] * N + n[None, :], (q - 8).to(tl.int8))
+
+
+@triton.jit
+def unpack_with_the_row_as_word_index(qweight_ptr, z_ptr, K, N, BK: tl.constexpr, BN: tl.constexpr):
+    k = tl.program_id(0) * BK + tl.arange(0, BK)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (k < K)[:, None] & (n < N)[None, :]
+    words = tl.load(qweight_ptr + k[:, None] * N + n[None, :], mask=mask, other=0)  # k, not k // 8: 8x too far
+    q = (words >> ((k % 8) * 4)[:, None]) & 0xF
+    tl.store(z_ptr + k[:, None] * N + n[None, :], (q - 8).to(tl.int8), mask=mask)
+
+
+@interpreted_only
+def test_no_other_note_where_a_size_without_masked_lanes_is_wrong_too():
+    """The wrong shift fails at K=64 too, where no lane is masked off: the masked load without other= (whose
+    lanes are never stored) is not the mistake, and the verdict does not send the learner after it."""
+    result = grade(14, unpack_shifting_by_a_byte)
+    assert all(o.status == "wrong" for o in result.outcomes), str(result)
+    assert "other=" not in str(result)
+
+
+@interpreted_only
+def test_a_load_without_a_mask_is_not_called_a_masked_load_without_other():
+    result = grade(14, unpack_without_any_mask)
+    assert result.first_failure.status == "out of bounds", str(result)
+    assert "masked loads without other=" not in str(result)
+
+
+@interpreted_only
+def test_an_overshoot_is_named_after_the_pointer_on_the_line():
+    """qweight_ptr + k * N runs 8 times past qweight, beyond z: the access is still qweight's, as the line says."""
+    result = grade(14, unpack_with_the_row_as_word_index)
+    accesses = result.first_failure.invalid_accesses
+    assert accesses and {a.tensor for a in accesses} == {"qweight"}, str(result)
+
+
+@interpreted_only
+def test_one_detail_line_per_op_that_went_out_of_bounds():
+    result = grade(14, unpack_with_the_row_as_word_index)
+    lines = [line for line in str(result).splitlines() if line.strip().startswith("out of bounds:")]
+    assert len(lines) == 1, str(result)
+    assert "more times at this line, in programs (0, 1, 0)" in lines[0]
+
+
+def test_lanes_are_counted_in_words():
+    one_more = InvalidAccess("load", "x", 40, (1, 0, 0), 3, "tl.load(x_ptr + i)", count=2)
+    assert "(and 1 more lane)" in one_more.describe()
+    assert "(and 2 more lanes)" in InvalidAccess("load", "x", 40, (1, 0, 0), 3, "", count=3).describe()
+
+
+@triton.jit
+def add_storing_a_block_per_lane(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + i, mask=i < N0)
+    tl.store(z_ptr + i, x[None, :] + tl.zeros([2, B0], dtype=tl.float32) + 10, mask=i < N0)  # 2 x B0 into B0
+
+
+@triton.jit
+def add_storing_integers(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + i, mask=i < N0)
+    tl.store(z_ptr + i, (x * 4 + 10).to(tl.int32), mask=i < N0)
+
+
+@triton.jit
+def add_storing_zeros(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + i, tl.zeros([B0], dtype=tl.float32), mask=i < N0)
+
+
+def test_a_value_larger_than_its_pointers_gets_advice():
+    result = grade(2, add_storing_a_block_per_lane)
+    assert result.first_failure.status == "error", str(result)
+    assert "larger shape than the block of pointers" in result.reason()
+
+
+def test_whole_numbers_where_floats_are_expected_are_pointed_out():
+    result = grade(2, add_storing_integers)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "whole number" in result.reason()
+    zeros = grade(2, add_storing_zeros)
+    assert zeros.first_failure.status == "wrong" and "whole number" not in zeros.reason(), str(zeros)
+
+
+@triton.jit
+def sum_stopping_a_chunk_early(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T - B1, B1):  # one chunk short
+        j = j0 + tl.arange(0, B1)
+        x = tl.load(x_ptr + i[:, None] * T + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T), other=0.0)
+        acc += tl.sum(x, axis=1)
+    tl.store(z_ptr + i, acc, mask=i < N0)
+
+
+@interpreted_only
+def test_a_loop_that_stops_early_is_told_which_rows_it_never_read():
+    result = grade(7, sum_stopping_a_chunk_early)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "no program loads x at T = 192…199 (of 0…199)" in result.reason(), str(result)
+
+
+def test_rows_are_named_as_runs():
+    assert rows_text([0, 1, 2, 5, 7, 8]) == "0…2, 5, 7…8"
+    assert rows_text(list(range(0, 20, 2))) == "0, 2, 4, 6, …"
+
+
+def test_a_slip_that_cannot_be_computed_is_left_out():
+    """A likely slip that raises at some size (sizes outside the puzzle's rules) never reaches the learner as a
+    traceback: the verdict is the one without it."""
+    import dataclasses
+
+    from puzzles.puzzle import Mistake
+
+    def broken(inputs, sizes):
+        raise ValueError("not at these sizes")
+
+    p = catalog.get(15)
+    p = dataclasses.replace(p, likely_mistakes=(Mistake("never shown", broken), *p.likely_mistakes))
+    result = test(p.reference(), p.spec, puzzle=p, quiet=True, seed=1234)
+    assert result.passed, str(result)
