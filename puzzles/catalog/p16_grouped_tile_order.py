@@ -84,5 +84,8 @@ multiple of `GROUP_M`. Write the remap yourself with integer arithmetic (`//`, `
                 "GROUP_M and walk each band column by column", mistakes.order_row_major),
         Mistake("the last band is taken as GROUP_M tile rows high; it has only TM − m0 rows when fewer are left: "
                 "g = min(TM − m0, GROUP_M) in the division and the remainder", mistakes.order_full_last_band),
+        Mistake("the tile row is pid % g, not i % g with i = pid % (GROUP_M · TN) the program's position in its band: "
+                "the two agree wherever g divides the band's first program id, not in a short band after the first",
+                mistakes.order_row_from_pid),
     ),
 )
