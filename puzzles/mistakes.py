@@ -177,3 +177,14 @@ def order_full_last_band(i: Inputs, sizes: Sizes) -> Tensor:
     group = sizes["GROUP_M"]
     inside = pid % (group * tiles_n)
     return torch.stack([(pid // (group * tiles_n)) * group + inside % group, inside // group], dim=1).to(torch.int32)
+
+
+def order_row_from_pid(i: Inputs, sizes: Sizes) -> Tensor:
+    """The tile row taken from pid % g instead of the program's position in its band (pid % (GROUP_M * TN)) % g:
+    the same wherever g divides the band's first program id, wrong in a later short band."""
+    pid, tiles_m, tiles_n = _tiles(sizes)
+    group = sizes["GROUP_M"]
+    first_m = (pid // (group * tiles_n)) * group
+    height = torch.clamp(tiles_m - first_m, max=group)
+    inside = pid % (group * tiles_n)
+    return torch.stack([first_m + pid % height, inside // height], dim=1).to(torch.int32)

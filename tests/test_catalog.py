@@ -68,6 +68,50 @@ def test_every_block_takes_two_values_across_the_graded_sizes(p):
         assert len(values) >= 2, f"puzzle {p.number}: every graded size has {name} = {values.pop()}"
 
 
+# Sizes a statement ties (puzzles 1 and 3: one program covers the vector, N0 = B0).
+TIED_BY_STATEMENT = {1: {("N0", "B0")}, 3: {("N0", "B0"), ("N1", "B1")}}
+
+
+def _tied(p, a: str, b: str) -> bool:
+    return (a, b) in TIED_BY_STATEMENT.get(p.number, set()) or (b, a) in TIED_BY_STATEMENT.get(p.number, set())
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_no_two_sizes_are_equal_in_every_graded_size(p):
+    """Two sizes equal in every graded size can be swapped in a kernel unseen (`tl.arange(0, B0)` where
+    `B_MID` belongs), and test() takes them for a rule: given one, it sets the other to match."""
+    keys = list(p.canonical)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            if not _tied(p, a, b):
+                assert any(s.get(a) != s.get(b) for s in p.sizes), f"puzzle {p.number}: {a} = {b} in every size"
+
+
+@pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
+def test_each_blocks_axis_runs_several_programs_where_the_block_differs_from_each_other_block(p):
+    """`m = tl.program_id(0) * BN + tl.arange(0, BM)` is right wherever axis 0 runs one program or BM = BN. So for
+    each block that sets a grid axis (a block of 1, or twice the block, changes that axis) and each other
+    `tl.constexpr`, some size runs two programs or more on the axis with the two blocks different."""
+    blocks = re.findall(r"(\w+)\s*:\s*tl\.constexpr", kernel_signature(p))
+    for block in blocks:
+        if block in (p.autotune or {}) or any(_tied(p, block, k) for k in p.canonical):
+            continue
+        for other in blocks:
+            if other == block:
+                continue
+            axes_seen = set()
+            for s in p.sizes:
+                grid = p.grid(s)
+                probes = [p.grid({**s, block: value}) for value in (1, 2 * s[block])]  # the axis it sets changes
+                axes = {a for a in range(len(grid)) for probe in probes if grid[a] != probe[a]}
+                axes_seen |= axes
+                if any(grid[a] >= 2 for a in axes) and s[block] != s[other]:
+                    break
+            else:
+                assert not axes_seen, (f"puzzle {p.number}: no size runs two programs on the axis of {block} "
+                                       f"with {block} != {other}")
+
+
 @pytest.mark.parametrize("number", [2, 4, 5, 6, 7, 8, 9, 10, 11])
 def test_a_size_that_is_not_a_multiple_of_its_block_is_tested(number):
     p = catalog.get(number)

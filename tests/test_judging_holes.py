@@ -358,6 +358,17 @@ def test_splitk_in_rounds_or_contiguous_ranges_passes(seed, kernel):
     assert result.passed, str(result)
 
 
+def test_splitk_in_contiguous_ranges_that_leave_the_last_part_idle_passes():
+    """Ranges of cdiv(chunks, SPLIT_K) chunks run out before the last part when the chunks are few (9 chunks, 4
+    parts: 3, 3, 3, 0): a split all the same, not one part doing another's work."""
+    def idle(s):
+        chunks = -(-s["K"] // s["BK"])
+        return -(-chunks // s["SPLIT_K"]) * (s["SPLIT_K"] - 1) >= chunks
+    assert any(idle(s) for s in catalog.get(17).sizes)
+    result = grade(17, splitk_contiguous, 1)
+    assert result.passed, str(result)
+
+
 @interpreted_only
 def test_splitk_where_every_part_reads_all_of_k_breaks_the_contract():
     result = grade(17, splitk_every_part_reads_all, 5)
@@ -702,3 +713,49 @@ def test_sgd_without_weight_decay_fails_and_the_note_names_a_missing_term(seed):
     failure = result.first_failure
     assert failure is not None and failure.status == "wrong" and "weight_decay=0.01" in str(result).splitlines()[0]
     assert "small term missing" in failure.note, failure.note
+
+
+# -- 10. puzzle 16's position in a band (the fourth red team) ------------------------------------------------------
+
+
+def _short_bands(sizes: dict) -> list[tuple[int, int]]:
+    """(first program, rows) of the last band of tile rows, when it is shorter than GROUP_M."""
+    tiles_m, tiles_n = -(-sizes["M"] // sizes["BM"]), -(-sizes["N"] // sizes["BN"])
+    rows, group = tiles_m % sizes["GROUP_M"], sizes["GROUP_M"]
+    return [((tiles_m // group) * group * tiles_n, rows)] if rows else []
+
+
+def test_grouped_order_has_a_short_band_whose_first_program_its_height_does_not_divide():
+    """`pid % rows` equals the position in the band `(pid % (GROUP_M * TN)) % rows` wherever `rows` divides the
+    band's first program id: in every full band, in a one-row band and in a first band. One graded size must
+    have a later short band of two rows or more that starts elsewhere."""
+    bands = [b for s in catalog.get(16).sizes for b in _short_bands(s)]
+    assert any(first > 0 and rows >= 2 and first % rows for first, rows in bands), bands
+
+
+def test_grouped_order_with_the_position_taken_from_the_program_id_fails():
+    result = grade(16, wrong.grouped_order_kernel_position_from_pid)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong", str(result)
+    first, rows = _short_bands(failure.sizes)[0]
+    assert rows >= 2 and all(m.index[0] >= first for m in failure.mismatches), str(result)
+    assert "GROUP_M=3" in str(result).splitlines()[0]
+
+
+# -- 11. two blocks mixed up, or one tile row assumed (the fourth red team) ------------------------------------------
+# Closed in general by tests/test_catalog.py (no two sizes equal in every graded size; each block's axis runs two
+# programs or more where the block differs from each other block), and for puzzle 12 by a size of two 128-wide
+# chunks (B_MID // 8 is 8 wherever B_MID is 64): these passed before.
+
+
+@pytest.mark.parametrize(("number", "kernel", "status", "size"), [
+    (11, wrong.dot_kernel_steps_by_b0, "wrong", "B0=32 B1=16 B2=1 B_MID=64"),
+    (12, wrong.quant_dot_kernel_first_group_from_the_words_per_chunk, "wrong", "MID=256"),
+    (17, wrong.splitk_matmul_kernel_rows_from_bn, "wrong", "BM=32 BN=16"),
+    (18, wrong.gptq_matmul_kernel_one_tile_row, "unwritten", "M=40"),
+], ids=["11-B0-for-B_MID", "12-group-from-words", "17-BN-for-BM", "18-one-tile-row"])
+def test_mixed_up_blocks_and_a_single_tile_row_fail(number, kernel, status, size):
+    result = grade(number, kernel, seed=4)
+    failure = result.first_failure
+    assert failure is not None and failure.status == status, str(result)
+    assert size in str(result).splitlines()[0], str(result)

@@ -35,6 +35,8 @@ square and `MID` is not a multiple of `B_MID`, so every index and every mask mat
         {"N0": 32, "N1": 32, "N2": 4, "MID": 64, "B0": 16, "B1": 16, "B2": 1, "B_MID": 16},
         {"N0": 40, "N1": 24, "N2": 3, "MID": 48, "B0": 32, "B1": 16, "B2": 1, "B_MID": 32},
         {"N0": 16, "N1": 48, "N2": 2, "MID": 40, "B0": 16, "B1": 32, "B2": 1, "B_MID": 16},
+        # B_MID differs from B0 and B1 where their axes run several programs: a block written as another fails.
+        {"N0": 48, "N1": 40, "N2": 2, "MID": 72, "B0": 32, "B1": 16, "B2": 1, "B_MID": 64},
     ),
     hints=(
         "Tile offsets: `x_ptr + b * N0 * MID + i[:, None] * MID + k[None, :]` "

@@ -63,7 +63,7 @@ multiple of `B_MID`; `N0` and `N1` are any sizes. `tl.dot` is allowed.
 """,
     sizes=(
         {"N0": 32, "N1": 32, "MID": 64, "B0": 16, "B1": 16, "B_MID": 64},
-        {"N0": 24, "N1": 40, "MID": 128, "B0": 16, "B1": 32, "B_MID": 128},  # two shift words a chunk
+        {"N0": 24, "N1": 40, "MID": 256, "B0": 16, "B1": 32, "B_MID": 128},  # two shift words a chunk, two chunks
         {"N0": 40, "N1": 20, "MID": 192, "B0": 32, "B1": 16, "B_MID": 64},
     ),
     hints=(

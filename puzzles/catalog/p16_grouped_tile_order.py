@@ -62,7 +62,9 @@ multiple of `GROUP_M`. Write the remap yourself with integer arithmetic (`//`, `
     sizes=(
         {"M": 100, "N": 72, "BM": 16, "BN": 16, "GROUP_M": 3},
         {"M": 64, "N": 48, "BM": 16, "BN": 16, "GROUP_M": 4},
-        {"M": 150, "N": 40, "BM": 32, "BN": 8, "GROUP_M": 2},
+        # A short last band of 2 rows starting at program 15: a position in the band taken from `pid`
+        # instead of `pid % (GROUP_M * TN)` fails here (full bands and 1-row bands hide it).
+        {"M": 150, "N": 40, "BM": 32, "BN": 8, "GROUP_M": 3},
         {"M": 48, "N": 80, "BM": 16, "BN": 32, "GROUP_M": 8},
     ),
     hints=(
@@ -82,5 +84,8 @@ multiple of `GROUP_M`. Write the remap yourself with integer arithmetic (`//`, `
                 "GROUP_M and walk each band column by column", mistakes.order_row_major),
         Mistake("the last band is taken as GROUP_M tile rows high; it has only TM − m0 rows when fewer are left: "
                 "g = min(TM − m0, GROUP_M) in the division and the remainder", mistakes.order_full_last_band),
+        Mistake("the tile row is pid % g, not i % g with i = pid % (GROUP_M · TN) the program's position in its band: "
+                "the two agree wherever g divides the band's first program id, not in a short band after the first",
+                mistakes.order_row_from_pid),
     ),
 )

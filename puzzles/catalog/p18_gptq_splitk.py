@@ -94,7 +94,8 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
     sizes=(
         {"M": 3, "N": 64, "K": 256, "G": 32, "BM": 16, "BN": 32, "BK": 32, "SPLIT_K": 4},
         {"M": 5, "N": 40, "K": 192, "G": 64, "BM": 16, "BN": 32, "BK": 32, "SPLIT_K": 4},
-        {"M": 17, "N": 24, "K": 160, "G": 32, "BM": 32, "BN": 16, "BK": 64, "SPLIT_K": 2},
+        # Two tile rows (M > BM): the rows come from tl.program_id(0) * BM, not from another block.
+        {"M": 40, "N": 24, "K": 160, "G": 32, "BM": 32, "BN": 16, "BK": 64, "SPLIT_K": 2},
         # Groups that are not powers of two, nor multiples of BK, nor divisors of it.
         {"M": 3, "N": 24, "K": 120, "G": 24, "BM": 16, "BN": 16, "BK": 32, "SPLIT_K": 2},
         {"M": 2, "N": 16, "K": 80, "G": 40, "BM": 16, "BN": 16, "BK": 16, "SPLIT_K": 3},

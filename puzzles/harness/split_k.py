@@ -14,7 +14,7 @@ import linecache
 import numpy as np
 
 from puzzles.execution import KernelError
-from puzzles.puzzle import KSlice, Sizes, SplitK
+from puzzles.puzzle import KSlice, Sizes, SplitK, cdiv
 from puzzles.recording import Access, Trace
 
 
@@ -61,10 +61,15 @@ def _shared_k_violation(trace: Trace, contract: SplitK, sizes: Sizes, filename: 
                     return _error(f"part {part} (program {program}) loads {tensor} at {contract.length} {span}, "
                                   f"which part {other[0]} (program {other[1].program}) also reads: in split-K "
                                   f"{contract.rule()}", access, filename)
+        # The most a part reads in a fair split: its share of the chunks, rounded up. Contiguous ranges of that
+        # many chunks leave the last parts idle when the chunks run out (9 chunks, 4 parts: 3, 3, 3, 0), and
+        # that is a split; a part that reads more while another reads nothing took that part's work.
+        chunks = cdiv(sizes[contract.length], sizes[contract.chunk])
+        fair = cdiv(chunks, parts) * sizes[contract.chunk] // where.rows
         for tile, tile_shares in shares.items():
             busy = max(tile_shares, key=tile_shares.get)
             idle = [s for s in range(parts) if tile_shares.get(s, 0) == 0]
-            if idle and tile_shares[busy] > sizes[contract.chunk] // where.rows:  # work enough for two parts
+            if idle and tile_shares[busy] > fair:
                 access = next(a for a in trace.accesses if a.op == "load" and a.tensor == tensor and
                               a.program[contract.grid_axis] == busy and
                               a.program[:contract.grid_axis] + a.program[contract.grid_axis + 1:] == tile)
