@@ -30,6 +30,7 @@ from puzzles import catalog
 from puzzles.execution import KernelTimeout, time_limit
 from puzzles.harness import test
 from puzzles.puzzle import Puzzle
+from puzzles.result import brief_reason
 from puzzles.solution_source import is_starter, starter_source
 
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
@@ -384,9 +385,7 @@ def scoreboard(grades: list[Grade]) -> str:
     lines = [f"{'':3}{'puzzle':{width}}{'status':16}details"]
     for g in grades:
         mark = {"passed": "✓", "failed": "✗", "not attempted": "·"}[g.status]
-        detail = g.reason.splitlines()[0] if g.reason else f"{g.seconds:.2f} s"
-        if len(detail) > 160:  # the full reason is in --json and in the notebook's verdict
-            detail = detail[:159] + "…"
+        detail = brief_reason(g.reason) if g.reason else f"{g.seconds:.2f} s"
         lines.append(f"{mark:3}{f'{g.puzzle.number:2d} {g.puzzle.title}':{width}}{g.status:16}{detail}")
     passed = sum(g.status == "passed" for g in grades)
     attempted = sum(g.status != "not attempted" for g in grades)
@@ -461,9 +460,10 @@ class Progress:
             title = f"{g.puzzle.number:02d} {escape(g.puzzle.title)}"
             link = self.links.get(g.puzzle.number)
             name = f'<a href="{escape(link)}">{title}</a>' if link else title
-            detail = escape(g.reason.splitlines()[0][:200]) if g.reason else f"{g.seconds:.2f} s"
+            detail = escape(brief_reason(g.reason)) if g.reason else f"{g.seconds:.2f} s"
+            whole = f" title='{escape(g.reason.strip(), quote=True)}'" if g.reason else ""  # all of it on hover
             rows.append(f"<tr><td>{mark}</td><td style='text-align:left'>{name}</td><td>{g.status}</td>"
-                        f"<td style='text-align:left'>{detail}</td></tr>")
+                        f"<td style='text-align:left'{whole}>{detail}</td></tr>")
         passed = sum(g.status == "passed" for g in self.grades)
         if not self.found():
             return f"<p><b>{escape(self.note())}</b></p>"

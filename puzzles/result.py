@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,9 +264,61 @@ def row_reasons(outcomes: list[SizeOutcome], headline: SizeOutcome | None = None
 
 
 def _without_numbers(text: str) -> str:
-    import re
-
     return re.sub(r"\d+", "#", text)
+
+
+BRIEF = 160  # characters: a reason in one row of a table (the scoreboard, the progress notebook)
+SLIP_NOTE = "the output is what this slip gives: "  # how a verdict names a likely slip (puzzles/mistakes.py)
+
+
+def brief_reason(reason: str, limit: int = BRIEF) -> str:
+    """A verdict's reason in one table cell of at most `limit` characters, the words a learner acts on first:
+    where the verdict names a likely slip, the slip, then the counts and the size; otherwise its first line
+    without the seed and the first wrong element's values, cut after a whole clause. The full reason is in
+    the notebook's verdict (and in `--json`)."""
+    line = reason.strip().splitlines()[0] if reason.strip() else ""
+    if len(line) <= limit:
+        return line
+    line = _without_first_values(re.sub(r" \(seed \d+\)", "", line))
+    if SLIP_NOTE not in line:
+        return _cut(line, limit)
+    facts, slip = line.split(SLIP_NOTE, 1)
+    where, _, counts = facts.rstrip("; ").replace(" elements wrong", " wrong").rpartition(": ")
+    facts = f"{counts} {where}" if len(counts) + len(where) < limit // 3 else counts  # a long size: counts alone
+    tail = f" ({facts})" if facts and len(facts) <= limit // 2 else ""
+    return _cut(f"likely slip: {slip}", limit - len(tail)) + tail
+
+
+def _without_first_values(text: str) -> str:
+    """`64 of 64 elements wrong (first z[0, 0]: expected ..., got ... (nibbles ... differ))` less its
+    parenthesis: the values of one element say little in a table row."""
+    start = text.find(" (first z")
+    if start < 0:
+        return text
+    depth = 0
+    for end in range(start + 1, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[end], 0)
+        if depth == 0:
+            return text[:start] + text[end + 1:]
+    return text[:start]
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters: cut before the last clause that does not fit (at `; `, `: `,
+    `, ` or ` (`), or at a word where no clause ends late enough, and marked with `…`."""
+    if len(text) <= limit:
+        return text
+    room, depth, clauses = text[: limit - 1], 0, [-1]
+    for i, char in enumerate(room):  # clause ends outside brackets (not the comma of zero[g, n])
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if depth == 0 and (room.startswith((": ", "; ", ", ", ". "), i) or room.startswith(" (", i)):
+            clauses.append(i)
+    end = clauses[-1]
+    if end < limit // 3:
+        end = room.rfind(" ")
+    if end < limit // 3:
+        end = limit - 1
+    return text[:end].rstrip(" ;:,(") + "…"
 
 
 def _printed(result: TestResult) -> SizeOutcome | None:

@@ -179,3 +179,43 @@ def test_an_overshoot_by_whole_tensors_is_out_of_bounds_of_its_own_tensor():
         assert outcome.status == "out of bounds", (outcome.sizes, str(result))
         assert {a.tensor for a in outcome.invalid_accesses} == {"x"}, (outcome.sizes, str(result))
         assert sum(a.count for a in outcome.invalid_accesses) == outcome.sizes["N0"], outcome.sizes
+
+
+# -- a reason in one row of a table (the scoreboard, the progress notebook) ------------------------------------
+
+SLIP_REASON = ("at M=3 N=64 K=256 G=32 BM=16 BN=32 BK=32 SPLIT_K=4 (seed 1234): 186 of 192 elements wrong (first "
+               "z[0, 0]: expected -14.2344, got -24.9844); the output is what this slip gives: the zero point is "
+               "subtracted without its + 1: AutoGPTQ stores zero − 1, so W = (q − (zero + 1)) · scale")
+
+
+def test_a_table_row_leads_with_the_likely_slip():
+    from puzzles.result import BRIEF, brief_reason
+
+    brief = brief_reason(SLIP_REASON)
+    assert len(brief) <= BRIEF
+    assert brief.startswith("likely slip: the zero point is subtracted without its + 1"), brief
+    assert "186 of 192 wrong" in brief and "expected -14.2344" not in brief, brief
+
+
+def test_a_long_reason_is_cut_after_a_whole_clause_never_inside_brackets():
+    from puzzles.result import brief_reason
+
+    reason = ("at N0=8 (seed 1): 3 out-of-bounds accesses, the first: load x[8] (one past its end) in program (1,) "
+              "at line 12: x = tl.load(x_ptr + offsets[None, :] * stride, mask=offsets < N0 + 1); mask the load "
+              "with offsets < N0 so that a partial block stops at the end of the tensor")
+    brief = brief_reason(reason, limit=120)
+    assert len(brief) <= 120 and brief.endswith("…") and "(seed" not in brief, brief
+    assert brief.startswith("at N0=8: 3 out-of-bounds accesses"), brief
+    assert brief.count("[") == brief.count("]") and brief.count("(") == brief.count(")"), brief
+    assert brief_reason("at N0=8 (seed 1): 3 of 8 elements wrong") == "at N0=8 (seed 1): 3 of 8 elements wrong"
+
+
+def test_the_scoreboard_and_the_progress_table_shorten_by_the_same_rule(tmp_path):
+    from puzzles import grade as grading
+    from puzzles.result import brief_reason
+
+    g = grading.Grade(catalog.get(18), "failed", SLIP_REASON, "18_gptq_splitk.ipynb")
+    assert brief_reason(SLIP_REASON) in grading.scoreboard([g])
+    table = grading.Progress([g], tmp_path, {18: "18_gptq_splitk.ipynb"})._repr_html_()
+    assert "likely slip: the zero point is subtracted without its + 1" in table
+    assert "title='at M=3" in table  # the whole reason on hover

@@ -19,7 +19,7 @@ from puzzles.inputs import (
     unwritten_mask,
 )
 from puzzles.recording import Trace
-from puzzles.result import MAX_SHOWN, Mismatch, SizeOutcome
+from puzzles.result import MAX_SHOWN, SLIP_NOTE, Mismatch, SizeOutcome
 
 
 def judge_runs(kernel: Any, cases: list[Case], runs: list[RunOutput]) -> list[SizeOutcome]:
@@ -151,7 +151,7 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
     for text, mistaken in case.mistaken:
         if mistaken.shape == out.shape and not bool(_close(mistaken, expected, case).all()) \
                 and bool(_close(out, mistaken, case).all()):
-            _add_notes(o, [f"the output is what this slip gives: {text}"])
+            _add_notes(o, [SLIP_NOTE + text])
             return
     # Not for zeros alone: an output left at 0 (a sum never accumulated) is whole too, for another reason.
     if (expected.dtype.is_floating_point and _whole_numbers(out[wrong]) and bool((out[wrong] != 0).any())
