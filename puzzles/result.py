@@ -242,8 +242,14 @@ def row_reasons(outcomes: list[SizeOutcome], headline: SizeOutcome | None = None
         advice = triton_error_hint(o.error.message, o.error.source) if o.error is not None else ""
         return [f" ({advice})"] * bool(advice) + [f"; {o.note}"] * bool(o.note)
 
+    def same_words(o: SizeOutcome) -> str:
+        # The output's element count is the size's, shown in the row: "wrote nothing: all 300 output elements
+        # never written" at N0=300 is the same reason as "... all 97 ..." at N0=97.
+        total = _numel(o.output_shape)
+        return o.reason().replace(f"all {total} output", "all the output") if total else o.reason()
+
     if headline is not None:
-        shown.append(headline.reason())
+        shown.append(same_words(headline))
         explained.update(_without_numbers(x) for x in explanations(headline))
     rows = []
     for o in outcomes:
@@ -251,10 +257,10 @@ def row_reasons(outcomes: list[SizeOutcome], headline: SizeOutcome | None = None
         if o.passed or o.status == "not run":
             rows.append(why)
             continue
-        if why in shown:
+        if same_words(o) in shown:
             rows.append(SAME_AS_ABOVE)
             continue
-        shown.append(why)
+        shown.append(same_words(o))
         for text in explanations(o):
             if len(text) > EXPLANATION and _without_numbers(text) in explained:
                 why = why.replace(text, " (explained above)" if text.startswith(" (") else "; see the note above", 1)

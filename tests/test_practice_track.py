@@ -117,6 +117,22 @@ def test_a_kernel_right_under_one_config_fails_naming_the_others():
     assert "B0=32 num_warps=1" in result.reason()  # the first failure names its config
 
 
+@pytest.mark.skipif(on_gpu(), reason="the starter's never-written output is the interpreter's recording")
+def test_the_starter_verdict_says_its_reason_once(load_kernel):
+    """The starter writes nothing under each of its 3 configs at 3 sizes: one reason, then "the same as above"
+    (the element counts are the sizes'), and each config's note counts its rows instead of repeating it."""
+    from puzzles.result import SAME_AS_ABOVE
+    from puzzles.solution_source import starter_source
+
+    p = catalog.get(20)
+    result = grade(20, load_kernel(starter_source(p), p.kernel_name))
+    text = str(result)
+    assert text.count("wrote nothing") == 1, text
+    assert text.count(SAME_AS_ABOVE) == len(result.outcomes), text
+    config_notes = [n for n in result.notes if n.startswith("config ")]
+    assert len(config_notes) == 3 and all("FAILED at 3 of its 3 sizes" in n for n in config_notes), text
+
+
 def test_a_plain_jit_kernel_is_refused_for_the_autotuning_puzzle():
     result = grade(20, silu_mul_kernel_not_autotuned)
     assert not result.passed and result.error.kind == "rule" and "@triton.autotune" in result.reason()

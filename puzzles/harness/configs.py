@@ -93,8 +93,7 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
     everything = results + theirs
     notes: list[str] = []
     for i, (config, r) in enumerate(results, 1):
-        verdict = "passed" if r.passed else f"FAILED {r.reason()}"
-        notes.append(f"config {i} of {len(configs)} ({describe(config)}): {verdict}")
+        notes.append(f"config {i} of {len(configs)} ({describe(config)}): {_config_verdict(r)}")
     failed = [(config, r) for config, r in theirs if not r.passed]
     if failed:
         config, r = failed[0]
@@ -107,13 +106,24 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
                      f"{describe_rules(rules)}): the autotuner may be given other configs, so the kernel must "
                      "be right under any of them (a number where a block size belongs?)")
     for i, (config, r) in enumerate(theirs, 1):
-        verdict = "passed" if r.passed else f"FAILED {r.reason()}"
-        notes.append(f"grader's config {i} of {len(theirs)} ({describe(config)}): {verdict}")
+        notes.append(f"grader's config {i} of {len(theirs)} ({describe(config)}): {_config_verdict(r)}")
     notes += sorted({n for _, r in everything for n in r.notes})
     return build_result(job, [o for _, r in everything for o in r.outcomes],
                         error=next((r.error for _, r in everything if r.error is not None), None), notes=notes,
                         perf=next((r.perf for _, r in everything if r.perf is not None), None),
                         seconds=time.perf_counter() - started, device=first.device)
+
+
+def _config_verdict(r: TestResult) -> str:
+    """One config's verdict for its note: its sizes are rows of the verdict's table, whose reasons say what went
+    wrong, so the note counts them (the reason itself only where no size ran: a signature error)."""
+    if r.passed:
+        return "passed"
+    failed = [o for o in r.outcomes if not o.passed and o.status != "not run"]
+    if r.error is not None or not failed:
+        return f"FAILED {r.reason()}"
+    where = "its size" if len(r.outcomes) == 1 else f"{len(failed)} of its {len(r.outcomes)} sizes"
+    return f"FAILED at {where} (its rows in the table above)"
 
 
 def _start_grader_configs(configs: list[triton.Config], start: Callable[..., StartedConfig]
