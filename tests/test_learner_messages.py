@@ -219,3 +219,25 @@ def test_the_scoreboard_and_the_progress_table_shorten_by_the_same_rule(tmp_path
     table = grading.Progress([g], tmp_path, {18: "18_gptq_splitk.ipynb"})._repr_html_()
     assert "likely slip: the zero point is subtracted without its + 1" in table
     assert "title='at M=3" in table  # the whole reason on hover
+
+
+# -- a float16 output whose sum was kept in float16 ---------------------------------------------------------
+
+@triton.jit
+def gemv_accumulating_in_float16(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    n = tl.program_id(0) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BN], dtype=tl.float16)  # rounds at every step: a few sums end past the tolerance
+    for k0 in range(0, K, BK):
+        k = k0 + tl.arange(0, BK)
+        x = tl.load(x_ptr + k, mask=k < K, other=0.0).to(tl.float16)
+        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0)
+        acc += tl.sum(x[:, None] * w.to(tl.float16), axis=0)
+    tl.store(z_ptr + n, acc * tl.load(scale_ptr + n, mask=n < N, other=0.0), mask=n < N)
+
+
+@interpreted_only  # compiled, a GPU may keep the partial sums of tl.sum wider than float16
+def test_a_float16_sum_that_rounds_at_every_step_is_explained():
+    result = grade(15, gemv_accumulating_in_float16)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "a sum kept in float16" in result.reason() and "accumulate in float32" in result.reason(), str(result)
+    assert str(result).count("kept in float16") == 1, str(result)  # said once, the other rows point at it

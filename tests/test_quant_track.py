@@ -475,6 +475,7 @@ def test_a_likely_slip_is_named_in_the_verdict(number, kernel, slip):
 def test_a_wrong_output_that_no_slip_explains_names_none():
     result = grade(15, gemv_weight_read_as_n_by_k)
     assert result.first_failure.status == "wrong" and "slip" not in str(result), str(result)
+    assert "kept in float16" not in str(result), str(result)  # wrong by far, everywhere: not a rounding
 
 
 @pytest.mark.parametrize("p", [p for p in catalog.all_puzzles() if p.likely_mistakes], ids=lambda p: p.id)
