@@ -283,7 +283,7 @@ def splitk_every_part_takes_all_of_k(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.conste
 @triton.jit
 def _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr, BN: tl.constexpr,
                BK: tl.constexpr, SPLIT_K: tl.constexpr, PLUS_ONE: tl.constexpr, ZEROS_ALONG_N: tl.constexpr,
-               MASK_K: tl.constexpr):
+               MASK_K: tl.constexpr, FIXED_GROUP: tl.constexpr):
     """The reference with one mistake switched on by a flag (kept in one place so only the flag differs)."""
     m = tl.program_id(0) * BM + tl.arange(0, BM)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -298,7 +298,10 @@ def _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM
         w_in = k_in[:, None] & (n < N)[None, :]
         words = tl.load(qweight_ptr + (k // 8)[:, None] * N + n[None, :], mask=w_in, other=0)
         q = (words >> ((k % 8) * 4)[:, None]) & 0xF
-        g = k // G
+        if FIXED_GROUP:  # a group of 64 rows, whatever G is
+            g = k // 64
+        else:
+            g = k // G
         scale = tl.load(scales_ptr + g[:, None] * N + n[None, :], mask=w_in, other=0.0)
         if ZEROS_ALONG_N:
             zero_words = tl.load(qzeros_ptr + g[:, None] * (N // 8) + (n // 8)[None, :], mask=w_in, other=0)
@@ -314,19 +317,68 @@ def _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM
 @triton.jit
 def gptq_without_plus_one(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
                           BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, 0, True, True)
+    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, 0, True, True, False)
 
 
 @triton.jit
 def gptq_zeros_packed_along_k(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
                               BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, 1, False, True)
+    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K,
+               1, False, True, False)
 
 
 @triton.jit
 def gptq_without_k_mask(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
                         BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, 1, True, False)
+    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K,
+               1, True, False, False)
+
+
+@triton.jit
+def gptq_group_of_64(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
+                     BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, 1, True, True, True)
+
+
+@triton.jit
+def _quant_dot_body(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID, B0: tl.constexpr,
+                    B1: tl.constexpr, B_MID: tl.constexpr, WEIGHT_BITS: tl.constexpr, SHIFT_BITS: tl.constexpr):
+    """Puzzle 12's reference with the bits between two nibbles as flags (4: right; 8: a byte, the slip)."""
+    WORDS: tl.constexpr = B_MID // 8
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    cols = tl.program_id(1) * B1 + tl.arange(0, B1)
+    acc = tl.zeros([B0, B1], dtype=tl.float32)
+    for k0 in range(0, MID, B_MID):
+        group = k0 // 8 + tl.arange(0, WORDS)
+        words = tl.load(weight_ptr + rows[:, None] * (MID // 8) + group[None, :], mask=(rows < N0)[:, None], other=0)
+        w = (words[:, :, None] >> (tl.arange(0, 8) * WEIGHT_BITS)[None, None, :]) & 0xF
+        scale = tl.load(scale_ptr + rows[:, None] * (MID // 8) + group[None, :], mask=(rows < N0)[:, None], other=0.0)
+        shift_words = tl.load(offset_ptr + rows[:, None] * (MID // 64) + (group // 8)[None, :],
+                              mask=(rows < N0)[:, None], other=0)
+        shift = (shift_words >> ((group % 8) * SHIFT_BITS)[None, :]) & 0xF
+        dequantized = scale[:, :, None] * (w - shift[:, :, None]).to(tl.float32)
+        k = k0 + tl.arange(0, B_MID)
+        activation = tl.load(activation_ptr + k[:, None] * N1 + cols[None, :], mask=(cols < N1)[None, :], other=0.0)
+        acc += tl.dot(tl.reshape(dequantized, (B0, B_MID)), activation)
+    tl.store(z_ptr + rows[:, None] * N1 + cols[None, :], acc, mask=(rows < N0)[:, None] & (cols < N1)[None, :])
+
+
+@triton.jit
+def quant_dot_weights_by_byte(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID,
+                              B0: tl.constexpr, B1: tl.constexpr, B_MID: tl.constexpr):
+    _quant_dot_body(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID, B0, B1, B_MID, 8, 4)
+
+
+@triton.jit
+def quant_dot_all_by_byte(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID,
+                          B0: tl.constexpr, B1: tl.constexpr, B_MID: tl.constexpr):
+    _quant_dot_body(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID, B0, B1, B_MID, 8, 8)
+
+
+@triton.jit
+def quant_dot_by_nibble(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID,
+                        B0: tl.constexpr, B1: tl.constexpr, B_MID: tl.constexpr):
+    _quant_dot_body(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID, B0, B1, B_MID, 4, 4)
 
 
 def _size(result):
@@ -462,6 +514,7 @@ SLIPS = [
     (16, wrong.grouped_order_kernel_position_from_pid, "the program's position in its band"),
     (18, gptq_without_plus_one, "without its + 1"),
     (18, gptq_zeros_packed_along_k, "qzeros is packed along N"),
+    (18, gptq_group_of_64, "k // 64, a fixed size"),
 ]
 
 
@@ -470,6 +523,17 @@ def test_a_likely_slip_is_named_in_the_verdict(number, kernel, slip):
     result = grade(number, kernel)
     assert result.first_failure.status == "wrong", str(result)
     assert "the output is what this slip gives" in result.reason() and slip in result.reason(), str(result)
+
+
+@interpreted_only  # a shift of 32 bits or more fills with the sign bit in the interpreter; compiled, it is undefined
+@pytest.mark.parametrize("kernel, slip", [(quant_dot_weights_by_byte, "the weights are unpacked 8 bits apart"),
+                                          (quant_dot_all_by_byte, "the weights and the shifts are unpacked 8 bits")],
+                         ids=["weights", "weights-and-shifts"])
+def test_nibbles_unpacked_a_byte_apart_are_named(kernel, slip):
+    result = grade(12, kernel)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "the output is what this slip gives" in result.reason() and slip in result.reason(), str(result)
+    assert grade(12, quant_dot_by_nibble).passed  # the same kernel with 4 bits a nibble: no slip to name
 
 
 def test_a_wrong_output_that_no_slip_explains_names_none():

@@ -82,6 +82,10 @@ multiple of `B_MID`; `N0` and `N1` are any sizes. `tl.dot` is allowed.
                 "then mask, (word >> 4·n) & 0xF", mistakes.quant_dot_masked_first),
         Mistake("value k takes its shift from nibble k % 8 (its own place in its weight word); the shift belongs to "
                 "its group g = k // 8: nibble g % 8 of offset word g // 8", mistakes.quant_dot_shift_by_value),
+        Mistake("the weights are unpacked 8 bits apart, (word >> 8·n) & 0xF; a nibble is 4 bits: nibble n is "
+                "(word >> 4·n) & 0xF", mistakes.quant_dot_weights_by_byte),
+        Mistake("the weights and the shifts are unpacked 8 bits apart, (word >> 8·n) & 0xF; a nibble is 4 bits: "
+                "(word >> 4·n) & 0xF", mistakes.quant_dot_all_by_byte),
     ),
     perf_size={"N0": 4096, "N1": 4096, "MID": 4096, "B0": 64, "B1": 64, "B_MID": 64},
     flops=lambda s: 2 * s["N0"] * s["N1"] * s["MID"],

@@ -132,6 +132,8 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
         Mistake("the scales are left out: W = (q − (zero + 1)) · scale[g, n]", mistakes.gptq_without_scales),
         Mistake("the group of row k is taken as k // BK (its chunk); it is k // G, and a chunk may hold rows of "
                 "several groups", mistakes.gptq_group_by_block),
+        Mistake("the group of row k is taken as k // 64, a fixed size (in puzzle 12, 64 values shared an offset "
+                "word); here it is k // G, with G an argument of the kernel", mistakes.gptq_group_of_64),
     ),
     perf_size={"M": 16, "N": 4096, "K": 4096, "G": 128, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
