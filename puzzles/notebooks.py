@@ -170,7 +170,7 @@ def spec_source(p: Puzzle) -> str:
     text = module.read_text()
     tree = ast.parse(text)
     lines = text.splitlines()
-    keep: list[str] = []
+    keep: list[tuple[ast.stmt, str]] = []
     for node in tree.body:
         if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
             continue  # module docstring
@@ -181,10 +181,17 @@ def spec_source(p: Puzzle) -> str:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             continue  # the text of the notebook's extra cells (BENCHMARK_CODE ...), shown in cells of their own
         start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
-        keep.append("\n".join(lines[start - 1 : node.end_lineno]))
-    imports = [k for k in keep if k.startswith(("import ", "from "))]
-    body = [k for k in keep if not k.startswith(("import ", "from "))]
-    return "\n".join(imports) + ("\n\n\n" if imports else "") + "\n\n\n".join(body) + "\n"
+        keep.append((node, "\n".join(lines[start - 1 : node.end_lineno])))
+    imports = [k for _, k in keep if k.startswith(("import ", "from "))]
+    body = [(n, k) for n, k in keep if not k.startswith(("import ", "from "))]
+    definition = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    text = ""
+    for i, (node, code) in enumerate(body):
+        # Two blank lines around a function or class (PEP 8); constants one after another stay together.
+        if i:
+            text += "\n\n\n" if isinstance(node, definition) or isinstance(body[i - 1][0], definition) else "\n"
+        text += code
+    return "\n".join(imports) + ("\n\n\n" if imports else "") + text + "\n"
 
 
 def grading_call(p: Puzzle) -> str:

@@ -200,3 +200,13 @@ def test_a_tight_tolerance_leaves_a_float32_kernel_ten_times_room(p):
             checked += 1
     if not checked:
         pytest.skip("strided inputs: checked by the float32 variants of tests/test_judging_holes.py")
+
+
+def test_a_spec_cell_keeps_its_constants_together():
+    """Constants one after another stay on consecutive lines (puzzle 12's FPINT and GROUP); a function still
+    has two blank lines before it."""
+    from puzzles.notebooks import spec_source
+
+    source = spec_source(catalog.get(12))
+    assert "FPINT = 8  # 4-bit values per int32 word\nGROUP = 8" in source, source
+    assert "\n\n\ndef unpack_nibbles(" in source and "\n\n\ndef quant_dot_spec(" in source, source

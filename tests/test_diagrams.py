@@ -123,3 +123,25 @@ def test_a_touch_follows_the_puzzles_record_not_its_number(number, record, none,
     assert touched(diagrams.scene_for(puzzle))
     assert touched(diagrams.scene_for(replace(puzzle, number=99)))  # renumbered: the same picture
     assert not touched(diagrams.scene_for(replace(puzzle, **{record: none})))  # without it: the generic one
+
+
+def test_the_packing_legend_explains_every_packed_tensor() -> None:
+    """Puzzle 12 packs its weights 8 to a word and its offsets (zero points) one per group of 8 weights, 8 groups
+    to a word: the legend says how to find both, not the weights' alone."""
+    from puzzles.diagrams.paint import draw_packing_inset
+
+    class Recorder:
+        texts: list[str] = []
+
+        def rect(self, *args, **kwargs) -> None:
+            pass
+
+        def text(self, x, y, text, **kwargs) -> None:
+            self.texts.append(text)
+
+    painter = Recorder()
+    draw_packing_inset(painter, diagrams.scene_for(catalog.get(12)), 0, 0, 12.0)
+    legend = " ".join(painter.texts)
+    assert "weight: word w holds MID = 8w … 8w + 7" in legend, legend
+    assert "offset: one value per group g = MID // 8; nibble n of word w holds group g = 8w + n" in legend, legend
+    assert "MID = 64w + 8n … 64w + 8n + 7" in legend, legend

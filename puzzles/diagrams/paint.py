@@ -392,15 +392,16 @@ def draw_header(p: Painter, scene: Scene, top: float) -> None:
 
 
 def _packed(scene: Scene) -> list[tuple[Item, str, int]]:
-    """Tensors of int32 words holding 4-bit values: (tensor, the dimension it packs, values per word)."""
+    """Tensors of int32 words holding 4-bit values: (tensor, the dimension it packs, its elements per word): 8,
+    or a multiple of 8 where each nibble stands for a group of them (puzzle 12's offset, `MID//64`)."""
     found = []
     for item in scene.items:
         if item.dtype != "int32":
             continue
         for dim in item.dims:
             m = re.fullmatch(r"\s*(\w+)\s*//\s*(\d+)\s*", dim.expr)
-            if m and int(m.group(2)) == 8 and m.group(1) in scene.dims:
-                found.append((item, m.group(1), 8))
+            if m and int(m.group(2)) % 8 == 0 and m.group(1) in scene.dims:
+                found.append((item, m.group(1), int(m.group(2))))
     return found
 
 
@@ -423,7 +424,11 @@ def draw_packing_inset(p: Painter, scene: Scene, x: float, y: float, width: floa
     head = "one int32 word = 8 four-bit values, low nibble first: nibble n is (word >> 4n) & 0xF"
     lines = wrap(head, FS_SMALL, width - (tx - x))
     for item, base, per in packed:
-        text = f"{item.name}: word w holds {base} = {per}w … {per}w + {per - 1} (nibble n: {base} = {per}w + n)"
+        group = per // 8  # elements of `base` that one nibble stands for
+        text = (f"{item.name}: word w holds {base} = {per}w … {per}w + {per - 1} (nibble n: {base} = {per}w + n)"
+                if group == 1 else
+                f"{item.name}: one value per group g = {base} // {group}; nibble n of word w holds group "
+                f"g = 8w + n ({base} = {per}w + {group}n … {per}w + {group}n + {group - 1})")
         lines += wrap(text, FS_SMALL, width - (tx - x))
     for i, line in enumerate(lines):
         p.text(tx, y - 0.02 - 0.16 * i, line, fontsize=FS_SMALL, color=TEXT if i == 0 else MUTED, ha="left", va="top")
