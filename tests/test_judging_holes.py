@@ -668,6 +668,7 @@ def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed
     assert failure is not None and failure.status == "wrong", str(result)
     if not on_gpu():  # on a GPU the float16 rounding may differ in detail: the verdict is the point
         assert "float16 or bfloat16" in failure.note, failure.note
+        assert 'input_precision="ieee"' in failure.note, failure.note  # tl.dot's TF32 on a GPU, named too
 
 
 @pytest.mark.parametrize("seed", range(1, 6))

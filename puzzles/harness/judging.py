@@ -173,7 +173,9 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
         _add_notes(o, [f"every wrong element is off by at most {float(off.max()):.2%} of its value (or of the "
                        "output's typical size), the error that float16 or bfloat16 arithmetic makes: is a value "
                        "converted to a lower precision, or accumulated in one? compute in float32, as the spec "
-                       "does (or, if it all is float32: is a small term missing, or a constant slightly off?)"])
+                       "does (on a GPU, tl.dot of float32 blocks runs in TF32, 10 bits of mantissa, unless given "
+                       "input_precision=\"ieee\"; or, if it all is float32: is a small term missing, or a constant "
+                       "slightly off?)"])
     elif o.mismatch_count <= wrong.numel() * _FEW_WRONG:
         # A float16 output is rounded once by the spec; a sum kept in float16 rounds at every step, and a few
         # elements (those near a rounding boundary, or small beside their terms) end past the tolerance.
