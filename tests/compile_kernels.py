@@ -270,3 +270,19 @@ def add_mask2_kernel_method_of_an_object(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
     x = tl.load(x_ptr + offsets, mask=offsets < N0)
     tl.store(z_ptr + offsets, HELPERS.plus_ten(x), mask=offsets < N0)  # BAD_LINE
+
+
+# Compile, and compute something else on a GPU: a tl.dot of float32 blocks runs in TF32 on tensor cores.
+@triton.jit
+def row_sums_by_a_float32_dot(x_ptr, z_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
+    tl.store(z_ptr + r[:, None] * B + r[None, :], tl.dot(x, tl.full([B, B], 1.0, tl.float32)))
+
+
+@triton.jit
+def row_sums_by_an_ieee_dot(x_ptr, z_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
+    ones = tl.full([B, B], 1.0, tl.float32)
+    tl.store(z_ptr + r[:, None] * B + r[None, :], tl.dot(x, ones, input_precision="ieee"))

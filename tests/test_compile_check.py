@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from puzzles import catalog, compile_check, test
+from puzzles.compile_check.messages import TF32_NOTE
+from puzzles.compile_check.verdict import TF32_TOLERANCE
 from puzzles.harness import on_gpu
 from puzzles.harness.cases import make_case
 from puzzles.harness.signature import bind_arguments
@@ -131,12 +133,13 @@ def _calls(p):
 @pytest.mark.parametrize("p", catalog.all_puzzles(), ids=lambda p: p.id)
 def test_every_reference_compiles_for_every_target(p):
     kernel, calls = _calls(p)
-    check = compile_check.start(kernel, calls, p.min_sm)
+    check = compile_check.start(kernel, calls, p.min_sm, tf32_matters=p.rtol < TF32_TOLERANCE)
     assert check is not None
     targets = {item["target"] for item in check.items if item["stage"] == "full"}
     assert targets >= {80, 90} and (75 in targets) == (p.min_sm <= 75)
     report = check.report(wait_full=True)
     assert report.problems == [] and report.pending == []
+    assert TF32_NOTE not in report.notes  # 11 and 12 dot float32 blocks in TF32, as their tolerance allows
     assert not any(v.get("skipped") for v in check.results.values()), check.results  # really compiled
 
 
@@ -157,6 +160,20 @@ def test_shared_memory_past_a_targets_limit_is_a_note():
     report = compile_check.start(kernel, [([t, t, t], sizes)]).report(wait_full=True)
     assert report.problems == []
     assert any("sm_75" in n and "shared memory" in n for n in report.notes), report.notes
+
+
+def test_a_float32_dot_in_tf32_is_a_note_where_the_tolerance_is_tighter():
+    """On sm_80/sm_90 a tl.dot of float32 blocks runs in TF32, exact float32 in the interpreter: a note for
+    puzzles whose tolerance TF32 misses, none for the matmul puzzles (tf32_matters=False) or an ieee dot."""
+    t = torch.empty(256)
+    call = [([t, t], {"B": 16})]
+
+    def notes(kernel, tf32_matters=True):
+        return compile_check.start(kernel, call, tf32_matters=tf32_matters).report(wait_full=True).notes
+
+    assert TF32_NOTE in notes(ck.row_sums_by_a_float32_dot)
+    assert TF32_NOTE not in notes(ck.row_sums_by_a_float32_dot, tf32_matters=False)
+    assert TF32_NOTE not in notes(ck.row_sums_by_an_ieee_dot)
 
 
 def test_grade_fails_an_interpreter_only_kernel(tmp_path):

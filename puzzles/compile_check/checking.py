@@ -14,6 +14,7 @@ from typing import Any
 
 from puzzles import kernel_source
 from puzzles.compile_check import settings
+from puzzles.compile_check.messages import TF32_NOTE
 from puzzles.compile_check.pool import Worker, worker_for
 from puzzles.compile_check.settings import FRONT_WAIT, FULL_WAIT, T4, VERSION, cache_dir, targets_for
 
@@ -118,8 +119,9 @@ class Check:
     """A compile check under way: `start()` hands it to the worker, `report()` collects it."""
 
     def __init__(self, spec: dict, items: list[dict], results: dict[int, dict],
-                 jobs: dict[str, tuple[Worker, int]]) -> None:
+                 jobs: dict[str, tuple[Worker, int]], tf32_matters: bool = True) -> None:
         self.spec = spec
+        self.tf32_matters = tf32_matters  # the puzzle's tolerance is tighter than TF32's: keep that note
         self.items = items
         self.results = results  # index -> verdict (from the cache or the workers)
         self.jobs = jobs  # worker kind -> (that worker, its job number), for the items not in the cache
@@ -179,17 +181,18 @@ class Check:
                 report.problems.append(CompileProblem(err["message"], item["target"], line, filename,
                                                       list(item["sizes"]), bool(err.get("construct")),
                                                       bool(err.get("rule"))))
-            report.notes += [n for n in verdict.get("notes", []) if n not in report.notes]
+            report.notes += [n for n in verdict.get("notes", [])
+                             if n not in report.notes and (self.tf32_matters or n != TF32_NOTE)]
         return report
 
 
 def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: int = T4,
-          forbidden: tuple[str, ...] = ()) -> Check | None:
+          forbidden: tuple[str, ...] = (), tf32_matters: bool = True) -> Check | None:
     """Begin checking `kernel` as called with each (args, kwargs) of `calls` (the first is the
     canonical size: the full compile runs there). None when the kernel cannot be described (no
     source, say): the interpreted verdict then stands alone. `forbidden`: triton.language functions
     the puzzle rules out, looked for in the Triton IR (`tt.dot` for "dot"), however the kernel
-    reached them."""
+    reached them. `tf32_matters`: whether a tl.dot computed in TF32 on a GPU may miss the puzzle's tolerance."""
     from puzzles.execution import unwrap_kernel
 
     fn = unwrap_kernel(kernel)
@@ -228,6 +231,6 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
         if mine:
             worker = worker_for(kind)
             jobs[kind] = (worker, worker.submit(spec, mine, str(cache_dir())))
-    return Check(spec, items, results, jobs)
+    return Check(spec, items, results, jobs, tf32_matters)
 
 

@@ -10,6 +10,13 @@ import ast
 import textwrap
 from typing import Any
 
+# A note, not a failure: the same kernel passes on a GPU where the puzzle's tolerance allows TF32 (the
+# matmul puzzles); the grader keeps it only where the tolerance is tighter (checking.Check).
+TF32_NOTE = ("on a GPU with tensor cores (sm_80 and later) a tl.dot of float32 blocks in this kernel runs in TF32 "
+             "(10 bits of mantissa, about 3 decimal digits), where the interpreter computes float32: this "
+             "puzzle's tolerance is tighter than that, so it may fail there; tl.dot(a, b, input_precision=\"ieee\") "
+             "keeps float32 (or sum with tl.sum(a[:, :, None] * b[None, :, :], axis=1))")
+
 
 def forbidden_in_ir(found: list[tuple[str, str, int]], built: dict[str, Any]) -> dict:  # pragma: no cover
     """The first forbidden op as an error at the learner's line (in the function that holds it)."""

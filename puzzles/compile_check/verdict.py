@@ -11,6 +11,10 @@ from typing import Any
 from puzzles.compile_check.checking import Check, CompileProblem, start
 from puzzles.compile_check.settings import ALWAYS_TARGETS, BUDGET, FULL_GRACE, T4, enabled
 
+# TF32 keeps 10 bits of mantissa (a relative rounding of 2^-11 per product): puzzles whose tolerance is
+# at least this allow it (the matmul puzzles, whose references use tl.dot on a GPU's tensor cores).
+TF32_TOLERANCE = 1e-3
+
 
 @dataclass
 class NotStarted:
@@ -27,7 +31,7 @@ def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None,
         return None
     try:
         check = start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4),
-                      tuple(getattr(puzzle, "forbidden_calls", ())))
+                      tuple(getattr(puzzle, "forbidden_calls", ())), getattr(puzzle, "rtol", 0.0) < TF32_TOLERANCE)
         why = "its source, the globals it reads or its arguments cannot be described to the compiler"
     except Exception as err:  # noqa: BLE001 - the check must never break grading
         check, why = None, f"{type(err).__name__}: {err}"

@@ -21,6 +21,8 @@ from typing import Any
 
 # Largest shared memory one block may use, per compute capability (bytes, opt-in limits).
 SHARED_LIMIT = {75: 65536, 80: 166912, 86: 101376, 89: 101376, 90: 232448}
+# A tt.dot of f32 operands that runs on the tensor cores (an MMA parent layout) in TF32, in the GPU IR.
+TF32_DOT = r"tt\.dot [^\n]*inputPrecision = tf32 : tensor<[^\n]*?xf32, #ttg\.dot_op<\{opIdx = 0, parent = #mma"
 
 
 def kernel_source() -> Any:
@@ -306,11 +308,14 @@ def ops_in_ir(text: str, names: list[str]) -> list[tuple[str, str, int]]:
 
 
 def needs(compiled: Any, arch: int) -> list[str]:  # pragma: no cover - runs in the worker process
-    """Notes on what the compiled kernel needs: shared memory past the target's limit, spills."""
+    """Notes on what the compiled kernel needs: shared memory past the target's limit, spills; and a tl.dot
+    of float32 blocks that runs in TF32 there."""
     import re
     import tempfile
 
     notes = []
+    if re.search(TF32_DOT, compiled.asm.get("ttgir") or ""):
+        notes.append(messages().TF32_NOTE)
     shared = getattr(compiled.metadata, "shared", 0) or 0
     limit = SHARED_LIMIT.get(arch)
     if limit and shared > limit:
