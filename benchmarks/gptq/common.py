@@ -87,6 +87,28 @@ def interleaved_medians(timers: dict[str, Callable[[], float]], rounds: int) -> 
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def time_candidates(calls: dict[str, Callable[[], torch.Tensor]], ref: torch.Tensor, rounds: int,
+                    where: str) -> dict[str, float]:
+    """Median us per call of each candidate that computes `ref` (rel err < 1e-2; one that fails or errs is
+    printed and dropped), timed as prefill.py times a call (CUDA-graph replays of 4 calls, the candidates
+    taking turns in `rounds`), printed fastest first against the "cublas" candidate, which must be one."""
+    for name, call in list(calls.items()):
+        try:
+            err = rel_err(call(), ref)
+        except Exception as error:  # noqa: BLE001 - a candidate that does not compile is dropped
+            err = float("nan")
+            print(f"{where} {name}: {type(error).__name__}: {str(error)[:200]}", flush=True)
+        if not err < 1e-2:
+            print(f"{where} {name}: rel err {err:.1e}, dropped", flush=True)
+            del calls[name]
+    med = interleaved_medians({name: lambda c=call: gpu_time_us([c], min_calls=4, warmup=10, rep=60)
+                               for name, call in calls.items()}, rounds)
+    print(f"\n{where}: cuBLAS {med['cublas']:.1f} us", flush=True)
+    for us, name in sorted((us, name) for name, us in med.items() if name != "cublas"):
+        print(f"  {name:28s} {us:8.1f} us  {med['cublas'] / us:.2f}x cuBLAS", flush=True)
+    return med
+
+
 def gptq_bytes(m: int, k: int, n: int, group: int = GROUP) -> int:
     """The fewest bytes a GPTQ matmul must move: int4 weights, scales, zeros, A and C once each."""
     return k * n // 2 + (k // group) * n * 2 + (k // group) * (n // 8) * 4 + m * k * 2 + m * n * 2

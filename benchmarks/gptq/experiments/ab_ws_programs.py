@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
-from common import SHAPES, gpu_time_us, interleaved_medians, rel_err, resident_layer  # noqa: E402
+from common import SHAPES, resident_layer, time_candidates  # noqa: E402
 
 from solutions.gptq import configs, gptq_matmul, ws_prefill  # noqa: E402
 
@@ -71,16 +71,7 @@ def main() -> int:
             block_m, stages = (int(x) for x in tile.split(","))
             for programs in args.programs:
                 calls[f"ws {block_m}/{stages} p{programs or 'tile'}"] = ws_call(a, w, block_m, stages, programs)
-        for name, call in list(calls.items()):
-            err = rel_err(call(), ref)
-            if not err < 1e-2:
-                print(f"M={m} K={k} N={n} {name}: rel err {err:.1e}, dropped", flush=True)
-                del calls[name]
-        med = interleaved_medians({name: lambda c=call: gpu_time_us([c], min_calls=4, warmup=10, rep=60)
-                                   for name, call in calls.items()}, args.rounds)
-        print(f"\nM={m} K={k} N={n}: cuBLAS {med['cublas']:.1f} us", flush=True)
-        for name, us in sorted(med.items(), key=lambda item: item[1]):
-            print(f"  {name:24s} {us:8.1f} us  {med['cublas'] / us:.2f}x cuBLAS", flush=True)
+        time_candidates(calls, ref, args.rounds, f"M={m} K={k} N={n}")
         del w, w_ref, w16
         torch.cuda.empty_cache()
     return 0

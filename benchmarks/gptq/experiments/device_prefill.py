@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py and its siblings
-from common import SHAPES, gpu_time_us, interleaved_medians, rel_err, resident_layer  # noqa: E402
+from common import SHAPES, resident_layer, time_candidates  # noqa: E402
 
 from solutions.gptq import GPTQConfig, configs, gptq_matmul, ws_prefill  # noqa: E402
 from solutions.gptq.configs import WSTile  # noqa: E402
@@ -56,21 +56,8 @@ def measure(rows: list[tuple[int, int]], rounds: int) -> list[dict]:
         for tile in WS:
             choices[label(tile)] = tile
             calls[label(tile)] = lambda a=a, w=w, t=tile: ws_prefill.gptq_matmul_ws(a, w, *t)
-        for name, call in list(calls.items()):
-            try:
-                err = rel_err(call(), ref)
-            except Exception as error:  # noqa: BLE001 - a candidate that does not compile is dropped
-                err = float("nan")
-                print(f"M={m} K={k} N={n} {name}: {type(error).__name__}: {str(error)[:200]}", flush=True)
-            if not err < 1e-2:
-                print(f"M={m} K={k} N={n} {name}: rel err {err:.1e}, dropped", flush=True)
-                del calls[name]
-        med = interleaved_medians({name: lambda c=call: gpu_time_us([c], min_calls=4, warmup=10, rep=60)
-                                   for name, call in calls.items()}, rounds)
+        med = time_candidates(calls, ref, rounds, f"M={m} K={k} N={n}")
         ranked = sorted((us, name) for name, us in med.items() if name != "cublas")
-        print(f"\nM={m} K={k} N={n}: cuBLAS {med['cublas']:.1f} us", flush=True)
-        for us, name in ranked:
-            print(f"  {name:28s} {us:8.1f} us  {med['cublas'] / us:.2f}x cuBLAS", flush=True)
         best = choices[ranked[0][1]]
         results.append({"m": m, "k": k, "n": n, "cublas_us": med["cublas"], "us": dict(med), "best": ranked[0][1],
                         "best_choice": best._asdict() if isinstance(best, WSTile) else best.__dict__})
