@@ -14,6 +14,9 @@ round, as from one phase of a step to the next. The variants:
 
 - ``kernels``: one kernel launch per round, captured in a CUDA graph (the lean step today, no PDL);
 - ``kernels-pdl``: the same launched with PDL, each kernel starting its weight loads before its wait;
+- ``kernels-pdl-after``: with PDL, the weight loads after the wait;
+- ``kernels-pdl-l2``: with PDL, an L2 prefetch of the weights before the wait, the loads after it
+  (what the step's matmuls do for their first K step, ``pdl.PREFETCH_FIRST``);
 - ``barrier``: one persistent kernel, the rounds separated by a grid barrier polled with atomics;
 - ``barrier-ld``: the same polled with volatile loads;
 - ``barrier-ahead``: the barrier, with each program's loads of the next round's weights issued between
@@ -37,15 +40,21 @@ import triton.language as tl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/gptq: common.py
 from common import interleaved_medians, start_gpu_run, write_report  # noqa: E402
 
-from solutions.gptq.pdl import start_next_kernel, wait_for_previous_kernel  # noqa: E402
+from solutions.gptq.pdl import prefetch_to_l2, start_next_kernel, wait_for_previous_kernel  # noqa: E402
 
 WEIGHT_BYTES = 1 << 30  # the weights cycle through 1 GiB (past any L2)
 
 
 @triton.jit
+def _share_start(round_, pid, programs, region_words, WORDS: tl.constexpr):
+    """Where this program's share (WORDS contiguous int32) of round ``round_``'s weights starts."""
+    return ((round_ * programs + pid) % (region_words // WORDS)).to(tl.int64) * WORDS
+
+
+@triton.jit
 def _weights_ptrs(w_ptr, round_, pid, programs, region_words, ROWS: tl.constexpr, COLS: tl.constexpr):
     """Pointers to this program's (ROWS, COLS) int32 share of round ``round_``'s weights."""
-    share = ((round_ * programs + pid) % (region_words // (ROWS * COLS))).to(tl.int64) * (ROWS * COLS)
+    share = _share_start(round_, pid, programs, region_words, ROWS * COLS)
     return w_ptr + share + tl.arange(0, ROWS)[:, None] * COLS + tl.arange(0, COLS)[None, :]
 
 
@@ -59,14 +68,22 @@ def _hand_off(data_ptr, round_, pid, programs, weight_sum):
 
 @triton.jit
 def _round_kernel(data_ptr, w_ptr, round_, region_words, ROWS: tl.constexpr, COLS: tl.constexpr,
-                  PDL: tl.constexpr):
+                  PDL: tl.constexpr, WEIGHTS: tl.constexpr):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
+    ptrs = _weights_ptrs(w_ptr, round_, pid, programs, region_words, ROWS, COLS)
     if PDL:
         start_next_kernel()
-    w = tl.load(_weights_ptrs(w_ptr, round_, pid, programs, region_words, ROWS, COLS))  # no kernel writes them
+    # Before the wait (no kernel writes the weights): WEIGHTS 0 nothing, 1 the loads, 2 an L2 prefetch per line.
+    if WEIGHTS == 1:
+        w = tl.load(ptrs)
+    if WEIGHTS == 2:
+        share = _share_start(round_, pid, programs, region_words, ROWS * COLS)
+        prefetch_to_l2(w_ptr + share + tl.arange(0, ROWS * COLS // 32) * 32)  # 32 words: one 128-byte line
     if PDL:
         wait_for_previous_kernel()
+    if WEIGHTS != 1:
+        w = tl.load(ptrs)
     _hand_off(data_ptr, round_, pid, programs, tl.sum(tl.sum(w, axis=1), axis=0) % 2)
 
 
@@ -105,7 +122,10 @@ def _persistent_kernel(data_ptr, w_ptr, counter_ptr, rounds, region_words, ROWS:
         _wait(counter_ptr, (r + 1) * programs, POLL_ATOMIC)
 
 
-VARIANTS = ("kernels", "kernels-pdl", "barrier", "barrier-ld", "barrier-ahead")
+# kernel variants: (PDL, WEIGHTS of _round_kernel)
+KERNEL_VARIANTS = {"kernels": (False, 0), "kernels-pdl": (True, 1), "kernels-pdl-after": (True, 0),
+                   "kernels-pdl-l2": (True, 2)}
+VARIANTS = (*KERNEL_VARIANTS, "barrier", "barrier-ld", "barrier-ahead")
 
 
 def launcher(variant: str, rounds: int, kib: int, programs: int, data: torch.Tensor, weights: torch.Tensor,
@@ -116,13 +136,14 @@ def launcher(variant: str, rounds: int, kib: int, programs: int, data: torch.Ten
     rows = triton.next_power_of_2(rows)
     region = weights.numel() // (rows * cols) * (rows * cols)
     grid = (programs,)
-    if variant.startswith("kernels"):
-        pdl = variant == "kernels-pdl"
+    if variant in KERNEL_VARIANTS:
+        pdl, when = KERNEL_VARIANTS[variant]
         options = {"launch_pdl": True} if pdl else {}
 
         def run() -> None:
             for r in range(rounds):
-                _round_kernel[grid](data, weights, r, region, ROWS=rows, COLS=cols, PDL=pdl, num_warps=8, **options)
+                _round_kernel[grid](data, weights, r, region, ROWS=rows, COLS=cols, PDL=pdl, WEIGHTS=when,
+                                    num_warps=8, **options)
         return run
 
     def run() -> None:
