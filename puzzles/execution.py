@@ -247,6 +247,11 @@ _TRITON_ERROR_HINTS = (
     ("argument cannot be block type if pointer argument is not a block",
      "a block (the value, the mask or other=) goes with a single pointer: add the block's offsets to the pointer "
      "(ptr + offsets), or reduce the block to one number first"),
+    ("Unsupported ptr type",
+     "tl.load and tl.store take pointers, and this is a block of integers (an address read from a table, or "
+     "offsets without their base pointer): turn an address into a pointer with "
+     ".to(tl.pointer_type(tl.float32)) before adding offsets, or add the offsets to a pointer argument (x_ptr + "
+     "offsets)"),
     ("must have equal reduction dimensions",
      "tl.dot(a, b) multiplies an M × K block by a K × N block: a's last axis and b's first axis must have the same "
      "length (check the order of the operands and of the tile's axes)"),

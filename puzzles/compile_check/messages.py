@@ -7,6 +7,7 @@ Runs in the compiler process (puzzles/compile_check/worker.py loads it by path):
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from typing import Any
 
@@ -120,7 +121,7 @@ def hint_for(message: str, node: Any, source: str = "", scope: dict | None = Non
     if "multiple values for argument 'pid_" in message:  # a fifth value lands in print_if's pid_0
         return "compiled, print_if prints at most four values: split them over two print_if calls"
     if "Loop-carried variable" in message:
-        return "give it its final type before the loop, e.g. tl.zeros([B0], dtype=tl.float32) instead of 0.0"
+        return _loop_carried_hint(message)
     if _bare(message) and node is not None and any(isinstance(n, ast.Subscript) for n in ast.walk(node)):
         # tl.tuple.__getitem__ asserts that a non-constant index is a slice, with no message.
         return ("a tuple indexed by a value the compiler does not know: a Triton tuple can only be indexed by a "
@@ -148,3 +149,20 @@ def hint_for(message: str, node: Any, source: str = "", scope: dict | None = Non
                 "needs a value on every path, the interpreter only on the one it runs")
     return ""
 
+
+
+def _loop_carried_hint(message: str) -> str:
+    """A variable the loop changes the type of: a number that becomes a block (give it the block's type
+    first), a block whose shape changes (what is added to it has another shape: a reduction over the
+    wrong axis), or a block whose dtype changes."""
+    found = re.search(r"initial type (<\[(.*?)\], (\w+)>|\S+) but is re-assigned to <\[(.*?)\], (\w+)>", message)
+    if found is None or found.group(2) is None:
+        return "give it its final type before the loop, e.g. tl.zeros([B0], dtype=tl.float32) instead of 0.0"
+    shape = lambda text: "[" + ", ".join(d.strip(" '") for d in text.split(",")) + "]"  # noqa: E731
+    before, after = shape(found.group(2)), shape(found.group(4))
+    if before != after:
+        return (f"it changes shape in the loop, from {before} to {after}: what the loop assigns or adds to it has "
+                "another shape than the block it starts as (a reduction over the wrong axis? tl.sum(x, axis=1) "
+                "turns a B0 × B1 block into B0 values, one per row; axis=0 into B1 values, one per column)")
+    return (f"it changes dtype in the loop, from {found.group(3)} to {found.group(5)}: convert what the loop adds "
+            f"(.to(...)) so that it keeps the type it starts with")
