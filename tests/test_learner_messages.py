@@ -241,3 +241,63 @@ def test_a_float16_sum_that_rounds_at_every_step_is_explained():
     assert result.first_failure.status == "wrong", str(result)
     assert "a sum kept in float16" in result.reason() and "accumulate in float32" in result.reason(), str(result)
     assert str(result).count("kept in float16") == 1, str(result)  # said once, the other rows point at it
+
+
+# -- notebooks 01-09, 11, 17 and 21, walked as a learner ---------------------------------------------------
+
+@triton.jit
+def add_returning_its_result(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)
+    return tl.load(x_ptr + offsets) + 10.0  # returned, never stored
+
+
+@interpreted_only  # the compile check runs beside the interpreter
+def test_a_kernel_that_returns_its_result_is_told_so_not_asked_if_it_is_the_starter():
+    result = grade(1, add_returning_its_result)
+    assert result.first_failure.status == "compile error", str(result)
+    reason = result.reason()
+    assert "cannot return a value" in reason and "write the result through a pointer with tl.store" in reason
+    assert "nothing was written into the output" in reason and "still the starter" not in reason, reason
+
+
+@triton.jit
+def sum_over_the_wrong_axis(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        j = j0 + tl.arange(0, B1)
+        x = tl.load(x_ptr + i[:, None] * T + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T), other=0.0)
+        acc += tl.sum(x, axis=0)  # B1 column sums, not B0 row sums
+    tl.store(z_ptr + i, acc, mask=i < N0)
+
+
+@interpreted_only
+def test_an_accumulator_that_changes_shape_points_at_the_reduction_axis():
+    """acc starts as tl.zeros([B0]) already: 'give it its final type (tl.zeros instead of 0.0)' was no help."""
+    reason = grade(7, sum_over_the_wrong_axis).reason()
+    assert "changes shape in the loop, from [1] to [32]" in reason and "wrong axis" in reason, reason
+    assert "instead of 0.0" not in reason, reason
+
+
+def test_a_loop_variable_that_starts_as_a_number_is_told_to_start_as_a_block():
+    from puzzles.compile_check.messages import hint_for
+
+    message = ("AssertionError: Loop-carried variable acc has initial type fp32 but is re-assigned to <['4'], fp32> "
+               "in loop!")
+    assert "tl.zeros([B0], dtype=tl.float32) instead of 0.0" in hint_for(message, None)
+
+
+@triton.jit
+def sgd_loading_through_an_address(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                                   B0: tl.constexpr):
+    pid = tl.program_id(0)
+    t = tl.load(chunks_ptr + 2 * pid)
+    offs = tl.load(chunks_ptr + 2 * pid + 1) * B0 + tl.arange(0, B0)
+    p_ptr = tl.load(addresses_ptr + t)  # an int64 address, never cast to a pointer
+    tl.store(z_ptr + offs, tl.load(p_ptr + offs, mask=offs < tl.load(numels_ptr + t)), mask=offs < 1)
+
+
+def test_an_address_loaded_from_a_table_is_told_to_become_a_pointer():
+    result = grade(21, sgd_loading_through_an_address)
+    assert result.first_failure.status == "error", str(result)
+    assert ".to(tl.pointer_type(tl.float32))" in result.reason(), str(result)

@@ -4,6 +4,7 @@ builds its verdict from what `fold` returns)."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -122,6 +123,16 @@ def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, 
         outcome.status, outcome.status_map = "compile error", None
         outcome.error = KernelError("compile", f"would not compile for {where}: {problem.message} (the interpreter "
                                     f"ran on past it, which a GPU cannot, and {then} at line {failed_at})",
+                                    error.line, error.source, error.filename)
+    elif problem.construct and problem.line is not None and outcome.status == "unwritten":
+        # The interpreter ran past a construct only it accepts (a kernel that returns its result) and left
+        # output unwritten: "still the starter?" would send the learner the wrong way.
+        total = math.prod(outcome.output_shape)
+        left = ("nothing was written into the output" if outcome.unwritten_count == total
+                else f"{outcome.unwritten_count} of {total} output elements were never written")
+        outcome.status, outcome.status_map = "compile error", None
+        outcome.error = KernelError("compile", f"would not compile for {where}: {problem.message} (the interpreter "
+                                    f"ran on past it, which a GPU cannot, and {left})",
                                     error.line, error.source, error.filename)
     elif outcome.status == "error" and outcome.error is not None and (
             problem.message.split(" (")[0] in outcome.error.message
