@@ -1,4 +1,5 @@
-"""Common slips of the quantization track, computed: what the spec gives with one mistake in it.
+"""Common slips, computed: what the spec gives with one mistake in it (the quantization track's, and the
+loops over a long axis of puzzles 7, 8 and 11).
 
 A wrong matmul output says nothing about its cause: every element is off by some amount. So a puzzle
 may list `Mistake`s (its catalog record, `likely_mistakes`): each is a sentence for the learner and one
@@ -29,6 +30,67 @@ def _nibbles(words: Tensor, dim: int, *, mask_first: bool = False, shifts: Tenso
     words = words.movedim(dim, -1)[..., None]
     values = ((words & 0xF) >> shifts) if mask_first else ((words >> shifts) & 0xF)
     return values.flatten(-2).movedim(-1, dim)
+
+
+# -- puzzles 7, 8 and 11: a loop over a long axis in chunks --------------------------------------------
+
+def _last_chunk_start(length: int, block: int) -> int:
+    return (length - 1) // block * block
+
+
+def sum_last_chunk_only(i: Inputs, sizes: Sizes) -> Tensor:
+    """The running sum set, not added to, in every chunk (or created inside the loop): the last chunk is left."""
+    return i["x"].double()[:, _last_chunk_start(sizes["T"], sizes["B1"]):].sum(1).float()
+
+
+def sum_first_chunk_repeated(i: Inputs, sizes: Sizes) -> Tensor:
+    """The chunk's offsets without j0 (tl.arange(0, B1) alone): every step reads the first chunk again."""
+    steps = -(-sizes["T"] // sizes["B1"])
+    return (i["x"].double()[:, :sizes["B1"]].sum(1) * steps).float()
+
+
+def sum_rows_n1_apart(i: Inputs, sizes: Sizes) -> Tensor:
+    """Row r read at x_ptr + r * N1 (the unused N1 taken for the row stride) instead of r * T."""
+    x = i["x"].double().flatten()
+    at = torch.arange(sizes["N0"])[:, None] * sizes["N1"] + torch.arange(sizes["T"])[None, :]
+    if int(at.max()) >= x.numel():
+        raise ValueError("reads past x: the out-of-bounds report says it")
+    return x[at].sum(1).float()
+
+
+def softmax_padding_in_sum(i: Inputs, sizes: Sizes) -> Tensor:
+    """The sum of exp loaded with other=0 instead of -inf: each masked-off lane of the last chunk adds exp(0 - max)."""
+    x = i["x"].double()
+    top = x.amax(1, keepdim=True)
+    padding = -(-sizes["T"] // sizes["B1"]) * sizes["B1"] - sizes["T"]
+    if not padding:
+        raise ValueError("no masked-off lane at this size")
+    e = (x - top).exp()
+    return (e / (e.sum(1, keepdim=True) + padding * (-top).exp())).float()
+
+
+def softmax_sum_not_rescaled(i: Inputs, sizes: Sizes) -> Tensor:
+    """The online softmax's running sum kept when the running maximum grows (not scaled by exp(m - m_new)):
+    each chunk's exps are relative to the maximum so far, the final division to the row's maximum."""
+    x = i["x"].double()
+    block, total, top = sizes["B1"], torch.zeros(x.shape[0], 1, dtype=torch.float64), None
+    for start in range(0, x.shape[1], block):
+        chunk = x[:, start:start + block]
+        top = chunk.amax(1, keepdim=True) if top is None else torch.maximum(top, chunk.amax(1, keepdim=True))
+        total = total + (chunk - top).exp().sum(1, keepdim=True)
+    return ((x - top).exp() / total).float()
+
+
+def matmul_last_chunk_only(i: Inputs, sizes: Sizes) -> Tensor:
+    """acc = tl.dot(...) instead of acc += tl.dot(...): the last chunk of MID is left."""
+    start = _last_chunk_start(sizes["MID"], sizes["B_MID"])
+    return (i["x"].double()[..., start:] @ i["y"].double()[..., start:, :]).float()
+
+
+def matmul_first_chunk_repeated(i: Inputs, sizes: Sizes) -> Tensor:
+    """The chunk's offsets without k0: every step multiplies the first chunk of MID again."""
+    block, steps = sizes["B_MID"], -(-sizes["MID"] // sizes["B_MID"])
+    return (i["x"].double()[..., :block] @ i["y"].double()[..., :block, :] * steps).float()
 
 
 # -- puzzle 12: quantized matmul, 4-bit weights and shifts packed along the row ----------------------

@@ -301,3 +301,97 @@ def test_an_address_loaded_from_a_table_is_told_to_become_a_pointer():
     result = grade(21, sgd_loading_through_an_address)
     assert result.first_failure.status == "error", str(result)
     assert ".to(tl.pointer_type(tl.float32))" in result.reason(), str(result)
+
+
+@triton.jit
+def sum_resetting_the_accumulator(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        j = j0 + tl.arange(0, B1)
+        acc = tl.sum(tl.load(x_ptr + i[:, None] * T + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T),
+                             other=0.0), axis=1)  # = where += was meant
+    tl.store(z_ptr + i, acc, mask=i < N0)
+
+
+@triton.jit
+def sum_without_the_chunk_start(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for _j0 in range(0, T, B1):
+        j = tl.arange(0, B1)  # j0 left out
+        acc += tl.sum(tl.load(x_ptr + i[:, None] * T + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T),
+                              other=0.0), axis=1)
+    tl.store(z_ptr + i, acc, mask=i < N0)
+
+
+@triton.jit
+def sum_with_rows_n1_apart(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        j = j0 + tl.arange(0, B1)
+        acc += tl.sum(tl.load(x_ptr + i[:, None] * N1 + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T),
+                              other=0.0), axis=1)
+    tl.store(z_ptr + i, acc, mask=i < N0)
+
+
+@pytest.mark.parametrize(("kernel", "slip"), [
+    (sum_resetting_the_accumulator, "the running sum holds only the last chunk"),
+    (sum_without_the_chunk_start, "every step reads the first chunk again"),
+    (sum_with_rows_n1_apart, "row r is read at r * N1"),
+], ids=["reset", "no-j0", "stride-N1"])
+def test_a_long_sums_loop_slips_are_named(kernel, slip):
+    result = grade(7, kernel)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "the output is what this slip gives: " + slip in result.reason(), str(result)
+
+
+@triton.jit
+def softmax_with_padding_in_the_sum(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    top = tl.full([B0], -float("inf"), dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        j = j0 + tl.arange(0, B1)
+        x = tl.load(x_ptr + i[:, None] * T + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T), other=-float("inf"))
+        top = tl.maximum(top, tl.max(x, axis=1))
+    total = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        j = j0 + tl.arange(0, B1)
+        x = tl.load(x_ptr + i[:, None] * T + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T), other=0.0)
+        total += tl.sum(tl.exp(x - top[:, None]), axis=1)  # the padding's exp(0 - top) counts
+    for j0 in range(0, T, B1):
+        j = j0 + tl.arange(0, B1)
+        mask = (i[:, None] < N0) & (j[None, :] < T)
+        x = tl.load(x_ptr + i[:, None] * T + j[None, :], mask=mask, other=-float("inf"))
+        tl.store(z_ptr + i[:, None] * T + j[None, :], tl.exp(x - top[:, None]) / total[:, None], mask=mask)
+
+
+def test_a_softmax_summing_its_padding_is_told_to_load_minus_infinity():
+    result = grade(8, softmax_with_padding_in_the_sum)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "the masked-off lanes of the last chunk count in the sum" in result.reason(), str(result)
+    assert "other=-float('inf')" in result.reason()
+
+
+@triton.jit
+def matmul_setting_the_tile(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr,
+                            B2: tl.constexpr, B_MID: tl.constexpr):
+    b = tl.program_id(2)
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    acc = tl.zeros([B0, B1], dtype=tl.float32)
+    for k0 in range(0, MID, B_MID):
+        k = k0 + tl.arange(0, B_MID)
+        x = tl.load(x_ptr + b * N0 * MID + i[:, None] * MID + k[None, :], mask=(i[:, None] < N0) & (k[None, :] < MID),
+                    other=0.0)
+        y = tl.load(y_ptr + b * MID * N1 + k[:, None] * N1 + j[None, :], mask=(k[:, None] < MID) & (j[None, :] < N1),
+                    other=0.0)
+        acc = tl.dot(x, y)  # = where += was meant
+    tl.store(z_ptr + b * N0 * N1 + i[:, None] * N1 + j[None, :], acc, mask=(i[:, None] < N0) & (j[None, :] < N1))
+
+
+def test_a_matmul_keeping_only_the_last_chunk_is_named():
+    result = grade(11, matmul_setting_the_tile)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "the tile holds only the last chunk of MID" in result.reason(), str(result)

@@ -3,7 +3,8 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import KSlice, Puzzle, Reduction, cdiv
+from puzzles import mistakes
+from puzzles.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
 
 
 def sum_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0"]:
@@ -40,6 +41,15 @@ the last chunk. `N1` is passed for compatibility with the classic course and is 
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     unused_sizes=("N1",),
+    likely_mistakes=(
+        Mistake("the running sum holds only the last chunk: it is set (acc = ...) or created (tl.zeros) inside the "
+                "loop; create it once before the loop and add each chunk's sum to it (acc += ...)",
+                mistakes.sum_last_chunk_only),
+        Mistake("every step reads the first chunk again: the chunk's column offsets are tl.arange(0, B1) without the "
+                "loop's start, j0 + tl.arange(0, B1)", mistakes.sum_first_chunk_repeated),
+        Mistake("row r is read at r * N1: a row of x is T elements long, so row r starts at x_ptr + r * T "
+                "(N1 is not used)", mistakes.sum_rows_n1_apart),
+    ),
     perf_size={"N0": 4096, "N1": 32, "T": 8192, "B0": 1, "B1": 1024},
     # A float32 sum of a few hundred values in [-1, 1) is off by about 1e-6 whatever its order; a float16
     # accumulator is off by 1e-3 and must fail.

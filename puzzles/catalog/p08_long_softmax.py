@@ -3,8 +3,9 @@
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles import mistakes
 from puzzles.bug_inputs import softmax_mixed_rows
-from puzzles.puzzle import KSlice, Puzzle, Reduction, cdiv
+from puzzles.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
 
 
 def softmax_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0 T"]:
@@ -47,6 +48,14 @@ The grid is `(cdiv(N0, B0),)`; `N1` is passed and not used.
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     unused_sizes=("N1",),
+    likely_mistakes=(
+        Mistake("the masked-off lanes of the last chunk count in the sum: loaded with other=0, each adds "
+                "exp(0 - max); load the scores with other=-float('inf'), whose exp is 0",
+                mistakes.softmax_padding_in_sum),
+        Mistake("the running sum is not rescaled when the running maximum grows: before adding a chunk, multiply "
+                "the sum by exp(m - m_new), so that every term is relative to the same maximum",
+                mistakes.softmax_sum_not_rescaled),
+    ),
     # Each row's errors are judged against its own largest value: softmax values are near 1/T,
     # so an absolute 1e-3 would pass a row whose every element is 10% off.
     draw_inputs=softmax_mixed_rows,

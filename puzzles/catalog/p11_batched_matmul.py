@@ -3,7 +3,8 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import KSlice, Puzzle, Reduction
+from puzzles import mistakes
+from puzzles.puzzle import KSlice, Mistake, Puzzle, Reduction
 
 
 def dot_spec(x: Float32[Tensor, "N2 N0 MID"], y: Float32[Tensor, "N2 MID N1"]) -> Float32[Tensor, "N2 N0 N1"]:
@@ -49,4 +50,11 @@ square and `MID` is not a multiple of `B_MID`, so every index and every mask mat
     atol=1e-2,
     perf_size={"N0": 2048, "N1": 2048, "N2": 8, "MID": 2048, "B0": 64, "B1": 64, "B2": 1, "B_MID": 32},
     flops=lambda s: 2 * s["N0"] * s["N1"] * s["MID"] * s["N2"],
+    likely_mistakes=(
+        Mistake("the tile holds only the last chunk of MID: it is set (acc = tl.dot(...)) or created inside the loop; "
+                "create it once before the loop and add each chunk's product, acc += tl.dot(x_tile, y_tile)",
+                mistakes.matmul_last_chunk_only),
+        Mistake("every step multiplies the first chunk of MID again: the chunk's offsets are tl.arange(0, B_MID) "
+                "without the loop's start, k0 + tl.arange(0, B_MID)", mistakes.matmul_first_chunk_repeated),
+    ),
 )

@@ -194,7 +194,7 @@ def _unread_note(trace: Trace, case: Case) -> str:
     if not missing:
         return ""
     return (f"no program loads {reads.tensor} at {name} = {rows_text(missing)} (of 0…{length - 1}): does the loop "
-            f"over {name} stop early, or skip a chunk? it must reach all {length} rows")
+            f"over {name} stop early, or skip a chunk?")
 
 
 def _whole_numbers(values: torch.Tensor) -> bool:
