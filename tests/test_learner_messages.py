@@ -395,3 +395,47 @@ def test_a_matmul_keeping_only_the_last_chunk_is_named():
     result = grade(11, matmul_setting_the_tile)
     assert result.first_failure.status == "wrong", str(result)
     assert "the tile holds only the last chunk of MID" in result.reason(), str(result)
+
+
+@triton.jit
+def add_without_the_program_id(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.arange(0, B0)  # every program takes the first block
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < N0) + 10.0, mask=offsets < N0)
+
+
+@triton.jit
+def add_with_blocks_one_apart(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) + tl.arange(0, B0)  # pid, not pid * B0
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < N0) + 10.0, mask=offsets < N0)
+
+
+@interpreted_only
+def test_programs_that_all_store_the_same_block_are_told_their_offsets_ignore_the_program_id():
+    result = grade(2, add_without_the_program_id)
+    assert result.first_failure.status == "unwritten", str(result)
+    assert "all 7 programs store the same 32 elements of z" in result.reason(), str(result)
+    assert "the grid is 7 programs on one axis" in result.reason()
+
+
+@interpreted_only
+def test_overlapping_blocks_name_two_programs_and_an_element():
+    result = grade(2, add_with_blocks_one_apart)
+    assert "programs (0, 0, 0) and (1, 0, 0) both store z[1]" in result.reason(), str(result)
+
+
+@triton.jit
+def outer_add_with_grid_axes_swapped(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(1) * B0 + tl.arange(0, B0)  # columns from axis 1, which has fewer programs
+    j = tl.program_id(0) * B1 + tl.arange(0, B1)
+    x = tl.load(x_ptr + i, mask=i < N0, other=0.0)
+    y = tl.load(y_ptr + j, mask=j < N1, other=0.0)
+    tl.store(z_ptr + j[:, None] * N0 + i[None, :], x[None, :] + y[:, None], mask=(j[:, None] < N1) & (i[None, :] < N0))
+
+
+@interpreted_only
+def test_columns_no_program_reaches_are_named_with_the_grid():
+    result = grade(4, outer_add_with_grid_axes_swapped)
+    assert result.first_failure.status == "unwritten", str(result)
+    reason = result.reason()
+    assert "columns 96…99 (of 0…99) of z are never written, in any row" in reason, reason
+    assert "The grid is 4 × 3 programs; check which tl.program_id axis gives the columns" in reason, reason

@@ -14,6 +14,7 @@ from puzzles.execution import (
     kernel_file,
 )
 from puzzles.harness.cases import Case
+from puzzles.harness.coverage import unwritten_notes
 from puzzles.harness.split_k import rows_text, split_k_violation, unread_rows
 from puzzles.inputs import (
     unwritten_mask,
@@ -79,6 +80,8 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
             m.word_bits = expected.element_size() * 8
     first = o.unwritten[:1] or [m.index for m in o.mismatches[:1]]
     _add_notes(o, [_list_element_note(case, first[0]) if first else ""])
+    if o.unwritten_count and recorded and not case.zero_init and case.relink is None:
+        _add_notes(o, unwritten_notes(run.trace, unwritten))
     if o.mismatch_count and not o.unwritten_count:
         o.transposed = _is_transposed(out, expected, case)
     if o.mismatch_count and case.row_tolerance and expected.dim() >= 2:
