@@ -439,3 +439,46 @@ def test_columns_no_program_reaches_are_named_with_the_grid():
     reason = result.reason()
     assert "columns 96…99 (of 0…99) of z are never written, in any row" in reason, reason
     assert "The grid is 4 × 3 programs; check which tl.program_id axis gives the columns" in reason, reason
+
+
+@triton.jit
+def outer_add_masked_with_python_and(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    x = tl.load(x_ptr + i, mask=i < N0, other=0.0)
+    y = tl.load(y_ptr + j, mask=j < N1, other=0.0)
+    tl.store(z_ptr + j[:, None] * N0 + i[None, :], x[None, :] + y[:, None],
+             mask=(j[:, None] < N1) and (i[None, :] < N0))  # Python's and: one side survives in the interpreter
+
+
+@triton.jit
+def relu_with_python_max(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    x = tl.load(x_ptr + i, mask=i < N0, other=0.0)
+    y = tl.load(y_ptr + j, mask=j < N1, other=0.0)
+    tl.store(z_ptr + j[:, None] * N0 + i[None, :], max(x[None, :] * y[:, None], 0.0),
+             mask=(j[:, None] < N1) & (i[None, :] < N0))
+
+
+@interpreted_only  # compiled, both lines are element-wise and right
+@pytest.mark.parametrize(("number", "kernel", "advice"), [
+    (4, outer_add_masked_with_python_and, "uses Python's `and`"),
+    (5, relu_with_python_max, "write tl.maximum(a, b)"),
+], ids=["and", "max"])
+def test_python_operators_on_blocks_are_named_with_what_to_write(number, kernel, advice):
+    result = grade(number, kernel)
+    assert not result.passed, str(result)
+    notes = [n for n in result.notes if advice in n]
+    assert len(notes) == 1 and notes[0].startswith("line "), str(result)
+
+
+@triton.jit
+def add_with_a_constant_max(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, max(B0, 8))  # two constants: Python's max is right
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)  # no mask: fails for another reason
+
+
+def test_python_max_of_constants_gets_no_note():
+    result = grade(2, add_with_a_constant_max)
+    assert not result.passed and not any("Python's `max`" in n for n in result.notes), str(result)

@@ -33,7 +33,7 @@ from puzzles.harness.cases import Case, SizeRuleError, make_case, size_list, unk
 from puzzles.harness.configs import autotune_missing, grade_every_config
 from puzzles.harness.job import GradingJob, make_job
 from puzzles.harness.judging import judge_runs
-from puzzles.harness.operations import interpreter_probe_error
+from puzzles.harness.operations import interpreter_probe_error, python_on_blocks_notes
 from puzzles.harness.presenting import measure_speed, present
 from puzzles.harness.running import PendingRuns, on_gpu, start_runs
 from puzzles.harness.signature import argument_order_note, bind_arguments, check_kernel
@@ -149,6 +149,8 @@ class StartedGrading:
         notes += [job.other_puzzles_kernel, self.unknown_sizes]
         notes.append(argument_order_note(kernel, found, fn=job.fn))
         notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)
+        if not on_gpu() and not all(o.passed for o in outcomes):  # compiled, these lines are right
+            notes += python_on_blocks_notes(kernel)
         perf_report = None
         if job.perf and outcomes and all(o.passed for o in outcomes):
             perf_report, speed_note = measure_speed(kernel, self.args_for, job.spec, found, job.seed,

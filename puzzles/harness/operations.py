@@ -251,3 +251,48 @@ def _own_jit_function(value: Any) -> Callable[..., Any] | None:
     if inner is None or not hasattr(inner, "__code__") or (inner.__module__ or "").startswith("triton."):
         return None
     return inner
+
+
+# Python operators and builtins that Triton's compiler turns into element-wise operations on blocks, while
+# its interpreter runs them as Python on whole blocks: the same line is right on a GPU and wrong here.
+_ELEMENTWISE_BUILTINS = {"max": "tl.maximum", "min": "tl.minimum"}
+_BOOL_OPERATORS = {ast.And: ("and", "&"), ast.Or: ("or", "|")}
+
+
+def python_on_blocks_notes(kernel: Any) -> list[str]:
+    """A note for each line of the kernel (or a helper of its own) that applies Python's `and`/`or` (outside an
+    `if` or `while` test) or its `max`/`min` to what may be blocks."""
+    notes: list[str] = []
+    for fn, _ in _own_functions(kernel):
+        parsed = _parsed(fn)
+        if parsed is None:
+            continue
+        nodes, scope, first = parsed
+        constants = {name for name, kind in getattr(fn, "__annotations__", {}).items() if "constexpr" in str(kind)}
+        tested = {id(inner) for node in nodes if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert))
+                  for inner in ast.walk(node.test)}
+
+        def constant(expr: ast.expr) -> bool:
+            return isinstance(expr, ast.Constant) or (isinstance(expr, ast.Name) and expr.id in constants)
+
+        for node in nodes:
+            text = _short_source(node)
+            if isinstance(node, ast.BoolOp) and id(node) not in tested and not all(map(constant, node.values)):
+                word, symbol = _BOOL_OPERATORS[type(node.op)]
+                notes.append(f"line {first + node.lineno - 1}: `{text}` uses Python's `{word}`, which a GPU compiles "
+                             "element by element but Triton's interpreter (which ran the kernel here) applies to "
+                             f"whole blocks, keeping one of them: combine masks with `{symbol}`, each comparison in "
+                             "brackets")
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in
+                  _ELEMENTWISE_BUILTINS and node.func.id not in scope and len(node.args) >= 2
+                  and not all(map(constant, node.args))):
+                instead = _ELEMENTWISE_BUILTINS[node.func.id]
+                notes.append(f"line {first + node.lineno - 1}: `{text}` calls Python's `{node.func.id}`, which a GPU "
+                             f"compiles as {instead}, element by element, but Triton's interpreter (which ran the "
+                             f"kernel here) compares whole blocks and returns one of them: write {instead}(a, b)")
+    return list(dict.fromkeys(notes))
+
+
+def _short_source(node: ast.AST, limit: int = 60) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
