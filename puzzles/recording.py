@@ -69,7 +69,9 @@ class InvalidAccess:
         """`[70, 40] (z is 64×128)` for element 9000 of a 64×128 tensor (its first coordinate may run past
         the tensor, or below zero, as the pointer did), `[9000]` for a vector."""
         if len(self.shape) < 2:
-            return f"[{self.element}]"
+            # A single lane just past the end: the off-by-one of a mask written <= where < is meant.
+            past = " (one past its end)" if self.shape and self.element == self.shape[0] and self.count == 1 else ""
+            return f"[{self.element}]{past}"
         coords, rest = [], self.element
         for dim in reversed(self.shape[1:]):
             rest, c = divmod(rest, max(1, dim))

@@ -482,3 +482,17 @@ def add_with_a_constant_max(x_ptr, z_ptr, N0, B0: tl.constexpr):
 def test_python_max_of_constants_gets_no_note():
     result = grade(2, add_with_a_constant_max)
     assert not result.passed and not any("Python's `max`" in n for n in result.notes), str(result)
+
+
+@triton.jit
+def add_masked_one_too_far(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask = offsets <= N0  # one lane too many
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 10.0, mask=mask)
+
+
+@interpreted_only
+def test_a_single_lane_just_past_the_end_is_called_one_past_its_end():
+    result = grade(2, add_masked_one_too_far)
+    assert "load of x[200] (one past its end) out of bounds in program (6, 0, 0)," in result.reason(), str(result)
+    assert "(one past its end)" not in str(grade(2, add_without_the_program_id))  # not for a whole block
