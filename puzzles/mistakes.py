@@ -1,5 +1,5 @@
 """Common slips, computed: what the spec gives with one mistake in it (the quantization track's, and the
-loops over a long axis of puzzles 7, 8 and 11).
+loops over a long axis of puzzles 7, 8, 9, 11 and 17).
 
 A wrong matmul output says nothing about its cause: every element is off by some amount. So a puzzle
 may list `Mistake`s (its catalog record, `likely_mistakes`): each is a sentence for the learner and one
@@ -91,6 +91,66 @@ def matmul_first_chunk_repeated(i: Inputs, sizes: Sizes) -> Tensor:
     """The chunk's offsets without k0: every step multiplies the first chunk of MID again."""
     block, steps = sizes["B_MID"], -(-sizes["MID"] // sizes["B_MID"])
     return (i["x"].double()[..., :block] @ i["y"].double()[..., :block, :] * steps).float()
+
+
+def _flash(i: Inputs, sizes: Sizes, *, rescale_acc: bool = True, mask_scores: bool = True,
+           keep_max: bool = True, divide: bool = True) -> Tensor:
+    """Puzzle 9's one pass over chunks of B1 keys, as a kernel computes it, with one step left out: the running
+    weighted sum not rescaled, the key lanes past T scored (k = 0, v = 0: a score of 0 that counts in the
+    denominator), the running maximum never kept (m = m_new forgotten), or no final division by l."""
+    q, k, v = (i[name].double() for name in ("q", "k", "v"))
+    block, length = sizes["B1"], sizes["T"]
+    padded = -(-length // block) * block
+    k, v = torch.nn.functional.pad(k, (0, padded - length)), torch.nn.functional.pad(v, (0, padded - length))
+    m = torch.full_like(q, -torch.inf)
+    total, acc = torch.zeros_like(q), torch.zeros_like(q)
+    for start in range(0, padded, block):
+        scores = q[:, None] * k[None, start:start + block]
+        if mask_scores:
+            scores[:, max(0, length - start):] = -torch.inf
+        m_new = torch.maximum(m, scores.amax(1))
+        rescale = (m - m_new).exp()
+        weights = (scores - m_new[:, None]).exp()
+        total = total * rescale + weights.sum(1)
+        acc = (acc * rescale if rescale_acc else acc) + (weights * v[None, start:start + block]).sum(1)
+        m = m_new if keep_max else m
+    return (acc / total if divide else acc).float()
+
+
+def flash_acc_not_rescaled(i: Inputs, sizes: Sizes) -> Tensor:
+    return _flash(i, sizes, rescale_acc=False)
+
+
+def flash_padding_scored(i: Inputs, sizes: Sizes) -> Tensor:
+    if sizes["T"] % sizes["B1"] == 0:
+        raise ValueError("no key lane past T at this size")
+    return _flash(i, sizes, mask_scores=False)
+
+
+def flash_max_not_kept(i: Inputs, sizes: Sizes) -> Tensor:
+    return _flash(i, sizes, keep_max=False)
+
+
+def flash_not_divided(i: Inputs, sizes: Sizes) -> Tensor:
+    return _flash(i, sizes, divide=False)
+
+
+# -- puzzle 17: split-K matmul --------------------------------------------------------------------------
+
+def _chunk_products(i: Inputs, sizes: Sizes) -> list[Tensor]:
+    a, b, block = i["a"].double(), i["b"].double(), sizes["BK"]
+    return [a[:, s:s + block] @ b[s:s + block] for s in range(0, a.shape[1], block)]
+
+
+def splitk_every_part_whole_k(i: Inputs, sizes: Sizes) -> Tensor:
+    """Every part walks the whole of K (range(0, K, BK)): z is SPLIT_K times a @ b."""
+    return (sum(_chunk_products(i, sizes)) * sizes["SPLIT_K"]).float()
+
+
+def splitk_parts_step_by_bk(i: Inputs, sizes: Sizes) -> Tensor:
+    """Part s starts at chunk s but steps by BK, not BK * SPLIT_K: it takes every chunk from s on, so chunk c
+    is added by min(c + 1, SPLIT_K) parts."""
+    return sum(p * min(c + 1, sizes["SPLIT_K"]) for c, p in enumerate(_chunk_products(i, sizes))).float()
 
 
 # -- puzzle 12: quantized matmul, 4-bit weights and shifts packed along the row ----------------------

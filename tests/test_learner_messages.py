@@ -496,3 +496,49 @@ def test_a_single_lane_just_past_the_end_is_called_one_past_its_end():
     result = grade(2, add_masked_one_too_far)
     assert "load of x[200] (one past its end) out of bounds in program (6, 0, 0)," in result.reason(), str(result)
     assert "(one past its end)" not in str(grade(2, add_without_the_program_id))  # not for a whole block
+
+
+@triton.jit
+def flash_without_rescaling_acc(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr):
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    q = tl.load(q_ptr + rows, mask=rows < N0, other=0.0)
+    m = tl.full([B0], -float("inf"), dtype=tl.float32)
+    total = tl.zeros([B0], dtype=tl.float32)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        cols = j0 + tl.arange(0, B1)
+        k = tl.load(k_ptr + cols, mask=cols < T, other=0.0)
+        v = tl.load(v_ptr + cols, mask=cols < T, other=0.0)
+        s = tl.where((cols < T)[None, :], q[:, None] * k[None, :], -float("inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None])
+        total = total * tl.exp(m - m_new) + tl.sum(p, axis=1)
+        acc = acc + tl.sum(p * v[None, :], axis=1)  # not rescaled
+        m = m_new
+    tl.store(z_ptr + rows, acc / total, mask=rows < N0)
+
+
+def test_flash_attention_without_rescaling_acc_is_named():
+    result = grade(9, flash_without_rescaling_acc)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "the running weighted sum acc is not rescaled" in result.reason(), str(result)
+
+
+@triton.jit
+def splitk_every_part_over_all_of_k(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                    BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):  # the whole of K in every part
+        k = k0 + tl.arange(0, BK)
+        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=(k[:, None] < K) & (n[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    tl.atomic_add(z_ptr + m[:, None] * N + n[None, :], acc, mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+def test_split_k_parts_that_each_walk_all_of_k_are_named():
+    result = grade(17, splitk_every_part_over_all_of_k)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "every part walks the whole of K, so z is SPLIT_K times a @ b" in result.reason(), str(result)

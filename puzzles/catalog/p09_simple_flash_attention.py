@@ -3,9 +3,10 @@
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles import mistakes
 from puzzles.bug_inputs import attention_growing_scores
 from puzzles.picture_hooks import RegisterTensor
-from puzzles.puzzle import KSlice, Puzzle, Reduction, cdiv
+from puzzles.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
 
 
 def flashatt_spec(q: Float32[Tensor, "N0"], k: Float32[Tensor, "T"], v: Float32[Tensor, "T"]) -> Float32[Tensor, "N0"]:
@@ -53,6 +54,15 @@ scores reach ±120, where `exp(s)` alone is infinite in float32: subtract the ma
     perf_size={"N0": 16384, "T": 16384, "B0": 64, "B1": 64},
     register_tensor=RegisterTensor("q·k", ("N0", "T"), caption="scores, in registers only"),
     draw_inputs=attention_growing_scores,
+    likely_mistakes=(
+        Mistake("the running weighted sum acc is not rescaled when the maximum grows: like l, multiply it by "
+                "exp(m - m_new) before adding the chunk", mistakes.flash_acc_not_rescaled),
+        Mistake("the key lanes past T are scored: their score 0 (k loaded as 0) counts in the denominator l; give "
+                "them a score of -inf, tl.where(cols < T, s, -float('inf'))", mistakes.flash_padding_scored),
+        Mistake("the running maximum is never kept (m = m_new is missing after the chunk): every chunk rescales "
+                "the sums by exp(-inf) = 0 and only the last chunk is left", mistakes.flash_max_not_kept),
+        Mistake("acc is stored without dividing by the denominator: z = acc / l", mistakes.flash_not_divided),
+    ),
     # A float32 softmax-weighted mean is off by about 1e-6 on any device; float16 arithmetic by 5e-4 and must fail.
     rtol=1e-4,
     atol=1e-4,

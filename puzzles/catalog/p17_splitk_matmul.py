@@ -3,8 +3,9 @@
 from jaxtyping import Float16, Float32
 from torch import Tensor
 
+from puzzles import mistakes
 from puzzles.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.puzzle import KSlice, Puzzle, SplitK, cdiv
+from puzzles.puzzle import KSlice, Mistake, Puzzle, SplitK, cdiv
 
 
 def splitk_matmul_spec(a: Float16[Tensor, "M K"], b: Float16[Tensor, "K N"]) -> Float32[Tensor, "M N"]:
@@ -76,4 +77,10 @@ in a second step (another kernel, or `torch.sum`).
     perf_size={"M": 16, "N": 4096, "K": 8192, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
     launch_order_note=QUANTIZATION_ORDER_NOTE,
+    likely_mistakes=(
+        Mistake("every part walks the whole of K, so z is SPLIT_K times a @ b: part s takes only chunks s, "
+                "s + SPLIT_K, …, range(s * BK, K, BK * SPLIT_K)", mistakes.splitk_every_part_whole_k),
+        Mistake("the parts' chunks overlap: part s starts at chunk s but steps by BK, taking every chunk from s on; "
+                "step by BK * SPLIT_K", mistakes.splitk_parts_step_by_bk),
+    ),
 )
