@@ -22,10 +22,10 @@ Add every element of `x` to every element of `y`, making a matrix:
 
 $$z_{j,i} = x_i + y_j \qquad 0 \le i < N_0,\; 0 \le j < N_1$$
 
-`z` has shape `N1 × N0` and is row-major: element `z[j, i]` sits at `z_ptr + j*N0 + i`.
-Grid axis `d` walks the dimension named `Nd` (axis 0 `N0`, axis 1 `N1`): axis 0 walks `i` (the last axis of `z`), axis 1
-walks `j`. One program does the whole matrix (`B0 = N0`, `B1 = N1`, powers of two); the two
-lengths differ, so mixing up `i` and `j` fails.
+`z` has shape `N1 × N0` and is row-major: element `z[j, i]` (row `j`, column `i`) sits at
+`z_ptr + j*N0 + i`. One program does the whole matrix (`B0 = N0`, `B1 = N1`, powers of two), so
+no program id is needed yet; the two lengths differ, so mixing up `i` and `j` fails. (From puzzle 4
+on, grid axis `d` walks the dimension named `Nd`: axis 0 the columns `i`, axis 1 the rows `j`.)
 
 Broadcasting builds the 2-D block: `x[None, :] + y[:, None]` has shape `B1 × B0`.
 """,

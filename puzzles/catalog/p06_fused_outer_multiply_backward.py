@@ -28,7 +28,8 @@ per row). By the chain rule
 $$dx_{j,i} = \mathrm{relu}'(x_{j,i}\, y_j)\; y_j\; dz_{j,i}, \qquad
 \mathrm{relu}'(a) = \begin{cases}1 & a > 0\\ 0 & a \le 0\end{cases}$$
 
-The kernel writes `dx` (its last pointer, `dx_ptr`). Tiling, grid and masks are those of
+The kernel writes `dx` (its last pointer, `dx_ptr`; the verdict calls the output `z`, as in every
+puzzle). Tiling, grid and masks are those of
 puzzle 4: axis 0 walks the `N0` columns, axis 1 the `N1` rows.
 """,
     sizes=(

@@ -33,7 +33,8 @@ $$z_i = \sum_{j=0}^{T-1} \mathrm{softmax}_j(q_i k_j)\, v_j$$
 
 Each program handles `B0` queries (grid `(cdiv(N0, B0),)`) and walks the `T` keys and values
 in chunks of `B1`. Do it in one pass, as flash attention does: keep for each query a running
-maximum `m`, a running denominator `l` and a running weighted sum `acc`; when a chunk raises
+maximum `m` (starting at `-inf`), a running denominator `l` and a running weighted sum `acc` (both
+starting at 0); when a chunk raises
 the maximum, rescale `l` and `acc` by `exp(m_old - m_new)` before adding the chunk. `N0` and
 `T` are not multiples of the blocks; `B0` and `B1` are powers of two. At one of the tested
 sizes the keys grow along the row, so the maximum changes in every chunk, and some queries'
