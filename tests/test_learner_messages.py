@@ -542,3 +542,19 @@ def test_split_k_parts_that_each_walk_all_of_k_are_named():
     result = grade(17, splitk_every_part_over_all_of_k)
     assert result.first_failure.status == "wrong", str(result)
     assert "every part walks the whole of K, so z is SPLIT_K times a @ b" in result.reason(), str(result)
+
+
+@triton.jit
+def add_reading_one_element_ahead(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets + 1, mask=offsets < N0)  # the last lane reads x[N0]
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+
+
+@interpreted_only
+def test_no_other_note_where_a_load_went_out_of_bounds():
+    """The lane past x's end was masked off by the grader and filled with NaN like any masked-off lane: the
+    out-of-bounds load is the cause, not the missing other=."""
+    result = grade(2, add_reading_one_element_ahead)
+    assert result.first_failure.status == "out of bounds", str(result)
+    assert "without other=" not in str(result), str(result)

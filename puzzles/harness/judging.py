@@ -142,8 +142,10 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
     """Say what the wrong values look like when the run knows why: lanes a load left undefined, a
     contiguous reading of an input that the kernel was given the strides of, or values all a rounding away
     (a float16 computation where the spec's is float32)."""
-    if trace is not None and trace.unfilled_loads and (not expected.dtype.is_floating_point or
-                                                       bool((torch.isnan(out) & wrong).any())):
+    # Not where a load went out of bounds: its lanes were masked off and filled like the others, and the
+    # out-of-bounds access, reported first, is the cause.
+    if trace is not None and trace.unfilled_loads and not any(a.op == "load" for a in trace.invalid) and (
+            not expected.dtype.is_floating_point or bool((torch.isnan(out) & wrong).any())):
         garbage = int((torch.isnan(out) & ~torch.isnan(expected) & wrong).sum()) if out.is_floating_point() else 0
         _add_notes(o, [_unfilled_note(trace, garbage)])
         return
