@@ -709,11 +709,12 @@ def test_a_block_written_as_a_number_fails_where_the_sizes_use_another(number, k
 @pytest.mark.parametrize("seed", range(1, 4))
 def test_sgd_without_weight_decay_fails_and_the_note_names_a_missing_term(seed):
     """A formula a small term short is near-miss too: under puzzle 21's float32 tolerance it fails, and the
-    low-precision note asks about a missing term as well as about float16."""
+    verdict names the missing term (puzzle 21's likely slip; before it, the low-precision note asked about a
+    missing term as well as about float16)."""
     result = grade(21, wrong.sgd_kernel_without_weight_decay, seed=seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "wrong" and "weight_decay=0.01" in str(result).splitlines()[0]
-    assert "small term missing" in failure.note, failure.note
+    assert "the weight decay is left out" in failure.note, failure.note
 
 
 # -- 10. puzzle 16's position in a band (the fourth red team) ------------------------------------------------------

@@ -558,3 +558,41 @@ def test_no_other_note_where_a_load_went_out_of_bounds():
     result = grade(2, add_reading_one_element_ahead)
     assert result.first_failure.status == "out of bounds", str(result)
     assert "without other=" not in str(result), str(result)
+
+
+@triton.jit
+def sgd_without_weight_decay(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
+                             B0: tl.constexpr):
+    pid = tl.program_id(0)
+    t = tl.load(chunks_ptr + 2 * pid)
+    offs = tl.load(chunks_ptr + 2 * pid + 1) * B0 + tl.arange(0, B0)
+    mask = offs < tl.load(numels_ptr + t)
+    p = tl.load(tl.load(addresses_ptr + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask)
+    g = tl.load(tl.load(addresses_ptr + K + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask)
+    m = momentum * tl.load(tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask) + g
+    tl.store(tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32)) + offs, m, mask=mask)
+    tl.store(tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32)) + offs, p - lr * m, mask=mask)
+
+
+@triton.jit
+def sgd_masked_with_the_chunk_map_length(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum,
+                                         weight_decay, B0: tl.constexpr):
+    pid = tl.program_id(0)
+    t = tl.load(chunks_ptr + 2 * pid)
+    offs = tl.load(chunks_ptr + 2 * pid + 1) * B0 + tl.arange(0, B0)
+    mask = offs < B0 * 4  # not the tensor's own size
+    p = tl.load(tl.load(addresses_ptr + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask)
+    tl.store(tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32)) + offs, p, mask=mask)
+
+
+def test_sgd_without_weight_decay_is_named():
+    result = grade(21, sgd_without_weight_decay)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "the output is what this slip gives: the weight decay is left out" in result.reason(), str(result)
+
+
+@interpreted_only
+def test_a_store_through_a_tables_address_is_not_told_to_stop_writing_through_z_ptr():
+    result = grade(21, sgd_masked_with_the_chunk_map_length)
+    assert result.first_failure.status == "out of bounds", str(result)
+    assert "own allocation" not in str(result), str(result)

@@ -4,7 +4,8 @@ import torch
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle
+from puzzles import mistakes
+from puzzles.puzzle import Mistake, Puzzle
 from puzzles.tensor_lists import TensorLists, list_sizes
 
 
@@ -107,6 +108,12 @@ to end).
     perf_size=list_sizes([1 << 20, 4096, 1000, 1 << 18, 1024, 100] * 20, 1024, lr=0.1, momentum=0.9,
                          weight_decay=0.01),
     tensor_lists=TensorLists(lists=("params", "grads", "moms"), outputs=("params", "moms")),
+    likely_mistakes=(
+        Mistake("the weight decay is left out: the gradient is g + wd · p before it enters the momentum",
+                mistakes.sgd_without_weight_decay),
+        Mistake("the parameters step by the old momentum: p' = p − lr · m', with m' the new momentum just computed",
+                mistakes.sgd_with_old_momentum),
+    ),
     positional_sizes=("K",),  # the one-launch cell passes len(lengths) right after the pointers
     notebook_cells=(("markdown", LOOP_TEXT), ("code", LOOP_CODE)),
 )

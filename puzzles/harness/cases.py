@@ -128,11 +128,13 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
     reproduces all of them (each size draws from its own stream of it)."""
     scale = p.input_scale(index) if p else 1.0
     if p is not None and p.tensor_lists is not None:  # one allocation per tensor, and tables of them
-        from puzzles.tensor_lists import build
+        from puzzles.tensor_lists import TensorLists, build
 
         arena, pointers, guarded, expected, relink = build(spec, p.tensor_lists, sizes, seed + index, scale)
+        count = len(TensorLists.lengths(sizes))  # each list end to end, as the spec sees it
+        flat = {name: torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(count)]) for name in p.tensor_lists.lists}
         return Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
-                     guarded=guarded, relink=relink)
+                     guarded=guarded, relink=relink, mistaken=_mistaken_outputs(p, flat, sizes))
     inputs, out = spec_signature(spec)
     shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
     shapes[out.name] = (out.shape(sizes), out.dtype)

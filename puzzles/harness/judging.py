@@ -258,10 +258,11 @@ def _list_element_note(case: Case, index: tuple[int, ...]) -> str:
 
 
 def _escape_hint(trace: Trace, case: Case) -> str:
-    """For tensor lists: a store past an output tensor usually means the outputs were written end to end."""
+    """For tensor lists: a store through z_ptr past an output tensor means the outputs were written end to end
+    (not a store through a table's address: a mask or offset slip, which the access itself shows)."""
     from puzzles.tensor_lists import is_output_piece
 
-    outputs = [a for a in trace.invalid if a.op != "load" and is_output_piece(a.tensor)]
+    outputs = [a for a in trace.invalid if a.op != "load" and is_output_piece(a.tensor) and "z_ptr" in a.source]
     if not outputs or case.relink is None:
         return ""
     return (f"{outputs[0].tensor} is one tensor of its own allocation (z_ptr is the first output tensor, as the "
