@@ -252,6 +252,9 @@ _TRITON_ERROR_HINTS = (
      "offsets without their base pointer): turn an address into a pointer with "
      ".to(tl.pointer_type(tl.float32)) before adding offsets, or add the offsets to a pointer argument (x_ptr + "
      "offsets)"),
+    ("has no len()",
+     "a block has no len(): its length is the block size it was made with (B0), a constant you already have, or "
+     "x.shape[0]"),
     ("must have equal reduction dimensions",
      "tl.dot(a, b) multiplies an M × K block by a K × N block: a's last axis and b's first axis must have the same "
      "length (check the order of the operands and of the tile's axes)"),
@@ -265,6 +268,10 @@ def triton_error_hint(message: str, source: str = "") -> str:
     if ("must be Tensor, not tensor" in message or ("torch." in source and "not tensor" in message)
             or "Unsupported function referenced" in message):
         return TORCH_IN_A_KERNEL
+    if re.search(r"\w_ptr\s*\[", source) and ("not iterable" in message or "not subscriptable" in message
+                                                 or "index" in message):
+        return ("a pointer is not indexed like an array: read a block with tl.load(x_ptr + offsets) and write one "
+                "with tl.store(z_ptr + offsets, value)")
     if ("object is not iterable" in message or "unsupported tensor index" in message) and re.search(
             r"\w\[(?![^]]*(:|None))[^]]*\]", source):
         return ("a block has no element access by position: compute on the whole block, choosing elements with "

@@ -596,3 +596,26 @@ def test_a_store_through_a_tables_address_is_not_told_to_stop_writing_through_z_
     result = grade(21, sgd_masked_with_the_chunk_map_length)
     assert result.first_failure.status == "out of bounds", str(result)
     assert "own allocation" not in str(result), str(result)
+
+
+@triton.jit
+def add_indexing_the_pointer(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = x_ptr[offsets]  # as if x_ptr were an array
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < N0)
+
+
+@triton.jit
+def add_with_len_of_a_block(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offsets, mask=offsets < N0)
+    tl.store(z_ptr + offsets, x + 10.0, mask=offsets < len(x))
+
+
+@pytest.mark.parametrize(("kernel", "advice"), [
+    (add_indexing_the_pointer, "a pointer is not indexed like an array: read a block with tl.load(x_ptr + offsets)"),
+    (add_with_len_of_a_block, "a block has no len(): its length is the block size"),
+], ids=["pointer-index", "len"])
+def test_python_habits_on_pointers_and_blocks_get_advice(kernel, advice):
+    result = grade(2, kernel)
+    assert result.first_failure.status == "error" and advice in result.reason(), str(result)
