@@ -49,6 +49,14 @@ def sum_first_chunk_repeated(i: Inputs, sizes: Sizes) -> Tensor:
     return (i["x"].double()[:, :sizes["B1"]].sum(1) * steps).float()
 
 
+def sum_without_axis(i: Inputs, sizes: Sizes) -> Tensor:
+    """tl.sum(x) without axis=1: the whole B0 × B1 block summed, so each row gets its program's rows' total."""
+    rows = i["x"].double().sum(1)
+    block = sizes["B0"]
+    programs = torch.arange(rows.numel()) // block
+    return torch.zeros(int(programs.max()) + 1, dtype=torch.float64).index_add(0, programs, rows)[programs].float()
+
+
 def sum_rows_n1_apart(i: Inputs, sizes: Sizes) -> Tensor:
     """Row r read at x_ptr + r * N1 (the unused N1 taken for the row stride) instead of r * T."""
     x = i["x"].double().flatten()

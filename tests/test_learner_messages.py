@@ -336,11 +336,23 @@ def sum_with_rows_n1_apart(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.con
     tl.store(z_ptr + i, acc, mask=i < N0)
 
 
+@triton.jit
+def sum_without_an_axis(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, B1):
+        j = j0 + tl.arange(0, B1)
+        acc += tl.sum(tl.load(x_ptr + i[:, None] * T + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T),
+                              other=0.0))  # the whole block, not each row
+    tl.store(z_ptr + i, acc, mask=i < N0)
+
+
 @pytest.mark.parametrize(("kernel", "slip"), [
+    (sum_without_an_axis, "each row holds the sum of all its program's rows"),
     (sum_resetting_the_accumulator, "the running sum holds only the last chunk"),
     (sum_without_the_chunk_start, "every step reads the first chunk again"),
     (sum_with_rows_n1_apart, "row r is read at r * N1"),
-], ids=["reset", "no-j0", "stride-N1"])
+], ids=["no-axis", "reset", "no-j0", "stride-N1"])
 def test_a_long_sums_loop_slips_are_named(kernel, slip):
     result = grade(7, kernel)
     assert result.first_failure.status == "wrong", str(result)

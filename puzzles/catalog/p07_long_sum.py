@@ -47,6 +47,8 @@ the last chunk. `N1` is passed for compatibility with the classic course and is 
                 mistakes.sum_last_chunk_only),
         Mistake("every step reads the first chunk again: the chunk's column offsets are tl.arange(0, B1) without the "
                 "loop's start, j0 + tl.arange(0, B1)", mistakes.sum_first_chunk_repeated),
+        Mistake("each row holds the sum of all its program's rows: tl.sum(x) without an axis adds up the whole "
+                "B0 × B1 block; tl.sum(x, axis=1) sums each row", mistakes.sum_without_axis),
         Mistake("row r is read at r * N1: a row of x is T elements long, so row r starts at x_ptr + r * T "
                 "(N1 is not used)", mistakes.sum_rows_n1_apart),
     ),
