@@ -24,7 +24,8 @@ $$z_{j,i} = x_i + y_j \qquad 0 \le i < N_0,\; 0 \le j < N_1$$
 
 `z` has shape `N1 × N0` and is row-major: element `z[j, i]` (row `j`, column `i`) sits at
 `z_ptr + j*N0 + i`. One program does the whole matrix (`B0 = N0`, `B1 = N1`, powers of two), so
-no program id is needed yet; the two lengths differ, so mixing up `i` and `j` fails. (From puzzle 4
+no program id is needed yet; at the other graded sizes the two lengths differ, so mixing up `i`
+and `j` fails there. (From puzzle 4
 on, grid axis `d` walks the dimension named `Nd`: axis 0 the columns `i`, axis 1 the rows `j`.)
 
 Broadcasting builds the 2-D block: `x[None, :] + y[:, None]` has shape `B1 × B0`.

@@ -24,8 +24,8 @@ $$z_{j,i} = x_i + y_j \qquad 0 \le i < N_0,\; 0 \le j < N_1$$
 
 The grid is `(cdiv(N0, B0), cdiv(N1, B1))`: program `(p0, p1)` computes the `B1 × B0` tile of
 `z` whose columns start at `p0*B0` and whose rows start at `p1*B1`. `N0` and `N1` are any
-positive lengths, not multiples of the blocks: mask the loads of `x` and `y` and the 2-D store
-of `z` (a lane is valid when its row and its column are both in range).
+positive lengths, not necessarily multiples of the blocks: mask the loads of `x` and `y` and the
+2-D store of `z` (a lane is valid when its row and its column are both in range).
 """,
     sizes=(
         {"N0": 100, "N1": 90, "B0": 32, "B1": 32},

@@ -36,7 +36,7 @@ in chunks of `B1`. Do it in one pass, as flash attention does: keep for each que
 maximum `m` (starting at `-inf`), a running denominator `l` and a running weighted sum `acc` (both
 starting at 0); when a chunk raises
 the maximum, rescale `l` and `acc` by `exp(m_old - m_new)` before adding the chunk. `N0` and
-`T` are not multiples of the blocks; `B0` and `B1` are powers of two. At one of the tested
+`T` need not be multiples of the blocks; `B0` and `B1` are powers of two. At one of the tested
 sizes the keys grow along the row, so the maximum changes in every chunk, and some queries'
 scores reach ±120, where `exp(s)` alone is infinite in float32: subtract the maximum.
 """,

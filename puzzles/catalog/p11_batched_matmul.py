@@ -29,8 +29,9 @@ axis 0 the rows `i` of `z` in blocks of `B0`, axis 1 its columns `j` in blocks o
 the batch `b`, one matrix per program (`B2` is always 1). Each program walks `MID` (the index `k`)
 in chunks of `B_MID` and accumulates
 the products of tiles. From this puzzle on you may use `tl.dot(a, b)` (a `B0 × B_MID` tile
-times a `B_MID × B1` tile; on a GPU each tile side must be at least 16). The shapes are not
-square and `MID` is not a multiple of `B_MID`, so every index and every mask matters.
+times a `B_MID × B1` tile; on a GPU each tile side must be at least 16). At every graded size
+but the first, the shapes are not square and `MID` is not a multiple of `B_MID`, so every
+index and every mask matters.
 """,
     sizes=(
         {"N0": 32, "N1": 32, "N2": 4, "MID": 64, "B0": 16, "B1": 16, "B2": 1, "B_MID": 16},
