@@ -29,6 +29,7 @@ from typing import Any
 from puzzles import catalog
 from puzzles.execution import KernelTimeout, time_limit
 from puzzles.harness import test
+from puzzles.load_rules import LoadRules, free_names, loaded_names
 from puzzles.puzzle import Puzzle
 from puzzles.result import brief_reason
 from puzzles.solution_source import is_starter, starter_source
@@ -100,25 +101,6 @@ def _calls_grader_or_launches(node: ast.AST) -> bool:
     return False
 
 
-def _loaded_names(node: ast.AST) -> set[str]:
-    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
-
-
-def _free_names(node: ast.AST) -> set[str]:
-    """Module-level names a function or class may read: what it loads less its own locals
-    (decorators, defaults and base classes are read at module level, so they all count)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        outer = set().union(*(_loaded_names(d) for d in node.decorator_list),
-                            *(_loaded_names(d) for d in node.args.defaults + node.args.kw_defaults if d),
-                            *(_loaded_names(a.annotation) for a in _all_args(node.args) if a.annotation))
-        local = {a.arg for a in _all_args(node.args)}
-        local |= {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)}
-        declared = {n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names}
-        inner = set().union(*(_loaded_names(s) for s in node.body))
-        return outer | (inner - (local - declared))
-    return _loaded_names(node)  # a class body runs at module level
-
-
 def _all_args(args: ast.arguments) -> list[ast.arg]:
     return args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
 
@@ -157,7 +139,7 @@ def select_definitions(statements: list[ast.stmt]) -> list[ast.stmt]:
             (with_calls if _has_call(node.value) else plain).append(node)
         elif isinstance(node, _DEFINITIONS):
             plain.append(node)
-    needed = set().union(*(_free_names(n) for n in plain if isinstance(n, (ast.FunctionDef, ast.ClassDef))))
+    needed = set().union(*(free_names(n) for n in plain if isinstance(n, (ast.FunctionDef, ast.ClassDef))))
     chosen: set[int] = set()
     grew = True
     while grew:  # an assignment a kernel needs may itself need another one
@@ -165,7 +147,7 @@ def select_definitions(statements: list[ast.stmt]) -> list[ast.stmt]:
         for node in with_calls:
             if id(node) not in chosen and _targets(node) & needed:
                 chosen.add(id(node))
-                needed |= _loaded_names(node.value)
+                needed |= loaded_names(node.value)
                 grew = True
     keep = {id(n) for n in plain} | chosen
     return [n for n in statements if id(n) in keep]
@@ -177,22 +159,27 @@ _DEF = re.compile(r"^\s*def\s+(\w+)\s*\(", re.MULTILINE)
 @dataclass
 class Loaded:
     """What the definitions of one file made: the namespace, where each function or class was
-    defined, the problems met, and why each function that could not be defined failed."""
+    defined, the problems met, why each function that could not be defined failed, and the
+    statements the load rules refused (puzzles/load_rules.py), each as a message."""
 
     namespace: dict[str, Any]
     origins: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     broken: dict[str, str] = field(default_factory=dict)
     failed_names: dict[str, str] = field(default_factory=dict)  # name -> why its assignment raised
+    refusals: list[str] = field(default_factory=list)
 
 
 def load_file(path: Path) -> Loaded:
-    """Execute only the definitions of a file (see `select_definitions`). A cell that does not
-    parse and a statement that raises are reported, not fatal; a function that could not be
-    defined is recorded in `broken` (so a syntax error in a kernel's cell is a failure, not
-    "not attempted"), with the failed assignment it needed when that was the cause."""
+    """Execute only the definitions of a file (see `select_definitions`) that the load rules allow
+    (puzzles/load_rules.py: no class, calls from an allowlist), checked over all its cells before
+    any runs. A cell that does not parse, a refused statement and a statement that raises are
+    reported, not fatal; a function that could not be defined is recorded in `broken` (so a syntax
+    error in a kernel's cell is a failure, not "not attempted"), with the failed assignment it
+    needed when that was the cause."""
     loaded = Loaded({"__name__": f"graded_{path.stem}"})
     failed_names = loaded.failed_names
+    cells: list[tuple[str, list[ast.stmt]]] = []
     for label, source in code_cells(path):
         text = strip_magics(source)
         try:
@@ -205,27 +192,47 @@ def load_file(path: Path) -> Loaded:
             continue
         # Register the source so Triton (and error messages) can read it by file name.
         linecache.cache[label] = (len(text), None, text.splitlines(keepends=True), label)
-        for node in select_definitions(tree.body):
-            try:
-                with time_limit(LOAD_SECONDS):
-                    exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), loaded.namespace)
-            except (Exception, KernelTimeout) as err:  # noqa: BLE001 - a learner's cell can raise anything
-                problem = f"{label}: line {node.lineno}: {type(err).__name__}: {err}"
-                if isinstance(err, KernelTimeout):
-                    problem = (f"{label}: line {node.lineno}: did not finish within {LOAD_SECONDS:g} s while "
-                               "loading (an endless loop at module level, in a class body or a decorator?)")
-                cause = failed_names.get(getattr(err, "name", None) or "")
-                if isinstance(err, NameError) and cause:
-                    problem += f" (because {cause})"
+        cells.append((label, select_definitions(tree.body)))
+    statements = [node for _, nodes in cells for node in nodes]
+    refused = LoadRules(statements).refusals(statements, {id(n): label for label, nodes in cells for n in nodes})
+    for label, nodes in cells:
+        for node in nodes:
+            refusal = refused.get(id(node))
+            if refusal is not None:
+                problem = f"{label}: {refusal.message()}"
                 loaded.problems.append(problem)
+                loaded.refusals.append(problem)
                 if isinstance(node, ast.FunctionDef):
                     loaded.broken[node.name] = problem
-                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    failed_names.update(dict.fromkeys(_targets(node), problem))
+                failed_names.update(dict.fromkeys(refusal.names, problem))
                 continue
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                loaded.origins[node.name] = label
+            _run_definition(node, label, loaded)
     return loaded
+
+
+def _run_definition(node: ast.stmt, label: str, loaded: Loaded) -> None:
+    try:
+        with time_limit(LOAD_SECONDS):
+            exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), loaded.namespace)
+    except (Exception, KernelTimeout) as err:  # noqa: BLE001 - a learner's cell can raise anything
+        problem = f"{label}: line {node.lineno}: {type(err).__name__}: {err}"
+        if isinstance(err, KernelTimeout):
+            problem = (f"{label}: line {node.lineno}: did not finish within {LOAD_SECONDS:g} s while "
+                       "loading (an endless loop at module level, in a comprehension or a decorator?)")
+        elif isinstance(err, MemoryError):
+            problem = (f"{label}: line {node.lineno}: MemoryError: it needs more memory than grading may use "
+                       "(the memory limit)")
+        cause = loaded.failed_names.get(getattr(err, "name", None) or "")
+        if isinstance(err, NameError) and cause:
+            problem += f" (because {cause})"
+        loaded.problems.append(problem)
+        if isinstance(node, ast.FunctionDef):
+            loaded.broken[node.name] = problem
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            loaded.failed_names.update(dict.fromkeys(_targets(node), problem))
+        return
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        loaded.origins[node.name] = label
 
 
 def load_definitions(path: Path, broken: dict[str, str] | None = None,
@@ -288,6 +295,12 @@ class Submission:
     broken: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     failed_names: dict[str, str] = field(default_factory=dict)
+    refusals: dict[str, list[str]] = field(default_factory=dict)  # file -> statements the load rules refused
+
+    def refused_in(self, origin: str) -> list[str]:
+        """The refusals of the file a kernel came from (`origin`: the file, or its "file [cell N]")."""
+        return next((found for path, found in self.refusals.items()
+                     if origin == path or origin.startswith(f"{path} [cell ")), [])
 
 
 def collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
@@ -324,6 +337,8 @@ def _collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
             continue
         submission.problems += loaded.problems
         submission.failed_names.update(loaded.failed_names)
+        if loaded.refusals:
+            submission.refusals[str(path)] = loaded.refusals
         for p in puzzles:
             if p.kernel_name in loaded.namespace:
                 submission.found.setdefault(p.kernel_name, []).append(
@@ -366,6 +381,9 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
     for name, problem in submission.failed_names.items():  # a name the kernel needed was never defined
         if f"'{name}'" in reason:
             reason += f" ({name} was not defined: {problem})"
+    refused = [r for r in submission.refused_in(origin) if r not in reason]
+    if reason and refused:  # the kernel does not read them, but what they did is not there: say so
+        reason += f" (grading did not run {len(refused)} statement(s) of this file: {'; '.join(refused[:3])})"
     return Grade(p, "passed" if result.passed else "failed", reason, origin, result.seconds, result, result.seed)
 
 
