@@ -167,7 +167,7 @@ class Loaded:
     problems: list[str] = field(default_factory=list)
     broken: dict[str, str] = field(default_factory=dict)
     failed_names: dict[str, str] = field(default_factory=dict)  # name -> why its assignment raised
-    refusals: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)  # the statements refused for what they are
 
 
 def load_file(path: Path) -> Loaded:
@@ -201,7 +201,8 @@ def load_file(path: Path) -> Loaded:
             if refusal is not None:
                 problem = f"{label}: {refusal.message()}"
                 loaded.problems.append(problem)
-                loaded.refusals.append(problem)
+                if not refusal.needs_refused:
+                    loaded.refusals.append(problem)
                 if isinstance(node, ast.FunctionDef):
                     loaded.broken[node.name] = problem
                 failed_names.update(dict.fromkeys(refusal.names, problem))
@@ -381,9 +382,10 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
     for name, problem in submission.failed_names.items():  # a name the kernel needed was never defined
         if f"'{name}'" in reason:
             reason += f" ({name} was not defined: {problem})"
-    refused = [r for r in submission.refused_in(origin) if r not in reason]
+    refused = [r.split(";")[0] for r in submission.refused_in(origin) if r not in reason]
     if reason and refused:  # the kernel does not read them, but what they did is not there: say so
-        reason += f" (grading did not run {len(refused)} statement(s) of this file: {'; '.join(refused[:3])})"
+        reason += (f" (grading did not run {len(refused)} statement(s) of this file, the loading problems say "
+                   f"why: {'; '.join(refused[:3])})")
     return Grade(p, "passed" if result.passed else "failed", reason, origin, result.seconds, result, result.seed)
 
 

@@ -66,6 +66,7 @@ class Refusal:
     line: int
     why: str
     names: frozenset[str]
+    needs_refused: bool = False  # refused only because it reads what a refused statement binds
 
     def message(self) -> str:
         return f"line {self.line}: {self.why}"
@@ -181,7 +182,7 @@ class LoadRules:
                     where = labels.get(id(binder), "")
                     where = f"{where}: " if where and where != labels.get(id(node)) else ""
                     refused[id(node)] = Refusal(node.lineno, f"{own[0] if own else 'it'} uses {name}, which grading "
-                                                f"does not define ({where}{first.message()})", frozenset(own))
+                                                f"does not define ({where}{first.message()})", frozenset(own), True)
                     grew = True
         return refused
 
