@@ -1,16 +1,20 @@
 """`python -m puzzles grade`: the scoreboard over notebooks or Python files.
 
 Each file is read, never run as a whole: from every code cell only the definitions are taken
-(imports, functions, classes, constant assignments to names, and assignments with calls whose
-names a function or class uses, such as `CONFIGS = [triton.Config(...) for ...]` above an autotuned
-kernel), so grading cells, bare expressions, shell commands, experiments and assignments into other
-objects (`os.environ["PUZZLES_COMPILE_CHECK"] = "0"` would switch a check off) are skipped. Kernels
-are then found by their canonical names and graded by the same `test()` as the notebooks,
-against the catalog's own spec (a spec edited in the notebook does not change what is graded).
-The files are never modified.
+(imports, functions, constant assignments to names, and assignments with calls whose names a
+function uses, such as `CONFIGS = [triton.Config(...) for ...]` above an autotuned kernel), so
+grading cells, bare expressions, shell commands, experiments and assignments into other objects
+(`os.environ["PUZZLES_COMPILE_CHECK"] = "0"` would switch a check off) are skipped. Before any of
+them runs, the load rules (puzzles/load_rules.py) check what they would evaluate: no class
+definitions, and calls only from an allowlist (Triton's decorators and configs, `tl.constexpr`,
+`math`, computing builtins) through the file's own imports. A refused statement is not run; it is
+a loading problem with its line and why, and fails only the kernels that read what it would define
+("line 7: a class definition is not allowed in a graded file; ..."). Kernels are then found by
+their canonical names and graded by the same `test()` as the notebooks, against the catalog's own
+spec (a spec edited in the notebook does not change what is graded). The files are never modified.
 
 This runs the definitions in this process: it is the learner's scoreboard over their own work.
-Submissions of others are graded by puzzles/classroom.py, in isolated processes.
+Submissions of others are graded by puzzles/classroom.py, in isolated processes, under the same rules.
 """
 
 from __future__ import annotations
@@ -127,9 +131,10 @@ def _defines_names(node: ast.Assign | ast.AnnAssign) -> bool:
 
 
 def select_definitions(statements: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements grading runs, in order: imports, functions, classes, assignments to names
-    without calls, and assignments to names with calls whose names a function or class (or another
-    selected assignment) uses. Grading cells, kernel launches, bare expressions, loops and
+    """The statements grading would run, in order (the load rules then refuse some: every class, a
+    call off their allowlist): imports, functions, classes, assignments to names without calls, and
+    assignments to names with calls whose names a function or class (or another selected
+    assignment) uses. Grading cells, kernel launches, bare expressions, loops and
     assignments into other objects (`os.environ[...] = ...`, `module.attr = ...`) are left out."""
     plain, with_calls = [], []
     for node in statements:
@@ -219,7 +224,7 @@ def _run_definition(node: ast.stmt, label: str, loaded: Loaded) -> None:
         problem = f"{label}: line {node.lineno}: {type(err).__name__}: {err}"
         if isinstance(err, KernelTimeout):
             problem = (f"{label}: line {node.lineno}: did not finish within {LOAD_SECONDS:g} s while "
-                       "loading (an endless loop at module level, in a comprehension or a decorator?)")
+                       "loading (an endless computation in a decorator, a default or an assigned value?)")
         elif isinstance(err, MemoryError):
             problem = (f"{label}: line {node.lineno}: MemoryError: it needs more memory than grading may use "
                        "(the memory limit)")
