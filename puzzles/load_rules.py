@@ -79,6 +79,12 @@ class Binding:
     node: ast.stmt
 
 
+def allowed_call(name: str) -> bool:
+    """`triton.jit`, `math.ceil`: on the allowlist (a module's own public functions, not `math.__loader__.x`)."""
+    module, _, function = name.rpartition(".")
+    return name in ALLOWED_CALLS or (f"{module}." in ALLOWED_MODULE_CALLS and not function.startswith("_"))
+
+
 def outermost(expr: ast.expr) -> ast.Name | None:
     """The name an attribute or subscript chain starts from (`args` in `args["x"].shape`)."""
     while isinstance(expr, (ast.Attribute, ast.Subscript)):
@@ -126,6 +132,12 @@ def returns_only(node: ast.FunctionDef) -> ast.expr | None:
     return None
 
 
+def held_names(node: ast.AST) -> set[str]:
+    """Names read by `node` other than as what a call calls (`f` in `triton.jit(f)`, not in `f()`)."""
+    called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in called}
+
+
 def parameters(args: ast.arguments) -> set[str]:
     every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
     return {a.arg for a in every}
@@ -148,6 +160,11 @@ class LoadRules:
                 expression = returns_only(found[0].node)
                 if expression is not None:
                     self.returning[name] = expression
+        # Values that hold a function of the file (`k = triton.jit(f)`, the one place one may be
+        # passed): a library calling them would run its body unchecked, so they are functions too.
+        # (`CONFIGS = get_configs()` holds what the function returned, not the function.)
+        self.wrapped = {name for name, found in self.bindings.items() for b in found
+                        if b.kind == "value" and any(self._is_function(n) for n in held_names(b.node))}
         shrank = True
         while shrank:  # one that calls another that is not safe is not safe either
             shrank = False
@@ -319,7 +336,7 @@ class LoadRules:
         """What is called must be on the allowlist (through the file's own imports) or a
         function of the file that only returns an allowed expression."""
         name = self.qualified(func, local)
-        if name is not None and (name in ALLOWED_CALLS or name.startswith(ALLOWED_MODULE_CALLS)):
+        if name is not None and allowed_call(name):
             return
         parts = dotted(func)
         if parts is not None and len(parts) == 1 and parts[0] in self.returning and parts[0] not in local:
@@ -372,14 +389,13 @@ class LoadRules:
         name = self.qualified(expr, local)
         if name is not None:  # through an import
             modules_only = all(isinstance(b.node, ast.Import) for b in binders)  # `import x` binds a module
-            if (len(parts) == 1 and modules_only) or name in ALLOWED_CALLS or name in KNOWN_MODULES \
-                    or name.startswith(ALLOWED_MODULE_CALLS) \
+            if (len(parts) == 1 and modules_only) or allowed_call(name) or name in KNOWN_MODULES \
                     or (name.startswith(("triton.language.", "torch.")) and name.rsplit(".", 1)[-1] in DTYPES):
                 return
             yield f"uses `{name}` as a value while loading (a library could call it); {HOW_TO_FIX}"
         elif len(parts) > 1:
             yield f"reads an attribute of `{parts[0]}` (`{shown}`) while loading; {HOW_TO_FIX}"
-        elif self._is_function(parts[0]) and parts[0] not in self.returning:
+        elif (self._is_function(parts[0]) or parts[0] in self.wrapped) and parts[0] not in self.returning:
             yield (f"uses `{shown}`, a function of this file, as a value while loading (a library could call it "
                    "while grading): only a lambda or a function that only returns what the rules allow may be")
         # a value assigned in the file was checked where it was assigned

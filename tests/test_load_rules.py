@@ -23,6 +23,9 @@ ALLOWED = {
     "configs function": "def get_configs():\n    return [triton.Config({'B0': b}, num_warps=4) for b in (32, 64)]\n"
                         "@triton.autotune(configs=get_configs(), key=['N0'])\n@jit\ndef k(x, B0: tl.constexpr = 32):\n"
                         "    pass",
+    "configs through a name": "def get_configs():\n    return [triton.Config({'B0': 32})]\nCONFIGS = get_configs()\n"
+                              "@triton.autotune(configs=CONFIGS, key=['N0'])\n@jit\ndef k(x, B0: tl.constexpr):\n"
+                              "    pass",
     "heuristic": "@triton.heuristics({'B0': lambda args: triton.next_power_of_2(args['N0'])})\n@triton.jit\n"
                  "def k(x, N0, B0: tl.constexpr):\n    pass",
     "math and builtins": "X = math.ceil(math.log2(7)) + min(3, 4) + len(range(5)) + sum(b for b in (1, 2))",
@@ -62,6 +65,9 @@ REFUSED = {
     "a returning function that calls out": ("def r():\n    return os.getpid()\nX = r()", "calls `r()`"),
     "calling a parameter": ("def r(f):\n    return f()\nX = r(1)", "calls `r()`"),
     "environment": ("X = os.environ['HOME']", "uses `os.environ` as a value"),
+    "a jitted function as a hook": ("def f(args):\n    os.system('x')\nK = triton.jit(f)\n"
+                                    "C = triton.Config({}, pre_hook=K)", "uses `K`, a function of this file"),
+    "a module's insides": ("M = math.__loader__.load_module('posix')", "calls `math.__loader__.load_module`"),
 }
 
 
