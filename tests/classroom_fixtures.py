@@ -1,4 +1,4 @@
-"""A synthetic class for the class-grading tests and benchmarks/grade_class.py: honest students
+"""A synthetic class for the class-grading tests: honest students
 (references, starters, a wrong kernel, a notebook) and hostile ones. The load rules
 (puzzles/load_rules.py) refuse what used to run while loading (a class body replacing `test` or the
 harness's judge, writing another student's file, a class whose metaclass kills the grading process
