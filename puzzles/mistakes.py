@@ -1,5 +1,5 @@
 """Common slips, computed: what the spec gives with one mistake in it (the quantization track's, and the
-loops over a long axis of puzzles 7, 8, 9, 11 and 17, and puzzle 21's update).
+first puzzles' blocks, the loops over a long axis of puzzles 7, 8, 9, 11 and 17, and puzzle 21's update).
 
 A wrong matmul output says nothing about its cause: every element is off by some amount. So a puzzle
 may list `Mistake`s (its catalog record, `likely_mistakes`): each is a sentence for the learner and one
@@ -30,6 +30,32 @@ def _nibbles(words: Tensor, dim: int, *, mask_first: bool = False, shifts: Tenso
     words = words.movedim(dim, -1)[..., None]
     values = ((words & 0xF) >> shifts) if mask_first else ((words >> shifts) & 0xF)
     return values.flatten(-2).movedim(-1, dim)
+
+
+# -- puzzles 3, 5 and 6: blocks of two vectors ---------------------------------------------------------
+
+def outer_add_without_axes(i: Inputs, sizes: Sizes) -> Tensor:
+    """x + y as two 1-D blocks (element by element), the same row stored into every row of z; where the lengths
+    differ the kernel stops on the shapes instead (the right output is returned there, never named)."""
+    x, y = i["x"], i["y"]
+    if x.numel() != y.numel():
+        return x[None, :] + y[:, None]
+    return (x + y)[None, :].expand(y.numel(), x.numel()).contiguous()
+
+
+def mul_without_relu(i: Inputs, sizes: Sizes) -> Tensor:
+    return i["x"][None, :] * i["y"][:, None]
+
+
+def backward_gate_from_x(i: Inputs, sizes: Sizes) -> Tensor:
+    """relu'(x) where the relu's input is x · y: the gate taken from x alone."""
+    y = i["y"][:, None]
+    return (i["x"] > 0).to(i["x"].dtype) * y * i["dz"]
+
+
+def backward_without_y(i: Inputs, sizes: Sizes) -> Tensor:
+    """relu'(x · y) · dz: the factor y of the chain rule left out."""
+    return (i["x"] * i["y"][:, None] > 0).to(i["x"].dtype) * i["dz"]
 
 
 # -- puzzles 7, 8 and 11: a loop over a long axis in chunks --------------------------------------------

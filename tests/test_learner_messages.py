@@ -631,3 +631,37 @@ def add_with_len_of_a_block(x_ptr, z_ptr, N0, B0: tl.constexpr):
 def test_python_habits_on_pointers_and_blocks_get_advice(kernel, advice):
     result = grade(2, kernel)
     assert result.first_failure.status == "error" and advice in result.reason(), str(result)
+
+
+@triton.jit
+def outer_add_without_axes(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.arange(0, B0)
+    j = tl.arange(0, B1)
+    x = tl.load(x_ptr + i)
+    y = tl.load(y_ptr + j)
+    tl.store(z_ptr + j[:, None] * N0 + i[None, :], x + y)  # two 1-D blocks: one row, stored into every row
+
+
+@triton.jit
+def backward_gated_by_x_alone(x_ptr, y_ptr, dz_ptr, dx_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    mask = (j[:, None] < N1) & (i[None, :] < N0)
+    at = j[:, None] * N0 + i[None, :]
+    x = tl.load(x_ptr + at, mask=mask, other=0.0)
+    y = tl.load(y_ptr + j, mask=j < N1, other=0.0)
+    dz = tl.load(dz_ptr + at, mask=mask, other=0.0)
+    tl.store(dx_ptr + at, tl.where(x > 0, y[:, None] * dz, 0.0), mask=mask)  # relu'(x), not relu'(x * y)
+
+
+@interpreted_only  # at the square size the interpreter broadcasts the row; a GPU's compiler may reject it
+def test_an_outer_sum_without_axes_is_told_to_broadcast():
+    result = grade(3, outer_add_without_axes)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "x + y added element by element, as two 1-D blocks" in result.reason(), str(result)
+
+
+def test_a_backward_gate_taken_from_x_alone_is_named():
+    result = grade(6, backward_gated_by_x_alone)
+    assert result.first_failure.status == "wrong", str(result)
+    assert "the relu's gate is taken from x alone" in result.reason(), str(result)

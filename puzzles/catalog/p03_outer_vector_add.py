@@ -3,7 +3,8 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle
+from puzzles import mistakes
+from puzzles.puzzle import Mistake, Puzzle
 
 
 def add_vec_spec(x: Float32[Tensor, "N0"], y: Float32[Tensor, "N1"]) -> Float32[Tensor, "N1 N0"]:
@@ -38,6 +39,10 @@ Broadcasting builds the 2-D block: `x[None, :] + y[:, None]` has shape `B1 × B0
     hints=(
         "Load `x` with offsets `tl.arange(0, B0)` and `y` with `tl.arange(0, B1)`.",
         "The output offsets are `j[:, None] * N0 + i[None, :]` for the 2-D block.",
+    ),
+    likely_mistakes=(
+        Mistake("x + y added element by element, as two 1-D blocks: every row of z got the same row; give each "
+                "vector its axis so that they broadcast, x[None, :] + y[:, None]", mistakes.outer_add_without_axes),
     ),
     perf_size={"N0": 64, "N1": 64, "B0": 64, "B1": 64},
     # Few exact float32 operations: a kernel computing in float16 (half the bits) must fail, and a GPU

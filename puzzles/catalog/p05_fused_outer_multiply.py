@@ -4,7 +4,8 @@ import torch
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle
+from puzzles import mistakes
+from puzzles.puzzle import Mistake, Puzzle
 
 
 def mul_relu_block_spec(x: Float32[Tensor, "N0"], y: Float32[Tensor, "N1"]) -> Float32[Tensor, "N1 N0"]:
@@ -35,6 +36,10 @@ of the products are negative: the relu matters.
     hints=(
         "Start from your puzzle 4 kernel; replace the sum by a product.",
         "`tl.maximum(z, 0.0)` is the relu (or `tl.where(z > 0, z, 0.0)`).",
+    ),
+    likely_mistakes=(
+        Mistake("the relu is missing: negative products must become 0, tl.maximum(x[None, :] * y[:, None], 0.0)",
+                mistakes.mul_without_relu),
     ),
     perf_size={"N0": 8192, "N1": 8192, "B0": 64, "B1": 64},
     # Few exact float32 operations: a kernel computing in float16 (half the bits) must fail, and a GPU

@@ -3,7 +3,8 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.puzzle import Puzzle
+from puzzles import mistakes
+from puzzles.puzzle import Mistake, Puzzle
 
 
 def mul_relu_block_back_spec(
@@ -40,6 +41,12 @@ puzzle 4: axis 0 walks the `N0` columns, axis 1 the `N1` rows.
     hints=(
         "`x` and `dz` are 2-D: both use the offsets `j[:, None] * N0 + i[None, :]`; `y` is loaded per row.",
         "`tl.where(x * y[:, None] > 0, y[:, None] * dz, 0.0)` is the whole formula.",
+    ),
+    likely_mistakes=(
+        Mistake("the relu's gate is taken from x alone: the relu's input is the product x · y, so the gate is "
+                "x * y[:, None] > 0", mistakes.backward_gate_from_x),
+        Mistake("the factor y is left out: the derivative of x · y with respect to x is y, so dx = gate · y · dz",
+                mistakes.backward_without_y),
     ),
     perf_size={"N0": 8192, "N1": 8192, "B0": 64, "B1": 64},
     # Few exact float32 operations: a kernel computing in float16 (half the bits) must fail, and a GPU

@@ -72,7 +72,9 @@ def _grid_text(grid: tuple[int, int, int]) -> str:
     axes = list(grid)
     while len(axes) > 1 and axes[-1] == 1:
         axes.pop()
-    return " × ".join(str(a) for a in axes) + (" programs" if len(axes) > 1 else " programs on one axis")
+    if len(axes) == 1:
+        return f"{axes[0]} program{'s' if axes[0] != 1 else ''} on one axis"
+    return " × ".join(str(a) for a in axes) + " programs"
 
 
 def _lines_never_written(unwritten: torch.Tensor, grid: tuple[int, int, int]) -> str:
@@ -88,6 +90,8 @@ def _lines_never_written(unwritten: torch.Tensor, grid: tuple[int, int, int]) ->
         parts.append(f"rows {rows_text(rows)} (of 0…{unwritten.shape[0] - 1}) of z are never written, in any column")
     if not parts:
         return ""
-    return (" and ".join(parts) + ": do the programs' blocks reach them? The grid is "
-            f"{_grid_text(grid)}; check which tl.program_id axis gives the columns and which the rows, and that "
-            "each block is as wide as its block size")
+    address = f"z[r, c] is addressed as r * {unwritten.shape[1]} + c"
+    if grid[0] * grid[1] * grid[2] == 1:
+        return " and ".join(parts) + f": one program writes all of z here; check that {address}"
+    return (" and ".join(parts) + f": do the programs' blocks reach them? The grid is {_grid_text(grid)}; check "
+            f"which tl.program_id axis gives the columns and which the rows, and that {address}")
