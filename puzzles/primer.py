@@ -21,7 +21,11 @@ A Triton kernel is a Python function decorated with `@triton.jit` that runs once
 **program**. Each program works on a **block** of elements at once: `tl.arange(0, B)` is a
 block of `B` offsets (a power of two), `tl.load(ptr + offsets, mask=...)` reads a block from
 memory, `tl.store` writes one, and `tl.program_id(axis)` says which program this is. You launch
-a kernel over a **grid** of programs: `kernel[grid](arguments...)`.
+a kernel over a **grid** of programs: `kernel[grid](arguments...)`. A kernel returns nothing: its
+results go to memory through `tl.store`. Block sizes are parameters marked `B0: tl.constexpr`:
+their values are fixed when the kernel is compiled (once per value), as `tl.arange` and block
+shapes need; sizes such as `N0` are plain arguments, known only when the kernel runs, so a block
+of `B0` lanes covers them with a mask.
 
 Without a GPU, `import puzzles` turns on Triton's interpreter (`TRITON_INTERPRET=1`): the same
 kernels run on the CPU as ordinary Python, so you can print inside them and use a debugger.
