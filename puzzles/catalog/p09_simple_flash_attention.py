@@ -34,14 +34,15 @@ Each program handles `B0` queries (grid `(cdiv(N0, B0),)`) and walks the `T` key
 in chunks of `B1`. Do it in one pass, as flash attention does: keep for each query a running
 maximum `m`, a running denominator `l` and a running weighted sum `acc`; when a chunk raises
 the maximum, rescale `l` and `acc` by `exp(m_old - m_new)` before adding the chunk. `N0` and
-`T` are not multiples of the blocks; `B0` and `B1` are powers of two. At one of the tested
+`T` need not be multiples of the blocks; `B0` and `B1` are powers of two. At one of the tested
 sizes the keys grow along the row, so the maximum changes in every chunk, and some queries'
 scores reach ±120, where `exp(s)` alone is infinite in float32: subtract the maximum.
 """,
     sizes=(
         {"N0": 200, "T": 200, "B0": 64, "B1": 32},
-        {"N0": 33, "T": 77, "B0": 16, "B1": 16},
+        {"N0": 33, "T": 81, "B0": 16, "B1": 16},  # a last chunk of one key: `range(0, T - 1, B1)` fails
         {"N0": 64, "T": 130, "B0": 32, "B1": 64},
+        {"N0": 40, "T": 96, "B0": 16, "B1": 32},  # T a multiple of B1: a loop one chunk short of it fails
     ),
     hints=(
         "Scores of a chunk: `s = q[:, None] * k[None, :]`, shape `B0 × B1`; mask key lanes past `T` with `-inf`.",
