@@ -164,3 +164,18 @@ def test_the_other_hand_written_mistakes_fail_for_their_reason():
     assert "off by at most" in str(grade(17, wrong.splitk_float16_products, 1, compile_check=False))
     assert "elements wrong" in str(grade(19, wrong.grey_summing_bytes, 1, compile_check=False))
     assert "plain tl.store" in str(grade(17, wrong.splitk_read_add_write, 1, compile_check=False))
+
+
+# -- a helper of the learner's own module, called through the module ----------------------------------------
+
+@triton.jit
+def add_through_a_helper_module(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offs = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offs, mask=offs < N0)
+    tl.store(z_ptr + offs, correct.plus_ten(x) + (correct.TEN - 10.0), mask=offs < N0)
+
+
+def test_a_jitted_helper_and_a_constexpr_read_through_a_module_pass():
+    """`helpers.plus_ten(x)` compiles as a global helper does: it is not Python outside triton.language."""
+    result = grade(2, add_through_a_helper_module, seed=6)
+    assert result.passed, str(result)
