@@ -82,6 +82,15 @@ def add_mask2_int64_offsets(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + off, tl.fma(x, 1.0, 10.0), mask=off < N0)
 
 
+@triton.jit
+def add_mask2_persistent(x_ptr, z_ptr, N0: int, B0: tl.constexpr):
+    pid = tl.program_id(0)
+    for start in range(pid * B0, N0, tl.num_programs(0) * B0):  # a grid-stride loop: one block per program here
+        off = start + tl.arange(0, B0)
+        x = tl.load(x_ptr + off, mask=off < N0, other=float("nan"))
+        tl.store(z_ptr + off, x + 10.0, mask=off < N0)
+
+
 # -- 3 --------------------------------------------------------------------------------------------------------
 @triton.jit
 def add_vec_community(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
@@ -766,7 +775,8 @@ def sgd_helper_early_return(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr,
 
 VARIANTS = {
     1: (add_community, add_helper_and_hints, add_block_pointer),
-    2: (add_mask2_early_return, add_mask2_where, add_mask2_block_pointer, add_mask2_int64_offsets),
+    2: (add_mask2_early_return, add_mask2_where, add_mask2_block_pointer, add_mask2_int64_offsets,
+        add_mask2_persistent),
     3: (add_vec_community, add_vec_broadcast_loads),
     4: (add_vec_block_community, add_vec_block_block_pointers),
     5: (mul_relu_where, mul_relu_bool_product),

@@ -179,3 +179,16 @@ def test_a_jitted_helper_and_a_constexpr_read_through_a_module_pass():
     """`helpers.plus_ten(x)` compiles as a global helper does: it is not Python outside triton.language."""
     result = grade(2, add_through_a_helper_module, seed=6)
     assert result.passed, str(result)
+
+
+@triton.jit
+def add_with_pythons_abs(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offs = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offs, mask=offs < N0)
+    tl.store(z_ptr + offs, x + abs(-10.0), mask=offs < N0)
+
+
+@pytest.mark.skipif(on_gpu(), reason="the compile check runs where there is no GPU")
+def test_a_python_builtin_the_compiler_lacks_is_told_its_triton_name():
+    text = str(grade(2, add_with_pythons_abs, seed=6))
+    assert "would not compile for a GPU" in text and "use tl.abs(x)" in text, text

@@ -101,6 +101,12 @@ def _assigned_names(source: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
+# Python builtins a kernel may reach for that the compiler lacks (it knows range, min, max, print, int, float,
+# len...), and what triton.language has instead.
+PYTHON_BUILTINS_IN_TRITON = {"abs": "tl.abs(x)", "sum": "tl.sum(x, axis=...)",
+                             "round": "tl.floor(x + 0.5) (halves up)"}
+
+
 def hint_for(message: str, node: Any, source: str = "", scope: dict | None = None) -> str:
     """What to write instead, for the constructs that only the interpreter accepts (and for the front
     end's errors whose own text does not say what is wrong)."""
@@ -141,6 +147,11 @@ def hint_for(message: str, node: Any, source: str = "", scope: dict | None = Non
     if "Boolean value of Tensor with more than one value is ambiguous" in message:
         return ("an if or while condition must be one value, not a block: to choose per element, use "
                 "tl.where(condition, a, b)")
+    if message.startswith("NameError:") and message.endswith("is not defined") and \
+            message.split()[1] in PYTHON_BUILTINS_IN_TRITON:
+        name = message.split()[1]
+        return (f"{name} is Python's builtin, which the interpreter runs and the compiler does not know: use "
+                f"{PYTHON_BUILTINS_IN_TRITON[name]}")
     if message.startswith("NameError:") and message.endswith("is not defined") and \
             message.split()[1] in _assigned_names(source):
         name = message.split()[1]
