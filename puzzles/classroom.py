@@ -297,7 +297,7 @@ def _follow(worker: Worker, deadlines: dict, remaining: list[Puzzle], tried: set
                 return []
             if not loaded:
                 why = {"timeout": f"loading the submission did not finish within {deadlines['ready']:.0f} s "
-                                  "(an endless loop at module level, in a class body or a decorator?)",
+                                  "(an endless computation in a decorator, a default or an assigned value?)",
                        "died": "loading the submission killed the grading process (out of memory, or it killed "
                                "its own process)",
                        "flooded": "the submission flooded the grading process's report",

@@ -1,16 +1,20 @@
 """`python -m puzzles grade`: the scoreboard over notebooks or Python files.
 
 Each file is read, never run as a whole: from every code cell only the definitions are taken
-(imports, functions, classes, constant assignments to names, and assignments with calls whose
-names a function or class uses, such as `CONFIGS = [triton.Config(...) for ...]` above an autotuned
-kernel), so grading cells, bare expressions, shell commands, experiments and assignments into other
-objects (`os.environ["PUZZLES_COMPILE_CHECK"] = "0"` would switch a check off) are skipped. Kernels
-are then found by their canonical names and graded by the same `test()` as the notebooks,
-against the catalog's own spec (a spec edited in the notebook does not change what is graded).
-The files are never modified.
+(imports, functions, constant assignments to names, and assignments with calls whose names a
+function uses, such as `CONFIGS = [triton.Config(...) for ...]` above an autotuned kernel), so
+grading cells, bare expressions, shell commands, experiments and assignments into other objects
+(`os.environ["PUZZLES_COMPILE_CHECK"] = "0"` would switch a check off) are skipped. Before any of
+them runs, the load rules (puzzles/load_rules.py) check what they would evaluate: no class
+definitions, and calls only from an allowlist (Triton's decorators and configs, `tl.constexpr`,
+`math`, computing builtins) through the file's own imports. A refused statement is not run; it is
+a loading problem with its line and why, and fails only the kernels that read what it would define
+("line 7: a class definition is not allowed in a graded file; ..."). Kernels are then found by
+their canonical names and graded by the same `test()` as the notebooks, against the catalog's own
+spec (a spec edited in the notebook does not change what is graded). The files are never modified.
 
 This runs the definitions in this process: it is the learner's scoreboard over their own work.
-Submissions of others are graded by puzzles/classroom.py, in isolated processes.
+Submissions of others are graded by puzzles/classroom.py, in isolated processes, under the same rules.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 from puzzles import catalog
 from puzzles.execution import KernelTimeout, time_limit
 from puzzles.harness import test
+from puzzles.load_rules import LoadRules, free_names, loaded_names
 from puzzles.puzzle import Puzzle
 from puzzles.result import brief_reason
 from puzzles.solution_source import is_starter, starter_source
@@ -100,25 +105,6 @@ def _calls_grader_or_launches(node: ast.AST) -> bool:
     return False
 
 
-def _loaded_names(node: ast.AST) -> set[str]:
-    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
-
-
-def _free_names(node: ast.AST) -> set[str]:
-    """Module-level names a function or class may read: what it loads less its own locals
-    (decorators, defaults and base classes are read at module level, so they all count)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        outer = set().union(*(_loaded_names(d) for d in node.decorator_list),
-                            *(_loaded_names(d) for d in node.args.defaults + node.args.kw_defaults if d),
-                            *(_loaded_names(a.annotation) for a in _all_args(node.args) if a.annotation))
-        local = {a.arg for a in _all_args(node.args)}
-        local |= {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)}
-        declared = {n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names}
-        inner = set().union(*(_loaded_names(s) for s in node.body))
-        return outer | (inner - (local - declared))
-    return _loaded_names(node)  # a class body runs at module level
-
-
 def _all_args(args: ast.arguments) -> list[ast.arg]:
     return args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
 
@@ -145,9 +131,10 @@ def _defines_names(node: ast.Assign | ast.AnnAssign) -> bool:
 
 
 def select_definitions(statements: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements grading runs, in order: imports, functions, classes, assignments to names
-    without calls, and assignments to names with calls whose names a function or class (or another
-    selected assignment) uses. Grading cells, kernel launches, bare expressions, loops and
+    """The statements grading would run, in order (the load rules then refuse some: every class, a
+    call off their allowlist): imports, functions, classes, assignments to names without calls, and
+    assignments to names with calls whose names a function or class (or another selected
+    assignment) uses. Grading cells, kernel launches, bare expressions, loops and
     assignments into other objects (`os.environ[...] = ...`, `module.attr = ...`) are left out."""
     plain, with_calls = [], []
     for node in statements:
@@ -157,7 +144,7 @@ def select_definitions(statements: list[ast.stmt]) -> list[ast.stmt]:
             (with_calls if _has_call(node.value) else plain).append(node)
         elif isinstance(node, _DEFINITIONS):
             plain.append(node)
-    needed = set().union(*(_free_names(n) for n in plain if isinstance(n, (ast.FunctionDef, ast.ClassDef))))
+    needed = set().union(*(free_names(n) for n in plain if isinstance(n, (ast.FunctionDef, ast.ClassDef))))
     chosen: set[int] = set()
     grew = True
     while grew:  # an assignment a kernel needs may itself need another one
@@ -165,7 +152,7 @@ def select_definitions(statements: list[ast.stmt]) -> list[ast.stmt]:
         for node in with_calls:
             if id(node) not in chosen and _targets(node) & needed:
                 chosen.add(id(node))
-                needed |= _loaded_names(node.value)
+                needed |= loaded_names(node.value)
                 grew = True
     keep = {id(n) for n in plain} | chosen
     return [n for n in statements if id(n) in keep]
@@ -177,22 +164,27 @@ _DEF = re.compile(r"^\s*def\s+(\w+)\s*\(", re.MULTILINE)
 @dataclass
 class Loaded:
     """What the definitions of one file made: the namespace, where each function or class was
-    defined, the problems met, and why each function that could not be defined failed."""
+    defined, the problems met, why each function that could not be defined failed, and the
+    statements the load rules refused (puzzles/load_rules.py), each as a message."""
 
     namespace: dict[str, Any]
     origins: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     broken: dict[str, str] = field(default_factory=dict)
     failed_names: dict[str, str] = field(default_factory=dict)  # name -> why its assignment raised
+    refusals: list[str] = field(default_factory=list)  # the statements refused for what they are
 
 
 def load_file(path: Path) -> Loaded:
-    """Execute only the definitions of a file (see `select_definitions`). A cell that does not
-    parse and a statement that raises are reported, not fatal; a function that could not be
-    defined is recorded in `broken` (so a syntax error in a kernel's cell is a failure, not
-    "not attempted"), with the failed assignment it needed when that was the cause."""
+    """Execute only the definitions of a file (see `select_definitions`) that the load rules allow
+    (puzzles/load_rules.py: no class, calls from an allowlist), checked over all its cells before
+    any runs. A cell that does not parse, a refused statement and a statement that raises are
+    reported, not fatal; a function that could not be defined is recorded in `broken` (so a syntax
+    error in a kernel's cell is a failure, not "not attempted"), with the failed assignment it
+    needed when that was the cause."""
     loaded = Loaded({"__name__": f"graded_{path.stem}"})
     failed_names = loaded.failed_names
+    cells: list[tuple[str, list[ast.stmt]]] = []
     for label, source in code_cells(path):
         text = strip_magics(source)
         try:
@@ -205,27 +197,48 @@ def load_file(path: Path) -> Loaded:
             continue
         # Register the source so Triton (and error messages) can read it by file name.
         linecache.cache[label] = (len(text), None, text.splitlines(keepends=True), label)
-        for node in select_definitions(tree.body):
-            try:
-                with time_limit(LOAD_SECONDS):
-                    exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), loaded.namespace)
-            except (Exception, KernelTimeout) as err:  # noqa: BLE001 - a learner's cell can raise anything
-                problem = f"{label}: line {node.lineno}: {type(err).__name__}: {err}"
-                if isinstance(err, KernelTimeout):
-                    problem = (f"{label}: line {node.lineno}: did not finish within {LOAD_SECONDS:g} s while "
-                               "loading (an endless loop at module level, in a class body or a decorator?)")
-                cause = failed_names.get(getattr(err, "name", None) or "")
-                if isinstance(err, NameError) and cause:
-                    problem += f" (because {cause})"
+        cells.append((label, select_definitions(tree.body)))
+    statements = [node for _, nodes in cells for node in nodes]
+    refused = LoadRules(statements).refusals(statements, {id(n): label for label, nodes in cells for n in nodes})
+    for label, nodes in cells:
+        for node in nodes:
+            refusal = refused.get(id(node))
+            if refusal is not None:
+                problem = f"{label}: {refusal.message()}"
                 loaded.problems.append(problem)
+                if not refusal.needs_refused:
+                    loaded.refusals.append(problem)
                 if isinstance(node, ast.FunctionDef):
                     loaded.broken[node.name] = problem
-                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    failed_names.update(dict.fromkeys(_targets(node), problem))
+                failed_names.update(dict.fromkeys(refusal.names, problem))
                 continue
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                loaded.origins[node.name] = label
+            _run_definition(node, label, loaded)
     return loaded
+
+
+def _run_definition(node: ast.stmt, label: str, loaded: Loaded) -> None:
+    try:
+        with time_limit(LOAD_SECONDS):
+            exec(compile(ast.Module(body=[node], type_ignores=[]), label, "exec"), loaded.namespace)
+    except (Exception, KernelTimeout) as err:  # noqa: BLE001 - a learner's cell can raise anything
+        problem = f"{label}: line {node.lineno}: {type(err).__name__}: {err}"
+        if isinstance(err, KernelTimeout):
+            problem = (f"{label}: line {node.lineno}: did not finish within {LOAD_SECONDS:g} s while "
+                       "loading (an endless computation in a decorator, a default or an assigned value?)")
+        elif isinstance(err, MemoryError):
+            problem = (f"{label}: line {node.lineno}: MemoryError: it needs more memory than grading may use "
+                       "(the memory limit)")
+        cause = loaded.failed_names.get(getattr(err, "name", None) or "")
+        if isinstance(err, NameError) and cause:
+            problem += f" (because {cause})"
+        loaded.problems.append(problem)
+        if isinstance(node, ast.FunctionDef):
+            loaded.broken[node.name] = problem
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            loaded.failed_names.update(dict.fromkeys(_targets(node), problem))
+        return
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        loaded.origins[node.name] = label
 
 
 def load_definitions(path: Path, broken: dict[str, str] | None = None,
@@ -288,6 +301,12 @@ class Submission:
     broken: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     failed_names: dict[str, str] = field(default_factory=dict)
+    refusals: dict[str, list[str]] = field(default_factory=dict)  # file -> statements the load rules refused
+
+    def refused_in(self, origin: str) -> list[str]:
+        """The refusals of the file a kernel came from (`origin`: the file, or its "file [cell N]")."""
+        return next((found for path, found in self.refusals.items()
+                     if origin == path or origin.startswith(f"{path} [cell ")), [])
 
 
 def collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
@@ -324,6 +343,8 @@ def _collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
             continue
         submission.problems += loaded.problems
         submission.failed_names.update(loaded.failed_names)
+        if loaded.refusals:
+            submission.refusals[str(path)] = loaded.refusals
         for p in puzzles:
             if p.kernel_name in loaded.namespace:
                 submission.found.setdefault(p.kernel_name, []).append(
@@ -366,6 +387,10 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
     for name, problem in submission.failed_names.items():  # a name the kernel needed was never defined
         if f"'{name}'" in reason:
             reason += f" ({name} was not defined: {problem})"
+    refused = [r.split(";")[0] for r in submission.refused_in(origin) if r not in reason]
+    if reason and refused:  # the kernel does not read them, but what they did is not there: say so
+        reason += (f" (grading did not run {len(refused)} statement(s) of this file, the loading problems say "
+                   f"why: {'; '.join(refused[:3])})")
     return Grade(p, "passed" if result.passed else "failed", reason, origin, result.seconds, result, result.seed)
 
 

@@ -5,7 +5,10 @@ runs: apply the limits (and drop to its own user), import the grader, and say so
 submission's definitions and grade each puzzle, reporting one JSON line per step on the channel
 it was started with (what the submission prints goes to a log instead).
 
-This process is not trusted once the submission is loaded: its verdicts are claims. With each
+The load rules (puzzles/load_rules.py) leave the submission no code of its own to run here while
+it loads, and none behind attribute access (no class), only its kernels (checked before they run)
+and the lambdas Triton calls, under the same rules. This process is still not trusted once the
+submission is loaded: its verdicts are claims. With each
 verdict it returns the evidence, every output the kernel produced and the size, seed and index
 of the inputs it was given, so that the grader, in its own process, rebuilds those inputs and
 compares the outputs itself (puzzles/classroom.py).

@@ -1,8 +1,14 @@
-"""A synthetic class for the class-grading tests and benchmarks/grade_class.py: honest students
-(references, starters, a wrong kernel, a notebook) and hostile ones (a forged `test`, a forged
-judge, writing another student's file, an endless loop while loading, a huge allocation, a
-global that kills its grading process when the grader reads it, a truncated notebook, a
-submission that switches the compile check off)."""
+"""A synthetic class for the class-grading tests: honest students
+(references, starters, a wrong kernel, a notebook) and hostile ones. The load rules
+(puzzles/load_rules.py) refuse what used to run while loading (a class body replacing `test` or the
+harness's judge, writing another student's file, a class whose metaclass kills the grading process
+when the grader reads a global): those students now get the refusal as their message. The others
+reach the layers behind the rules with allowed constructs only: a loop in C while loading that the
+loader cannot interrupt (the worker's deadline), a huge list (the memory limits), a truncated
+notebook, a submission that switches the compile check off. What no allowed construct can do any
+more (a worker killed mid-puzzle, a forged pass, a write outside its folder, a hoarding child) is
+triggered from the test side: see `worker_trigger` in tests/test_grade_class.py.
+"""
 
 from __future__ import annotations
 
@@ -23,20 +29,21 @@ EXPECTED = {
     "wrong": {1: "failed", 2: "passed"},
     "forged_test": {1: "failed", 2: "not attempted"},
     "forged_judge": {1: "failed", 2: "not attempted"},
-    "tamperer": {1: "passed", 2: "not attempted"},
+    "tamperer": {1: "passed", 2: "not attempted"},  # its class is refused, its kernel graded
     "looper": {1: "failed", 2: "not attempted"},
     "hog": {1: "failed", 2: "not attempted"},
     "killer": {1: "failed", 2: "passed"},
     "truncated": {1: "failed", 2: "not attempted"},
     "switcher": {1: "failed", 2: "not attempted"},
 }
+REFUSED = "a class definition is not allowed in a graded file"
 REASONS = {
     ("wrong", 1): "wrong",
-    ("forged_test", 1): "could not confirm",
-    ("forged_judge", 1): "could not confirm",
+    ("forged_test", 1): REFUSED,  # the do-nothing kernel is graded, and fails; the message names the refusal
+    ("forged_judge", 1): REFUSED,
     ("looper", 1): "loading the submission did not finish",
     ("hog", 1): "memory",
-    ("killer", 1): "killed the process",
+    ("killer", 1): REFUSED,  # its kernel reads the refused class: that puzzle fails with the refusal, not puzzle 2
     ("truncated", 1): "cannot be read",
     ("switcher", 1): "",  # SWITCHER_REASON
 }
@@ -68,48 +75,34 @@ class Sneaky:  # replace the harness's judge: every size "passed", whatever the 
 '''
 
 # A kernel cannot reach os (the grader refuses it before it runs), but the grader looks at the globals
-# a kernel reads: this one kills the student's grading process when it does.
+# a kernel reads: a class whose metaclass kills the process on any attribute lookup runs no code while
+# loading, yet would kill the student's grading process when the grader inspects it. Refused.
 TRAP = """
-class Trap:
-    def __getattr__(self, name):
+class Deadly(type):
+    def __getattr__(cls, name):
         os.kill(os.getpid(), 9)
 
 
-TRAP = Trap()
+class TRAP(metaclass=Deadly):
+    pass
 
 """
 KILL_PARENT = "    if TRAP is None:  # a global the kernel reads\n        pass\n"
 
+# A loop in C (sum over a range, holding the interpreter's lock): the loader's interruption never
+# gets in, so only the worker's deadline stops it. Allowed: sum and range only compute.
 STALL = """
-class Stall:
-    while True:
-        try:
-            while True:
-                pass
-        except BaseException:
-            pass
+STALL = sum(range(1 << 62))
+
+
+def stalled():
+    return STALL
 
 """
 
-
-def hoarding_child(pid_file: Path) -> str:
-    """A class body that forks a child which takes memory, 64 MiB every 50 ms, up to 16 GiB, while
-    the parent waits for it: only a measure of the whole process tree sees it. The child writes its
-    id to `pid_file`, so that a test can tell it was stopped."""
-    return f"""
-class Hoard:
-    import time
-
-    if os.fork() == 0:
-        open({str(pid_file)!r}, "w").write(str(os.getpid()))
-        chunks = []
-        for _ in range(256):
-            chunks.append(b"x" * (1 << 26))
-            time.sleep(0.05)
-        os._exit(0)
-    os.wait()
-
-"""
+# A list of 2**31 references (16 GiB) that the kernel's constexpr needs: over the address-space limit
+# at once without CUDA, past the memory watch's limit with it. Allowed: len and a list only compute.
+HOG = "SCALE = tl.constexpr(len([0] * (1 << 31)) >> 31)\n\n"
 
 
 # Switches the compile check off from the submission (a plain assignment into os.environ, and one with a
@@ -156,12 +149,8 @@ def build_class(root: Path) -> Path:
         "wrong": HEADER + reference_source(P1).replace("10.0", "11.0") + "\n\n" + reference_source(P2),
         "forged_test": HEADER + FORGED_TEST + DO_NOTHING,
         "forged_judge": HEADER + FORGED_JUDGE + DO_NOTHING,
-        # a loop in a class body that swallows the loader's interruption: only the worker's deadline stops it
         "looper": HEADER + STALL + reference_source(P1),
-        # a module-level tensor the kernel uses (a constexpr global, valid on a GPU too), 8 GiB filled:
-        # over the address-space limit at once without CUDA, past the memory watch's limit with it
-        "hog": HEADER + "SCALE = tl.constexpr(int(torch.ones(1 << 31)[-1]))\n\n"
-        + reference_source(P1).replace("x + 10.0", "x + 10.0 * SCALE"),
+        "hog": HEADER + HOG + reference_source(P1).replace("x + 10.0", "x + 10.0 * SCALE"),
         "switcher": HEADER + SWITCH_OFF_COMPILE_CHECK,
         "killer": HEADER + TRAP + reference_source(P1).replace("    offsets =", KILL_PARENT + "    offsets =", 1)
         + "\n\n" + reference_source(P2),

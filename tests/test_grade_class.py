@@ -8,8 +8,11 @@ import csv
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -17,11 +20,11 @@ import classroom_fixtures as fixtures
 import pytest
 import torch
 
-from puzzles import catalog, grade
+from puzzles import catalog, grade, isolation
 from puzzles.classroom import check_evidence
 from puzzles.grade_worker import encode_tensor
 from puzzles.harness.cases import make_case, size_list
-from puzzles.isolation import GIB, UID_BASE, Limits, can_switch_user
+from puzzles.isolation import GIB, UID_BASE, Limits, can_switch_user, job_uid
 from puzzles.solution_source import reference_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,12 +84,16 @@ def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_pa
         assert digests(folder) == before
         assert not job_processes(proc.pid), "processes of the jobs' users were left behind"
         record = json.loads((tmp_path / "book" / "students" / "tamperer.json").read_text())
-        assert any("PermissionError" in p for p in record["problems"])
         assert any("unprivileged user" in p for p in record["protections"])
         assert any(p.startswith("processes limit") for p in record["protections"])
+    # The vandal's class is refused before anything runs (a write outside the folder as the worker's own
+    # user: test_a_worker_killed_mid_puzzle_..., from the test side); its kernel is still graded.
+    record = json.loads((tmp_path / "book" / "students" / "tamperer.json").read_text())
+    assert any(fixtures.REFUSED in p and "line 6" in p for p in record["problems"]), record["problems"]
     honest = json.loads((tmp_path / "book" / "students" / "honest_ref.json").read_text())
     assert honest["points"] == honest["max_points"] == 2.0
-    assert "killed the process" in (tmp_path / "book" / "feedback" / "killer.txt").read_text()
+    killer = (tmp_path / "book" / "feedback" / "killer.txt").read_text()
+    assert "add_kernel uses TRAP, which grading does not define" in killer and fixtures.REFUSED in killer, killer
     assert "students" in proc.stderr  # the progress bar
 
 
@@ -153,14 +160,33 @@ def test_a_notebook_that_switches_the_compile_check_off_is_still_checked(tmp_pat
     assert "PUZZLES_COMPILE_CHECK" not in os.environ
 
 
-def test_what_loading_prints_never_reaches_the_scoreboards_stdout(tmp_path, capsys):
-    """A class body that prints a verdict (a `--json` line a script would read) prints it to stderr."""
-    forged = '{"puzzle": 1, "status": "passed"}'
-    (tmp_path / "a.py").write_text(fixtures.HEADER + f"class Banner:\n    print({forged!r})\n\n\n"
+def test_what_loading_prints_never_reaches_the_scoreboards_stdout(tmp_path, capsys, monkeypatch):
+    """What loading prints (an allowed import that prints: `import this`) goes to stderr: stdout is the
+    scoreboard's (`--json` lines a script reads), and a printed verdict must not pass for one."""
+    monkeypatch.delitem(sys.modules, "this", raising=False)  # imported once already: it would print nothing
+    (tmp_path / "a.py").write_text(fixtures.HEADER + "import this\n\n\n"
                                    + reference_source(catalog.get(1)).replace("10.0", "11.0"))
     (g,) = grade.grade([tmp_path / "a.py"], [catalog.get(1)], timeout=10)
     out, err = capsys.readouterr()
-    assert g.status == "failed" and forged not in out and forged in err
+    zen = "Beautiful is better than ugly."
+    assert g.status == "failed" and zen not in out and zen in err
+
+
+def test_loading_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
+    """No allowed construct sets a variable any more (`os.environ.update(...)` is refused); were one to
+    (the test stands in for it), the grader's own variables are put back before the kernels are graded."""
+    real = grade.load_file
+
+    def load_and_switch_off(path):
+        os.environ["PUZZLES_COMPILE_CHECK"] = "0"
+        return real(path)
+
+    monkeypatch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
+    monkeypatch.setattr(grade, "load_file", load_and_switch_off)
+    (tmp_path / "a.py").write_text(fixtures.HEADER + fixtures.SWITCH_OFF_COMPILE_CHECK)
+    (g,) = grade.grade([tmp_path / "a.py"], [catalog.get(1)], timeout=10)
+    assert g.status == "failed" and fixtures.SWITCHER_REASON in g.reason, g.reason
+    assert "PUZZLES_COMPILE_CHECK" not in os.environ
 
 
 @pytest.mark.parametrize("content", [{"cells": [{"cell_type": "code", "source": [1, 2]}]}, {"cells": 5}, [1, 2],
@@ -226,8 +252,9 @@ def test_students_are_found_per_folder_or_per_file(tmp_path):
 def test_an_endless_loop_while_loading_is_stopped_in_the_scoreboard_too(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(grade, "LOAD_SECONDS", 1.0)
     p = catalog.get(1)
-    (tmp_path / "a.py").write_text(fixtures.HEADER + "class Stall:\n    while True:\n        pass\n\n"
-                                   + reference_source(p))
+    spin = ("SPIN = sum(0 for _ in range(1 << 62))  # allowed: it only computes, for ever\n\n\n"
+            "def spin():\n    return SPIN\n\n\n")
+    (tmp_path / "a.py").write_text(fixtures.HEADER + spin + reference_source(p))
     (g,) = grade.grade([tmp_path / "a.py"], [p])
     assert g.status == "passed"  # the loop is reported (stderr), the kernel still graded
     assert "line 6: did not finish within 1 s while loading" in capsys.readouterr().err
@@ -260,14 +287,62 @@ def test_without_a_user_of_its_own_grading_works_and_says_what_is_missing(tmp_pa
     assert any(m.startswith("processes limit") for m in result.missing_protections)
 
 
-def test_the_memory_watch_stops_a_process_tree_past_its_limit(tmp_path):
+@pytest.fixture
+def worker_trigger(monkeypatch):
+    """`worker_trigger(code)`: test-side code that every grading worker started from then on runs at
+    its start (a sitecustomize on its path), in place of a submission: what the load rules no longer
+    let a submission do (kill its worker, forge a pass, write outside its folder, fork a hoarder), to
+    show that the layers behind them still hold. `worker_trigger.folder`: where every worker's user may write."""
+    folder = Path(tempfile.mkdtemp(prefix="worker-trigger-"))
+    folder.chmod(0o777)  # read by the worker, written by it as a user of its own
+    real = isolation.worker_environment
+
+    def install(code: str) -> Path:
+        guarded = "import sys\nif 'puzzles.grade_worker' in sys.orig_argv:  # not the compiler's processes\n"
+        (folder / "sitecustomize.py").write_text(guarded + textwrap.indent(textwrap.dedent(code), "    "))
+        (folder / "sitecustomize.py").chmod(0o644)
+
+        def with_trigger(worker_folder: Path) -> dict[str, str]:
+            env = real(worker_folder)
+            env["PYTHONPATH"] = f"{folder}{os.pathsep}{env['PYTHONPATH']}"
+            return env
+
+        monkeypatch.setattr(isolation, "worker_environment", with_trigger)
+        return folder
+
+    install.folder = folder
+    yield install
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_memory_watch_stops_a_process_tree_past_its_limit(tmp_path, worker_trigger):
     """A CUDA machine's memory limit (no address-space limit there), tested on any machine: the grader
-    finds a child process that hoards memory in the worker's tree, kills the tree, and says why."""
+    finds a child process that hoards memory in the worker's tree (64 MiB every 50 ms, up to 16 GiB,
+    while the worker waits for it: only a measure of the whole tree sees it), kills the tree, and says why."""
     from puzzles.classroom import Options, Student, grade_student
 
     pid_file = tmp_path / "hoarder.pid"
+    worker_trigger(f"""
+        import os, time
+        import puzzles.grade as grade
+
+        real_collect = grade.collect
+
+        def collect_after_a_hoard(paths, puzzles):
+            if os.fork() == 0:
+                open({str(pid_file)!r}, "w").write(str(os.getpid()))
+                chunks = []
+                for _ in range(256):
+                    chunks.append(b"x" * (1 << 26))
+                    time.sleep(0.05)
+                os._exit(0)
+            os.wait()
+            return real_collect(paths, puzzles)
+
+        grade.collect = collect_after_a_hoard
+    """)
     p = catalog.get(1)
-    (tmp_path / "a.py").write_text(fixtures.HEADER + fixtures.hoarding_child(pid_file) + reference_source(p))
+    (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(p))
     options = Options(timeout=2, limits=Limits(memory_bytes=GIB, address_space=False))
     result = grade_student(Student("hog", [tmp_path / "a.py"]), [p], options, seed=1, uid=None)
     (verdict,) = result.verdicts
@@ -275,11 +350,104 @@ def test_the_memory_watch_stops_a_process_tree_past_its_limit(tmp_path):
     assert "loading the submission used more than the memory limit of 1 GiB" in verdict.message, verdict
     assert any("memory limit 1 GiB" in a for a in result.protections)
     assert not any("address space" in a for a in result.protections)
-    hoarder = int(pid_file.read_text())
+    assert_stopped(int(pid_file.read_text()), "the hoarding child")
+
+
+def test_a_worker_killed_mid_puzzle_fails_that_puzzle_and_a_fresh_one_grades_the_rest(tmp_path, worker_trigger):
+    """The first worker forks a child that would outlive it, then kills itself while grading puzzle 1:
+    puzzle 1 fails with that reason, a fresh worker grades puzzle 2, the child is gone. As root the
+    worker is a user of its own and first tries to write another student's file: it cannot."""
+    from puzzles.classroom import Options, Student, grade_student
+
+    victim = tmp_path / "other_student.py"
+    victim.write_text("# another student's answers\n")
+    shared = worker_trigger.folder
+    worker_trigger(f"""
+        import os, signal, time
+        from pathlib import Path
+        import puzzles.grade as grade
+        import puzzles.isolation as isolation
+
+        real_apply, real_grade = isolation.apply_limits, grade.grade_puzzle
+
+        def apply_then_tamper(*args, **kwargs):
+            done = real_apply(*args, **kwargs)
+            try:
+                with open({str(victim)!r}, "a") as other:
+                    other.write("# tampered")
+                done.active.append("tamper attempt: it wrote")
+            except OSError as err:
+                done.missing.append(f"tamper attempt: {{type(err).__name__}}")
+            return done
+
+        def grade_then_die(submission, p, **kwargs):
+            if p.number == 1 and Path.cwd().name == "run0":
+                if os.fork() == 0:  # it outlives the worker, in its session (and as its user)
+                    os.closerange(0, 1024)  # not the report's pipe: the grader sees the worker die at once
+                    Path({str(shared / "orphan.pid")!r}).write_text(str(os.getpid()))
+                    time.sleep(600)
+                    os._exit(0)
+                time.sleep(0.5)
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real_grade(submission, p, **kwargs)
+
+        isolation.apply_limits, grade.grade_puzzle = apply_then_tamper, grade_then_die
+    """)
+    own_user = can_switch_user()
+    (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(catalog.get(1)) + "\n\n"
+                                   + reference_source(catalog.get(2)))
+    before = digests(tmp_path)
+    result = grade_student(Student("killer", [tmp_path / "a.py"]), [catalog.get(1), catalog.get(2)],
+                           Options(timeout=2), seed=1, uid=job_uid(0) if own_user else None)
+    assert [v.status for v in result.verdicts] == ["failed", "passed"], result.verdicts
+    assert "the kernel killed the process that graded it" in result.verdicts[0].message
+    assert_stopped(int((shared / "orphan.pid").read_text()), "the dead worker's child")
+    if own_user:
+        assert "tamper attempt: PermissionError" in result.missing_protections, result.missing_protections
+        assert digests(tmp_path) == before
+        assert not job_processes(os.getpid())
+
+
+def test_a_forged_pass_from_the_worker_is_not_confirmed(tmp_path, worker_trigger):
+    """The parent's evidence check, behind the load rules: a worker whose `test` says "passed" with no
+    output (puzzle 1), and one whose judge passes every output of a kernel that writes nothing
+    (puzzle 2), both get "could not confirm"."""
+    from puzzles.classroom import Options, Student, grade_student
+
+    worker_trigger("""
+        import puzzles.grade as grade
+        import puzzles.harness as harness
+        from puzzles.result import SizeOutcome
+
+        real_test = grade.test
+
+        class Passed:
+            passed, seconds, seed = True, 0.0, 1
+
+            def reason(self):
+                return "passed"
+
+        def forged_test(kernel, spec, puzzle=None, **kwargs):
+            return Passed() if puzzle.number == 1 else real_test(kernel, spec, puzzle=puzzle, **kwargs)
+
+        grade.test = forged_test
+        harness.judge_runs = lambda kernel, cases, runs: [SizeOutcome(c.sizes, c.seed, "passed") for c in cases]
+    """)
+    nothing = fixtures.DO_NOTHING + fixtures.DO_NOTHING.replace("add_kernel", "add_mask2_kernel")
+    (tmp_path / "a.py").write_text(fixtures.HEADER + nothing)
+    result = grade_student(Student("forger", [tmp_path / "a.py"]), [catalog.get(1), catalog.get(2)],
+                           Options(timeout=2), seed=1, uid=None)
+    assert [v.status for v in result.verdicts] == ["failed", "failed"], result.verdicts
+    first, second = (v.message for v in result.verdicts)
+    assert "could not confirm: no output at" in first, first
+    assert "could not confirm" in second and "differ from the spec" in second, second
+
+
+def assert_stopped(pid: int, what: str) -> None:
     deadline = time.monotonic() + 5
-    while running(hoarder) and time.monotonic() < deadline:
+    while running(pid) and time.monotonic() < deadline:
         time.sleep(0.1)  # SIGKILL is delivered at once; the reaping is init's
-    assert not running(hoarder), "the hoarding child was left behind"
+    assert not running(pid), f"{what} was left behind"
 
 
 def running(pid: int) -> bool:

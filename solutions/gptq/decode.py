@@ -221,7 +221,7 @@ class DecodeStep:
     @torch.no_grad()
     def run(self) -> Tensor:
         """One decoding step, eagerly: the next token of each sequence; returns the logits (B, V)."""
-        b, d, pdl = self.batch, self.head_dim, self.pdl
+        d, pdl = self.head_dim, self.pdl
         q_width, kv_width = self.heads * d, self.kv_heads * d
         resid = F.embedding(self.ids, self.embed)
         delta = None
@@ -236,9 +236,14 @@ class DecodeStep:
             gate_up = layer.gate_up(h)
             gate, up = gate_up if len(gate_up) == 2 else gate_up[0].chunk(2, dim=1)
             delta = layer.down(silu_mul(gate, up, zero=layer.down.zero, pdl=pdl))[0]
-        h = add_rms_norm(resid, self.final_norm, self.eps, delta, zero=self.head.zero, pdl=pdl)
+        return self.finish(resid, delta)
+
+    def finish(self, resid: Tensor, delta: Tensor) -> Tensor:
+        """The step's tail after the last layer: ``resid += delta``, the final norm, the head, the greedy pick
+        into ``ids`` and ``tokens``, then pos += 1; returns the logits (B, V)."""
+        h = add_rms_norm(resid, self.final_norm, self.eps, delta, zero=self.head.zero, pdl=self.pdl)
         logits = self.head(h)[0]
-        greedy_pick(logits.view(b, -1), self.ids, self.tokens, self.pos, pdl=pdl)
+        greedy_pick(logits.view(self.batch, -1), self.ids, self.tokens, self.pos, pdl=self.pdl)
         self.pos.add_(1)
         return logits
 

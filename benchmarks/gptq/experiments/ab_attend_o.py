@@ -41,7 +41,6 @@ from solutions.gptq.decode import GraphDecoder, concat_gptq_weights  # noqa: E40
 from solutions.gptq.decode_kernels import (  # noqa: E402
     add_rms_norm,
     attend_over_cache,
-    greedy_pick,
     rope_attend,
     rope_rotate,
     silu_mul,
@@ -152,7 +151,7 @@ class FusedAttendDecoder(GraphDecoder):
 
     @torch.no_grad()
     def run(self) -> torch.Tensor:
-        b, d, pdl = self.batch, self.head_dim, self.pdl
+        d, pdl = self.head_dim, self.pdl
         q_width, kv_width = self.heads * d, self.kv_heads * d
         resid = torch.nn.functional.embedding(self.ids, self.embed)
         delta = None
@@ -165,11 +164,7 @@ class FusedAttendDecoder(GraphDecoder):
             h = add_rms_norm(resid, layer.post_norm, self.eps, self.o_out[index], zero=layer.gate_up.zero, pdl=pdl)
             gate, up = layer.gate_up(h)[0].chunk(2, dim=1)
             delta = layer.down(silu_mul(gate, up, zero=layer.down.zero, pdl=pdl))[0]
-        h = add_rms_norm(resid, self.final_norm, self.eps, delta, zero=self.head.zero, pdl=pdl)
-        logits = self.head(h)[0]
-        greedy_pick(logits.view(b, -1), self.ids, self.tokens, self.pos, pdl=pdl)
-        self.pos.add_(1)
-        return logits
+        return self.finish(resid, delta)
 
 
 def check(device: str) -> None:

@@ -53,7 +53,9 @@ def ptx_digest(launch, c_dtype: torch.dtype) -> tuple[str, int]:
                                                        specialization, opts)
     compiled = triton.compile(ASTSource(fn, signature, constexprs, attrs), target=TARGET, options=opts.__dict__)
     ptx = compiled.asm["ptx"].split(".section\t.debug")[0].split(".section .debug")[0]
-    ptx = "\n".join(line for line in ptx.splitlines() if not line.strip().startswith((".loc", ".file", "//")))
+    skipped = (".loc", ".file", "//", "$L__tmp")
+    ptx = "\n".join(line for line in ptx.splitlines() if not line.strip().startswith(skipped))
+    ptx = re.sub(r"\$L__tmp\d+", "$L__tmp", ptx)  # debug labels of inlined scopes: a helper function adds some
     ptx = re.sub(KERNEL_NAMES, r"K_\1", ptx)
     return hashlib.sha256(ptx.encode()).hexdigest()[:16], len(ptx.splitlines())
 

@@ -1,0 +1,125 @@
+"""The load rules (puzzles/load_rules.py): what a graded file may run while it loads. Every reference and
+every notebook of the course loads unrefused; code that could forge a verdict or trap the grader is
+refused before anything runs, with its line and why, and costs only the puzzles that need it."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import classroom_fixtures as fixtures
+import pytest
+
+from puzzles import catalog, grade
+from puzzles.load_rules import LoadRules
+from puzzles.notebooks import NOTEBOOK_DIR
+from puzzles.solution_source import ROOT, reference_source
+
+HEADER = ("import math\nimport os\nimport torch\nimport triton\nimport triton.language as tl\nfrom triton import jit\n"
+          "import puzzles.grade as grading\n")
+
+ALLOWED = {
+    "constexpr": "B = tl.constexpr(32)",
+    "configs function": "def get_configs():\n    return [triton.Config({'B0': b}, num_warps=4) for b in (32, 64)]\n"
+                        "@triton.autotune(configs=get_configs(), key=['N0'])\n@jit\ndef k(x, B0: tl.constexpr = 32):\n"
+                        "    pass",
+    "configs through a name": "def get_configs():\n    return [triton.Config({'B0': 32})]\nCONFIGS = get_configs()\n"
+                              "@triton.autotune(configs=CONFIGS, key=['N0'])\n@jit\ndef k(x, B0: tl.constexpr):\n"
+                              "    pass",
+    "heuristic": "@triton.heuristics({'B0': lambda args: triton.next_power_of_2(args['N0'])})\n@triton.jit\n"
+                 "def k(x, N0, B0: tl.constexpr):\n    pass",
+    "math and builtins": "X = math.ceil(math.log2(7)) + min(3, 4) + len(range(5)) + sum(b for b in (1, 2))",
+    "a wrap by call": "def f(x):\n    pass\nk = triton.autotune(configs=[], key=[])(triton.jit(f))",
+    "a hook that is a lambda": "C = triton.Config({'B0': 32}, pre_hook=lambda args: None)",
+    "dtypes and modules": "D = (tl.float16, torch.int8, math.pi, tl)",
+    "a spec that is never called": "def spec(x):\n    return x.sum()",
+    "the same import twice": "import triton.language as tl",
+}
+REFUSED = {
+    "class": ("class A:\n    pass", "a class definition is not allowed in a graded file"),
+    "metaclass trap": ("class M(type):\n    def __getattr__(cls, name):\n        os.kill(os.getpid(), 9)\n"
+                       "class T(metaclass=M):\n    pass", "a class definition is not allowed"),
+    "forged test in a default": ("def k(x, y=setattr(grading, 'test', abs)):\n    pass", "calls `setattr`"),
+    "call in a decorator": ("def deco(f):\n    grading.test = abs\n    return f\n@deco\ndef k(x):\n    pass",
+                            "calls `deco()`, a function of this file"),
+    "builtin as a decorator": ("@print\ndef k(x):\n    pass", "calls `print`"),
+    "call in an annotation": ("def k(x: os.getpid()):\n    pass", "calls `os.getpid`"),
+    "call in a value": ("X = os.getpid()\ndef f():\n    return X", "calls `os.getpid`"),
+    "rebinding an import": ("tl = os", "rebinds `tl`, which line 5 imports (triton.language)"),
+    "an import that hides another": ("from os import system as jit\n@jit\ndef k(x):\n    pass",
+                                     "`jit` is imported from 2 places"),
+    "walrus": ("X = (y := 3)", "the assignment expression"),
+    "star import": ("from os import *", "import the names you use"),
+    "hook from a module": ("C = triton.Config({'B0': 32}, pre_hook=os.system)", "uses `os.system` as a value"),
+    "hook of the file": ("def hook(args):\n    os.system('x')\nC = triton.Config({}, pre_hook=hook)",
+                         "uses `hook`, a function of this file, as a value"),
+    "hook lambda that calls out": ("C = triton.Config({}, pre_hook=lambda args: os.system('x'))", "calls `os.system`"),
+    "key function": ("X = max([1, 2], key=os.system)", "uses `os.system` as a value"),
+    "map": ("X = list(map(os.system, ['x']))", "calls `map`"),
+    "a jitted function's Python": ("def f(x):\n    pass\nX = triton.jit(f).fn", "reads an attribute of a value"),
+    "insides": ("X = triton.jit.__globals__", "an object's insides"),
+    "builtins": ("__builtins__ = {}", "binds `__builtins__`"),
+    "a builtin redefined": ("def min(a, b):\n    os.system('x')\n    return a\nX = min(1, 2)",
+                            "calls `min()`, a function of this file"),
+    "lambda default": ("F = lambda x=os.getpid(): 0", "calls `os.getpid`"),
+    "a returning function that calls out": ("def r():\n    return os.getpid()\nX = r()", "calls `r()`"),
+    "calling a parameter": ("def r(f):\n    return f()\nX = r(1)", "calls `r()`"),
+    "environment": ("X = os.environ['HOME']", "uses `os.environ` as a value"),
+    "a jitted function as a hook": ("def f(args):\n    os.system('x')\nK = triton.jit(f)\n"
+                                    "C = triton.Config({}, pre_hook=K)", "uses `K`, a function of this file"),
+    "a module's insides": ("M = math.__loader__.load_module('posix')", "calls `math.__loader__.load_module`"),
+}
+
+
+def refusals(body: str) -> list[str]:
+    tree = ast.parse(HEADER + body)
+    return [f"line {r.line}: {r.why}" for r in LoadRules(tree.body).refusals(tree.body).values()]
+
+
+@pytest.mark.parametrize("name", ALLOWED)
+def test_what_kernels_need_is_allowed(name):
+    assert refusals(ALLOWED[name]) == []
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_what_could_run_code_in_the_grader_is_refused(name):
+    body, words = REFUSED[name]
+    found = refusals(body)
+    assert found and words in found[0], found
+
+
+def test_a_kernel_that_reads_a_refused_name_is_refused_with_its_cause():
+    found = refusals("class T:\n    pass\n@triton.jit\ndef k(x):\n    if T is None:\n        pass")
+    assert found[1].startswith("line 11: k uses T, which grading does not define (line 8: a class definition"), found
+
+
+def test_every_reference_and_every_notebook_loads_unrefused(tmp_path):
+    """The solutions, the shipped notebooks (starters) and the notebooks filled with the references."""
+    paths = sorted((ROOT / "solutions").glob("p*.py")) + sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+    for p in catalog.all_puzzles():
+        nb = json.loads((NOTEBOOK_DIR / f"{p.id}.ipynb").read_text())
+        for cell in nb["cells"]:
+            if "starter" in cell.get("metadata", {}).get("tags", []):
+                cell["source"] = reference_source(p)
+        (tmp_path / f"{p.id}.ipynb").write_text(json.dumps(nb))
+        paths.append(tmp_path / f"{p.id}.ipynb")
+    for path in paths:
+        loaded = grade.load_file(path)
+        assert loaded.problems == [], (path, loaded.problems)
+
+
+def test_a_refused_class_costs_only_the_puzzle_that_needs_it(tmp_path):
+    """On the scoreboard: the kernel that reads the class fails with the refusal and its line; the other
+    kernel of the file passes; a failing kernel of a file with a refusal is told what was not run."""
+    p1, p2 = catalog.get(1), catalog.get(2)
+    reads_trap = reference_source(p1).replace("    offsets =", fixtures.KILL_PARENT + "    offsets =", 1)
+    (tmp_path / "a.py").write_text(fixtures.HEADER + fixtures.TRAP + reads_trap + "\n\n" + reference_source(p2))
+    first, second = grade.grade([tmp_path / "a.py"], [p1, p2], timeout=10)
+    assert first.status == "failed" and "add_kernel uses TRAP, which grading does not define" in first.reason
+    assert "(line 12: a class definition is not allowed in a graded file" in first.reason, first.reason
+    assert second.status == "passed", second.reason
+    (tmp_path / "b.py").write_text(fixtures.HEADER + fixtures.FORGED_TEST + fixtures.DO_NOTHING)
+    (forged,) = grade.grade([tmp_path / "b.py"], [p1], timeout=10)
+    assert forged.status == "failed" and "never written" in forged.reason
+    assert "grading did not run 1 statement(s) of this file" in forged.reason
+    assert "line 7: a class definition is not allowed in a graded file" in forged.reason, forged.reason
