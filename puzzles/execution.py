@@ -229,6 +229,11 @@ TORCH_IN_A_KERNEL = ("a kernel calls triton.language's functions and your own @t
                      "functions work on torch tensors, not on a kernel's blocks: use tl.exp, tl.maximum, tl.sum, ..., "
                      "or plain operators")
 
+LIBDEVICE_IN_THE_INTERPRETER = (
+    "libdevice (triton.language.extra's CUDA math library) is only linked in when a kernel is compiled for a GPU: "
+    "Triton's CPU interpreter cannot run it; use triton.language's own functions (tl.exp, tl.exp2, tl.log, tl.sqrt, "
+    "tl.rsqrt, tl.erf, tl.math...)")
+
 # Triton's messages for a beginner's usual mistakes, with what to write instead: (part of the message, advice).
 _TRITON_ERROR_HINTS = (
     ("arange's arguments must be of type tl.constexpr",
@@ -260,6 +265,8 @@ def triton_error_hint(message: str, source: str = "") -> str:
     if ("must be Tensor, not tensor" in message or ("torch." in source and "not tensor" in message)
             or "Unsupported function referenced" in message):
         return TORCH_IN_A_KERNEL
+    if "libdevice" in source:
+        return LIBDEVICE_IN_THE_INTERPRETER
     if ("object is not iterable" in message or "unsupported tensor index" in message) and re.search(
             r"\w\[(?![^]]*(:|None))[^]]*\]", source):
         return ("a block has no element access by position: compute on the whole block, choosing elements with "

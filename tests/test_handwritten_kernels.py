@@ -12,6 +12,7 @@ import handwritten_wrong_kernels as wrong
 import pytest
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 from puzzles import catalog, on_gpu, test
 
@@ -192,3 +193,16 @@ def add_with_pythons_abs(x_ptr, z_ptr, N0, B0: tl.constexpr):
 def test_a_python_builtin_the_compiler_lacks_is_told_its_triton_name():
     text = str(grade(2, add_with_pythons_abs, seed=6))
     assert "would not compile for a GPU" in text and "use tl.abs(x)" in text, text
+
+
+@triton.jit
+def add_through_libdevice(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    offs = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + offs, mask=offs < N0)
+    tl.store(z_ptr + offs, libdevice.log(libdevice.exp(x)) + 10.0, mask=offs < N0)
+
+
+@interpreted_only
+def test_libdevice_which_the_interpreter_cannot_run_is_told_so():
+    text = str(grade(2, add_through_libdevice, seed=6, compile_check=False))
+    assert "Triton's CPU interpreter cannot run it" in text and "tl.exp" in text, text
