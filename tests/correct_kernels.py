@@ -3,7 +3,8 @@ every one. Each is what a learner might paste in: the community courses' styles 
 of broadcast comparisons or `tl.where`, `range` vs `tl.range` vs a while loop, block pointers, helper
 functions, early returns, hints, exp instead of exp2, two- and three-pass softmax...).
 
-VARIANTS maps a puzzle number to its kernels; tests/test_correct_variants.py grades them."""
+VARIANTS maps a puzzle number to its kernels (tests/correct_kernels_more.py adds more);
+tests/test_handwritten_kernels.py grades them."""
 
 from __future__ import annotations
 
@@ -236,8 +237,9 @@ def sum_cdiv_loop(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
     total = tl.zeros([B0], dtype=tl.float32)
     for c in range(tl.cdiv(T, B1)):
         cols = c * B1 + tl.arange(0, B1)
-        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=(rows < N0)[:, None] & (cols < T)[None, :],
-                    other=0.0)
+        x = tl.load(
+            x_ptr + rows[:, None] * T + cols[None, :], mask=(rows < N0)[:, None] & (cols < T)[None, :], other=0.0
+        )
         total = total + tl.sum(x, 1)
     tl.store(z_ptr + rows, total, mask=rows < N0)
 
@@ -295,21 +297,24 @@ def softmax_exp2_global(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.conste
     mx = tl.full((B0,), float("-inf"), tl.float32)
     for j0 in range(0, T, B1):
         cols = j0 + tl.arange(0, B1)
-        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=rows_in[:, None] & (cols[None, :] < T),
-                    other=float("-inf"))
+        x = tl.load(
+            x_ptr + rows[:, None] * T + cols[None, :], mask=rows_in[:, None] & (cols[None, :] < T), other=float("-inf")
+        )
         mx = tl.maximum(mx, tl.max(x, axis=1))
     den = tl.zeros((B0,), tl.float32)
     for j0 in range(0, T, B1):
         cols = j0 + tl.arange(0, B1)
-        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=rows_in[:, None] & (cols[None, :] < T),
-                    other=float("-inf"))
+        x = tl.load(
+            x_ptr + rows[:, None] * T + cols[None, :], mask=rows_in[:, None] & (cols[None, :] < T), other=float("-inf")
+        )
         den += tl.sum(tl.exp2((x - mx[:, None]) * LOG2E), axis=1)
     for j0 in range(0, T, B1):
         cols = j0 + tl.arange(0, B1)
         m = rows_in[:, None] & (cols[None, :] < T)
         x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=m, other=0.0)
-        tl.store(z_ptr + rows[:, None] * T + cols[None, :], tl.exp2(x * LOG2E - mx[:, None] * LOG2E) / den[:, None],
-                 mask=m)
+        tl.store(
+            z_ptr + rows[:, None] * T + cols[None, :], tl.exp2(x * LOG2E - mx[:, None] * LOG2E) / den[:, None], mask=m
+        )
 
 
 # -- 9 --------------------------------------------------------------------------------------------------------
@@ -395,8 +400,9 @@ def conv2d_static_taps(x_ptr, k_ptr, z_ptr, N0, H, W, KH: tl.constexpr, KW: tl.c
 
 # -- 11 -------------------------------------------------------------------------------------------------------
 @triton.jit
-def dot_community(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr,
-                  B_MID: tl.constexpr):
+def dot_community(
+    x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, B_MID: tl.constexpr
+):
     pid_0 = tl.program_id(0)
     pid_1 = tl.program_id(1)
     pid_2 = tl.program_id(2)
@@ -410,23 +416,45 @@ def dot_community(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl
     for k in tl.range(0, MID, B_MID):
         off_k = k + tl.arange(0, B_MID)
         mask_k = off_k < MID
-        x = tl.load(x_ptr + off_z[:, None, None] * N0 * MID + off_i[None, :, None] * MID + off_k[None, None, :],
-                    mask=mask_z[:, None, None] & mask_i[None, :, None] & mask_k[None, None, :], other=0.0)
-        y = tl.load(y_ptr + off_z[:, None, None] * MID * N1 + off_k[None, :, None] * N1 + off_j[None, None, :],
-                    mask=mask_z[:, None, None] & mask_k[None, :, None] & mask_j[None, None, :], other=0.0)
+        x = tl.load(
+            x_ptr + off_z[:, None, None] * N0 * MID + off_i[None, :, None] * MID + off_k[None, None, :],
+            mask=mask_z[:, None, None] & mask_i[None, :, None] & mask_k[None, None, :],
+            other=0.0,
+        )
+        y = tl.load(
+            y_ptr + off_z[:, None, None] * MID * N1 + off_k[None, :, None] * N1 + off_j[None, None, :],
+            mask=mask_z[:, None, None] & mask_k[None, :, None] & mask_j[None, None, :],
+            other=0.0,
+        )
         z = tl.dot(x, y, z)
-    tl.store(z_ptr + off_z[:, None, None] * N0 * N1 + off_i[None, :, None] * N1 + off_j[None, None, :], z,
-             mask=mask_z[:, None, None] & mask_i[None, :, None] & mask_j[None, None, :])
+    tl.store(
+        z_ptr + off_z[:, None, None] * N0 * N1 + off_i[None, :, None] * N1 + off_j[None, None, :],
+        z,
+        mask=mask_z[:, None, None] & mask_i[None, :, None] & mask_j[None, None, :],
+    )
 
 
 @triton.jit
-def dot_block_pointers_ieee(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr,
-                            B2: tl.constexpr, B_MID: tl.constexpr):
+def dot_block_pointers_ieee(
+    x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, B_MID: tl.constexpr
+):
     b = tl.program_id(2)
-    xb = tl.make_block_ptr(x_ptr + b * N0 * MID, shape=(N0, MID), strides=(MID, 1),
-                           offsets=(tl.program_id(0) * B0, 0), block_shape=(B0, B_MID), order=(1, 0))
-    yb = tl.make_block_ptr(y_ptr + b * MID * N1, shape=(MID, N1), strides=(N1, 1),
-                           offsets=(0, tl.program_id(1) * B1), block_shape=(B_MID, B1), order=(1, 0))
+    xb = tl.make_block_ptr(
+        x_ptr + b * N0 * MID,
+        shape=(N0, MID),
+        strides=(MID, 1),
+        offsets=(tl.program_id(0) * B0, 0),
+        block_shape=(B0, B_MID),
+        order=(1, 0),
+    )
+    yb = tl.make_block_ptr(
+        y_ptr + b * MID * N1,
+        shape=(MID, N1),
+        strides=(N1, 1),
+        offsets=(0, tl.program_id(1) * B1),
+        block_shape=(B_MID, B1),
+        order=(1, 0),
+    )
     acc = tl.zeros((B0, B1), dtype=tl.float32)
     for _ in range(0, tl.cdiv(MID, B_MID)):
         x = tl.load(xb, boundary_check=(0, 1), padding_option="zero")
@@ -434,14 +462,21 @@ def dot_block_pointers_ieee(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constex
         acc += tl.dot(x, y, input_precision="ieee")
         xb = tl.advance(xb, (0, B_MID))
         yb = tl.advance(yb, (B_MID, 0))
-    zb = tl.make_block_ptr(z_ptr + b * N0 * N1, shape=(N0, N1), strides=(N1, 1),
-                           offsets=(tl.program_id(0) * B0, tl.program_id(1) * B1), block_shape=(B0, B1), order=(1, 0))
+    zb = tl.make_block_ptr(
+        z_ptr + b * N0 * N1,
+        shape=(N0, N1),
+        strides=(N1, 1),
+        offsets=(tl.program_id(0) * B0, tl.program_id(1) * B1),
+        block_shape=(B0, B1),
+        order=(1, 0),
+    )
     tl.store(zb, acc.to(z_ptr.dtype.element_ty), boundary_check=(0, 1))
 
 
 @triton.jit
-def dot_pointer_increments(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr,
-                           B2: tl.constexpr, B_MID: tl.constexpr):
+def dot_pointer_increments(
+    x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, B_MID: tl.constexpr
+):
     i = tl.program_id(0) * B0 + tl.arange(0, B0)
     j = tl.program_id(1) * B1 + tl.arange(0, B1)
     kk = tl.arange(0, B_MID)
@@ -454,14 +489,28 @@ def dot_pointer_increments(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexp
         acc = tl.dot(x, y, acc, allow_tf32=False)
         xs += B_MID
         ys += B_MID * N1
-    tl.store(z_ptr + tl.program_id(2) * N0 * N1 + i[:, None] * N1 + j[None, :], acc,
-             mask=(i[:, None] < N0) & (j[None, :] < N1))
+    tl.store(
+        z_ptr + tl.program_id(2) * N0 * N1 + i[:, None] * N1 + j[None, :],
+        acc,
+        mask=(i[:, None] < N0) & (j[None, :] < N1),
+    )
 
 
 # -- 12 -------------------------------------------------------------------------------------------------------
 @triton.jit
-def quant_dot_per_element(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID,
-                          B0: tl.constexpr, B1: tl.constexpr, B_MID: tl.constexpr):
+def quant_dot_per_element(
+    scale_ptr,
+    offset_ptr,
+    weight_ptr,
+    activation_ptr,
+    z_ptr,
+    N0,
+    N1,
+    MID,
+    B0: tl.constexpr,
+    B1: tl.constexpr,
+    B_MID: tl.constexpr,
+):
     rows = tl.program_id(0) * B0 + tl.arange(0, B0)
     cols = tl.program_id(1) * B1 + tl.arange(0, B1)
     acc = tl.zeros((B0, B1), dtype=tl.float32)
@@ -475,15 +524,27 @@ def quant_dot_per_element(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_p
         sw = tl.load(offset_ptr + rows[:, None] * (MID // 64) + (g // 8)[None, :], mask=rm, other=0)
         sh = (sw >> ((g % 8) * 4)[None, :]) & 0xF
         deq = sc * (w - sh).to(tl.float32)
-        act = tl.load(activation_ptr + k[:, None] * N1 + cols[None, :], mask=(k < MID)[:, None] & (cols < N1)[None, :],
-                      other=0.0)
+        act = tl.load(
+            activation_ptr + k[:, None] * N1 + cols[None, :], mask=(k < MID)[:, None] & (cols < N1)[None, :], other=0.0
+        )
         acc = tl.dot(deq, act, acc)
     tl.store(z_ptr + rows[:, None] * N1 + cols[None, :], acc, mask=(rows < N0)[:, None] & (cols < N1)[None, :])
 
 
 @triton.jit
-def quant_dot_sum_not_dot(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID,
-                          B0: tl.constexpr, B1: tl.constexpr, B_MID: tl.constexpr):
+def quant_dot_sum_not_dot(
+    scale_ptr,
+    offset_ptr,
+    weight_ptr,
+    activation_ptr,
+    z_ptr,
+    N0,
+    N1,
+    MID,
+    B0: tl.constexpr,
+    B1: tl.constexpr,
+    B_MID: tl.constexpr,
+):
     rows = tl.program_id(0) * B0 + tl.arange(0, B0)
     cols = tl.program_id(1) * B1 + tl.arange(0, B1)
     acc = tl.zeros((B0, B1), dtype=tl.float32)
@@ -523,8 +584,11 @@ def pack_reshape_uint32(x_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr
     shifted = nib << ((cols % 8) * 4).to(tl.uint32)[None, :]
     words = tl.sum(tl.reshape(shifted, (B0, B1 // 8, 8)), axis=2)
     wcol = tl.program_id(1) * (B1 // 8) + tl.arange(0, B1 // 8)
-    tl.store(z_ptr + rows[:, None] * (N1 // 8) + wcol[None, :], words.to(tl.int32, bitcast=True),
-             mask=(rows[:, None] < N0) & (wcol[None, :] < N1 // 8))
+    tl.store(
+        z_ptr + rows[:, None] * (N1 // 8) + wcol[None, :],
+        words.to(tl.int32, bitcast=True),
+        mask=(rows[:, None] < N0) & (wcol[None, :] < N1 // 8),
+    )
 
 
 # -- 14 -------------------------------------------------------------------------------------------------------
@@ -610,8 +674,9 @@ def grouped_order_swizzle2d(z_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, GRO
 
 # -- 17 -------------------------------------------------------------------------------------------------------
 @triton.jit
-def splitk_contiguous_ranges(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                             SPLIT_K: tl.constexpr):
+def splitk_contiguous_ranges(
+    a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr
+):
     pid_m, pid_n, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     m = pid_m * BM + tl.arange(0, BM)
     n = pid_n * BN + tl.arange(0, BN)
@@ -627,8 +692,9 @@ def splitk_contiguous_ranges(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN:
 
 
 @triton.jit
-def splitk_tutorial_style(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                          SPLIT_K: tl.constexpr):
+def splitk_tutorial_style(
+    a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr
+):
     pid_k = tl.program_id(2)
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rn = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -648,8 +714,21 @@ def splitk_tutorial_style(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl
 
 # -- 18 -------------------------------------------------------------------------------------------------------
 @triton.jit
-def gptq_float32_weights(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G,
-                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
+def gptq_float32_weights(
+    a_ptr,
+    qweight_ptr,
+    scales_ptr,
+    qzeros_ptr,
+    z_ptr,
+    M,
+    N,
+    K,
+    G,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+):
     m = tl.program_id(0) * BM + tl.arange(0, BM)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -699,8 +778,7 @@ def grey_3d_block(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.con
 
 
 # -- 20 -------------------------------------------------------------------------------------------------------
-@triton.autotune(configs=[triton.Config({"B0": 64}), triton.Config({"B0": 256}, num_warps=4, num_stages=2)],
-                 key=["N0"])
+@triton.autotune(configs=[triton.Config({"B0": 64}), triton.Config({"B0": 256}, num_warps=4, num_stages=2)], key=["N0"])
 @triton.jit
 def silu_mul_exp(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
     offs = tl.program_id(0) * B0 + tl.arange(0, B0)
@@ -710,8 +788,7 @@ def silu_mul_exp(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offs, x / (1.0 + tl.exp(-x)) * y, mask=m)
 
 
-@triton.autotune(configs=[triton.Config({"B0": 128}, num_warps=4), triton.Config({"B0": 512}, num_warps=8)],
-                 key=["N0"])
+@triton.autotune(configs=[triton.Config({"B0": 128}, num_warps=4), triton.Config({"B0": 512}, num_warps=8)], key=["N0"])
 @triton.jit
 def silu_mul_grid_stride(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
     pid = tl.program_id(0)
@@ -726,8 +803,7 @@ def silu_mul_grid_stride(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
 
 # -- 21 -------------------------------------------------------------------------------------------------------
 @triton.jit
-def sgd_int64_addresses(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
-                        B0: tl.constexpr):
+def sgd_int64_addresses(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr):
     pid = tl.program_id(0)
     tensor = tl.load(chunks_ptr + pid * 2)
     chunk = tl.load(chunks_ptr + pid * 2 + 1)
@@ -755,8 +831,9 @@ def _sgd_step(p, g, m, lr, momentum, weight_decay):
 
 
 @triton.jit
-def sgd_helper_early_return(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
-                            B0: tl.constexpr):
+def sgd_helper_early_return(
+    addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr
+):
     t = tl.load(chunks_ptr + 2 * tl.program_id(0))
     c = tl.load(chunks_ptr + 2 * tl.program_id(0) + 1)
     n = tl.load(numels_ptr + t)
@@ -775,8 +852,13 @@ def sgd_helper_early_return(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr,
 
 VARIANTS = {
     1: (add_community, add_helper_and_hints, add_block_pointer),
-    2: (add_mask2_early_return, add_mask2_where, add_mask2_block_pointer, add_mask2_int64_offsets,
-        add_mask2_persistent),
+    2: (
+        add_mask2_early_return,
+        add_mask2_where,
+        add_mask2_block_pointer,
+        add_mask2_int64_offsets,
+        add_mask2_persistent,
+    ),
     3: (add_vec_community, add_vec_broadcast_loads),
     4: (add_vec_block_community, add_vec_block_block_pointers),
     5: (mul_relu_where, mul_relu_bool_product),

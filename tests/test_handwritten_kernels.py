@@ -1,6 +1,6 @@
 """Red-team round 5: kernels written by hand, in both directions.
 
-Correct kernels in other styles than the references (tests/correct_kernels.py) pass, compile check
+Correct kernels in other styles than the references (tests/correct_kernels*.py) pass, compile check
 included; wrong kernels that look right (tests/handwritten_wrong_kernels.py) fail for their reason:
 loops one chunk short only at a tail of one element or at a length that is a multiple of the chunk,
 a softmax shifted by the maximum of part of the row, an output read before it is written."""
@@ -8,6 +8,7 @@ a softmax shifted by the maximum of part of the row, an output read before it is
 from __future__ import annotations
 
 import correct_kernels as correct
+import correct_kernels_more as more
 import handwritten_wrong_kernels as wrong
 import pytest
 import triton
@@ -18,7 +19,8 @@ from puzzles import catalog, on_gpu, test
 
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses and poison")
 
-CORRECT = [(number, kernel) for number, kernels in correct.VARIANTS.items() for kernel in kernels]
+VARIANTS = {number: kernels + more.MORE.get(number, ()) for number, kernels in correct.VARIANTS.items()}
+CORRECT = [(number, kernel) for number, kernels in VARIANTS.items() for kernel in kernels]
 
 
 def _name(kernel) -> str:
@@ -206,3 +208,40 @@ def add_through_libdevice(x_ptr, z_ptr, N0, B0: tl.constexpr):
 def test_libdevice_which_the_interpreter_cannot_run_is_told_so():
     text = str(grade(2, add_through_libdevice, seed=6, compile_check=False))
     assert "Triton's CPU interpreter cannot run it" in text and "tl.exp" in text, text
+
+
+HELPERS_MODULE = '''import linecache
+
+import triton
+import triton.language as tl
+
+SOURCE_SEEN = "".join(linecache.getlines(__file__))  # what a compiled @triton.jit below reads its source from
+
+
+@triton.jit
+def first_helper(x):
+    return x + 1.0
+
+
+@triton.jit
+def second_helper(x):
+    return x * 2.0
+'''
+
+
+def test_a_module_imported_after_a_function_of_its_file_was_rebuilt_reads_its_real_source(tmp_path, monkeypatch):
+    """The compile check's worker rebuilds a kernel's @triton.jit globals from their source into linecache
+    (blank lines elsewhere in their file); a module the next kernel reads (`helpers.second_helper(x)`)
+    is imported from that same file, and its @triton.jit functions read their source through linecache."""
+    import importlib
+    import sys
+
+    from puzzles import kernel_source
+
+    (tmp_path / "rt5_helpers.py").write_text(HELPERS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    helpers = importlib.import_module("rt5_helpers")
+    kernel_source.rebuild_kernel(kernel_source.describe_kernel(helpers.first_helper))  # as for an earlier kernel
+    del sys.modules["rt5_helpers"]
+    fresh = kernel_source.decode_global(("module", "rt5_helpers"))
+    assert "return x * 2.0" in fresh.SOURCE_SEEN
