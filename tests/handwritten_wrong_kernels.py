@@ -212,6 +212,29 @@ def splitk_float16_products(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: 
 
 
 @triton.jit
+def quant_dot_float16_accumulator(scale_ptr, offset_ptr, weight_ptr, activation_ptr, z_ptr, N0, N1, MID,
+                                   B0: tl.constexpr, B1: tl.constexpr, B_MID: tl.constexpr):
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    cols = tl.program_id(1) * B1 + tl.arange(0, B1)
+    acc = tl.zeros((B0, B1), dtype=tl.float16)  # the sum kept in float16: within the TF32 tolerance
+    for k0 in tl.range(0, MID, B_MID):
+        k = k0 + tl.arange(0, B_MID)
+        rm = (rows < N0)[:, None] & (k < MID)[None, :]
+        word = tl.load(weight_ptr + rows[:, None] * (MID // 8) + (k // 8)[None, :], mask=rm, other=0)
+        w = (word >> ((k % 8) * 4)[None, :]) & 0xF
+        g = k // 8
+        sc = tl.load(scale_ptr + rows[:, None] * (MID // 8) + g[None, :], mask=rm, other=0.0)
+        sw = tl.load(offset_ptr + rows[:, None] * (MID // 64) + (g // 8)[None, :], mask=rm, other=0)
+        sh = (sw >> ((g % 8) * 4)[None, :]) & 0xF
+        deq = (sc * (w - sh).to(tl.float32)).to(tl.float16)
+        act_in = (k < MID)[:, None] & (cols < N1)[None, :]
+        act = tl.load(activation_ptr + k[:, None] * N1 + cols[None, :], mask=act_in, other=0.0).to(tl.float16)
+        acc += tl.dot(deq, act, out_dtype=tl.float16)
+    z_in = (rows < N0)[:, None] & (cols < N1)[None, :]
+    tl.store(z_ptr + rows[:, None] * N1 + cols[None, :], acc.to(tl.float32), mask=z_in)
+
+
+@triton.jit
 def grey_summing_bytes(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.constexpr):
     i = tl.program_id(0) * B0 + tl.arange(0, B0)
     j = tl.program_id(1) * B1 + tl.arange(0, B1)

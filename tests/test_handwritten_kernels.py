@@ -245,3 +245,13 @@ def test_a_module_imported_after_a_function_of_its_file_was_rebuilt_reads_its_re
     del sys.modules["rt5_helpers"]
     fresh = kernel_source.decode_global(("module", "rt5_helpers"))
     assert "return x * 2.0" in fresh.SOURCE_SEEN
+
+
+@pytest.mark.skipif(on_gpu(), reason="the compile check runs where there is no GPU")
+def test_a_dot_summed_in_float16_gets_a_note_where_the_tolerance_allows_tf32():
+    """Puzzle 12's tolerance is TF32's (10 bits of mantissa, as float16 has): a float16 accumulator may pass it,
+    so the compiled IR's float16 tt.dot is named (the full compile is where the note is read)."""
+    text = str(grade(12, wrong.quant_dot_float16_accumulator, 1, compile_check="full"))
+    assert "sums its products in float16" in text, text
+    reference = catalog.get(12)
+    assert "sums its products in float16" not in str(grade(12, reference.reference(), 1, compile_check="full"))
