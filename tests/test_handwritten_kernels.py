@@ -255,3 +255,13 @@ def test_a_dot_summed_in_float16_gets_a_note_where_the_tolerance_allows_tf32():
     assert "sums its products in float16" in text, text
     reference = catalog.get(12)
     assert "sums its products in float16" not in str(grade(12, reference.reference(), 1, compile_check="full"))
+
+
+def test_a_module_of_ones_own_beside_a_graded_file_is_named_as_such(tmp_path):
+    from puzzles.grade import load_file
+
+    (tmp_path / "rt5_own_helpers.py").write_text(HELPERS_MODULE)
+    (tmp_path / "p02.py").write_text("import rt5_own_helpers\nimport not_a_module_anywhere\n")
+    problems = load_file(tmp_path / "p02.py").problems
+    assert len(problems) == 2 and "a module of your own next to the file" in problems[0], problems
+    assert "a module of your own" not in problems[1]
