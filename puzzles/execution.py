@@ -252,6 +252,10 @@ _TRITON_ERROR_HINTS = (
     ("argument cannot be block type if pointer argument is not a block",
      "a block (the value, the mask or other=) goes with a single pointer: add the block's offsets to the pointer "
      "(ptr + offsets), or reduce the block to one number first"),
+    ("stride must be 16-byte aligned",
+     "a tensor descriptor (tl.make_tensor_descriptor, the GPU's TMA) needs every stride but the last to be a multiple "
+     "of 16 bytes, and the puzzle's sizes include rows that are not (an odd number of floats): load through "
+     "pointers with a mask, or a block pointer (tl.make_block_ptr), instead"),
     ("must have equal reduction dimensions",
      "tl.dot(a, b) multiplies an M × K block by a K × N block: a's last axis and b's first axis must have the same "
      "length (check the order of the operands and of the tile's axes)"),

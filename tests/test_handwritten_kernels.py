@@ -265,3 +265,20 @@ def test_a_module_of_ones_own_beside_a_graded_file_is_named_as_such(tmp_path):
     problems = load_file(tmp_path / "p02.py").problems
     assert len(problems) == 2 and "a module of your own next to the file" in problems[0], problems
     assert "a module of your own" not in problems[1]
+
+
+@triton.jit
+def add_vec_block_descriptor(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    x = tl.load(x_ptr + i, mask=i < N0)
+    y = tl.load(y_ptr + j, mask=j < N1)
+    z = tl.make_tensor_descriptor(z_ptr, shape=[N1, N0], strides=[N0, 1], block_shape=[B1, B0])
+    z.store([tl.program_id(1) * B1, tl.program_id(0) * B0], y[:, None] + x[None, :])
+
+
+@interpreted_only
+def test_a_tensor_descriptor_over_rows_of_an_odd_length_is_told_why():
+    """Triton's own rule (TMA strides are multiples of 16 bytes); rows of 37 floats break it."""
+    text = str(grade(4, add_vec_block_descriptor, 2, compile_check=False))
+    assert "multiple of 16 bytes" in text and "[ok ] N0=100" in text, text
