@@ -16,16 +16,19 @@ from puzzles.puzzle import Sizes
 
 
 def softmax_mixed_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
-    """Puzzle 8, at its last size, three kinds of row: rows reaching ±100 (exp without the
+    """Puzzle 8, at its last size, four kinds of row: rows reaching ±100 (exp without the
     maximum subtracted overflows), rows in ±1 (masked lanes of the ragged last chunk loaded as 0
-    add 56 · exp(-max) to the sum), and rows growing along the row (the maximum changes in every
-    chunk, so a running sum that is not rescaled is wrong)."""
-    if index != 2:
+    add 56 · exp(-max) to the sum), rows growing along the row (the maximum changes in every
+    chunk, so a running sum that is not rescaled is wrong), and rows in ±1 whose last element is
+    100 (a maximum taken over part of the row, the first chunk or all but the ragged last one,
+    leaves exp(99) to overflow; any shift not below the maximum is right otherwise)."""
+    if index != 3:
         return {}
     n, t = sizes["N0"], sizes["T"]
     x = torch.rand((n, t), generator=gen) * 2 - 1
-    kind = torch.arange(n) % 3
+    kind = torch.arange(n) % 4
     x = torch.where((kind == 0)[:, None], x * 100, x)
+    x[kind == 3, -1] = 100.0
     return {"x": torch.where((kind == 2)[:, None], x + torch.linspace(0, 4, t), x)}
 
 
@@ -35,7 +38,7 @@ def attention_growing_scores(sizes: Sizes, index: int, gen: torch.Generator) -> 
     that does not rescale its accumulator add up instead of cancelling), and every third query
     60 times larger, so that its scores reach ±120, where exp without the maximum subtracted
     overflows (small scores let a kernel that never subtracts it pass)."""
-    if index != 2:
+    if index != 3:
         return {}
     t = sizes["T"]
     keys = torch.sort((torch.rand(t, generator=gen) * 2 - 1) * 2).values

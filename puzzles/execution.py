@@ -229,6 +229,11 @@ TORCH_IN_A_KERNEL = ("a kernel calls triton.language's functions and your own @t
                      "functions work on torch tensors, not on a kernel's blocks: use tl.exp, tl.maximum, tl.sum, ..., "
                      "or plain operators")
 
+LIBDEVICE_IN_THE_INTERPRETER = (
+    "libdevice (triton.language.extra's CUDA math library) is only linked in when a kernel is compiled for a GPU: "
+    "Triton's CPU interpreter cannot run it; use triton.language's own functions (tl.exp, tl.exp2, tl.log, tl.sqrt, "
+    "tl.rsqrt, tl.erf, tl.math...)")
+
 # Triton's messages for a beginner's usual mistakes, with what to write instead: (part of the message, advice).
 _TRITON_ERROR_HINTS = (
     ("arange's arguments must be of type tl.constexpr",
@@ -247,6 +252,10 @@ _TRITON_ERROR_HINTS = (
     ("argument cannot be block type if pointer argument is not a block",
      "a block (the value, the mask or other=) goes with a single pointer: add the block's offsets to the pointer "
      "(ptr + offsets), or reduce the block to one number first"),
+    ("stride must be 16-byte aligned",
+     "a tensor descriptor (tl.make_tensor_descriptor, the GPU's TMA) needs every stride but the last to be a multiple "
+     "of 16 bytes, and the puzzle's sizes include rows that are not (an odd number of floats): load through "
+     "pointers with a mask, or a block pointer (tl.make_block_ptr), instead"),
     ("Unsupported ptr type",
      "tl.load and tl.store take pointers, and this is a block of integers (an address read from a table, or "
      "offsets without their base pointer): turn an address into a pointer with "
@@ -272,6 +281,8 @@ def triton_error_hint(message: str, source: str = "") -> str:
                                                  or "index" in message):
         return ("a pointer is not indexed like an array: read a block with tl.load(x_ptr + offsets) and write one "
                 "with tl.store(z_ptr + offsets, value)")
+    if "libdevice" in source:
+        return LIBDEVICE_IN_THE_INTERPRETER
     if ("object is not iterable" in message or "unsupported tensor index" in message) and re.search(
             r"\w\[(?![^]]*(:|None))[^]]*\]", source):
         return ("a block has no element access by position: compute on the whole block, choosing elements with "

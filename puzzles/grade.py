@@ -228,6 +228,10 @@ def _run_definition(node: ast.stmt, label: str, loaded: Loaded) -> None:
         elif isinstance(err, MemoryError):
             problem = (f"{label}: line {node.lineno}: MemoryError: it needs more memory than grading may use "
                        "(the memory limit)")
+        elif isinstance(err, ModuleNotFoundError) and _sibling_module(label, err.name):
+            problem += (" (a module of your own next to the file: the grader loads each file alone, without its "
+                        "folder on the import path; put the @triton.jit helpers you import from it in the file "
+                        "itself)")
         cause = loaded.failed_names.get(getattr(err, "name", None) or "")
         if isinstance(err, NameError) and cause:
             problem += f" (because {cause})"
@@ -239,6 +243,13 @@ def _run_definition(node: ast.stmt, label: str, loaded: Loaded) -> None:
         return
     if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
         loaded.origins[node.name] = label
+
+
+def _sibling_module(label: str, name: str | None) -> bool:
+    """Whether `name` is a module of the learner's own beside the file a cell (`label`) comes from."""
+    folder = Path(label.split(" [cell ")[0]).parent
+    top = (name or "").split(".")[0]
+    return bool(top) and ((folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file())
 
 
 def load_definitions(path: Path, broken: dict[str, str] | None = None,

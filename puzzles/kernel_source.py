@@ -136,18 +136,37 @@ class Opaque:
         return f"<{self.name} object>"
 
 
+# Files whose lines `rebuild_kernel` put into linecache: only the rebuilt functions' lines, blank elsewhere.
+SYNTHESIZED_FILES: set[str] = set()
+
+
+def import_module(name: str) -> Any:
+    """Import a module the kernel reads (`helpers.combine(x)`) from its file on disk: while it loads,
+    linecache holds no lines that `rebuild_kernel` wrote for the same file, which are blank but for the
+    functions rebuilt from it (its @triton.jit functions read their source through linecache)."""
+    import importlib
+    import linecache
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    saved = {f: linecache.cache.pop(f) for f in list(SYNTHESIZED_FILES) if f in linecache.cache}
+    try:
+        return importlib.import_module(name)
+    finally:
+        linecache.cache.update(saved)
+
+
 def decode_global(value: tuple, build: Any = None) -> Any:
     """A global encoded by `encode_global`, as an object of this process (`build` rebuilds a
     @jit function from its key)."""
-    import importlib
-
     import triton
 
     kind = value[0]
     if kind == "module":
-        return importlib.import_module(value[1])
+        return import_module(value[1])
     if kind == "attr":
-        obj = importlib.import_module(value[1])
+        obj = import_module(value[1])
         for part in value[2].split("."):
             obj = getattr(obj, part)
         return obj
@@ -194,6 +213,7 @@ def rebuild_kernel(spec: dict) -> dict[str, Any]:
         lines += ["\n"] * max(0, first - 1 + len(own) - len(lines))
         lines[first - 1 : first - 1 + len(own)] = own
         linecache.cache[filename] = (sum(map(len, lines)), None, list(lines), filename)
+        SYNTHESIZED_FILES.add(filename)
         tree = ast.parse(textwrap.dedent(entry["source"]))
         func = tree.body[0]
         func.decorator_list = []  # autotune, heuristics, jit: the caller wraps the function itself

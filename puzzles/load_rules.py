@@ -58,6 +58,10 @@ HOW_TO_FIX = ("a graded file may call only triton.jit/autotune/heuristics/Config
               "that only return such an expression: move the rest into a cell the grader does not read (one with "
               "test(...) or your experiments)")
 
+# A lambda whose body zeroes or fills a tensor (an autotune pre_hook: `nargs["z_ptr"].zero_()`).
+HOOK_ADVICE = ("; to zero an output before each config runs, give triton.autotune reset_to_zero=[\"z_ptr\"] "
+               "instead of a pre_hook")
+
 
 @dataclass
 class Refusal:
@@ -301,7 +305,10 @@ class LoadRules:
         # Its defaults are evaluated now; its body when a library calls it (a heuristic, a hook): the same rules.
         for default in expr.args.defaults + [d for d in expr.args.kw_defaults if d is not None]:
             yield from self.expression_problems(default, local)
-        yield from self.expression_problems(expr.body, local | parameters(expr.args))
+        for problem in self.expression_problems(expr.body, local | parameters(expr.args)):
+            yield problem + (HOOK_ADVICE if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                                                and n.func.attr in ("zero_", "fill_") for n in ast.walk(expr.body))
+                             else "")
 
     def _comprehension_problems(self, expr: ast.expr, local: set[str], relaxed: bool) -> Iterator[str]:
         inner = set(local)

@@ -131,6 +131,7 @@ class Recorder:
         self.kernel_file = kernel_file
         self.record = record
         self._saved: dict[str, object] = {}
+        self._saved_semantic_load: Any = None
 
     # -- the wrapped builder methods --------------------------------------------------------
     def __enter__(self) -> Recorder:
@@ -147,10 +148,30 @@ class Recorder:
         if hasattr(b.options, "sanitize_overflow"):
             b.options = dataclasses.replace(b.options, sanitize_overflow=False)
 
+        # Whether the kernel passed `other=` is taken from tl.load itself: Triton's semantic layer drops an
+        # `other` that is false as a Python bool (`other.handle if other else None`), and the interpreter makes
+        # a one-element block or a scalar truthy by its value, so `other=0.0` on a one-lane load (a scalar
+        # pointer, a block of B0 == 1) reaches the builder as None although the kernel gave it.
+        semantic = getattr(_interp, "interpreter_semantic", None)  # Triton 3.4 and later
+        other_given: list[bool] = []
+        if semantic is not None and hasattr(semantic, "_load_legacy"):
+            self._saved_semantic_load = semantic.__dict__.get("_load_legacy", False)
+            orig_legacy = semantic._load_legacy
+
+            def load_legacy(ptr, mask, other, *rest):
+                other_given.append(other is not None)
+                try:
+                    return orig_legacy(ptr, mask, other, *rest)
+                finally:
+                    other_given.pop()
+
+            semantic._load_legacy = load_legacy
+
         def masked_load(ptrs, mask, other, *rest):
             safe = self._check("load", ptrs, mask)
             loaded = orig_load(ptrs, safe, other, *rest)
-            if other is None and not safe.data.all():
+            without_other = not other_given[-1] if other_given else other is None
+            if without_other and not safe.data.all():
                 self._poison_masked_lanes(loaded, safe, mask)
             return loaded
 
@@ -180,6 +201,11 @@ class Recorder:
         b = _interp.interpreter_builder
         for name, fn in self._saved.items():
             setattr(b, name, fn)
+        semantic = getattr(_interp, "interpreter_semantic", None)
+        if self._saved_semantic_load is False:  # it was the class's own method
+            semantic.__dict__.pop("_load_legacy", None)
+        elif self._saved_semantic_load is not None:
+            semantic._load_legacy = self._saved_semantic_load
 
     # -- the check ---------------------------------------------------------------------------
     def _poison_masked_lanes(self, loaded, safe, mask) -> None:

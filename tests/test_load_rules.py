@@ -123,3 +123,11 @@ def test_a_refused_class_costs_only_the_puzzle_that_needs_it(tmp_path):
     assert forged.status == "failed" and "never written" in forged.reason
     assert "grading did not run 1 statement(s) of this file" in forged.reason
     assert "line 7: a class definition is not allowed in a graded file" in forged.reason, forged.reason
+
+
+def test_a_pre_hook_that_zeroes_an_output_is_told_of_reset_to_zero():
+    """Refused like any method call while loading, with the way the autotuner offers to do the same."""
+    found = refusals("C = triton.Config({'B0': 64}, pre_hook=lambda nargs: nargs['z_ptr'].zero_())")
+    assert len(found) == 1 and "reset_to_zero=[\"z_ptr\"]" in found[0], found
+    other = refusals("C = triton.Config({'B0': 64}, pre_hook=lambda nargs: os.system('x'))")
+    assert other and "reset_to_zero" not in other[0], other

@@ -31,7 +31,7 @@ the last chunk. `N1` is passed for compatibility with the classic course and is 
 """,
     sizes=(
         {"N0": 4, "N1": 32, "T": 200, "B0": 1, "B1": 32},
-        {"N0": 5, "N1": 32, "T": 77, "B0": 1, "B1": 16},
+        {"N0": 5, "N1": 32, "T": 81, "B0": 1, "B1": 16},  # a last chunk of one column: `range(0, T - 1, B1)` fails
         {"N0": 9, "N1": 32, "T": 256, "B0": 4, "B1": 64},
     ),
     hints=(

@@ -38,8 +38,10 @@ The grid is `(cdiv(N0, B0),)`; `N1` is passed and not used.
 """,
     sizes=(
         {"N0": 4, "N1": 32, "T": 200, "B0": 1, "B1": 32},
-        {"N0": 5, "N1": 32, "T": 77, "B0": 1, "B1": 16},
-        {"N0": 9, "N1": 32, "T": 200, "B0": 16, "B1": 64},
+        {"N0": 5, "N1": 32, "T": 81, "B0": 1, "B1": 16},  # a last chunk of one column: `range(0, T - 1, B1)` fails
+        # T a multiple of B1: a loop over the full chunks `range(0, T - B1, B1)` and a tail after it fails.
+        {"N0": 6, "N1": 32, "T": 96, "B0": 2, "B1": 32},
+        {"N0": 9, "N1": 32, "T": 200, "B0": 16, "B1": 64},  # the shaped inputs (softmax_mixed_rows)
     ),
     hints=(
         "Pass 1: the row maximum. Pass 2: the sum of `exp(x - max)`. Pass 3: store `exp(x - max) / sum`.",

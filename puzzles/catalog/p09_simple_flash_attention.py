@@ -42,8 +42,9 @@ scores reach ±120, where `exp(s)` alone is infinite in float32: subtract the ma
 """,
     sizes=(
         {"N0": 200, "T": 200, "B0": 64, "B1": 32},
-        {"N0": 33, "T": 77, "B0": 16, "B1": 16},
-        {"N0": 64, "T": 130, "B0": 32, "B1": 64},
+        {"N0": 33, "T": 81, "B0": 16, "B1": 16},  # a last chunk of one key: `range(0, T - 1, B1)` fails
+        {"N0": 40, "T": 96, "B0": 16, "B1": 32},  # T a multiple of B1: a loop one chunk short of it fails
+        {"N0": 64, "T": 130, "B0": 32, "B1": 64},  # the shaped inputs (attention_growing_scores)
     ),
     hints=(
         "Scores of a chunk: `s = q[:, None] * k[None, :]`, shape `B0 × B1`; mask key lanes past `T` with `-inf`.",

@@ -30,13 +30,13 @@ the batch `b`, one matrix per program (`B2` is always 1). Each program walks `MI
 in chunks of `B_MID` and accumulates
 the products of tiles. From this puzzle on you may use `tl.dot(a, b)` (a `B0 × B_MID` tile
 times a `B_MID × B1` tile; on a GPU each tile side must be at least 16). At every graded size
-but the first, the shapes are not square and `MID` is not a multiple of `B_MID`, so every
+but the first the shapes are not square, and `MID` need not be a multiple of `B_MID`, so every
 index and every mask matters.
 """,
     sizes=(
         {"N0": 32, "N1": 32, "N2": 4, "MID": 64, "B0": 16, "B1": 16, "B2": 1, "B_MID": 16},
         {"N0": 40, "N1": 24, "N2": 3, "MID": 48, "B0": 32, "B1": 16, "B2": 1, "B_MID": 32},
-        {"N0": 16, "N1": 48, "N2": 2, "MID": 40, "B0": 16, "B1": 32, "B2": 1, "B_MID": 16},
+        {"N0": 16, "N1": 48, "N2": 2, "MID": 33, "B0": 16, "B1": 32, "B2": 1, "B_MID": 16},  # a last chunk of one
         # B_MID differs from B0 and B1 where their axes run several programs: a block written as another fails.
         {"N0": 48, "N1": 40, "N2": 2, "MID": 72, "B0": 32, "B1": 16, "B2": 1, "B_MID": 64},
     ),

@@ -18,6 +18,12 @@ TF32_NOTE = ("on a GPU with tensor cores (sm_80 and later) a tl.dot of float32 b
              "puzzle's tolerance is tighter than that, so it may fail there; tl.dot(a, b, input_precision=\"ieee\") "
              "keeps float32 (or sum with tl.sum(a[:, :, None] * b[None, :, :], axis=1))")
 
+# A note, not a failure: the matmul puzzles' tolerances allow TF32 (10 bits of mantissa, as float16 has), so a
+# dot summed in float16 can pass them where the spec sums in float32.
+F16_ACCUMULATOR_NOTE = ("a tl.dot in this kernel sums its products in float16 (out_dtype=tl.float16): every addition "
+                        "rounds to 11 bits and the error grows with the length of the sum, where the spec sums in "
+                        "float32; accumulate in float32 (tl.dot's default out_dtype) and convert once, when storing")
+
 
 def forbidden_in_ir(found: list[tuple[str, str, int]], built: dict[str, Any]) -> dict:  # pragma: no cover
     """The first forbidden op as an error at the learner's line (in the function that holds it)."""
@@ -102,6 +108,12 @@ def _assigned_names(source: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
+# Python builtins a kernel may reach for that the compiler lacks (it knows range, min, max, print, int, float,
+# len...), and what triton.language has instead.
+PYTHON_BUILTINS_IN_TRITON = {"abs": "tl.abs(x)", "sum": "tl.sum(x, axis=...)",
+                             "round": "tl.floor(x + 0.5) (halves up)"}
+
+
 def hint_for(message: str, node: Any, source: str = "", scope: dict | None = None) -> str:
     """What to write instead, for the constructs that only the interpreter accepts (and for the front
     end's errors whose own text does not say what is wrong)."""
@@ -142,6 +154,11 @@ def hint_for(message: str, node: Any, source: str = "", scope: dict | None = Non
     if "Boolean value of Tensor with more than one value is ambiguous" in message:
         return ("an if or while condition must be one value, not a block: to choose per element, use "
                 "tl.where(condition, a, b)")
+    if message.startswith("NameError:") and message.endswith("is not defined") and \
+            message.split()[1] in PYTHON_BUILTINS_IN_TRITON:
+        name = message.split()[1]
+        return (f"{name} is Python's builtin, which the interpreter runs and the compiler does not know: use "
+                f"{PYTHON_BUILTINS_IN_TRITON[name]}")
     if message.startswith("NameError:") and message.endswith("is not defined") and \
             message.split()[1] in _assigned_names(source):
         name = message.split()[1]

@@ -23,6 +23,8 @@ from typing import Any
 SHARED_LIMIT = {75: 65536, 80: 166912, 86: 101376, 89: 101376, 90: 232448}
 # A tt.dot of f32 operands that runs on the tensor cores (an MMA parent layout) in TF32, in the GPU IR.
 TF32_DOT = r"tt\.dot [^\n]*inputPrecision = tf32 : tensor<[^\n]*?xf32, #ttg\.dot_op<\{opIdx = 0, parent = #mma"
+# A tt.dot whose result (its accumulator) is float16: tl.dot(..., out_dtype=tl.float16), summed in half precision.
+F16_ACCUMULATOR_DOT = r"tt\.dot [^\n]*-> tensor<[0-9x]*xf16"
 
 
 def kernel_source() -> Any:
@@ -316,6 +318,8 @@ def needs(compiled: Any, arch: int) -> list[str]:  # pragma: no cover - runs in 
     notes = []
     if re.search(TF32_DOT, compiled.asm.get("ttgir") or ""):
         notes.append(messages().TF32_NOTE)
+    if re.search(F16_ACCUMULATOR_DOT, compiled.asm.get("ttir") or ""):
+        notes.append(messages().F16_ACCUMULATOR_NOTE)
     shared = getattr(compiled.metadata, "shared", 0) or 0
     limit = SHARED_LIMIT.get(arch)
     if limit and shared > limit:

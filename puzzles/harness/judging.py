@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import torch
 
 from puzzles.execution import (
@@ -19,7 +20,7 @@ from puzzles.harness.split_k import rows_text, split_k_violation, unread_rows
 from puzzles.inputs import (
     unwritten_mask,
 )
-from puzzles.recording import Trace
+from puzzles.recording import Access, Trace
 from puzzles.result import MAX_SHOWN, SLIP_NOTE, Mismatch, SizeOutcome
 
 
@@ -56,7 +57,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     recorded = run.trace is not None and run.trace.recorded
     if case.zero_init:
         # Accumulating outputs start at zero: only the recorded stores tell what was written.
-        unwritten = _never_stored(run.trace, out.shape) if recorded else torch.zeros_like(out, dtype=torch.bool)
+        unwritten = _never_stored(run.trace, out.shape, case) if recorded else torch.zeros_like(out, dtype=torch.bool)
         race = _race(run.trace, filename) if recorded else None
         if race is not None:
             o.status, o.error = "race", race
@@ -65,7 +66,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     else:
         unwritten = unwritten_mask(out)
         if recorded:  # a kernel may legitimately write the poison value (an int8 output can)
-            unwritten &= _never_stored(run.trace, out.shape)
+            unwritten &= _never_stored(run.trace, out.shape, case)
     close = _close(torch.where(unwritten, 0, out) if expected.dtype.is_floating_point else out, expected, case)
     wrong = ~close & ~unwritten
     o.status_map = (wrong.to(torch.int8) + 2 * unwritten.to(torch.int8)).numpy()
@@ -142,6 +143,12 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
     """Say what the wrong values look like when the run knows why: lanes a load left undefined, a
     contiguous reading of an input that the kernel was given the strides of, or values all a rounding away
     (a float16 computation where the spec's is float32)."""
+    early = _output_read_before_written(trace, case) if trace is not None and trace.recorded else None
+    if early is not None and out.is_floating_point() and bool((torch.isnan(out) & wrong).any()):
+        _add_notes(o, [f"line {early.line} loads {early.tensor}, an output, where nothing was stored yet: an output "
+                       "starts undefined (the grader fills it with NaN), so compute from the inputs and only store "
+                       "into the output" if early.line else ""])
+        return
     # Not where a load went out of bounds: its lanes were masked off and filled like the others, and the
     # out-of-bounds access, reported first, is the cause.
     if trace is not None and trace.unfilled_loads and not any(a.op == "load" for a in trace.invalid) and (
@@ -189,6 +196,26 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
                        f"output's typical size): the error of a sum "
                        f"kept in {dtype}, which rounds at every step; accumulate in float32 (tl.zeros(..., "
                        f"dtype=tl.float32)) and convert to {dtype} once, when storing, as the spec does"])
+
+
+def _output_read_before_written(trace: Trace, case: Case) -> Access | None:
+    """The first load of an output element that no store had reached yet (in the run's order), where the
+    outputs start undefined (not at zero, as puzzles that accumulate with atomics have them)."""
+    if case.zero_init:
+        return None
+    outputs = set(_outputs(trace, case))
+    written = {name: np.zeros(int(np.prod(shape)), dtype=bool) for name, (shape, _) in trace.tensors.items()
+               if name in outputs}
+    for access in trace.accesses:
+        done = written.get(access.tensor)
+        if done is None or not access.elements.size:
+            continue
+        if access.op == "load":
+            if not done[access.elements].all():
+                return access
+        else:
+            done[access.elements] = True
+    return None
 
 
 def _unread_note(trace: Trace, case: Case) -> str:
@@ -442,12 +469,23 @@ def _order_dependence(trace: Trace, filename: str | None, output: str) -> Kernel
 _ORDER_DEPENDENT = ("xchg", "cas")
 
 
-def _never_stored(trace: Trace, shape: torch.Size) -> torch.Tensor:
-    """Output elements that no store or atomic of the run reached."""
+def _never_stored(trace: Trace, shape: torch.Size, case: Case) -> torch.Tensor:
+    """Output elements that no store or atomic of the run reached. For tensor lists (puzzle 21) z is
+    gathered from the output tensors, each a region of its own: an element is z[row, start + i], where
+    start is where its tensor begins in the row."""
     written = torch.zeros(shape.numel(), dtype=torch.bool)
+    starts = {"z": 0}
+    gather = getattr(case.relink, "outputs", None)
+    if gather is not None and len(shape) == 2:
+        for row, pieces in enumerate(gather.rows):
+            start = row * shape[1]
+            for piece, n in zip(pieces, case.relink.lengths, strict=True):
+                starts[piece] = start
+                start += n
     for access in trace.accesses:
-        if access.tensor == "z" and access.op != "load" and access.elements.size:
-            written[torch.from_numpy(access.elements)] = True
+        start = starts.get(access.tensor)
+        if start is not None and access.op != "load" and access.elements.size:
+            written[start + torch.from_numpy(access.elements)] = True
     return ~written.view(shape)
 
 

@@ -114,6 +114,10 @@ def _probe(node: ast.AST, scope: dict[str, Any]) -> str | None:
         if owner is not None and not owner.startswith(ALLOWED_MODULES):
             value = _resolve(node, scope)
             inner = _module_name(value)
+            # A @triton.jit helper or a tl.constexpr of the learner's own module is compiled like one of the
+            # kernel's globals (`helpers.combine(x)`, `helpers.BLOCK`): the compiler reads both through a module.
+            if _own_jit_function(value) is not None or _is_constexpr(value):
+                return None
             if inner is None or not inner.startswith(ALLOWED_MODULES):  # `triton.language` through `triton` is fine
                 if callable(value) and inner is None:
                     return f"uses `{owner}.{node.attr}`, Python outside triton.language"
@@ -238,6 +242,12 @@ def _resolve(expr: ast.expr, scope: dict[str, Any]) -> Any:
         except AttributeError:
             return _UNRESOLVED
     return _UNRESOLVED
+
+
+def _is_constexpr(value: Any) -> bool:
+    import triton.language as tl
+
+    return isinstance(value, tl.constexpr)
 
 
 def _own_jit_function(value: Any) -> Callable[..., Any] | None:
