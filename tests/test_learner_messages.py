@@ -665,3 +665,29 @@ def test_a_backward_gate_taken_from_x_alone_is_named():
     result = grade(6, backward_gated_by_x_alone)
     assert result.first_failure.status == "wrong", str(result)
     assert "the relu's gate is taken from x alone" in result.reason(), str(result)
+
+
+@triton.jit
+def matmul_with_the_batch_from_axis_0(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr,
+                                      B2: tl.constexpr, B_MID: tl.constexpr):
+    b = tl.program_id(0)  # the batch from axis 0, the rows from axis 2
+    i = tl.program_id(2) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    acc = tl.zeros([B0, B1], dtype=tl.float32)
+    for k0 in range(0, MID, B_MID):
+        k = k0 + tl.arange(0, B_MID)
+        x = tl.load(x_ptr + b * N0 * MID + i[:, None] * MID + k[None, :], mask=(i[:, None] < N0) & (k[None, :] < MID),
+                    other=0.0)
+        y = tl.load(y_ptr + b * MID * N1 + k[:, None] * N1 + j[None, :], mask=(k[:, None] < MID) & (j[None, :] < N1),
+                    other=0.0)
+        acc += tl.dot(x, y)
+    tl.store(z_ptr + b * N0 * N1 + i[:, None] * N1 + j[None, :], acc,
+             mask=(i[:, None] < N0) & (j[None, :] < N1) & (b < N2))
+
+
+@interpreted_only
+def test_matrices_of_a_batch_that_no_program_reaches_are_named():
+    result = grade(11, matmul_with_the_batch_from_axis_0)
+    assert result.first_failure.status == "unwritten", str(result)
+    assert "matrices z[2…3] (of z[0…3]) are never written" in result.reason(), str(result)
+    assert "which tl.program_id axis gives the batch index" in result.reason()

@@ -78,8 +78,18 @@ def _grid_text(grid: tuple[int, int, int]) -> str:
 
 
 def _lines_never_written(unwritten: torch.Tensor, grid: tuple[int, int, int]) -> str:
-    """Whole columns or rows of a matrix that no program wrote, where the rest is written."""
-    if unwritten.dim() != 2 or bool(unwritten.all()):
+    """Whole columns or rows of a matrix (whole matrices of a batch) that no program wrote, where the rest is
+    written."""
+    if bool(unwritten.all()):
+        return ""
+    if unwritten.dim() == 3:
+        batches = torch.nonzero(unwritten.flatten(1).all(1)).flatten().tolist()
+        if not batches or len(batches) == unwritten.shape[0]:
+            return ""
+        return (f"matrices z[{rows_text(batches)}] (of z[0…{unwritten.shape[0] - 1}]) are never written: do the "
+                f"programs reach them? The grid is {_grid_text(grid)}; check which tl.program_id axis gives the "
+                "batch index")
+    if unwritten.dim() != 2:
         return ""
     parts = []
     columns = torch.nonzero(unwritten.all(0)).flatten().tolist()
