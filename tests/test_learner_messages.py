@@ -691,3 +691,24 @@ def test_matrices_of_a_batch_that_no_program_reaches_are_named():
     assert result.first_failure.status == "unwritten", str(result)
     assert "matrices z[2…3] (of z[0…3]) are never written" in result.reason(), str(result)
     assert "which tl.program_id axis gives the batch index" in result.reason()
+
+
+@triton.jit
+def splitk_with_a_float16_accumulator(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                      BK: tl.constexpr, SPLIT_K: tl.constexpr):
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], dtype=tl.float16)  # tl.dot gives float32: the loop widens it
+    for k0 in range(tl.program_id(2) * BK, K, BK * SPLIT_K):
+        k = k0 + tl.arange(0, BK)
+        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=(k[:, None] < K) & (n[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    tl.atomic_add(z_ptr + m[:, None] * N + n[None, :], acc, mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+@interpreted_only
+def test_an_accumulator_widened_by_the_loop_is_told_to_start_as_float32():
+    """'convert what the loop adds' would have sent the learner to round every tl.dot to float16."""
+    reason = grade(17, splitk_with_a_float16_accumulator).reason()
+    assert "changes dtype in the loop, from fp16 to fp32: start it as tl.zeros(..., dtype=tl.float32)" in reason, reason

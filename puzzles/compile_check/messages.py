@@ -181,5 +181,12 @@ def _loop_carried_hint(message: str) -> str:
         return (f"it changes shape in the loop, from {before} to {after}: what the loop assigns or adds to it has "
                 "another shape than the block it starts as (a reduction over the wrong axis? tl.sum(x, axis=1) "
                 "turns a B0 × B1 block into B0 values, one per row; axis=0 into B1 values, one per column)")
-    return (f"it changes dtype in the loop, from {found.group(3)} to {found.group(5)}: convert what the loop adds "
-            f"(.to(...)) so that it keeps the type it starts with")
+    start, became = found.group(3), found.group(5)
+    if became in ("fp32", "fp64"):  # a float16 or integer accumulator that tl.dot or a float32 term widened
+        return (f"it changes dtype in the loop, from {start} to {became}: start it as tl.zeros(..., "
+                f"dtype=tl.{_DTYPES.get(became, became)}), and convert the sum once, when storing it")
+    return (f"it changes dtype in the loop, from {start} to {became}: convert what the loop assigns to it "
+            f"(.to(tl.{_DTYPES.get(start, start)})) so that it keeps the type it starts with")
+
+
+_DTYPES = {"fp32": "float32", "fp64": "float64", "fp16": "float16", "bf16": "bfloat16"}
