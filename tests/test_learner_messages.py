@@ -712,3 +712,19 @@ def test_an_accumulator_widened_by_the_loop_is_told_to_start_as_float32():
     """'convert what the loop adds' would have sent the learner to round every tl.dot to float16."""
     reason = grade(17, splitk_with_a_float16_accumulator).reason()
     assert "changes dtype in the loop, from fp16 to fp32: start it as tl.zeros(..., dtype=tl.float32)" in reason, reason
+
+
+@triton.jit
+def sum_without_creating_the_accumulator(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    for j0 in range(0, T, B1):
+        j = j0 + tl.arange(0, B1)
+        acc += tl.sum(tl.load(x_ptr + i[:, None] * T + j[None, :],  # noqa: F821 - acc never created
+                              mask=(i[:, None] < N0) & (j[None, :] < T), other=0.0), axis=1)
+    tl.store(z_ptr + i, acc, mask=i < N0)
+
+
+@interpreted_only
+def test_an_accumulator_added_to_before_it_exists_is_told_to_be_created_before_the_loop():
+    reason = grade(7, sum_without_creating_the_accumulator).reason()
+    assert "acc is added to before it has a value: create it before the loop" in reason, reason

@@ -159,6 +159,11 @@ def hint_for(message: str, node: Any, source: str = "", scope: dict | None = Non
         name = message.split()[1]
         return (f"{name} is Python's builtin, which the interpreter runs and the compiler does not know: use "
                 f"{PYTHON_BUILTINS_IN_TRITON[name]}")
+    if message.startswith("NameError:") and message.endswith("is not defined") and _added_to(
+            message.split()[1], node, source):
+        name = message.split()[1]
+        return (f"{name} is added to before it has a value: create it before the loop, e.g. {name} = "
+                "tl.zeros([B0], dtype=tl.float32) for a running sum of B0 values")
     if message.startswith("NameError:") and message.endswith("is not defined") and \
             message.split()[1] in _assigned_names(source):
         name = message.split()[1]
@@ -190,3 +195,14 @@ def _loop_carried_hint(message: str) -> str:
 
 
 _DTYPES = {"fp32": "float32", "fp64": "float64", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _added_to(name: str, node: Any, source: str) -> bool:
+    """True when the line of `node` (counted from the `def` line, below any decorator) adds to `name` in place
+    (`acc += ...`)."""
+    lines = source.splitlines()
+    start = next((i for i, text in enumerate(lines) if text.lstrip().startswith("def ")), 0)
+    lineno = getattr(node, "lineno", None)
+    if lineno is None or not 0 <= start + lineno - 1 < len(lines):
+        return False
+    return re.match(rf"\s*{re.escape(name)}\s*[-+*/]=", lines[start + lineno - 1]) is not None
