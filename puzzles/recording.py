@@ -152,20 +152,24 @@ class Recorder:
         # `other` that is false as a Python bool (`other.handle if other else None`), and the interpreter makes
         # a one-element block or a scalar truthy by its value, so `other=0.0` on a one-lane load (a scalar
         # pointer, a block of B0 == 1) reaches the builder as None although the kernel gave it.
+        # The class's method is wrapped, not the interpreter's instance's: Triton 3.6 gives every patched
+        # builtin a semantic object of its own (3.7 shares one); the wrapper only watches, so a compile in this
+        # process while it is in place is unchanged.
         semantic = getattr(_interp, "interpreter_semantic", None)  # Triton 3.4 and later
+        semantic_class = type(semantic) if semantic is not None else None
         other_given: list[bool] = []
-        if semantic is not None and hasattr(semantic, "_load_legacy"):
-            self._saved_semantic_load = semantic.__dict__.get("_load_legacy", False)
-            orig_legacy = semantic._load_legacy
+        if semantic_class is not None and hasattr(semantic_class, "_load_legacy"):
+            self._saved_semantic_load = semantic_class.__dict__.get("_load_legacy", False)
+            orig_legacy = semantic_class._load_legacy
 
-            def load_legacy(ptr, mask, other, *rest):
+            def load_legacy(semantic_self, ptr, mask, other, *rest):
                 other_given.append(other is not None)
                 try:
-                    return orig_legacy(ptr, mask, other, *rest)
+                    return orig_legacy(semantic_self, ptr, mask, other, *rest)
                 finally:
                     other_given.pop()
 
-            semantic._load_legacy = load_legacy
+            semantic_class._load_legacy = load_legacy
 
         def masked_load(ptrs, mask, other, *rest):
             safe = self._check("load", ptrs, mask)
@@ -201,11 +205,11 @@ class Recorder:
         b = _interp.interpreter_builder
         for name, fn in self._saved.items():
             setattr(b, name, fn)
-        semantic = getattr(_interp, "interpreter_semantic", None)
-        if self._saved_semantic_load is False:  # it was the class's own method
-            semantic.__dict__.pop("_load_legacy", None)
+        semantic_class = type(getattr(_interp, "interpreter_semantic", None))
+        if self._saved_semantic_load is False:  # a base class's method: drop the wrapper
+            delattr(semantic_class, "_load_legacy")
         elif self._saved_semantic_load is not None:
-            semantic._load_legacy = self._saved_semantic_load
+            semantic_class._load_legacy = self._saved_semantic_load
 
     # -- the check ---------------------------------------------------------------------------
     def _poison_masked_lanes(self, loaded, safe, mask) -> None:
