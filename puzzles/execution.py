@@ -277,8 +277,9 @@ def triton_error_hint(message: str, source: str = "") -> str:
     if ("must be Tensor, not tensor" in message or ("torch." in source and "not tensor" in message)
             or "Unsupported function referenced" in message):
         return TORCH_IN_A_KERNEL
+    # (Triton 3.6's compiler, on a GPU: "`_semantic` argument must be provided outside of JIT functions")
     if re.search(r"\w_ptr\s*\[", source) and ("not iterable" in message or "not subscriptable" in message
-                                                 or "index" in message):
+                                                 or "index" in message or "_semantic" in message):
         return ("a pointer is not indexed like an array: read a block with tl.load(x_ptr + offsets) and write one "
                 "with tl.store(z_ptr + offsets, value)")
     if "libdevice" in source:

@@ -160,6 +160,11 @@ def test_the_compilers_words_for_the_same_mistakes_get_the_same_advice_and_a_lin
 
     assert "no element access by position" in triton_error_hint(
         "CompilationError: unsupported tensor index: constexpr[0]", "    first = offsets[0]\n")
+    # A pointer indexed like an array, in Triton 3.6's compiler's words (the GPU machines) and the interpreter's.
+    pointer_index = "    x = x_ptr[offsets]\n"
+    assert triton_error_hint("Did you forget to add @triton.jit ? (`_semantic` argument must be provided outside of "
+                             "JIT functions.)", pointer_index) == triton_error_hint(
+        "TypeError: 'int' object is not iterable", pointer_index) != ""
     name = catalog.get(2).kernel_name
     source = (f"@triton.jit\ndef {name}(x_ptr, z_ptr, N0, B0: tl.constexpr):\n"
               "    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)\n"
