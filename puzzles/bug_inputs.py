@@ -32,12 +32,27 @@ def softmax_mixed_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[s
     return {"x": torch.where((kind == 2)[:, None], x + torch.linspace(0, 4, t), x)}
 
 
+def attention_all_scores_low(sizes: Sizes, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 9, at its fifth size: positive keys and every other query below -120, so that every score of
+    those rows is under -105, where exp(s) underflows to 0 in float32. A running maximum started at 0
+    instead of -inf then never moves, every exp(s - m) is 0 and z = 0 / 0; started at -inf (or any
+    softmax that subtracts the row's own maximum) the row is as well-defined as any other."""
+    keys = torch.rand(sizes["T"], generator=gen) + 1.0
+    values = torch.rand(sizes["T"], generator=gen) * 2 - 1
+    queries = torch.rand(sizes["N0"], generator=gen) * 2 - 1
+    queries = torch.where(torch.arange(sizes["N0"]) % 2 == 0, -120 - 30 * torch.rand(sizes["N0"], generator=gen),
+                          queries)
+    return {"q": queries, "k": keys, "v": values}
+
+
 def attention_growing_scores(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
-    """Puzzle 9, at its last size: keys growing along the row (so, for q > 0, do the scores, and
+    """Puzzle 9, at its fourth size: keys growing along the row (so, for q > 0, do the scores, and
     the running maximum changes in every chunk), positive values (so the errors of a kernel
     that does not rescale its accumulator add up instead of cancelling), and every third query
     60 times larger, so that its scores reach ±120, where exp without the maximum subtracted
     overflows (small scores let a kernel that never subtracts it pass)."""
+    if index == 4:
+        return attention_all_scores_low(sizes, gen)
     if index != 3:
         return {}
     t = sizes["T"]

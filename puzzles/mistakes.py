@@ -124,15 +124,17 @@ def matmul_first_chunk_repeated(i: Inputs, sizes: Sizes) -> Tensor:
 
 
 def _flash(i: Inputs, sizes: Sizes, *, rescale_acc: bool = True, mask_scores: bool = True,
-           keep_max: bool = True, divide: bool = True) -> Tensor:
+           keep_max: bool = True, divide: bool = True, max_start: float = -torch.inf,
+           dtype: torch.dtype = torch.float64) -> Tensor:
     """Puzzle 9's one pass over chunks of B1 keys, as a kernel computes it, with one step left out: the running
     weighted sum not rescaled, the key lanes past T scored (k = 0, v = 0: a score of 0 that counts in the
-    denominator), the running maximum never kept (m = m_new forgotten), or no final division by l."""
-    q, k, v = (i[name].double() for name in ("q", "k", "v"))
+    denominator), the running maximum never kept (m = m_new forgotten), no final division by l, or the
+    maximum started at `max_start` (in float32, whose exp underflows to 0 as the kernel's does)."""
+    q, k, v = (i[name].to(dtype) for name in ("q", "k", "v"))
     block, length = sizes["B1"], sizes["T"]
     padded = -(-length // block) * block
     k, v = torch.nn.functional.pad(k, (0, padded - length)), torch.nn.functional.pad(v, (0, padded - length))
-    m = torch.full_like(q, -torch.inf)
+    m = torch.full_like(q, max_start)
     total, acc = torch.zeros_like(q), torch.zeros_like(q)
     for start in range(0, padded, block):
         scores = q[:, None] * k[None, start:start + block]
@@ -161,6 +163,10 @@ def flash_max_not_kept(i: Inputs, sizes: Sizes) -> Tensor:
 
 def flash_not_divided(i: Inputs, sizes: Sizes) -> Tensor:
     return _flash(i, sizes, divide=False)
+
+
+def flash_max_starts_at_zero(i: Inputs, sizes: Sizes) -> Tensor:
+    return _flash(i, sizes, max_start=0.0, dtype=torch.float32)
 
 
 # -- puzzle 17: split-K matmul --------------------------------------------------------------------------

@@ -276,3 +276,27 @@ def splitk_read_add_write(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl
     out = z_ptr + m[:, None] * N + n[None, :]
     om = (m[:, None] < M) & (n[None, :] < N)
     tl.store(out, tl.load(out, mask=om, other=0.0) + acc, mask=om)  # not atomic: parts overwrite each other
+
+
+# -- a running maximum started at 0, not -inf: right wherever some score of a row is positive --------------
+@triton.jit
+def flashatt_max_from_zero(q_ptr, k_ptr, v_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr):
+    off_i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    mask_i = off_i < N0
+    q = tl.load(q_ptr + off_i, mask=mask_i, other=0.0)
+    m = tl.zeros((B0,), dtype=tl.float32)
+    l = tl.zeros((B0,), dtype=tl.float32)
+    acc = tl.zeros((B0,), dtype=tl.float32)
+    for j in range(0, T, B1):
+        off_j = j + tl.arange(0, B1)
+        mask_j = off_j < T
+        k = tl.load(k_ptr + off_j, mask=mask_j, other=0.0)
+        v = tl.load(v_ptr + off_j, mask=mask_j, other=0.0)
+        s = tl.where(mask_j[None, :], q[:, None] * k[None, :], -float("inf"))
+        m_new = tl.maximum(m, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m - m_new)
+        l = l * alpha + tl.sum(p, 1)
+        acc = acc * alpha + tl.sum(p * v[None, :], 1)
+        m = m_new
+    tl.store(z_ptr + off_i, acc / l, mask=mask_i)

@@ -38,13 +38,16 @@ starting at 0); when a chunk raises
 the maximum, rescale `l` and `acc` by `exp(m_old - m_new)` before adding the chunk. `N0` and
 `T` need not be multiples of the blocks; `B0` and `B1` are powers of two. At one of the tested
 sizes the keys grow along the row, so the maximum changes in every chunk, and some queries'
-scores reach ±120, where `exp(s)` alone is infinite in float32: subtract the maximum.
+scores reach ±120, where `exp(s)` alone is infinite in float32: subtract the maximum. At another,
+some queries' scores are all below -105, where `exp(s)` is 0: a maximum that starts at 0 instead
+of `-inf` never moves there, and the row comes out as 0 / 0.
 """,
     sizes=(
         {"N0": 200, "T": 200, "B0": 64, "B1": 32},
         {"N0": 33, "T": 81, "B0": 16, "B1": 16},  # a last chunk of one key: `range(0, T - 1, B1)` fails
         {"N0": 40, "T": 96, "B0": 16, "B1": 32},  # T a multiple of B1: a loop one chunk short of it fails
         {"N0": 64, "T": 130, "B0": 32, "B1": 64},  # the shaped inputs (attention_growing_scores)
+        {"N0": 48, "T": 100, "B0": 16, "B1": 32},  # rows whose scores are all under -105 (attention_all_scores_low)
     ),
     hints=(
         "Scores of a chunk: `s = q[:, None] * k[None, :]`, shape `B0 × B1`; mask key lanes past `T` with `-inf`.",
@@ -64,6 +67,9 @@ scores reach ±120, where `exp(s)` alone is infinite in float32: subtract the ma
         Mistake("the running maximum is never kept (m = m_new is missing after the chunk): every chunk rescales "
                 "the sums by exp(-inf) = 0 and only the last chunk is left", mistakes.flash_max_not_kept),
         Mistake("acc is stored without dividing by the denominator: z = acc / l", mistakes.flash_not_divided),
+        Mistake("the running maximum starts at 0, not -inf: where every score of a row is below about -104, "
+                "exp(s - 0) is 0 for each of them and z = 0 / 0; start it at -inf, tl.full((B0,), -float('inf'), "
+                "tl.float32)", mistakes.flash_max_starts_at_zero),
     ),
     # A float32 softmax-weighted mean is off by about 1e-6 on any device; float16 arithmetic by 5e-4 and must fail.
     rtol=1e-4,
