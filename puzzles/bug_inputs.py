@@ -45,16 +45,21 @@ def attention_all_scores_low(sizes: Sizes, gen: torch.Generator) -> dict[str, Te
     return {"q": queries, "k": keys, "v": values}
 
 
-def attention_growing_scores(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+def attention_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 9's shaped inputs: growing scores at its fourth size, rows of low scores at its fifth."""
+    if index == 3:
+        return attention_growing_scores(sizes, gen)
+    if index == 4:
+        return attention_all_scores_low(sizes, gen)
+    return {}
+
+
+def attention_growing_scores(sizes: Sizes, gen: torch.Generator) -> dict[str, Tensor]:
     """Puzzle 9, at its fourth size: keys growing along the row (so, for q > 0, do the scores, and
     the running maximum changes in every chunk), positive values (so the errors of a kernel
     that does not rescale its accumulator add up instead of cancelling), and every third query
     60 times larger, so that its scores reach ±120, where exp without the maximum subtracted
     overflows (small scores let a kernel that never subtracts it pass)."""
-    if index == 4:
-        return attention_all_scores_low(sizes, gen)
-    if index != 3:
-        return {}
     t = sizes["T"]
     keys = torch.sort((torch.rand(t, generator=gen) * 2 - 1) * 2).values
     values = torch.rand(t, generator=gen) + 0.5

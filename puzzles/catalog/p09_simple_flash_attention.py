@@ -4,7 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles import mistakes
-from puzzles.bug_inputs import attention_growing_scores
+from puzzles.bug_inputs import attention_inputs
 from puzzles.picture_hooks import RegisterTensor
 from puzzles.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
 
@@ -58,7 +58,7 @@ of `-inf` never moves there, and the row comes out as 0 / 0.
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     perf_size={"N0": 16384, "T": 16384, "B0": 64, "B1": 64},
     register_tensor=RegisterTensor("q·k", ("N0", "T"), caption="scores, in registers only"),
-    draw_inputs=attention_growing_scores,
+    draw_inputs=attention_inputs,
     likely_mistakes=(
         Mistake("the running weighted sum acc is not rescaled when the maximum grows: like l, multiply it by "
                 "exp(m - m_new) before adding the chunk", mistakes.flash_acc_not_rescaled),
