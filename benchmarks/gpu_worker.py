@@ -2,7 +2,7 @@
 
     python benchmarks/gpu_worker.py [--repeat 5] [--puzzles N ...] [--out benchmarks/results/<device>/gpu_worker.md]
 
-Learner kernels compiled for a GPU run in a worker process (puzzles/gpu_worker.py). Measured here:
+Learner kernels compiled for a GPU run in a worker process (puzzles/running/gpu_worker.py). Measured here:
 
 - start-up: from starting a worker to its "ready" (torch, Triton and CUDA loaded, a trivial kernel
   compiled and launched), in the background of `import puzzles`; and one round trip to a ready worker;
@@ -38,7 +38,9 @@ def main() -> int:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    from puzzles import catalog, gpu_worker, on_gpu, test
+    from puzzles import on_gpu, test
+    from puzzles.course import catalog
+    from puzzles.running import gpu_worker
 
     imported = time.perf_counter() - started
     if not on_gpu():

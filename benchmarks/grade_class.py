@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from puzzles import catalog  # noqa: E402
-from puzzles.solution_source import reference_source, starter_source  # noqa: E402
+from puzzles.course.solution_source import reference_source, starter_source  # noqa: E402
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 

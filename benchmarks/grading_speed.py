@@ -5,7 +5,7 @@
 
 For each classic puzzle: the median wall time of `test(reference, spec)` over --repeat runs (all
 its sizes, access recording on, child process included), with the ahead-of-time GPU compile check
-(puzzles/compile_check/) on as a learner has it: "cold" is the first run with empty compile
+(puzzles/running/compile_check/) on as a learner has it: "cold" is the first run with empty compile
 caches (the check's verdicts and Triton's kernels; the compiler worker already loaded, as it is
 once the notebook's import cell has run), "warm" the median of the re-runs, answered from the
 cache, and "off" the median with the check switched off. Then one cold run of the whole set in a
@@ -38,7 +38,9 @@ COLD_RUN = """
 import time, resource
 t0 = time.perf_counter()
 import puzzles
-from puzzles import test, catalog, compile_check
+from puzzles import test
+from puzzles.course import catalog
+from puzzles.running import compile_check
 ok = all(test(p.reference(), p.spec, quiet=True).passed for p in catalog.all_puzzles() if p.number <= 12)
 wall = time.perf_counter() - t0
 peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
@@ -62,7 +64,9 @@ def main() -> int:
     chosen = {int(n) for n in args.puzzles.split(",")} if args.puzzles else set(range(1, 13))
 
     import puzzles
-    from puzzles import catalog, compile_check, test
+    from puzzles import test
+    from puzzles.course import catalog
+    from puzzles.running import compile_check
 
     compile_check.start_worker_and_wait()  # the learner's import cell has loaded the compiler
     rows = []

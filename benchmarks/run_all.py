@@ -39,8 +39,9 @@ def main() -> int:
 
     import triton
 
-    from puzzles import catalog, perf
-    from puzzles.inputs import call_spec, draw_inputs
+    from puzzles.course import catalog
+    from puzzles.grading import perf
+    from puzzles.grading.inputs import call_spec, draw_inputs
 
     limits = perf.device_limits(refresh=True)
     rows = []

@@ -24,20 +24,24 @@ def _choose_mode() -> None:
 
 _choose_mode()
 
+from puzzles import moved as _moved  # noqa: E402 - old module paths, for notebooks copied before the move
+
+_moved.install()
+
 try:
     from jaxtyping import Float32, Int32  # re-exported for the notebooks
     from torch import Tensor
 
-    from puzzles.catalog import PUZZLES, all_puzzles, get
-    from puzzles.debug import breakpoint_if, check_tensors, print_if
-    from puzzles.harness import on_gpu, test
-    from puzzles.puzzle import Puzzle, cdiv
-    from puzzles.result import TestResult
-    from puzzles.sandbox import sandboxed
+    from puzzles.course.catalog import PUZZLES, all_puzzles, get
+    from puzzles.course.puzzle import Puzzle, cdiv
+    from puzzles.grading import on_gpu, test
+    from puzzles.grading.result import TestResult
+    from puzzles.learner.debug import breakpoint_if, check_tensors, print_if
+    from puzzles.learner.sandbox import sandboxed
 except ImportError as _err:
     # A missing (or unsupported) torch, triton, numpy or jaxtyping must not stop `python -m puzzles
     # doctor`, which says what to install; anything else from the course's own modules is a bug.
-    from puzzles import compat as _compat
+    from puzzles.running import compat as _compat
 
     _top = (getattr(_err, "name", None) or "").split(".")[0]
     _unsupported = _compat.triton_problem()
@@ -59,14 +63,14 @@ else:
     _cli_without_grading = _sys.argv[:1] == ["-m"] and _sys.argv[1:2] != ["grade"]
     if _os.environ.get("TRITON_INTERPRET") == "1" and not _cli_without_grading:
         # Load the GPU compiler in its workers now, while the learner reads: the first grading cell
-        # then finds it ready (see puzzles/compile_check/; PUZZLES_COMPILE_CHECK=0 turns it off).
-        from puzzles import compile_check as _compile_check
+        # then finds it ready (see puzzles/running/compile_check/; PUZZLES_COMPILE_CHECK=0 turns it off).
+        from puzzles.running import compile_check as _compile_check
 
         _compile_check.warm_up()
     elif not _cli_without_grading and _os.environ.get("PUZZLES_IN_WORKER") != "1" and on_gpu():
         # Learner kernels compiled for the GPU run in a worker process with its own CUDA context (a
         # fault there cannot poison this one): start it now, it loads CUDA while the learner reads.
-        from puzzles import gpu_worker as _gpu_worker
+        from puzzles.running import gpu_worker as _gpu_worker
 
         _gpu_worker.warm_up()
 

@@ -48,10 +48,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "grade":
-        from puzzles import grade
+        from puzzles.cli import grade
 
         if args.student or args.merge or args.per_file or is_class_folder(args.paths) or (args.out and args.paths):
-            from puzzles import class_command
+            from puzzles.classroom import command as class_command
 
             return class_command.main(args)
         try:
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         timeout = 20.0 if args.timeout is None else args.timeout
         if args.isolate:
-            from puzzles import class_command
+            from puzzles.classroom import command as class_command
 
             grades = class_command.isolated_grades(paths, selected, args, timeout)
         else:
@@ -75,11 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         attempted = [g_ for g_ in grades if g_.status != "not attempted"]
         return 0 if attempted and all(g_.status == "passed" for g_ in attempted) else 1
     if args.command == "doctor":
-        from puzzles import doctor
+        from puzzles.cli import doctor
 
         return doctor.main()
     if args.command == "notebooks":
-        from puzzles import notebooks
+        from puzzles.course import notebooks
 
         if args.check:
             stale = notebooks.drift()
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                   "`python -m puzzles notebooks --force`.", file=sys.stderr)
         return 1 if refused else 0
     if args.command == "workspace":
-        from puzzles import workspace
+        from puzzles.learner import workspace
 
         return workspace.main(args.dir, merge_newer=args.update)
     if args.command == "diagrams":
@@ -121,7 +121,7 @@ def is_class_folder(paths: list[str]) -> bool:
     if len(folders) > 1:
         return True
     if len(folders) == 1 and len(paths) == 1:
-        from puzzles.classroom import is_roster
+        from puzzles.classroom.roster import is_roster
 
         return is_roster(folders[0])
     return False
@@ -134,7 +134,7 @@ def run(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as err:
         if (err.name or "puzzles").split(".")[0] in ("puzzles", "solutions"):
             raise
-        from puzzles.compat import wrong_environment_message
+        from puzzles.running.compat import wrong_environment_message
 
         print(wrong_environment_message(err), file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
 """`make versions`: grade every reference and the zoo of wrong kernels under each supported Triton.
 
-For each version in `puzzles.compat.TESTED` it makes (once) an environment under .venvs/ that holds
+For each version in `puzzles.running.compat.TESTED` it makes (once) an environment under .venvs/ that holds
 only that triton and a numpy it works with; torch and the rest come from the environment running
 this script, through a .pth file, so no torch is downloaded. The environment's own packages come
 first on sys.path, so its triton and numpy shadow the base ones. Then it runs the version tests,
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from puzzles.compat import TESTED  # noqa: E402 - after the path is set
+from puzzles.running.compat import TESTED  # noqa: E402 - after the path is set
 
 ENVS = ROOT / ".venvs"
 TESTS = ["tests/test_versions.py", "tests/test_harness.py", "tests/test_catalog.py"]
@@ -84,7 +84,7 @@ def untested_newer(newest: str | None) -> str | None:
     key = lambda v: tuple(int(x) for x in re.findall(r"\d+", v)[:3])  # noqa: E731
     if key(newest) <= max(key(v) for v in TESTED):
         return None
-    return (f"triton {newest} is on the package index but not tested: add it to TESTED in puzzles/compat.py "
+    return (f"triton {newest} is on the package index but not tested: add it to TESTED in puzzles/running/compat.py "
             "(and raise BELOW), run `make versions`, record the row in the README")
 
 

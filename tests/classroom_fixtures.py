@@ -1,6 +1,6 @@
 """A synthetic class for the class-grading tests: honest students
 (references, starters, a wrong kernel, a notebook) and hostile ones. The load rules
-(puzzles/load_rules.py) refuse what used to run while loading (a class body replacing `test` or the
+(puzzles/cli/load_rules.py) refuse what used to run while loading (a class body replacing `test` or the
 harness's judge, writing another student's file, a class whose metaclass kills the grading process
 when the grader reads a global): those students now get the refusal as their message. The others
 reach the layers behind the rules with allowed constructs only: a loop in C while loading that the
@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from puzzles import catalog, notebooks, on_gpu
-from puzzles.solution_source import reference_source, starter_source
+from puzzles import on_gpu
+from puzzles.course import catalog, notebooks
+from puzzles.course.solution_source import reference_source, starter_source
 
 HEADER = "import os\nimport torch\nimport triton\nimport triton.language as tl\n\n"
 P1, P2 = catalog.get(1), catalog.get(2)
@@ -54,7 +55,7 @@ REASONS[("switcher", 1)] = SWITCHER_REASON
 
 FORGED_TEST = '''
 class Sneaky:  # a class body runs while loading: replace the grader's test() with a yes-man
-    import puzzles.grade as grading
+    import puzzles.cli.grade as grading
 
     class Passed:
         passed, seconds, seed = True, 0.0, 1
@@ -67,8 +68,8 @@ class Sneaky:  # a class body runs while loading: replace the grader's test() wi
 
 FORGED_JUDGE = '''
 class Sneaky:  # replace the harness's judge: every size "passed", whatever the output
-    import puzzles.harness as harness
-    from puzzles.result import SizeOutcome
+    import puzzles.grading as harness
+    from puzzles.grading.result import SizeOutcome
 
     harness.judge_runs = lambda kernel, cases, runs: [
         Sneaky.SizeOutcome(c.sizes, c.seed, "passed") for c in cases]

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from puzzles import catalog, diagrams, viz
+from puzzles import diagrams, viz
+from puzzles.course import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,9 +8,9 @@ import re
 import pytest
 import torch
 
-from puzzles import catalog
-from puzzles.inputs import spec_signature
-from puzzles.solution_source import kernel_signature, reference_source, solution_line_count, starter_source
+from puzzles.course import catalog
+from puzzles.course.solution_source import kernel_signature, reference_source, solution_line_count, starter_source
+from puzzles.grading.inputs import spec_signature
 
 ALL = catalog.all_puzzles()
 
@@ -149,7 +149,7 @@ def test_specs_are_plain_functions_of_their_inputs():
 def test_spec_runs_on_any_device(p):
     # The GPU benchmark runs each spec on CUDA tensors; a spec that makes a CPU tensor fails
     # there. Meta tensors catch that here: mixing them with CPU tensors raises.
-    from puzzles.inputs import call_spec, draw_inputs
+    from puzzles.grading.inputs import call_spec, draw_inputs
 
     inputs, out = draw_inputs(p.spec, p.canonical, seed=0, device="meta")
     result = call_spec(p.spec, inputs, p.canonical)
@@ -159,7 +159,7 @@ def test_spec_runs_on_any_device(p):
 
 
 def test_readme_lists_every_puzzle():
-    from puzzles.solution_source import ROOT
+    from puzzles.course.solution_source import ROOT
 
     readme = (ROOT / "README.md").read_text()
     for p in ALL:
@@ -177,10 +177,10 @@ def test_a_tight_tolerance_leaves_a_float32_kernel_ten_times_room(p):
     order in float32 approach) passes a tenth of it at every graded size and five seeds."""
     import dataclasses
 
-    from puzzles.harness.cases import make_case
-    from puzzles.harness.judging import values_close
-    from puzzles.inputs import call_spec
-    from puzzles.tensor_lists import TensorLists
+    from puzzles.grading.cases import make_case
+    from puzzles.grading.inputs import call_spec
+    from puzzles.grading.judging import values_close
+    from puzzles.grading.tensor_lists import TensorLists
 
     checked = 0
     for index, sizes in enumerate(p.sizes):
@@ -205,7 +205,7 @@ def test_a_tight_tolerance_leaves_a_float32_kernel_ten_times_room(p):
 def test_a_spec_cell_keeps_its_constants_together():
     """Constants one after another stay on consecutive lines (puzzle 12's FPINT and GROUP); a function still
     has two blank lines before it."""
-    from puzzles.notebooks import spec_source
+    from puzzles.course.notebooks import spec_source
 
     source = spec_source(catalog.get(12))
     assert "FPINT = 8  # 4-bit values per int32 word\nGROUP = 8" in source, source

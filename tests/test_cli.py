@@ -9,7 +9,8 @@ from pathlib import Path
 
 import torch
 
-from puzzles import doctor, on_gpu
+from puzzles import on_gpu
+from puzzles.cli import doctor
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,8 +22,8 @@ import nbformat
 import pytest
 from conftest import pythonpath_without_checkout
 
-from puzzles import catalog, notebooks
-from puzzles.solution_source import reference_source
+from puzzles.course import catalog, notebooks
+from puzzles.course.solution_source import reference_source
 
 ROOT = Path(__file__).resolve().parent.parent
 # The course's own distribution in this environment (an editable install) must not be visible.
@@ -79,7 +79,8 @@ def _combined_notebook(work: Path) -> Path:
     nb = nbformat.read(notebooks.NOTEBOOK_DIR / f"{first.id}.ipynb", as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("import puzzles\nprint(puzzles.__file__)"))
     # Outside a checkout the repository URL comes from the installed package's metadata.
-    nb.cells.append(nbformat.v4.new_code_cell("from puzzles.notebooks import COURSE_URL\nprint('url', COURSE_URL)"))
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "from puzzles.course.notebooks import COURSE_URL\nprint('url', COURSE_URL)"))
     for p in catalog.all_puzzles():
         book = nbformat.read(notebooks.NOTEBOOK_DIR / f"{p.id}.ipynb", as_version=4)
         spec = [c for c in book.cells if c.get("id", "").endswith("-spec")]
@@ -90,7 +91,7 @@ def _combined_notebook(work: Path) -> Path:
         reference = nbformat.v4.new_code_cell(reference_source(p))
         check = nbformat.v4.new_code_cell(grade[0].source, metadata={"tags": ["grade-reference"]})
         nb.cells += [reference, check]
-    nb.cells.append(nbformat.v4.new_code_cell("from puzzles.grade import progress\n\nprogress()",
+    nb.cells.append(nbformat.v4.new_code_cell("from puzzles.cli.grade import progress\n\nprogress()",
                                               metadata={"tags": ["progress"]}))
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"c{i}"
@@ -169,7 +170,7 @@ def test_an_install_without_network_says_what_failed_and_what_to_do(tmp_path):
 
 
 def test_progress_in_a_folder_without_notebooks_says_what_it_looked_for(tmp_path, monkeypatch):
-    from puzzles import grade
+    from puzzles.cli import grade
 
     # As on Colab: a notebook opened alone, the current folder holds no puzzle notebook, no checkout.
     monkeypatch.chdir(tmp_path)
@@ -202,7 +203,8 @@ colab.output, google.colab = output, colab
 sys.modules.update({"google": google, "google.colab": colab, "google.colab.output": output})
 import urllib.request
 import puzzles, torch
-from puzzles import catalog, viz
+from puzzles import viz
+from puzzles.course import catalog
 x, z = torch.arange(40, dtype=torch.float32), torch.empty(40)
 url = viz.launch_triton_viz(catalog.get(2).reference(), x, z, 40, grid=(2,), port=0, B0=32)
 port = int(url.rsplit(":", 1)[1].strip("/"))
@@ -215,7 +217,7 @@ print("proxied", port)
 
 
 def test_triton_viz_opens_through_colabs_port_proxy_on_colab():
-    from puzzles import compat
+    from puzzles.running import compat
 
     if compat.triton_viz_note():  # triton 3.8+: triton-viz does not import at all
         pytest.skip(compat.triton_viz_note())
@@ -227,7 +229,8 @@ def test_triton_viz_opens_through_colabs_port_proxy_on_colab():
 
 
 def test_the_viewer_says_it_needs_triton_37_or_older(monkeypatch, capsys):
-    from puzzles import compat, viz
+    from puzzles import viz
+    from puzzles.running import compat
 
     monkeypatch.setattr(compat, "installed_triton", lambda: "3.9.0")
     assert viz.launch_triton_viz(None, grid=(1,)) is None

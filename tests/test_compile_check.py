@@ -10,12 +10,14 @@ import compile_kernels as ck
 import pytest
 import torch
 
-from puzzles import catalog, compile_check, test
-from puzzles.compile_check.messages import TF32_NOTE
-from puzzles.compile_check.verdict import TF32_TOLERANCE
-from puzzles.harness import on_gpu
-from puzzles.harness.cases import make_case
-from puzzles.harness.signature import bind_arguments
+from puzzles import test
+from puzzles.course import catalog
+from puzzles.grading import on_gpu
+from puzzles.grading.cases import make_case
+from puzzles.grading.signature import bind_arguments
+from puzzles.running import compile_check
+from puzzles.running.compile_check.messages import TF32_NOTE
+from puzzles.running.compile_check.verdict import TF32_TOLERANCE
 
 pytestmark = pytest.mark.skipif(on_gpu(), reason="on a GPU the kernel is really compiled; no ahead-of-time check")
 
@@ -177,7 +179,7 @@ def test_a_float32_dot_in_tf32_is_a_note_where_the_tolerance_is_tighter():
 
 
 def test_grade_fails_an_interpreter_only_kernel(tmp_path):
-    from puzzles.grade import grade
+    from puzzles.cli.grade import grade
 
     source = inspect.getsource(ck.add_mask2_kernel_lambda.fn).replace("add_mask2_kernel_lambda", "add_mask2_kernel")
     path = tmp_path / "answers.py"
@@ -215,7 +217,7 @@ def test_sizes_that_compile_alike_share_one_check_and_all_fail():
 
 
 def test_an_autotune_config_is_compiled_with_its_launch_options():
-    from puzzles.autotune_configs import ConfigLaunch
+    from puzzles.grading.autotune_configs import ConfigLaunch
 
     p = catalog.get(20)
     tuner = p.reference()
@@ -266,7 +268,7 @@ class SilentWorker:
 def test_a_size_whose_compile_gets_no_answer_fails(monkeypatch, alive, says):
     """A kernel whose compile never ends, or that stops the compiler's process, is not passed for
     the interpreter's verdict alone (in a notebook's cell and in `grade`)."""
-    from puzzles.compile_check import checking
+    from puzzles.running.compile_check import checking
 
     monkeypatch.setattr(checking, "worker_for", lambda kind: SilentWorker(alive))
     for flag in (True, "full"):
@@ -276,7 +278,7 @@ def test_a_size_whose_compile_gets_no_answer_fails(monkeypatch, alive, says):
 
 
 def test_grade_fails_a_kernel_the_check_cannot_begin_on(monkeypatch):
-    from puzzles.compile_check import verdict
+    from puzzles.running.compile_check import verdict
 
     def cannot(*args, **kwargs):
         raise RuntimeError("no description")
@@ -292,7 +294,7 @@ def test_grade_fails_a_kernel_the_check_cannot_begin_on(monkeypatch):
 def test_without_cache_reads_a_forged_cached_verdict_does_not_pass_a_kernel(tmp_path, monkeypatch):
     """The class grader's worker reads no cached verdict: a kernel runs as Python in its folder and
     could write "compiles" there for a kernel graded after it."""
-    from puzzles.compile_check import settings
+    from puzzles.running.compile_check import settings
 
     kernel = ck.add_mask2_kernel_lambda
     assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").first_failure.status == "compile error"
@@ -315,7 +317,7 @@ PROBES = [("add_mask2_kernel_asks_its_handle", None, "calls Python's `hasattr`")
 @pytest.mark.parametrize(("name", "helper", "says"), PROBES, ids=[p[0] for p in PROBES])
 def test_a_kernel_that_asks_whether_it_is_interpreted_fails(monkeypatch, name, helper, says):
     """It compiles, and passes the interpreter (shown with the rule off): only its source tells."""
-    import puzzles.harness as harness
+    import puzzles.grading as harness
 
     kernel = getattr(ck, name)
     for flag in (True, "full"):
@@ -343,7 +345,7 @@ def test_a_kernel_that_reaches_the_interpreters_frames_never_runs():
 def test_a_kernel_calling_a_plain_python_function_never_runs(monkeypatch):
     """The interpreter would run the function's Python (anything at all), the compiler refuses it: the
     grader refuses it first, from the source. Without that rule the compile check still fails it."""
-    import puzzles.harness as harness
+    import puzzles.grading as harness
 
     kernel = ck.add_mask2_kernel_plain_function
     result = test(kernel, puzzle=2, quiet=True, seed=1)

@@ -10,8 +10,10 @@ import sys
 import pytest
 import torch
 
-from puzzles import check_tensors, debug, execution, test
-from puzzles.harness import on_gpu
+from puzzles import check_tensors, test
+from puzzles.grading import on_gpu
+from puzzles.learner import debug
+from puzzles.running import interpreter as execution
 
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="the interpreter's own output format")
 

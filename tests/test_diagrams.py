@@ -13,7 +13,8 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from puzzles import catalog, diagrams
+from puzzles import diagrams
+from puzzles.course import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = ROOT / "assets"

@@ -6,7 +6,8 @@ import pytest
 import torch
 import wrong_kernels as wrong
 
-from puzzles import catalog, on_gpu, test
+from puzzles import on_gpu, test
+from puzzles.course import catalog
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")]
 
@@ -73,7 +74,7 @@ def test_an_endless_loop_the_compiler_removed_still_fails_with_a_timeout():
     (wrong.flashatt_kernel_no_maximum, 9),
 ], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_known_bugs_fail_compiled_at_every_seed(kernel, number):
-    # The shaped inputs of puzzles 8 and 9 (puzzles/bug_inputs.py) must catch these compiled too.
+    # The shaped inputs of puzzles 8 and 9 (puzzles/course/bug_inputs.py) must catch these compiled too.
     for seed in range(1000, 1010):
         result = test(kernel, catalog.get(number).spec, quiet=True, seed=seed)
         assert not result.passed, f"seed {seed} passed"

@@ -12,11 +12,13 @@ import triton
 import triton.language as tl
 import wrong_kernels as wrong
 
-from puzzles import catalog, gpu_worker, on_gpu, test
-from puzzles.harness.cases import make_case
-from puzzles.harness.judging import judge_runs
-from puzzles.harness.running import run_on_gpu
-from puzzles.harness.signature import bind_arguments
+from puzzles import on_gpu, test
+from puzzles.course import catalog
+from puzzles.grading.cases import make_case
+from puzzles.grading.judging import judge_runs
+from puzzles.grading.runs import run_on_gpu
+from puzzles.grading.signature import bind_arguments
+from puzzles.running import gpu_worker
 
 SCALE = tl.constexpr(10.0)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import nbformat
 import wrong_kernels
 
-from puzzles import catalog
-from puzzles.solution_source import reference_source
+from puzzles.course import catalog
+from puzzles.course.solution_source import reference_source
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"

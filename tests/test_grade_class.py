@@ -20,12 +20,14 @@ import classroom_fixtures as fixtures
 import pytest
 import torch
 
-from puzzles import catalog, grade, isolation
-from puzzles.classroom import check_evidence
-from puzzles.grade_worker import encode_tensor
-from puzzles.harness.cases import make_case, size_list
-from puzzles.isolation import GIB, UID_BASE, Limits, can_switch_user, job_uid
-from puzzles.solution_source import reference_source
+from puzzles.classroom import isolation
+from puzzles.classroom.isolation import GIB, UID_BASE, Limits, can_switch_user, job_uid
+from puzzles.classroom.roster import check_evidence
+from puzzles.classroom.worker import encode_tensor
+from puzzles.cli import grade
+from puzzles.course import catalog
+from puzzles.course.solution_source import reference_source
+from puzzles.grading.cases import make_case, size_list
 
 ROOT = Path(__file__).resolve().parent.parent
 P1_ID = catalog.get(1).id
@@ -143,10 +145,10 @@ def test_grading_runs_the_assignments_a_kernel_needs_and_skips_experiments():
 
 
 def test_grading_never_runs_an_assignment_into_another_object():
-    source = ("import os\nimport puzzles.harness.judging as judging\nos.environ['PUZZLES_COMPILE_CHECK'] = '0'\n"
+    source = ("import os\nimport puzzles.grading.judging as judging\nos.environ['PUZZLES_COMPILE_CHECK'] = '0'\n"
               "judging.values_close = abs\nos.environ['A']: str = '1'\nB, [C, *D] = 1, [2, 3]\nE = F = 4\n")
     chosen = grade.select_definitions(ast.parse(source).body)
-    assert [ast.unparse(n) for n in chosen] == ["import os", "import puzzles.harness.judging as judging",
+    assert [ast.unparse(n) for n in chosen] == ["import os", "import puzzles.grading.judging as judging",
                                                 "B, [C, *D] = (1, [2, 3])", "E = F = 4"]
 
 
@@ -193,7 +195,7 @@ def test_loading_leaves_the_environment_as_it_was(tmp_path, monkeypatch):
                                      {"cells": ["x"]}], ids=["source", "cells", "list", "cell"])
 def test_a_notebook_of_the_wrong_shape_cannot_be_read_and_the_grader_goes_on(tmp_path, content):
     """Valid JSON that is no notebook fails its puzzle as unreadable, never the grader (a "grader error")."""
-    from puzzles.classroom import attempted
+    from puzzles.classroom.roster import attempted
 
     path = tmp_path / f"{P1_ID}.ipynb"
     path.write_text(json.dumps(content))
@@ -232,7 +234,7 @@ def test_one_learner_isolated_keeps_the_scoreboard(tmp_path, flag):
 
 def test_students_are_found_per_folder_or_per_file(tmp_path):
     from puzzles.__main__ import is_class_folder
-    from puzzles.classroom import discover
+    from puzzles.classroom.roster import discover
 
     for name in ("ada", "bob"):
         (tmp_path / "class" / name).mkdir(parents=True)
@@ -275,7 +277,7 @@ def test_the_grader_confirms_right_outputs_of_every_puzzle(number):
 
 
 def test_without_a_user_of_its_own_grading_works_and_says_what_is_missing(tmp_path):
-    from puzzles.classroom import Options, Student, grade_student
+    from puzzles.classroom.roster import Options, Student, grade_student
 
     (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(catalog.get(1)))
     result = grade_student(Student("solo", [tmp_path / "a.py"]), [catalog.get(1)], Options(timeout=2), seed=1, uid=None)
@@ -298,7 +300,7 @@ def worker_trigger(monkeypatch):
     real = isolation.worker_environment
 
     def install(code: str) -> Path:
-        guarded = "import sys\nif 'puzzles.grade_worker' in sys.orig_argv:  # not the compiler's processes\n"
+        guarded = "import sys\nif 'puzzles.classroom.worker' in sys.orig_argv:  # not the compiler's processes\n"
         (folder / "sitecustomize.py").write_text(guarded + textwrap.indent(textwrap.dedent(code), "    "))
         (folder / "sitecustomize.py").chmod(0o644)
 
@@ -319,12 +321,12 @@ def test_the_memory_watch_stops_a_process_tree_past_its_limit(tmp_path, worker_t
     """A CUDA machine's memory limit (no address-space limit there), tested on any machine: the grader
     finds a child process that hoards memory in the worker's tree (64 MiB every 50 ms, up to 16 GiB,
     while the worker waits for it: only a measure of the whole tree sees it), kills the tree, and says why."""
-    from puzzles.classroom import Options, Student, grade_student
+    from puzzles.classroom.roster import Options, Student, grade_student
 
     pid_file = tmp_path / "hoarder.pid"
     worker_trigger(f"""
         import os, time
-        import puzzles.grade as grade
+        import puzzles.cli.grade as grade
 
         real_collect = grade.collect
 
@@ -357,7 +359,7 @@ def test_a_worker_killed_mid_puzzle_fails_that_puzzle_and_a_fresh_one_grades_the
     """The first worker forks a child that would outlive it, then kills itself while grading puzzle 1:
     puzzle 1 fails with that reason, a fresh worker grades puzzle 2, the child is gone. As root the
     worker is a user of its own and first tries to write another student's file: it cannot."""
-    from puzzles.classroom import Options, Student, grade_student
+    from puzzles.classroom.roster import Options, Student, grade_student
 
     victim = tmp_path / "other_student.py"
     victim.write_text("# another student's answers\n")
@@ -365,8 +367,8 @@ def test_a_worker_killed_mid_puzzle_fails_that_puzzle_and_a_fresh_one_grades_the
     worker_trigger(f"""
         import os, signal, time
         from pathlib import Path
-        import puzzles.grade as grade
-        import puzzles.isolation as isolation
+        import puzzles.cli.grade as grade
+        import puzzles.classroom.isolation as isolation
 
         real_apply, real_grade = isolation.apply_limits, grade.grade_puzzle
 
@@ -412,12 +414,12 @@ def test_a_forged_pass_from_the_worker_is_not_confirmed(tmp_path, worker_trigger
     """The parent's evidence check, behind the load rules: a worker whose `test` says "passed" with no
     output (puzzle 1), and one whose judge passes every output of a kernel that writes nothing
     (puzzle 2), both get "could not confirm"."""
-    from puzzles.classroom import Options, Student, grade_student
+    from puzzles.classroom.roster import Options, Student, grade_student
 
     worker_trigger("""
-        import puzzles.grade as grade
-        import puzzles.harness as harness
-        from puzzles.result import SizeOutcome
+        import puzzles.cli.grade as grade
+        import puzzles.grading as harness
+        from puzzles.grading.result import SizeOutcome
 
         real_test = grade.test
 

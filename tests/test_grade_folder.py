@@ -7,8 +7,9 @@ import os
 
 import nbformat
 
-from puzzles import catalog, grade, notebooks
-from puzzles.solution_source import reference_source, starter_source
+from puzzles.cli import grade
+from puzzles.course import catalog, notebooks
+from puzzles.course.solution_source import reference_source, starter_source
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 P1 = catalog.get(1)

@@ -6,10 +6,11 @@ import dataclasses
 
 import pytest
 
-from puzzles import catalog
-from puzzles.execution import KernelError, unwrap_kernel
-from puzzles.harness.job import GradingJob, make_job
-from puzzles.harness.verdict import build_result
+from puzzles.course import catalog
+from puzzles.grading.job import GradingJob, make_job
+from puzzles.grading.verdict import build_result
+from puzzles.running.errors import KernelError
+from puzzles.running.kernel import unwrap_kernel
 
 OPTIONS = {"sizes": None, "nelem": None, "blocks": None, "seed": 7, "timeout": 5.0, "isolate": None, "record": True,
            "viz": False, "perf": False, "compile_check": False, "quiet": True}

@@ -15,7 +15,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from puzzles import catalog, on_gpu, test
+from puzzles import on_gpu, test
+from puzzles.course import catalog
 
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses and poison")
 
@@ -263,7 +264,7 @@ def test_a_module_imported_after_a_function_of_its_file_was_rebuilt_reads_its_re
     import importlib
     import sys
 
-    from puzzles import kernel_source
+    from puzzles.running import kernel_source
 
     (tmp_path / "rt5_helpers.py").write_text(HELPERS_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -285,7 +286,7 @@ def test_a_dot_summed_in_float16_gets_a_note_where_the_tolerance_allows_tf32():
 
 
 def test_a_module_of_ones_own_beside_a_graded_file_is_named_as_such(tmp_path):
-    from puzzles.grade import load_file
+    from puzzles.cli.grade import load_file
 
     (tmp_path / "rt5_own_helpers.py").write_text(HELPERS_MODULE)
     (tmp_path / "p02.py").write_text("import rt5_own_helpers\nimport not_a_module_anywhere\n")

@@ -9,10 +9,11 @@ import pytest
 import torch
 import wrong_kernels as wrong
 
-from puzzles import catalog, on_gpu, test
-from puzzles.harness.cases import unknown_sizes_note
-from puzzles.inputs import build_arena, poison_, random_tensor, unwritten_mask
-from puzzles.solution_source import starter_source
+from puzzles import on_gpu, test
+from puzzles.course import catalog
+from puzzles.course.solution_source import starter_source
+from puzzles.grading.cases import unknown_sizes_note
+from puzzles.grading.inputs import build_arena, poison_, random_tensor, unwritten_mask
 
 # Debugging and the in-process interpreter path exist only where kernels are interpreted; on a GPU
 # tests/test_gpu.py grades the same kernels compiled.
@@ -28,7 +29,7 @@ def test_reference_passes_at_every_size(p):
     expected = [dict(s) for s in p.sizes]
     if p.autotune:  # every size under every config, the config's meta-parameters in the sizes
         expected = [{**s, **c.kwargs, "num_warps": c.num_warps} for c in p.reference().configs for s in p.sizes]
-        # then under two configs of the grader's own (puzzles/harness/configs.py), at every size too
+        # then under two configs of the grader's own (puzzles/grading/configs.py), at every size too
         assert [o.sizes for o in result.outcomes[: len(expected)]] == expected
         assert len(result.outcomes) == len(expected) + 2 * len(p.sizes)
         expected = [o.sizes for o in result.outcomes]
@@ -156,7 +157,7 @@ def test_tritons_usual_errors_say_what_to_write_instead(load_kernel, number, bod
 def test_the_compilers_words_for_the_same_mistakes_get_the_same_advice_and_a_line(load_kernel):
     """On a GPU the kernel is compiled, not interpreted: Triton's compiler words these mistakes differently, and
     its "Unsupported function referenced" names no line; the learner still gets the advice and the line."""
-    from puzzles.execution import error_from_exception, triton_error_hint
+    from puzzles.running.errors import error_from_exception, triton_error_hint
 
     assert "no element access by position" in triton_error_hint(
         "CompilationError: unsupported tensor index: constexpr[0]", "    first = offsets[0]\n")
@@ -430,7 +431,7 @@ def test_reproduce_seed_is_the_seed_of_the_failing_size():
 @pytest.fixture(params=["one child", "a child per size"])
 def check_children(request, monkeypatch):
     """On a GPU the access checks run in one child, or one per size on a machine with the cores."""
-    import puzzles.harness.running as running
+    import puzzles.grading.runs as running
 
     monkeypatch.setattr(running, "_CORES_FOR_A_CHILD_PER_SIZE", 10**6 if request.param == "one child" else 1)
     return request.param
@@ -439,11 +440,11 @@ def check_children(request, monkeypatch):
 @pytest.mark.parametrize("kernel, number", [(None, 2), (wrong.add_mask2_kernel_no_mask, 2), (None, 9)])
 def test_gpu_checks_name_each_sizes_accesses_however_they_are_spread(kernel, number, check_children):
     # The GPU run simulated by the right answer: the verdict per size comes from the checks alone.
-    from puzzles.execution import RunOutput
-    from puzzles.harness.cases import make_case
-    from puzzles.harness.judging import judge_runs
-    from puzzles.harness.running import run_on_gpu
-    from puzzles.harness.signature import bind_arguments
+    from puzzles.grading.cases import make_case
+    from puzzles.grading.judging import judge_runs
+    from puzzles.grading.runs import run_on_gpu
+    from puzzles.grading.signature import bind_arguments
+    from puzzles.running.interpreter import RunOutput
 
     p = catalog.get(number)
     kernel = kernel or p.reference()
@@ -463,10 +464,10 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict(check_children):
     # On a GPU the compiler may remove an endless loop: the compiled run "passes" and only the
     # interpreter's access check runs forever. Simulated here with a compiled run that returns
     # the right answer.
-    from puzzles.execution import RunOutput
-    from puzzles.harness.cases import make_case
-    from puzzles.harness.running import run_on_gpu
-    from puzzles.harness.signature import bind_arguments
+    from puzzles.grading.cases import make_case
+    from puzzles.grading.runs import run_on_gpu
+    from puzzles.grading.signature import bind_arguments
+    from puzzles.running.interpreter import RunOutput
 
     p = catalog.get(2)
     kernel = wrong.add_mask2_kernel_forever
@@ -535,10 +536,10 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 def test_known_bugs_fail_at_every_seed(kernel, number, index):
     # The verdict must not depend on the seed: the puzzle's size `index` fails each of these at
     # 50 seeds. Only that size runs, without recording accesses, to keep the test fast.
-    from puzzles.harness.cases import make_case
-    from puzzles.harness.judging import judge_run
-    from puzzles.harness.running import run_interpreted
-    from puzzles.harness.signature import bind_arguments
+    from puzzles.grading.cases import make_case
+    from puzzles.grading.judging import judge_run
+    from puzzles.grading.runs import run_interpreted
+    from puzzles.grading.signature import bind_arguments
 
     p = catalog.get(number)
     args_for = bind_arguments(kernel, p.spec)
@@ -573,7 +574,7 @@ def test_time_at_the_debugger_prompt_does_not_count_against_the_limit(load_kerne
 
 def test_int32_offsets_wrap_as_on_a_gpu(load_kernel):
     # Compiled without debug=True, a 32-bit offset that overflows wraps; the grader's interpreter
-    # (overflow check off, see puzzles/recording.py) wraps too, and the wild load is named.
+    # (overflow check off, see puzzles/running/recording.py) wraps too, and the wild load is named.
     source = """
 @triton.jit
 def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
@@ -592,7 +593,7 @@ def test_warming_the_interpreter_leaves_triton_as_it_was(monkeypatch):
     import triton.language as tl
     from triton.runtime.jit import JITFunction
 
-    from puzzles import execution
+    from puzzles.running import interpreter as execution
 
     names = ("load", "store", "arange", "program_id", "sum", "where")
     before = {n: getattr(tl, n) for n in names}, JITFunction.__call__

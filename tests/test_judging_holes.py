@@ -16,7 +16,8 @@ import triton
 import triton.language as tl
 import wrong_kernels as wrong
 
-from puzzles import catalog, on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+from puzzles.course import catalog
 
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses and poison")
 SEEDS = range(1, 21)
@@ -188,7 +189,7 @@ def test_sgd_with_other_and_where_passes(seed):
 
 
 def test_sgd_outputs_are_regions_of_their_own_and_z_is_the_first():
-    from puzzles.tensor_lists import build
+    from puzzles.grading.tensor_lists import build
 
     p = catalog.get(21)
     result = test(p.reference(), p.spec, quiet=True, compile_check=False)
@@ -542,11 +543,11 @@ def test_grey_ignoring_the_strides_is_told_it_read_the_input_contiguously(seed):
 def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_happened_to_be_zero():
     """Compiled, the masked-off lanes may hold zeros and the output comes out right; the interpreter's check
     run (lanes poisoned) is judged too. Simulated here: the GPU's output is the right one."""
-    from puzzles.execution import RunOutput
-    from puzzles.harness.cases import make_case
-    from puzzles.harness.judging import judge_run
-    from puzzles.harness.running import run_interpreted
-    from puzzles.harness.signature import bind_arguments
+    from puzzles.grading.cases import make_case
+    from puzzles.grading.judging import judge_run
+    from puzzles.grading.runs import run_interpreted
+    from puzzles.grading.signature import bind_arguments
+    from puzzles.running.interpreter import RunOutput
 
     p = catalog.get(7)
     case = make_case(p.spec, p, p.sizes[1], 3, 1)
@@ -567,17 +568,17 @@ def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_ha
 
 @pytest.fixture
 def cpu_worker(monkeypatch):
-    from puzzles import gpu_worker
+    from puzzles.running import gpu_worker
 
     monkeypatch.setenv("PUZZLES_WORKER_DEVICE", "cpu")
     return gpu_worker.worker("cpu")
 
 
 def _grade_through_the_worker(number: int, kernel):
-    from puzzles.harness.cases import make_case
-    from puzzles.harness.judging import judge_runs
-    from puzzles.harness.running import run_on_gpu
-    from puzzles.harness.signature import bind_arguments
+    from puzzles.grading.cases import make_case
+    from puzzles.grading.judging import judge_runs
+    from puzzles.grading.runs import run_on_gpu
+    from puzzles.grading.signature import bind_arguments
 
     p = catalog.get(number)
     cases = [make_case(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]

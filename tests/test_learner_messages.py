@@ -8,9 +8,10 @@ import pytest
 import triton
 import triton.language as tl
 
-from puzzles import catalog, on_gpu, test
-from puzzles.harness.split_k import rows_text
-from puzzles.recording import InvalidAccess
+from puzzles import on_gpu, test
+from puzzles.course import catalog
+from puzzles.grading.split_k import rows_text
+from puzzles.running.recording import InvalidAccess
 
 # Out-of-bounds accesses and masked-off lanes are the interpreter's recording.
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
@@ -149,7 +150,7 @@ def test_a_slip_that_cannot_be_computed_is_left_out():
     traceback: the verdict is the one without it."""
     import dataclasses
 
-    from puzzles.puzzle import Mistake
+    from puzzles.course.puzzle import Mistake
 
     def broken(inputs, sizes):
         raise ValueError("not at these sizes")
@@ -189,7 +190,7 @@ SLIP_REASON = ("at M=3 N=64 K=256 G=32 BM=16 BN=32 BK=32 SPLIT_K=4 (seed 1234): 
 
 
 def test_a_table_row_leads_with_the_likely_slip():
-    from puzzles.result import BRIEF, brief_reason
+    from puzzles.grading.result import BRIEF, brief_reason
 
     brief = brief_reason(SLIP_REASON)
     assert len(brief) <= BRIEF
@@ -198,7 +199,7 @@ def test_a_table_row_leads_with_the_likely_slip():
 
 
 def test_a_long_reason_is_cut_after_a_whole_clause_never_inside_brackets():
-    from puzzles.result import brief_reason
+    from puzzles.grading.result import brief_reason
 
     reason = ("at N0=8 (seed 1): 3 out-of-bounds accesses, the first: load x[8] (one past its end) in program (1,) "
               "at line 12: x = tl.load(x_ptr + offsets[None, :] * stride, mask=offsets < N0 + 1); mask the load "
@@ -211,8 +212,8 @@ def test_a_long_reason_is_cut_after_a_whole_clause_never_inside_brackets():
 
 
 def test_the_scoreboard_and_the_progress_table_shorten_by_the_same_rule(tmp_path):
-    from puzzles import grade as grading
-    from puzzles.result import brief_reason
+    from puzzles.cli import grade as grading
+    from puzzles.grading.result import brief_reason
 
     g = grading.Grade(catalog.get(18), "failed", SLIP_REASON, "18_gptq_splitk.ipynb")
     assert brief_reason(SLIP_REASON) in grading.scoreboard([g])
@@ -280,7 +281,7 @@ def test_an_accumulator_that_changes_shape_points_at_the_reduction_axis():
 
 
 def test_a_loop_variable_that_starts_as_a_number_is_told_to_start_as_a_block():
-    from puzzles.compile_check.messages import hint_for
+    from puzzles.running.compile_check.messages import hint_for
 
     message = ("AssertionError: Loop-carried variable acc has initial type fp32 but is re-assigned to <['4'], fp32> "
                "in loop!")

@@ -13,8 +13,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from puzzles import catalog, notebooks
-from puzzles.solution_source import reference_source
+from puzzles.course import catalog, notebooks
+from puzzles.course.solution_source import reference_source
 
 NOTEBOOK_DIR = notebooks.NOTEBOOK_DIR
 NAMES = sorted(p.name for p in NOTEBOOK_DIR.glob("*.ipynb"))

@@ -8,9 +8,10 @@ import json
 import pytest
 import torch
 
-from puzzles import catalog, perf, test
-from puzzles.harness import on_gpu
-from puzzles.notebooks import speed_text
+from puzzles import test
+from puzzles.course import catalog
+from puzzles.course.notebooks import speed_text
+from puzzles.grading import on_gpu, perf
 
 H100 = perf.DeviceLimits("H100", copy_gbps=2000.0, matmul_tflops=600.0, write_gbps=2200.0, launch_us=3.9)
 

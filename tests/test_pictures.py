@@ -7,10 +7,11 @@ import re
 import pytest
 import wrong_kernels as wrong
 
-from puzzles import catalog, test
-from puzzles.notebooks import speed_text
-from puzzles.perf import fmt_bytes, fmt_flops
-from puzzles.result import render_html
+from puzzles import test
+from puzzles.course import catalog
+from puzzles.course.notebooks import speed_text
+from puzzles.grading.perf import fmt_bytes, fmt_flops
+from puzzles.grading.result import render_html
 
 P2 = catalog.get(2)
 

@@ -7,7 +7,8 @@ import pytest
 import triton
 import triton.language as tl
 
-from puzzles import catalog, on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+from puzzles.course import catalog
 
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
 
@@ -47,7 +48,7 @@ def grey_kernel_no_row_mask(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, 
 
 
 def test_grey_is_graded_on_non_contiguous_views():
-    from puzzles.layouts import storage_numel
+    from puzzles.grading.layouts import storage_numel
 
     p = catalog.get(19)
     gaps = []
@@ -121,8 +122,8 @@ def test_a_kernel_right_under_one_config_fails_naming_the_others():
 def test_the_starter_verdict_says_its_reason_once(load_kernel):
     """The starter writes nothing under each of its 3 configs at 3 sizes: one reason, then "the same as above"
     (the element counts are the sizes'), and each config's note counts its rows instead of repeating it."""
-    from puzzles.result import SAME_AS_ABOVE
-    from puzzles.solution_source import starter_source
+    from puzzles.course.solution_source import starter_source
+    from puzzles.grading.result import SAME_AS_ABOVE
 
     p = catalog.get(20)
     result = grade(20, load_kernel(starter_source(p), p.kernel_name))
@@ -181,7 +182,7 @@ def sgd_kernel_last_chunk_unmasked(addresses_ptr, numels_ptr, chunks_ptr, z_ptr,
 
 
 def test_each_tensor_of_each_list_is_its_own_guarded_allocation():
-    from puzzles.tensor_lists import chunk_map
+    from puzzles.grading.tensor_lists import chunk_map
 
     p = catalog.get(21)
     for s in p.sizes:
@@ -223,7 +224,7 @@ def test_sgd_without_masking_the_last_chunk_runs_past_its_tensor():
 def test_tables_for_real_tensors_point_at_them():
     import torch
 
-    from puzzles.tensor_lists import tables
+    from puzzles.grading.tensor_lists import tables
 
     params = [torch.zeros(n) for n in (5, 64, 65)]
     moms = [torch.zeros_like(p) for p in params]

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from puzzles.harness import on_gpu
-from puzzles.notebooks import primer_notebook
+from puzzles.course.notebooks import primer_notebook
+from puzzles.grading import on_gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

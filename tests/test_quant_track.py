@@ -9,8 +9,9 @@ import triton
 import triton.language as tl
 import wrong_kernels as wrong
 
-from puzzles import catalog, on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
-from puzzles.solution_source import starter_source
+from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+from puzzles.course import catalog
+from puzzles.course.solution_source import starter_source
 
 TRACK = [catalog.get(n) for n in range(13, 19)]
 # The verdicts below rely on the interpreter's recording: compiled on a GPU, an out-of-bounds load goes unseen and a
@@ -60,7 +61,7 @@ def test_a_size_is_ragged(p):
 
 
 def test_pack_spec_bytes_are_the_two_per_byte_form():
-    from puzzles.catalog.p13_pack_int4 import int4_values, pack_int4_spec
+    from puzzles.course.catalog.p13_pack_int4 import int4_values, pack_int4_spec
 
     x = torch.randint(-128, 128, (3, 16), dtype=torch.int8)
     q = (int4_values(x) + 8).to(torch.uint8)
@@ -72,8 +73,8 @@ def test_pack_spec_bytes_are_the_two_per_byte_form():
 
 
 def test_unpack_inverts_pack_on_the_transposed_layout():
-    from puzzles.catalog.p13_pack_int4 import int4_values, pack_int4_spec
-    from puzzles.catalog.p14_unpack_int4 import unpack_int4_spec
+    from puzzles.course.catalog.p13_pack_int4 import int4_values, pack_int4_spec
+    from puzzles.course.catalog.p14_unpack_int4 import unpack_int4_spec
 
     x = torch.randint(-128, 128, (5, 24), dtype=torch.int8)  # 5 columns of K = 24
     qweight = pack_int4_spec(x).T.contiguous()  # packed along K: K/8 x N
@@ -81,7 +82,7 @@ def test_unpack_inverts_pack_on_the_transposed_layout():
 
 
 def test_grouped_order_spec_is_a_permutation_matching_swizzle2d_docs():
-    from puzzles.catalog.p16_grouped_tile_order import grouped_order_spec
+    from puzzles.course.catalog.p16_grouped_tile_order import grouped_order_spec
 
     # tl.swizzle2d's docstring example: a 4 x 4 grid in groups of 2.
     tiles = grouped_order_spec(M=4, N=4, BM=1, BN=1, GROUP_M=2)
@@ -93,7 +94,7 @@ def test_grouped_order_spec_is_a_permutation_matching_swizzle2d_docs():
 
 
 def test_gptq_spec_follows_the_statement_element_by_element():
-    from puzzles.catalog.p18_gptq_splitk import gptq_matmul_spec
+    from puzzles.course.catalog.p18_gptq_splitk import gptq_matmul_spec
 
     g, k_size, n_size = 8, 16, 8
     a = torch.randn(2, k_size).half()
@@ -490,7 +491,7 @@ def test_gptq_zero_point_mistakes(kernel):
     _wrong_at_the_canonical_size(18, kernel)
 
 
-# -- a wrong output that a likely slip explains is told which slip (puzzles/mistakes.py) ------------------------
+# -- a wrong output that a likely slip explains is told which slip (puzzles/course/mistakes.py) ------------------------
 
 @triton.jit
 def gemv_without_scale(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
@@ -546,7 +547,7 @@ def test_a_wrong_output_that_no_slip_explains_names_none():
 def test_every_likely_slip_gives_a_wrong_output_at_some_size(p):
     """A slip whose output is the spec's at every size could never be told apart: each one must differ somewhere
     (where it does not, e.g. puzzle 18's chunk taken as the group at BK = G, the verdict skips it)."""
-    from puzzles.harness.cases import make_case
+    from puzzles.grading.cases import make_case
 
     def same(a, b, case):
         return torch.equal(a, b) if not b.dtype.is_floating_point else torch.allclose(

@@ -12,10 +12,11 @@ import pytest
 import rule_kernels as rk
 import triton
 
-from puzzles import catalog, on_gpu, test
-from puzzles.autotune_configs import grader_configs, tuning_rules
-from puzzles.execution import unwrap_kernel
-from puzzles.harness.operations import forbidden_calls
+from puzzles import on_gpu, test
+from puzzles.course import catalog
+from puzzles.grading.autotune_configs import grader_configs, tuning_rules
+from puzzles.grading.operations import forbidden_calls
+from puzzles.running.kernel import unwrap_kernel
 
 SEEDS = range(20)
 # Puzzle 20 at 20 seeds: what the seed changes is which configs the grader picks; small sizes keep it fast
@@ -159,7 +160,7 @@ def test_every_config_starts_before_any_is_read_and_the_unneeded_are_ended(kerne
     """The configs' runs work side by side (a warm grading cell of puzzle 20 on a GPU within 1 s): every
     config, the grader's too, starts before the first is read; once one of the learner's configs fails, the
     grader's configs' runs are ended unread, and no child process is left."""
-    import puzzles.harness as harness
+    import puzzles.grading as harness
 
     events: list[str] = []
     real_start = harness.start_grading

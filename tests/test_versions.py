@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from puzzles import catalog, compat, doctor
-from puzzles.harness import test as grade
+from puzzles.cli import doctor
+from puzzles.course import catalog
+from puzzles.grading import test as grade
+from puzzles.running import compat
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -124,7 +126,8 @@ def test_an_error_in_the_courses_own_module_is_not_hidden(tmp_path):
     code = ("import sys, importlib.abc\n"
             "class Broken(importlib.abc.MetaPathFinder):\n"
             "    def find_spec(self, name, path, target=None):\n"
-            "        if name == 'puzzles.debug': raise ImportError('cannot import name x', name='puzzles.debug')\n"
+            "        if name == 'puzzles.learner.debug':\n"
+            "            raise ImportError('cannot import name x', name='puzzles.learner.debug')\n"
             "sys.meta_path.insert(0, Broken())\n"
             "import puzzles\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)

@@ -14,7 +14,8 @@ import pytest
 import wrong_kernels as wrong
 from PIL import Image
 
-from puzzles import catalog, test, viz
+from puzzles import test, viz
+from puzzles.course import catalog
 from puzzles.viz import jupyter as viz_jupyter
 
 P2 = catalog.get(2)
@@ -393,7 +394,8 @@ def test_widget_shows_the_puzzles_launch_order_note_under_the_order_view(no_mask
 LAUNCH = """
 import urllib.request
 import puzzles, torch
-from puzzles import catalog, viz
+from puzzles import viz
+from puzzles.course import catalog
 x, z = torch.arange(40, dtype=torch.float32), torch.empty(40)
 url = viz.launch_triton_viz(catalog.get(2).reference(), x, z, 40, grid=(2,), port=0, B0=32)
 assert url is not None and url.startswith("http://127.0.0.1:"), url
@@ -407,7 +409,7 @@ print("served", url)
 
 def test_launch_triton_viz_serves_on_localhost_without_blocking():
     # In a child process: importing triton_viz patches Triton's interpreter for the whole process.
-    from puzzles import compat
+    from puzzles.running import compat
 
     if compat.triton_viz_note():  # triton 3.8+: triton-viz does not import (tests/test_colab.py checks the message)
         pytest.skip(compat.triton_viz_note())
@@ -428,7 +430,8 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     b = tl.load(x_ptr + offsets + 4 * B0)
     tl.store(z_ptr + offsets, a + 10.0)
 """, "add_kernel")
-    from puzzles import catalog, test
+    from puzzles import test
+    from puzzles.course import catalog
 
     result = test(kernel, catalog.get(1).spec, quiet=True)
     outcome = result.first_failure
@@ -439,7 +442,8 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 
 def test_fewest_bytes_of_a_strided_input_count_its_view_not_the_gaps_of_its_storage():
     # Puzzle 19's x is a crop: its storage holds other bytes between the pixels, which no kernel needs.
-    from puzzles import catalog, test
+    from puzzles import test
+    from puzzles.course import catalog
 
     p = catalog.get(19)
     result = test(p.reference(), p.spec, quiet=True)

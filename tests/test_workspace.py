@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import copy_checkout, pythonpath_without_checkout
 
-from puzzles import catalog, notebooks, workspace
-from puzzles.solution_source import reference_source
+from puzzles.course import catalog, notebooks
+from puzzles.course.solution_source import reference_source
+from puzzles.learner import workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 P1 = catalog.get(1)

@@ -21,7 +21,7 @@ spec's docstring) and the grid of programs. All of it comes from the puzzle itse
 Large dimensions are drawn in block units (one cell = one block, the block size labelled);
 past the end of a dimension that is not a multiple of its block, the last block's masked lanes
 are hatched. Where the generic picture would mislead, a puzzle's records (fields of its `Puzzle`,
-see puzzles/picture_hooks.py) ask for a touch (touches.py): a tensor in registers only (flash
+see puzzles/course/picture_hooks.py) ask for a touch (touches.py): a tensor in registers only (flash
 attention's scores), one step of a sliding window (the convolution), split-K's interleaved
 chunks, a strided view, or a picture of its own (a tile order; lists of tensors).
 
@@ -50,12 +50,12 @@ from pathlib import Path
 import matplotlib
 from matplotlib.figure import Figure
 
-from puzzles.catalog import all_puzzles
+from puzzles.course.catalog import all_puzzles
+from puzzles.course.puzzle import Puzzle
 from puzzles.diagrams.generic import draw_generic
 from puzzles.diagrams.scene import Scene, build_scene
 from puzzles.diagrams.style import FIG_W, METADATA_KEYS, RC
 from puzzles.diagrams.touches import apply_touches
-from puzzles.puzzle import Puzzle
 
 ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
 # A notebook shows a diagram at its natural size, 96 CSS pixels per inch; the PNG holds twice that.

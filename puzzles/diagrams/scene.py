@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from matplotlib.figure import Figure
 
+from puzzles.course.puzzle import Puzzle, cdiv
 from puzzles.diagrams.style import MAX_LAYERS
-from puzzles.inputs import TensorSpec, spec_signature
-from puzzles.puzzle import Puzzle, cdiv
+from puzzles.grading.inputs import TensorSpec, spec_signature
 
 
 @dataclass

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from puzzles.course.picture_hooks import RegisterTensor, SlidingWindow
+from puzzles.course.puzzle import SplitK, cdiv
 from puzzles.diagrams.multi_tensor import draw_multi_tensor
 from puzzles.diagrams.scene import Item, Scene, size_names
 from puzzles.diagrams.tile_order import draw_tile_order
-from puzzles.picture_hooks import RegisterTensor, SlidingWindow
-from puzzles.puzzle import SplitK, cdiv
 
 
 def apply_touches(scene: Scene) -> None:

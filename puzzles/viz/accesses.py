@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from puzzles.recording import Access, Trace
+from puzzles.running.recording import Access, Trace
 from puzzles.viz.style import Program
 
 

@@ -15,8 +15,8 @@ from puzzles.viz.picture import render_png, stats_table
 from puzzles.viz.style import Program
 
 if TYPE_CHECKING:  # imported lazily at run time: the viz must not slow down `import puzzles`
-    from puzzles.puzzle import Puzzle
-    from puzzles.result import TestResult
+    from puzzles.course.puzzle import Puzzle
+    from puzzles.grading.result import TestResult
 
 
 def frontend() -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from puzzles.picture_hooks import TileOrder
+from puzzles.course.picture_hooks import TileOrder
 from puzzles.viz.fonts import Text, text_width
 from puzzles.viz.layout import Layout, TensorBox
 from puzzles.viz.paint import Paint

@@ -1,6 +1,6 @@
 """triton-viz's own 3-D viewer (optional), served from a background thread.
 
-triton-viz 3.0 does not import with triton 3.8 and later (`puzzles.compat.triton_viz_note`); then
+triton-viz 3.0 does not import with triton 3.8 and later (`puzzles.running.compat.triton_viz_note`); then
 `launch_triton_viz` says so and returns None. On Colab the server runs on the runtime's localhost,
 which the learner's browser cannot reach: the viewer is shown through Colab's own port proxy
 (`google.colab.output.serve_kernel_port_as_iframe`, or `..._as_window` for a new tab).
@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any
 
-from puzzles import compat
+from puzzles.running import compat
 
 _servers: dict[int, Any] = {}
 

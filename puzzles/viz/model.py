@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puzzles.recording import Trace
+from puzzles.running.recording import Trace
 from puzzles.viz.accesses import Op, Stats, compute_stats, output_name, program_ops
 from puzzles.viz.launch_order import TILES, TileBox, tile_map
 from puzzles.viz.layout import Layout, TensorBox, box_for, make_layout, stats_lines
 from puzzles.viz.style import Program
 
 if TYPE_CHECKING:  # imported lazily at run time: the viz must not slow down `import puzzles`
-    from puzzles.puzzle import Puzzle
-    from puzzles.result import SizeOutcome, TestResult
+    from puzzles.course.puzzle import Puzzle
+    from puzzles.grading.result import SizeOutcome, TestResult
 
 Source = Any  # a TestResult, a SizeOutcome, a Trace, or a Model already digested
 
@@ -104,7 +104,7 @@ def _view_numel(puzzle: Puzzle | None, sizes: dict[str, int]) -> dict[str, int]:
     """Elements of the view of each of the puzzle's strided inputs (their storage holds gaps too)."""
     if puzzle is None or not puzzle.strided_inputs or not sizes:
         return {}
-    from puzzles.inputs import spec_signature
+    from puzzles.grading.inputs import spec_signature
 
     inputs, _ = spec_signature(puzzle.spec)
     return {t.name: math.prod(t.shape(sizes)) for t in inputs if t.name in puzzle.strided_inputs}

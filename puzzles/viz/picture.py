@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puzzles.recording import Trace
+from puzzles.running.recording import Trace
 from puzzles.viz.accesses import Counts
 from puzzles.viz.fonts import Text, blit, text_width
 from puzzles.viz.launch_order import TILES, paint_tiles
@@ -42,8 +42,8 @@ from puzzles.viz.style import (
 if TYPE_CHECKING:  # imported lazily at run time: the viz must not slow down `import puzzles`
     from matplotlib.figure import Figure
 
-    from puzzles.puzzle import Puzzle
-    from puzzles.result import SizeOutcome, TestResult
+    from puzzles.course.puzzle import Puzzle
+    from puzzles.grading.result import SizeOutcome, TestResult
 
 
 def _fmt_bytes(n: int) -> str:

@@ -1,0 +1,109 @@
+"""`python -m puzzles.classroom.worker`: grades one submission inside the sandbox (puzzles/classroom/isolation.py).
+
+Started by the class grader with a JSON request on stdin. In order, before any submitted code
+runs: apply the limits (and drop to its own user), import the grader, and say so; then load the
+submission's definitions and grade each puzzle, reporting one JSON line per step on the channel
+it was started with (what the submission prints goes to a log instead).
+
+The load rules (puzzles/cli/load_rules.py) leave the submission no code of its own to run here while
+it loads, and none behind attribute access (no class), only its kernels (checked before they run)
+and the lambdas Triton calls, under the same rules. This process is still not trusted once the
+submission is loaded: its verdicts are claims. With each
+verdict it returns the evidence, every output the kernel produced and the size, seed and index
+of the inputs it was given, so that the grader, in its own process, rebuilds those inputs and
+compares the outputs itself (puzzles/classroom/roster.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+EVIDENCE_LIMIT = 1 << 22  # elements per output returned (the puzzles' sizes are far smaller)
+
+
+def encode_tensor(tensor: Any) -> dict:
+    array = tensor.detach().cpu().contiguous().numpy()
+    return {"dtype": str(array.dtype), "shape": list(array.shape), "data": base64.b64encode(array.tobytes()).decode()}
+
+
+WORKER_PID = os.getpid()
+
+
+def _emit(channel: TextIO, event: str, **fields: Any) -> None:
+    if os.getpid() != WORKER_PID:  # a forked kernel run that unwound into this code (its parent died)
+        os._exit(70)
+    channel.write(json.dumps({"event": event, **fields}, default=str) + "\n")
+    channel.flush()
+
+
+def _record_evidence(store: list[dict]) -> None:
+    """Keep every (size, seed, index, output) the harness judges, as the harness saw it."""
+    import puzzles.grading as harness
+
+    judge = harness.judge_runs
+
+    def judge_and_keep(kernel: Any, cases: list, runs: list) -> Any:
+        for index, (case, run) in enumerate(zip(cases, runs, strict=False)):
+            if run.output is not None and run.output.numel() <= EVIDENCE_LIMIT:
+                store.append({"sizes": dict(case.sizes), "seed": case.seed, "index": index,
+                              "output": encode_tensor(run.output)})
+        return judge(kernel, cases, runs)
+
+    harness.judge_runs = judge_and_keep
+
+
+def _start_compilers(uid: int | None) -> None:
+    """Start the compile check's processes before this one becomes its own user: that user may not
+    be able to run the grader's Python at all (a Python under /root). They load the compiler, then
+    become that user too before they read any request (puzzles/running/compile_check/worker.py)."""
+    from puzzles.running import compile_check
+
+    if uid is not None:
+        os.environ[compile_check.USER_VARIABLE] = str(uid)
+    compile_check.warm_up()
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    channel = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # the submission's prints go to the log, never to the report channel
+    sys.stdout = sys.stderr
+    from puzzles.classroom.isolation import Limits, apply_limits
+
+    limits = Limits(**request["limits"])
+    protections = apply_limits(limits, Path.cwd(), lambda: _start_compilers(limits.uid))
+    _emit(channel, "started", active=protections.active, missing=protections.missing)
+
+    from puzzles.cli import grade
+    from puzzles.course import catalog
+    from puzzles.running.compile_check import settings
+
+    settings.READ_CACHE = False  # what a kernel wrote into the folder's cache never answers for another
+    puzzles = [catalog.get(n) for n in request["puzzles"]]
+    evidence: list[dict] = []
+    _record_evidence(evidence)
+    _emit(channel, "ready")
+    submission = grade.collect([Path(f) for f in request["files"]], puzzles)
+    _emit(channel, "loaded", problems=submission.problems)
+    for p in puzzles:
+        evidence.clear()
+        try:
+            g = grade.grade_puzzle(submission, p, timeout=request["timeout"], seed=request["seed"])
+        except Exception as err:  # noqa: BLE001 - the submission may have broken the harness itself
+            _emit(channel, "puzzle", number=p.number, status="failed", seconds=0.0, source="",
+                  reason=f"grading raised {type(err).__name__}: {err}", evidence=[])
+            continue
+        _emit(channel, "puzzle", number=p.number, status=g.status, reason=g.reason, seconds=g.seconds,
+              source=g.source, evidence=list(evidence))
+    _emit(channel, "done", problems=submission.problems[-20:])
+    channel.close()
+    os._exit(0)  # skip whatever exit handlers the submission registered
+
+
+if __name__ == "__main__":
+    sys.exit(main())

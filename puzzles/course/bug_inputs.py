@@ -1,0 +1,68 @@
+"""Inputs that make a puzzle's known bugs fail at every seed, not at some.
+
+Uniform random inputs let some classic mistakes through at some seeds (a flash attention that
+never rescales its accumulator is off by a few percent only where the running maximum happens
+to grow), so a puzzle may shape some of its inputs at one of its sizes: its catalog record
+names the function as `draw_inputs`, and the grader calls it with the size, the size's
+index and the size's random generator; it returns the inputs it replaces, by name.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from puzzles.course.puzzle import Sizes
+
+
+def softmax_mixed_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 8, at its last size, four kinds of row: rows reaching ±100 (exp without the
+    maximum subtracted overflows), rows in ±1 (masked lanes of the ragged last chunk loaded as 0
+    add 56 · exp(-max) to the sum), rows growing along the row (the maximum changes in every
+    chunk, so a running sum that is not rescaled is wrong), and rows in ±1 whose last element is
+    100 (a maximum taken over part of the row, the first chunk or all but the ragged last one,
+    leaves exp(99) to overflow; any shift not below the maximum is right otherwise)."""
+    if index != 3:
+        return {}
+    n, t = sizes["N0"], sizes["T"]
+    x = torch.rand((n, t), generator=gen) * 2 - 1
+    kind = torch.arange(n) % 4
+    x = torch.where((kind == 0)[:, None], x * 100, x)
+    x[kind == 3, -1] = 100.0
+    return {"x": torch.where((kind == 2)[:, None], x + torch.linspace(0, 4, t), x)}
+
+
+def attention_all_scores_low(sizes: Sizes, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 9, at its fifth size: positive keys and every other query below -120, so that every score of
+    those rows is under -105, where exp(s) underflows to 0 in float32. A running maximum started at 0
+    instead of -inf then never moves, every exp(s - m) is 0 and z = 0 / 0; started at -inf (or any
+    softmax that subtracts the row's own maximum) the row is as well-defined as any other."""
+    keys = torch.rand(sizes["T"], generator=gen) + 1.0
+    values = torch.rand(sizes["T"], generator=gen) * 2 - 1
+    queries = torch.rand(sizes["N0"], generator=gen) * 2 - 1
+    queries = torch.where(torch.arange(sizes["N0"]) % 2 == 0, -120 - 30 * torch.rand(sizes["N0"], generator=gen),
+                          queries)
+    return {"q": queries, "k": keys, "v": values}
+
+
+def attention_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 9's shaped inputs: growing scores at its fourth size, rows of low scores at its fifth."""
+    if index == 3:
+        return attention_growing_scores(sizes, gen)
+    if index == 4:
+        return attention_all_scores_low(sizes, gen)
+    return {}
+
+
+def attention_growing_scores(sizes: Sizes, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 9, at its fourth size: keys growing along the row (so, for q > 0, do the scores, and
+    the running maximum changes in every chunk), positive values (so the errors of a kernel
+    that does not rescale its accumulator add up instead of cancelling), and every third query
+    60 times larger, so that its scores reach ±120, where exp without the maximum subtracted
+    overflows (small scores let a kernel that never subtracts it pass)."""
+    t = sizes["T"]
+    keys = torch.sort((torch.rand(t, generator=gen) * 2 - 1) * 2).values
+    values = torch.rand(t, generator=gen) + 0.5
+    queries = torch.rand(sizes["N0"], generator=gen) * 2 - 1
+    queries = torch.where(torch.arange(sizes["N0"]) % 3 == 0, queries * 60, queries)
+    return {"q": queries, "k": keys, "v": values}

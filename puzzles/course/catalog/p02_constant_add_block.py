@@ -1,0 +1,45 @@
+"""Puzzle 2: constant add, in blocks."""
+
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.course.puzzle import Puzzle
+
+
+def add2_spec(x: Float32[Tensor, "N0"]) -> Float32[Tensor, "N0"]:
+    """z_i = x_i + 10"""
+    return x + 10.0
+
+
+PUZZLE = Puzzle(
+    number=2,
+    slug="constant_add_block",
+    title="Constant add, in blocks",
+    kernel_name="add_mask2_kernel",
+    spec=add2_spec,
+    statement=r"""
+The same sum, on a vector longer than one block:
+
+$$z_i = x_i + 10 \qquad 0 \le i < N_0$$
+
+The grid has `cdiv(N0, B0)` programs; program `p` (`tl.program_id(0)`) handles elements
+`p*B0 … p*B0 + B0-1`. `N0` is any positive length and need not be a multiple of `B0` (a power
+of two), so the last block runs past the end: guard every load and store with a mask,
+`offsets < N0`. Lanes whose mask is false are neither read nor written.
+""",
+    sizes=(
+        {"N0": 200, "B0": 32},
+        {"N0": 37, "B0": 16},
+        {"N0": 1000, "B0": 128},
+        {"N0": 64, "B0": 64},
+    ),
+    hints=(
+        "`pid = tl.program_id(0)`; the block's offsets are `pid * B0 + tl.arange(0, B0)`.",
+        "`mask = offsets < N0`, then `tl.load(x_ptr + offsets, mask=mask)` and `tl.store(..., mask=mask)`.",
+    ),
+    perf_size={"N0": 1 << 26, "B0": 1024},
+    # Few exact float32 operations: a kernel computing in float16 (half the bits) must fail, and a GPU
+    # rounds each operation as torch does.
+    rtol=1e-5,
+    atol=1e-5,
+)

@@ -1,0 +1,62 @@
+"""Puzzle 10: two-dimensional convolution."""
+
+import torch
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.course.picture_hooks import SlidingWindow
+from puzzles.course.puzzle import Puzzle, cdiv
+
+
+def conv2d_spec(x: Float32[Tensor, "N0 H W"], k: Float32[Tensor, "KH KW"]) -> Float32[Tensor, "N0 H W"]:
+    """z[n, h, w] = sum_{a<KH, b<KW} k[a, b] * x[n, h + a, w + b], x zero outside the image"""
+    n0, h, w = x.shape
+    kh, kw = k.shape
+    padded = x.new_zeros(n0, h + kh, w + kw)
+    padded[:, :h, :w] = x
+    z = torch.zeros_like(x)
+    for a in range(kh):
+        for b in range(kw):
+            z += k[a, b] * padded[:, a : a + h, b : b + w]
+    return z
+
+
+PUZZLE = Puzzle(
+    number=10,
+    slug="convolution_2d",
+    title="2-D convolution",
+    kernel_name="conv2d_kernel",
+    spec=conv2d_spec,
+    statement=r"""
+Slide a `KH × KW` filter `k` over each of `N0` images `x` of size `H × W`:
+
+$$z_{n,h,w} = \sum_{a=0}^{KH-1}\sum_{b=0}^{KW-1} k_{a,b}\; x_{n,\,h+a,\,w+b}$$
+
+where `x` counts as zero outside the image (so the output has the image's size). All three tensors
+are contiguous: `x[n, h, w]` sits at `x_ptr + n·H·W + h·W + w` (as `z[n, h, w]` at `z_ptr`), and
+`k[a, b]` at `k_ptr + a·KW + b`. The grid is
+`(cdiv(N0, B0),)`: each program handles `B0` images, and loops over the output pixels
+`(h, w)`, loading the `KH × KW` window under each (masked where it leaves the image). `KH`,
+`KW` and `B0` are powers of two; `H` and `W` are any sizes.
+""",
+    sizes=(
+        {"N0": 4, "H": 8, "W": 8, "KH": 4, "KW": 4, "B0": 1},
+        {"N0": 3, "H": 5, "W": 7, "KH": 2, "KW": 4, "B0": 2},
+        {"N0": 8, "H": 4, "W": 5, "KH": 4, "KW": 2, "B0": 4},
+    ),
+    hints=(
+        "Load the filter once: offsets `a[:, None] * KW + b[None, :]` "
+        "with `a = tl.arange(0, KH)`, `b = tl.arange(0, KW)`.",
+        "For each `(h, w)`, the window's rows are `h + a`, its columns `w + b`; mask `(h + a < H) & (w + b < W)`.",
+        "With `B0` images per program the window becomes 3-D, `B0 × KH × KW`: `n[:, None, None] * H * W + ...`. "
+        "Multiply it by the filter, sum over the two window axes (`tl.sum(tl.sum(..., axis=2), axis=1)`), one "
+        "value per image, and store it at `z_ptr + n * H * W + h * W + w`, masked by `n < N0`.",
+    ),
+    grid=lambda s: (cdiv(s["N0"], s["B0"]),),
+    perf_size={"N0": 1024, "H": 64, "W": 64, "KH": 4, "KW": 4, "B0": 8},
+    sliding_window=SlidingWindow("x", rows="H", cols="W", height="KH", width="KW"),
+    # At most 16 float32 products summed: off by a few units in the last place in any order; float16 products
+    # are off by 5e-4 and must fail.
+    rtol=1e-5,
+    atol=1e-5,
+)

@@ -1,0 +1,61 @@
+"""Puzzle 11: batched matrix multiplication."""
+
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.course import mistakes
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction
+
+
+def dot_spec(x: Float32[Tensor, "N2 N0 MID"], y: Float32[Tensor, "N2 MID N1"]) -> Float32[Tensor, "N2 N0 N1"]:
+    """z[b] = x[b] @ y[b]"""
+    return x @ y
+
+
+PUZZLE = Puzzle(
+    number=11,
+    slug="batched_matmul",
+    title="Batched matrix multiply",
+    kernel_name="dot_kernel",
+    spec=dot_spec,
+    reduction=Reduction("MID", KSlice("x", 2)),  # a loop over MID that stops early is named
+    statement=r"""
+Multiply `N2` pairs of matrices: `x` has shape `N2 × N0 × MID`, `y` has `N2 × MID × N1`, and
+
+$$z_{b,i,j} = \sum_{k=0}^{MID-1} x_{b,i,k}\, y_{b,k,j}$$
+
+so `z` has shape `N2 × N0 × N1`. As everywhere, grid axis `d` walks the dimension named `Nd`:
+axis 0 the rows `i` of `z` in blocks of `B0`, axis 1 its columns `j` in blocks of `B1`, axis 2
+the batch `b`, one matrix per program (`B2` is always 1). Each program walks `MID` (the index `k`)
+in chunks of `B_MID` and accumulates
+the products of tiles. From this puzzle on you may use `tl.dot(a, b)` (a `B0 × B_MID` tile
+times a `B_MID × B1` tile; on a GPU each tile side must be at least 16). At every graded size
+but the first the shapes are not square, and `MID` need not be a multiple of `B_MID`, so every
+index and every mask matters.
+""",
+    sizes=(
+        {"N0": 32, "N1": 32, "N2": 4, "MID": 64, "B0": 16, "B1": 16, "B2": 1, "B_MID": 16},
+        {"N0": 40, "N1": 24, "N2": 3, "MID": 48, "B0": 32, "B1": 16, "B2": 1, "B_MID": 32},
+        {"N0": 16, "N1": 48, "N2": 2, "MID": 33, "B0": 16, "B1": 32, "B2": 1, "B_MID": 16},  # a last chunk of one
+        # B_MID differs from B0 and B1 where their axes run several programs: a block written as another fails.
+        {"N0": 48, "N1": 40, "N2": 2, "MID": 72, "B0": 32, "B1": 16, "B2": 1, "B_MID": 64},
+    ),
+    hints=(
+        "Tile offsets: `x_ptr + b * N0 * MID + i[:, None] * MID + k[None, :]` "
+        "and `y_ptr + b * MID * N1 + k[:, None] * N1 + j[None, :]`.",
+        "Accumulate in float32: `acc = tl.zeros([B0, B1], dtype=tl.float32)`, then `acc += tl.dot(x_tile, y_tile)`.",
+        "Masked-off lanes of `x` and `y` must load as 0 (`other=0.0`) so they add nothing to the dot.",
+    ),
+    # On a GPU, tl.dot on float32 uses TF32 (10 mantissa bits) unless told otherwise.
+    rtol=1e-2,
+    atol=1e-2,
+    perf_size={"N0": 2048, "N1": 2048, "N2": 8, "MID": 2048, "B0": 64, "B1": 64, "B2": 1, "B_MID": 32},
+    flops=lambda s: 2 * s["N0"] * s["N1"] * s["MID"] * s["N2"],
+    likely_mistakes=(
+        Mistake("the tile holds only the last chunk of MID: it is set (acc = tl.dot(...)) or created inside the loop; "
+                "create it once before the loop and add each chunk's product, acc += tl.dot(x_tile, y_tile)",
+                mistakes.matmul_last_chunk_only),
+        Mistake("every step multiplies the first chunk of MID again: the chunk's offsets are tl.arange(0, B_MID) "
+                "without the loop's start, k0 + tl.arange(0, B_MID)", mistakes.matmul_first_chunk_repeated),
+    ),
+)

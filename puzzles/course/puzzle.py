@@ -1,0 +1,246 @@
+"""The `Puzzle` record: everything the course says about one puzzle, written once.
+
+A puzzle's statement, spec, sizes, hints and kernel name live in its module under
+`puzzles/course/catalog/`; its reference kernel lives in `solutions/`, and the starter kernel is
+cut out of that reference (the region between `# BEGIN SOLUTION` and `# END SOLUTION`).
+The notebooks, the tests, the grading command and the diagrams are all built from these
+records, so nothing is written twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from puzzles.course.picture_hooks import RegisterTensor, SlidingWindow, TileOrder
+from puzzles.course.solution_source import kernel_signature
+
+Sizes = dict[str, int]
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A faster kernel for the same problem, timed beside the learner's at the same size: the gap
+    between the two is the lesson. `launcher` names a function ("module:function", imported only when
+    timed, so the catalog and the learner's notebook never import the solutions) that gets the spec's
+    inputs on the GPU and the sizes, and returns a function that runs the baseline once."""
+
+    name: str
+    lesson: str
+    launcher: str
+
+    def launch(self, inputs: list[Any], sizes: Sizes) -> Callable[[], Any]:
+        module, function = self.launcher.split(":")
+        return getattr(importlib.import_module(module), function)(inputs, sizes)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A common slip, computed (puzzles/course/mistakes.py): `output(inputs by name, sizes)` is what the spec
+    gives with the slip in it; a wrong output that matches it gets `text` in its verdict."""
+
+    text: str
+    output: Callable[[dict[str, Any], Sizes], Any]
+
+
+Grid = Callable[[Sizes], tuple[int, ...]]
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division, as `triton.cdiv`."""
+    return -(-a // b)
+
+
+def default_grid(sizes: Sizes) -> tuple[int, ...]:
+    """The course's grid: axis k covers N<k> in blocks of B<k>; missing axes are 1."""
+    grid = []
+    for axis in range(3):
+        n, b = sizes.get(f"N{axis}"), sizes.get(f"B{axis}")
+        if n is None or b is None:
+            break
+        grid.append(cdiv(n, b))
+    return tuple(grid) or (1,)
+
+
+POINTERS = ("addresses", "numels", "chunks")
+
+
+@dataclass(frozen=True)
+class TensorLists:
+    """How a puzzle's spec inputs become lists of tensors and tables for the kernel
+    (puzzle 21; the lists and their tables are built in puzzles/grading/tensor_lists.py)."""
+
+    lists: tuple[str, ...]  # spec inputs that are lists (each laid end to end in the spec)
+    outputs: tuple[str, ...]  # the lists the kernel writes, one row of z each
+    pointers: tuple[str, ...] = POINTERS  # the kernel's pointer arguments before z_ptr
+
+    @staticmethod
+    def lengths(sizes: Sizes) -> list[int]:
+        """The tensors' sizes: L0, L1, ... up to K."""
+        return [int(sizes[f"L{k}"]) for k in range(int(sizes["K"]))]
+
+
+@dataclass(frozen=True)
+class KSlice:
+    """Where one input lies along the split axis: `axis` of the input indexes it, each index covering
+    `rows` consecutive rows of K (1 for `a` and `b`; 8 for int4 words packed along K)."""
+
+    tensor: str
+    axis: int
+    rows: int = 1
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """The axis a kernel loops over and sums away (`length`, a size's name: K, MID, T) and where one input
+    lies along it: a wrong output whose loads never reached some rows of it is told which (a loop that
+    stops early, or skips a chunk)."""
+
+    length: str
+    reads: KSlice
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """The split-K contract (puzzles 17, 18): grid axis `grid_axis` numbers the parts; the parts of an
+    output tile reduce disjoint shares of the `length` rows, each part a share (the statements give the
+    `chunk`-row chunks s, s + parts, …), and add their partial results into the output with
+    `tl.atomic_add` (the output starts at zero)."""
+
+    inputs: tuple[KSlice, ...]
+    parts: str = "SPLIT_K"
+    chunk: str = "BK"
+    length: str = "K"
+    grid_axis: int = 2
+
+    def rule(self) -> str:
+        return (f"the parts (tl.program_id({self.grid_axis})) share {self.length}: each reduces its own rows, "
+                f"which no other part reads (the statement's: the {self.chunk}-row chunks s, s + {self.parts}, "
+                f"s + 2·{self.parts}, …, ⌊k / {self.chunk}⌋ mod {self.parts} = s), and adds its partial tile "
+                "into z with tl.atomic_add")
+
+
+@dataclass(frozen=True)
+class Puzzle:
+    """One puzzle of the course.
+
+    `sizes[0]` is the canonical size (the one in the notebook's grading cell); the others are
+    variations the statement allows, so that a hard-coded size or a missing mask fails.
+    """
+
+    number: int
+    slug: str
+    title: str
+    kernel_name: str
+    spec: Callable[..., Any]
+    statement: str
+    sizes: tuple[Sizes, ...]
+    hints: tuple[str, ...]
+    grid: Grid = default_grid
+    rtol: float = 1e-3
+    atol: float = 1e-3
+    # Per size, a factor on the drawn float inputs (softmax uses large values at one size to
+    # catch kernels that are not numerically stable); sizes past the tuple's end use 1.
+    input_scales: tuple[float, ...] = ()
+    # Names of sizes the kernel receives but does not need (stated in the text).
+    unused_sizes: tuple[str, ...] = ()
+    # "poison": the output starts as a never-written marker; "zeros": it starts at zero (for
+    # kernels that accumulate into it with atomics), and unwritten elements are found from
+    # the recorded stores instead.
+    output_init: str = "poison"
+    # Triton functions the statement rules out (e.g. ("dot",)): the grader rejects a kernel that calls them.
+    forbidden_calls: tuple[str, ...] = ()
+    # Speed (GPU only): the size of the performance challenge, and the FLOPs the problem needs
+    # there (0 for a memory-bound puzzle); the fewest bytes come from the spec's shapes.
+    perf_size: Sizes | None = None
+    # Inputs the grader lays out with strides of its own (not contiguous): input name -> the
+    # names of the sizes that hold its stride along each axis, in elements. The kernel gets
+    # those strides as arguments; a kernel that assumes a contiguous layout reads the gaps.
+    strided_inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Inputs that are lists of tensors of different sizes (puzzle 21): a `TensorLists` saying which
+    # spec inputs are lists and which tables (addresses, sizes, chunks) the kernel gets instead.
+    tensor_lists: TensorLists | None = None
+    # A split-K reduction (puzzles 17, 18): the contract checked from the recorded accesses.
+    split_k: SplitK | None = None
+    # Cells the notebook adds after the grading cell, as (kind, source): "markdown" or "code".
+    notebook_cells: tuple[tuple[str, str], ...] = ()
+    # Weight in a class's gradebook (python -m puzzles grade CLASS/ --out DIR): points for a pass.
+    points: float = 1.0
+    flops: Callable[[Sizes], int] | None = None
+    # The oldest GPU (compute capability x10) the puzzle's kernel must compile for, besides
+    # sm_80 and sm_90: 75 is Colab's free T4; raise it where the puzzle needs newer hardware.
+    min_sm: int = 75
+    # -- for the pictures (diagrams, the memory picture): records from puzzles/course/picture_hooks.py --------
+    # The output is the order of C's tiles (puzzle 16): both pictures draw the tiles.
+    tile_order: TileOrder | None = None
+    # A tensor computed but never stored (flash attention's scores), drawn dashed in the diagram.
+    register_tensor: RegisterTensor | None = None
+    # A loop over output pixels, each from a window of the input (convolution): the diagram shows one step.
+    sliding_window: SlidingWindow | None = None
+    # Shown under the memory picture's launch-order view (the widget): what the order means here.
+    launch_order_note: str = ""
+    # -- grading hooks that few puzzles need ------------------------------------------------------------
+    # Draws a size's inputs instead of the spec's random draw (puzzles/course/bug_inputs.py): (spec, sizes, seed)
+    # -> inputs shaped so that a known bug shows at that size.
+    draw_inputs: Callable[..., Any] | None = None
+    # "element": rtol/atol per element; "row": atol relative to each row's largest value (softmax).
+    tolerance: str = "element"
+    # An @triton.autotune puzzle (20): the values the grader's own configs may take (meta-parameter or
+    # "num_warps" -> allowed values); None for a puzzle whose kernel is not autotuned.
+    autotune: dict[str, tuple[int, ...]] | None = None
+    # Sizes the notebook's own launch passes by position (puzzle 20's benchmark cell), so the grader does too.
+    positional_sizes: tuple[str, ...] = ()
+    # A faster kernel timed beside the learner's by `test(..., perf=True)` (puzzle 18: the production GPTQ kernel).
+    baseline: Baseline | None = None
+    # Slips whose output the verdict recognises (a wrong matmul says nothing of its cause): puzzles/course/mistakes.py.
+    likely_mistakes: tuple[Mistake, ...] = ()
+    # The axis the kernel loops over (a split-K puzzle's is its K): rows of it no load reached are named.
+    reduction: Reduction | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.number:02d}_{self.slug}"
+
+    @property
+    def canonical(self) -> Sizes:
+        return self.sizes[0]
+
+    @property
+    def spec_name(self) -> str:
+        return self.spec.__name__
+
+    @property
+    def input_names(self) -> list[str]:
+        from puzzles.grading.inputs import spec_input_names
+
+        return spec_input_names(self.spec)
+
+    @property
+    def solution_module(self) -> str:
+        return f"solutions.p{self.id}"
+
+    def reference(self) -> Callable[..., Any]:
+        """The reference kernel from `solutions/` (imported on demand)."""
+        module = importlib.import_module(self.solution_module)
+        return getattr(module, self.kernel_name)
+
+    def expected_signature(self) -> str:
+        """The kernel's signature as the statement gives it."""
+        return kernel_signature(self)
+
+    @property
+    def reduced_axis(self) -> Reduction | None:
+        """The reduction a wrong output's loads are checked against: the puzzle's, else its split-K's K."""
+        if self.reduction is not None:
+            return self.reduction
+        if self.split_k is not None:
+            return Reduction(self.split_k.length, self.split_k.inputs[0])
+        return None
+
+    def input_scale(self, size_index: int) -> float:
+        return self.input_scales[size_index] if size_index < len(self.input_scales) else 1.0
+
+    def grid_for(self, sizes: Sizes) -> tuple[int, ...]:
+        return self.grid(sizes)

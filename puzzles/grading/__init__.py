@@ -1,0 +1,191 @@
+"""`test()`: the autograder cell of every notebook.
+
+    test(add_kernel, add_spec, nelem={"N0": 32})
+
+runs the kernel at the canonical size and at every variation its puzzle allows, on fresh
+random inputs, with the output poisoned and every memory access recorded and guarded, and
+returns a `TestResult`. On a machine without a GPU the kernel runs in Triton's interpreter
+inside a child process (a wild pointer or an endless loop cannot hurt the notebook); on a
+CUDA machine it is compiled and run on the GPU, with guard zones checked after the run.
+
+test() resolves its arguments once into a `GradingJob` (job.py: the kernel, its function and file,
+the spec, the puzzle, the sizes, the seed, the options) that every step reads. The steps, in the
+order the data flows: signature.py (is the kernel callable as the puzzle needs?), cases.py (the
+sizes and each size's inputs), running.py (interpreter or GPU), judging.py (a verdict per size),
+presenting.py (speed, and the verdict shown). Each returns data; verdict.py's `build_result` makes
+the one `TestResult`. An autotuned kernel goes through the same steps once per config, in
+configs.py's loop.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from puzzles.course.puzzle import Puzzle, Sizes
+from puzzles.grading.autotune_configs import is_autotuned
+from puzzles.grading.cases import Case, SizeRuleError, make_case, size_list, unknown_sizes_note
+from puzzles.grading.configs import autotune_missing, grade_every_config
+from puzzles.grading.inputs import SpecError
+from puzzles.grading.job import GradingJob, make_job
+from puzzles.grading.judging import judge_runs
+from puzzles.grading.operations import interpreter_probe_error, python_on_blocks_notes
+from puzzles.grading.presenting import measure_speed, present
+from puzzles.grading.result import TestResult
+from puzzles.grading.runs import PendingRuns, on_gpu, start_runs
+from puzzles.grading.signature import argument_order_note, bind_arguments, check_kernel
+from puzzles.grading.verdict import build_result
+from puzzles.learner.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
+from puzzles.running import compat
+from puzzles.running import compile_check as _compile_check
+from puzzles.running.errors import KernelError
+
+__all__ = ["DEFAULT_TIMEOUT", "GradingJob", "build_result", "on_gpu", "present", "test"]
+
+DEFAULT_TIMEOUT = 20.0  # seconds per size; the puzzles' references take well under one
+
+
+def test(
+    kernel: Any,
+    spec: Callable[..., Any] | None = None,
+    nelem: Sizes | None = None,
+    B: Sizes | None = None,
+    *,
+    puzzle: Puzzle | int | None = None,
+    sizes: list[Sizes] | None = None,
+    seed: int | None = None,
+    viz: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    isolate: bool | None = None,
+    record: bool = True,
+    quiet: bool = False,
+    perf: bool = False,
+    compile_check: bool | str = True,
+) -> TestResult:
+    """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
+
+    nelem, B: the canonical sizes and blocks, as the classic notebooks pass them.
+    sizes: test exactly these size dicts instead of the puzzle's own list.
+    seed: reproduce a failure (every failure reports the seed it used).
+    viz: draw the memory accesses under the verdict.
+    timeout: seconds per size; the first size that runs past it is reported (with the line
+        the kernel was on) and no later size runs.
+    isolate: run in a child process (default where the OS can fork); False runs in this
+        process, so `breakpoint()` inside the kernel works, and the debugger and the kernel's
+        prints use the notebook's own streams (otherwise prints are shown under the verdict).
+    perf: on a GPU, once the kernel is right, time it at the puzzle's performance size and
+        compare with this device's measured limits and with torch.
+    compile_check: without a GPU, also compile the kernel for real GPU targets (beside the
+        interpreted run) and fail it if it would not compile; "full" waits for the whole compile.
+
+    An @triton.autotune kernel is graded under each of its configs (puzzles/grading/configs.py).
+    """
+    started = time.perf_counter()
+    job = make_job(kernel, spec, puzzle, sizes=sizes, nelem=nelem, blocks=B,
+                   seed=random.randrange(1, 10**6) if seed is None else seed, timeout=timeout, isolate=isolate,
+                   record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet)
+    missing = autotune_missing(job)
+    if missing is not None:
+        return present(build_result(job, error=missing), quiet, False, job.puzzle)
+    if is_autotuned(kernel):  # the steps below once per config, in one verdict
+
+        def start_config(launch: Any, tuned: list[Sizes], **overrides: Any) -> StartedGrading:
+            return start_grading(job.for_config(launch, tuned, **overrides), time.perf_counter())
+
+        result = grade_every_config(job, start_config, started)
+    else:
+        result = start_grading(job, started).finish()
+    return present(result, quiet, viz, job.puzzle)
+
+
+class StartedGrading:
+    """test()'s steps for one kernel launch (a plain kernel, or one config of an autotuned one), begun:
+    the signature, the sizes and their inputs are checked and the runs started (their child process
+    works in the background, the compile check beside it); `finish()` collects the runs, judges each
+    size, measures the speed and makes the verdict. Each step returns its data; build_result makes the
+    verdict from them."""
+
+    def __init__(self, job: GradingJob, started: float) -> None:
+        self.job, self.started = job, started
+        self.problem = _setup_problem(job)
+        self.cases: list[Case] = []
+        if self.problem is None:
+            self.cases, self.problem = _cases(job)
+        self.runs: PendingRuns | None = None
+        if self.problem is None and not on_gpu() and _compile_check.enabled(job.compile_check):
+            # What the compile check cannot see: a kernel that asks whether it is interpreted (the compiler
+            # folds that branch away). Read from its source first: it is neither run nor compiled (the
+            # compiler calls the Python a kernel calls, with constant arguments).
+            self.problem = interpreter_probe_error(job.kernel)
+        if self.problem is None:
+            kernel = job.kernel
+            self.args_for = bind_arguments(kernel, job.spec, job.puzzle, fn=job.fn)
+            self.check = None if on_gpu() else _compile_check.begin(kernel, self.args_for, self.cases, job.puzzle,
+                                                                    job.compile_check)
+            self.runs = start_runs(kernel, self.args_for, self.cases, job.timeout, job.isolate, job.record)
+
+    @property
+    def unknown_sizes(self) -> str | None:
+        return unknown_sizes_note(self.job.puzzle, self.job.nelem, self.job.blocks)
+
+    def cancel(self) -> None:
+        """Not needed after all: end the runs' child process."""
+        if self.runs is not None:
+            self.runs.cancel()
+
+    def finish(self) -> TestResult:
+        job, started, cases = self.job, self.started, self.cases
+        if self.runs is None:
+            return build_result(job, error=self.problem, notes=[job.other_puzzles_kernel, self.unknown_sizes],
+                                seconds=time.perf_counter() - started)
+        kernel, found = job.kernel, job.puzzle
+        outcomes = judge_runs(kernel, cases, self.runs.collect())
+        for outcome in outcomes:  # a stopped size shows its limit, not a time
+            outcome.time_limit = job.timeout if outcome.status == "timeout" else None
+        notes = _compile_check.fold(self.check, outcomes, job.title, started, job.compile_check)
+        notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
+        notes += [job.other_puzzles_kernel, self.unknown_sizes]
+        notes.append(argument_order_note(kernel, found, fn=job.fn))
+        notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)
+        if not on_gpu() and not all(o.passed for o in outcomes):  # compiled, these lines are right
+            notes += python_on_blocks_notes(kernel)
+        perf_report = None
+        if job.perf and outcomes and all(o.passed for o in outcomes):
+            perf_report, speed_note = measure_speed(kernel, self.args_for, job.spec, found, job.seed,
+                                                    outcomes[0].sizes)
+            notes.append(speed_note)
+        return build_result(job, outcomes, notes=notes, perf=perf_report, seconds=time.perf_counter() - started)
+
+
+def start_grading(job: GradingJob, started: float) -> StartedGrading:
+    """Begin grading one kernel launch; `.finish()` gives its verdict."""
+    return StartedGrading(job, started)
+
+
+def _setup_problem(job: GradingJob) -> KernelError | None:
+    """Why the kernel cannot be graded at all: an untested Triton, no spec, a signature the puzzle
+    cannot call, a size rule broken."""
+    # The checked interpreter relies on Triton's internals: refuse an untested Triton in words.
+    unsupported = compat.triton_problem()
+    if unsupported:
+        return KernelError("setup", unsupported)
+    if job.spec is None:
+        return KernelError("spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
+    return check_kernel(job.kernel, job.spec, job.puzzle, fn=job.fn)
+
+
+def _cases(job: GradingJob) -> tuple[list[Case], KernelError | None]:
+    """Each size to run, with its inputs and expected output."""
+    try:
+        sizes_to_run = size_list(job.puzzle, job.nelem, job.blocks, job.sizes)
+    except SizeRuleError as err:
+        return [], KernelError("sizes", str(err))
+    try:
+        return [make_case(job.spec, job.puzzle, s, job.seed, i) for i, s in enumerate(sizes_to_run)], None
+    except (SpecError, TypeError, ValueError) as err:
+        return [], KernelError("spec", f"cannot build inputs from the spec: {err}")
+
+
+test.__test__ = False  # the autograder, not a pytest test (test files import it by name)

@@ -1,0 +1,201 @@
+"""Step 2 of grading: which puzzle, which sizes, and each size's inputs and expected output.
+
+A `Case` is one size made concrete: a guarded arena of random inputs and a poisoned output, the
+grid, and what the spec returns for those inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from puzzles.course import catalog
+from puzzles.course.puzzle import Puzzle, Reduction, Sizes, SplitK, default_grid
+from puzzles.grading.inputs import (
+    SpecError,
+    build_arena,
+    call_spec,
+    poison_,
+    random_tensor,
+    spec_signature,
+)
+from puzzles.grading.layouts import storage_numel, strided_view, strides_of
+from puzzles.running.kernel import unwrap_kernel
+
+
+@dataclass
+class Case:
+    sizes: Sizes
+    seed: int
+    grid: tuple[int, ...]
+    arena: Any
+    input_names: list[str]
+    expected: torch.Tensor
+    zero_init: bool = False
+    rtol: float = 1e-3
+    atol: float = 1e-3
+    row_tolerance: bool = False
+    guarded: list[str] | None = None  # regions no store may touch, when more than the kernel's inputs
+    relink: Callable[[Any], None] | None = None  # rewrites an address table for another arena (GPU copy)
+    split_k: SplitK | None = None  # the split-K contract to check from the recorded accesses
+    reduction: Reduction | None = None  # the axis the kernel loops over: rows no load reached are named
+    # What the spec gives for a contiguous reading of the strided inputs (puzzle 19): a kernel that
+    # ignores the strides it is given writes this.
+    contiguous_expected: torch.Tensor | None = None
+    # The puzzle's likely mistakes and the output each gives on these inputs (a wrong output matching one
+    # is told which slip it is).
+    mistaken: list[tuple[str, torch.Tensor]] = field(default_factory=list)
+
+
+def resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzzle | None:
+    if isinstance(puzzle, Puzzle):
+        return puzzle
+    if isinstance(puzzle, int):
+        return catalog.get(puzzle)
+    by_spec = catalog.find(spec_name=getattr(spec, "__name__", None))
+    if by_spec is not None:
+        return by_spec
+    fn = unwrap_kernel(kernel)
+    return catalog.find(kernel_name=getattr(fn, "__name__", None)) if spec is None else None
+
+
+def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:
+    if sizes is not None:
+        return [dict(s) for s in sizes]
+    given = {**(nelem or {}), **(B or {})}
+    if p is None:
+        if not given:
+            raise ValueError("an unknown puzzle needs its sizes: test(kernel, spec, nelem={...}, B={...})")
+        return [given]
+    canonical = _follow_rules(p, given)
+    rest = [dict(s) for s in p.sizes[1:] if s != canonical]
+    return [canonical] + rest
+
+
+def unknown_sizes_note(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None) -> str | None:
+    """A note naming the sizes given to test() that the puzzle has no use for (a typo: `n0` for `N0`)."""
+    if p is None:
+        return None
+    known = {k for s in p.sizes for k in s}
+    unknown = [k for k in {**(nelem or {}), **(B or {})} if k not in known
+               and not (p.tensor_lists is not None and k[:1] == "L" and k[1:].isdigit())]
+    if not unknown:
+        return None
+    return (f"{', '.join(unknown)} {'is not a size' if len(unknown) == 1 else 'are not sizes'} of puzzle {p.number}, "
+            f"so {'it' if len(unknown) == 1 else 'they'} changed nothing; its sizes are {', '.join(p.canonical)}")
+
+
+class SizeRuleError(ValueError):
+    """Sizes given to test() that the puzzle's own rules rule out."""
+
+
+def _follow_rules(p: Puzzle, given: Sizes) -> Sizes:
+    """The canonical size with the learner's values, and the sizes that depend on them.
+
+    The rules are read off the sizes the puzzle tests: two sizes equal in every one of them
+    (puzzle 1's B0 = N0) stay equal, and a block that is always a power of two must stay one.
+    """
+    sizes = {**p.canonical, **given}
+    if len(p.sizes) < 2:
+        return sizes
+    keys = list(p.canonical)
+    for a in keys:
+        for b in keys:
+            if a == b or not all(s.get(a) == s.get(b) for s in p.sizes):
+                continue
+            if a in given and b in given and given[a] != given[b]:
+                raise SizeRuleError(f"Puzzle {p.number} needs {b} = {a}, and {a}={given[a]}, {b}={given[b]} break it: "
+                                    f"pass only {a} (the grader sets {b} to match)")
+            if a in given and b not in given:
+                sizes[b] = given[a]
+    for k in keys:
+        v = sizes[k]
+        if k.startswith("B") and all(s[k] & (s[k] - 1) == 0 for s in p.sizes) and (v <= 0 or v & (v - 1)):
+            source = next((f" (the puzzle sets {k} = {a}, given as {a}={v})" for a in given if a != k
+                           and all(s.get(a) == s.get(k) for s in p.sizes)), "")
+            raise SizeRuleError(f"Puzzle {p.number} needs the block size {k} to be a power of two, not {v}{source}: "
+                                "tl.arange and block shapes need powers of two")
+    return sizes
+
+
+def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int, index: int) -> Case:
+    """The inputs of the `index`-th size. Every size reports the run's `seed`, which
+    reproduces all of them (each size draws from its own stream of it)."""
+    scale = p.input_scale(index) if p else 1.0
+    if p is not None and p.tensor_lists is not None:  # one allocation per tensor, and tables of them
+        from puzzles.grading.tensor_lists import TensorLists, build
+
+        arena, pointers, guarded, expected, relink = build(spec, p.tensor_lists, sizes, seed + index, scale)
+        count = len(TensorLists.lengths(sizes))  # each list end to end, as the spec sees it
+        flat = {name: torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(count)]) for name in p.tensor_lists.lists}
+        return Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
+                     guarded=guarded, relink=relink, mistaken=_mistaken_outputs(p, flat, sizes))
+    inputs, out = spec_signature(spec)
+    shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
+    shapes[out.name] = (out.shape(sizes), out.dtype)
+    # A strided input lives in a flat storage (the arena guards all of it); the spec sees the view.
+    strided = {n: strides_of(names, sizes) for n, names in (p.strided_inputs if p else {}).items()}
+    views = dict(shapes)
+    for name, strides in strided.items():
+        shapes[name] = ((storage_numel(shapes[name][0], strides),), shapes[name][1])
+    arena = build_arena(shapes)
+    gen = torch.Generator().manual_seed(seed + index)
+    for t in inputs:
+        arena.tensors[t.name].copy_(random_tensor(shapes[t.name][0], t.dtype, gen, scale))
+    # A puzzle may shape some inputs so that its known bugs fail at every seed (puzzle 9's keys
+    # grow along the row, so the running maximum changes between chunks).
+    draw = p.draw_inputs if p else None
+    for name, tensor in (draw(sizes, index, gen) if draw else {}).items():
+        arena.tensors[name].copy_(tensor)
+    seen = {n: strided_view(arena.tensors[n], views[n][0], s) for n, s in strided.items()}
+    if p is not None and p.output_init == "zeros":
+        arena.tensors[out.name].zero_()
+    else:
+        poison_(arena.tensors[out.name])
+    expected = call_spec(spec, [seen.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
+    if not isinstance(expected, torch.Tensor):
+        raise SpecError(f"{spec.__name__} must return a tensor, returned {type(expected).__name__}")
+    if tuple(expected.shape) != shapes[out.name][0] or expected.dtype != out.dtype:
+        raise SpecError(
+            f"{spec.__name__} returned {expected.dtype} of shape {tuple(expected.shape)} but its annotation says "
+            f"{out.dtype} of shape {shapes[out.name][0]}")
+    grid = (p.grid if p else default_grid)(sizes)
+    rtol, atol = (p.rtol, p.atol) if p else (1e-3, 1e-3)
+    zero_init = p is not None and p.output_init == "zeros"
+    names = [t.name for t in inputs]
+    row = p is not None and p.tolerance == "row"
+    contiguous = None
+    if strided:
+        read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
+        if all(t is not None for t in read.values()):
+            contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
+    mistaken = _mistaken_outputs(p, {t.name: seen.get(t.name, arena.tensors[t.name]) for t in inputs}, sizes)
+    return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
+                 row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
+                 mistaken=mistaken, reduction=p.reduced_axis if p else None)
+
+
+def _mistaken_outputs(p: Puzzle | None, inputs: dict[str, torch.Tensor],
+                      sizes: Sizes) -> list[tuple[str, torch.Tensor]]:
+    """What each of the puzzle's likely slips gives on these inputs. A slip that cannot be computed at these
+    sizes (sizes given to test() outside the puzzle's rules) is left out: it only ever adds a note."""
+    found = []
+    for m in p.likely_mistakes if p is not None else ():
+        try:
+            out = m.output({name: t.clone() for name, t in inputs.items()}, sizes)
+        except Exception:  # noqa: BLE001 - a note we cannot make is no failure
+            continue
+        if isinstance(out, torch.Tensor):
+            found.append((m.text, out))
+    return found
+
+
+def _contiguous_reading(storage: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor | None:
+    """The storage read from its first element as if the view were contiguous (None if it is too short)."""
+    numel = 1
+    for n in shape:
+        numel *= n
+    return storage[:numel].view(shape) if storage.numel() >= numel else None

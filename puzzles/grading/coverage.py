@@ -1,0 +1,107 @@
+"""Which programs wrote which part of the output, told when part of it is never written: programs whose
+blocks overlap (offsets that do not move with the program id), and whole rows or columns that no program
+reaches (a grid axis walking the wrong dimension)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from puzzles.grading.split_k import rows_text
+from puzzles.running.recording import Trace
+
+
+def unwritten_notes(trace: Trace, unwritten: torch.Tensor) -> list[str]:
+    """Notes for an output with elements never written: the first overlap of two programs' stores, else the
+    rows and columns of a matrix that no program wrote."""
+    overlap = _overlap(trace, tuple(unwritten.shape))
+    if overlap:
+        return [overlap]
+    return [_lines_never_written(unwritten, trace.grid)]
+
+
+def _where(element: int, shape: tuple[int, ...]) -> str:
+    coords = np.unravel_index(element, shape) if len(shape) > 1 else (element,)
+    return f"z[{', '.join(str(int(c)) for c in coords)}]"
+
+
+def _overlap(trace: Trace, shape: tuple[int, ...]) -> str:
+    """Two programs storing one element of z (with the same value: a race otherwise): their blocks overlap."""
+    size = int(np.prod(shape)) if shape else 0
+    if not size:
+        return ""
+    gx, gy, _ = trace.grid
+    stored_by: dict[tuple[int, int, int], set[int]] = {}
+    first = np.full(size, -1, dtype=np.int64)
+    clash = None
+    for access in trace.accesses:
+        if access.tensor != "z" or access.op != "store" or not access.elements.size:
+            continue
+        program = access.program[0] + gx * (access.program[1] + gy * access.program[2])
+        elements = np.unique(access.elements)
+        stored_by.setdefault(access.program, set()).update(elements.tolist())
+        earlier = first[elements]
+        other = (earlier >= 0) & (earlier != program)
+        if clash is None and other.any():
+            lane = int(np.flatnonzero(other)[0])
+            clash = (int(earlier[lane]), access.program, int(elements[lane]))
+        first[elements[earlier < 0]] = program
+    if clash is None:
+        return ""
+    sets = list(stored_by.values())
+    if len(sets) > 1 and all(s == sets[0] for s in sets):
+        return (f"all {len(sets)} programs store the same {len(sets[0])} elements of z (from "
+                f"{_where(min(sets[0]), shape)}): the offsets do not change with the program id. Make them start "
+                "at the program's block, pid * B0 + tl.arange(0, B0), with pid = tl.program_id(axis) on an axis "
+                f"the grid has (the grid is {_grid_text(trace.grid)}; tl.program_id of an axis it lacks is 0)")
+    earlier_program = np.unravel_index(clash[0], trace.grid, order="F")
+    strides = ""
+    if len(shape) > 1:
+        names = {2: "rc", 3: "brc"}.get(len(shape))  # batch, row, column
+        if names:
+            steps = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+            at = " + ".join(f"{n} * {s}" if s > 1 else n for n, s in zip(names, steps, strict=True))
+            strides = (f", and are its offsets z's own strides (z is {'×'.join(map(str, shape))}: "
+                       f"z[{', '.join(names)}] sits at {at})")
+    return (f"programs {tuple(int(p) for p in earlier_program)} and {clash[1]} both store {_where(clash[2], shape)}: "
+            "the programs' blocks overlap, so others are left unwritten. Does each program's block start at its "
+            f"program id times the block size (pid * B0), on the axis that goes with it{strides}?")
+
+
+def _grid_text(grid: tuple[int, int, int]) -> str:
+    axes = list(grid)
+    while len(axes) > 1 and axes[-1] == 1:
+        axes.pop()
+    if len(axes) == 1:
+        return f"{axes[0]} program{'s' if axes[0] != 1 else ''} on one axis"
+    return " × ".join(str(a) for a in axes) + " programs"
+
+
+def _lines_never_written(unwritten: torch.Tensor, grid: tuple[int, int, int]) -> str:
+    """Whole columns or rows of a matrix (whole matrices of a batch) that no program wrote, where the rest is
+    written."""
+    if bool(unwritten.all()):
+        return ""
+    if unwritten.dim() == 3:
+        batches = torch.nonzero(unwritten.flatten(1).all(1)).flatten().tolist()
+        if not batches or len(batches) == unwritten.shape[0]:
+            return ""
+        return (f"matrices z[{rows_text(batches)}] (of z[0…{unwritten.shape[0] - 1}]) are never written: do the "
+                f"programs reach them? The grid is {_grid_text(grid)}; check which tl.program_id axis gives the "
+                "batch index")
+    if unwritten.dim() != 2:
+        return ""
+    parts = []
+    columns = torch.nonzero(unwritten.all(0)).flatten().tolist()
+    rows = torch.nonzero(unwritten.all(1)).flatten().tolist()
+    if columns:
+        parts.append(f"columns {rows_text(columns)} (of 0…{unwritten.shape[1] - 1}) of z are never written, in any row")
+    if rows:
+        parts.append(f"rows {rows_text(rows)} (of 0…{unwritten.shape[0] - 1}) of z are never written, in any column")
+    if not parts:
+        return ""
+    address = f"z[r, c] is addressed as r * {unwritten.shape[1]} + c"
+    if grid[0] * grid[1] * grid[2] == 1:
+        return " and ".join(parts) + f": one program writes all of z here; check that {address}"
+    return (" and ".join(parts) + f": do the programs' blocks reach them? The grid is {_grid_text(grid)}; check "
+            f"which tl.program_id axis gives the columns and which the rows, and that {address}")

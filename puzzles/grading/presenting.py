@@ -1,0 +1,105 @@
+"""Step 5 of grading: the speed of a correct kernel (on a GPU), and the verdict shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from puzzles.course.puzzle import Puzzle, Sizes, default_grid
+from puzzles.grading.cases import Case
+from puzzles.grading.inputs import (
+    spec_input_names,
+)
+from puzzles.grading.result import TestResult
+from puzzles.grading.runs import ArenaNames, ArenaTensor, on_gpu
+
+
+def present(result: TestResult, quiet: bool, viz: bool, puzzle: Puzzle | None) -> TestResult:
+    """Show a verdict (unless quiet) and its memory picture (if asked), and return it."""
+    if not quiet:
+        _show(result)
+    if viz:
+        from puzzles import viz as _viz
+
+        _viz.show(result, puzzle=puzzle)
+    return result
+
+
+def measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: Puzzle | None, seed: int,
+                  first_sizes: Sizes) -> tuple[Any, str | None]:
+    """The speed of a correct kernel: (a PerfReport or None, a note for the verdict or None).
+    `first_sizes`: the sizes timed where the puzzle names no performance size."""
+    if not on_gpu():
+        return None, "speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter"
+    if p is not None and p.strided_inputs:
+        return None, "speed is not measured for this puzzle by test(); its notebook times it"
+    from puzzles.running import gpu_worker
+
+    sizes = (p.perf_size if p and p.perf_size else None) or first_sizes
+    # The kernel's pointer arguments: each tensor list's tables, or the spec's inputs.
+    names = list(p.tensor_lists.pointers) if p and p.tensor_lists else spec_input_names(spec)
+    grid = tuple((p.grid if p else default_grid)(sizes))
+    args, kwargs = args_for(Case(sizes, seed, grid, ArenaNames([*names, "z"]), names, None))
+    flops = p.flops(sizes) if p and p.flops else 0
+    zero = p is not None and p.output_init == "zeros"
+    # Timed in the GPU worker, like every launch of the learner's kernel (puzzles/running/gpu_worker.py).
+    reply = gpu_worker.call("puzzles.grading.presenting:measure_speed_here", kernel, p.number if p else None,
+                            None if p else spec, dict(sizes), seed, grid, args, kwargs, flops, zero, timeout=300.0)
+    if reply.status == "ok":
+        return reply.value, None
+    why = reply.error.describe() if reply.error else reply.status
+    return None, f"speed not measured: {why}"
+
+
+def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any] | None, sizes: Sizes, seed: int,
+                       grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any], flops: int,
+                       zero: bool) -> Any:
+    """In the GPU worker: time the kernel, the spec (and the puzzle's baseline) at one size on
+    fresh inputs; a PerfReport."""
+    from puzzles.course import catalog
+    from puzzles.grading import perf as _perf
+    from puzzles.grading.inputs import draw_inputs
+
+    p = catalog.get(number) if number is not None else None
+    spec = p.spec if p is not None else spec
+    inputs, out = draw_inputs(spec, sizes, seed, device="cuda")  # as the spec sees them (torch's time)
+    if p is not None and p.tensor_lists is not None:  # the kernel gets each tensor on its own, and tables
+        from puzzles.grading.tensor_lists import build
+
+        tensors = build(spec, p.tensor_lists, sizes, seed, 1.0, device="cuda")[0].tensors
+    else:
+        tensors = {**dict(zip(spec_input_names(spec), inputs, strict=True)), "z": out}
+    out = tensors["z"]
+    args = [tensors[a.name] if isinstance(a, ArenaTensor) else a for a in args]
+    kwargs = {k: tensors[v.name] if isinstance(v, ArenaTensor) else v for k, v in kwargs.items()}
+
+    def launch() -> None:
+        if zero:
+            out.zero_()
+        kernel[grid](*args, **kwargs)
+
+    return _perf.measure(launch, spec, inputs, sizes, flops, p.baseline if p else None)
+
+
+def device_name() -> str:
+    if on_gpu():
+        from puzzles.running import gpu_worker
+
+        return f"{gpu_worker.device_name()} (compiled)"
+    return "CPU (Triton interpreter)"
+
+
+def _show(result: TestResult) -> None:
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    if shell is not None and hasattr(shell, "kernel"):
+        from IPython.display import display
+
+        display(result)
+    else:
+        print(result)

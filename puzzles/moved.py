@@ -1,0 +1,88 @@
+"""Old import paths of modules that moved, still importable.
+
+Notebooks copied into `my-notebooks/` before the course's modules were grouped into subpackages
+import `puzzles.autotune`, `puzzles.grade`, `puzzles.tensor_lists`, `puzzles.catalog.pNN_...`: an
+import of an old path gets the module at its new path (the same module object, not a copy). The
+course's own code uses the new paths only (tests/test_structure.py checks).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
+
+# old path -> new path, both below `puzzles.`
+MOVED = {
+    "autotune": "learner.autotune",
+    "autotune_configs": "grading.autotune_configs",
+    "bug_inputs": "course.bug_inputs",
+    "catalog": "course.catalog",
+    "class_command": "classroom.command",
+    "classroom": "classroom.roster",
+    "compat": "running.compat",
+    "compile_check": "running.compile_check",
+    "debug": "learner.debug",
+    "doctor": "cli.doctor",
+    "execution": "running.execution",
+    "gpu_worker": "running.gpu_worker",
+    "grade": "cli.grade",
+    "grade_worker": "classroom.worker",
+    "gradebook": "classroom.gradebook",
+    "harness": "grading",
+    "harness.running": "grading.runs",
+    "inputs": "grading.inputs",
+    "isolation": "classroom.isolation",
+    "kernel_source": "running.kernel_source",
+    "layouts": "grading.layouts",
+    "load_rules": "cli.load_rules",
+    "mistakes": "course.mistakes",
+    "notebooks": "course.notebooks",
+    "perf": "grading.perf",
+    "picture_hooks": "course.picture_hooks",
+    "primer": "course.primer",
+    "puzzle": "course.puzzle",
+    "recording": "running.recording",
+    "result": "grading.result",
+    "sandbox": "learner.sandbox",
+    "solution_source": "course.solution_source",
+    "tensor_lists": "grading.tensor_lists",
+    "workspace": "learner.workspace",
+}
+
+
+def new_name(name: str) -> str | None:
+    """The new dotted name of an old module path (or of a module below an old package), else None."""
+    if not name.startswith("puzzles."):
+        return None
+    rest = name[len("puzzles."):]
+    for old in sorted(MOVED, key=len, reverse=True):
+        if rest == old or rest.startswith(old + "."):
+            return "puzzles." + MOVED[old] + rest[len(old):]
+    return None
+
+
+class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old path first, and loads it as the module already at its new path."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        new = new_name(name)
+        if new is None:
+            return None
+        return importlib.machinery.ModuleSpec(name, self, is_package=hasattr(importlib.import_module(new), "__path__"))
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = importlib.import_module(new_name(spec.name) or spec.name)
+        spec.loader_state = module.__spec__  # the import system is about to overwrite it with this spec
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # Already executed under its new name: only its own spec is put back.
+        module.__spec__ = module.__spec__.loader_state
+
+
+def install() -> None:
+    if not any(isinstance(f, MovedModuleFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, MovedModuleFinder())

@@ -1,0 +1,237 @@
+"""The grader's side of the compile check: describe the kernel and its calls, answer from the cache
+what it can, hand the rest to the compiler processes (puzzles/running/compile_check/pool.py) and collect
+their verdicts into a `CompileReport`."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import textwrap
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from puzzles.running import kernel_source
+from puzzles.running.compile_check import settings
+from puzzles.running.compile_check.messages import TF32_NOTE
+from puzzles.running.compile_check.pool import Worker, worker_for
+from puzzles.running.compile_check.settings import FRONT_WAIT, FULL_WAIT, T4, VERSION, cache_dir, targets_for
+
+TORCH_TYPES = {  # torch dtype -> Triton's name for the element type
+    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1",
+    "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+}
+
+
+
+def describe_args(args: list[Any], kwargs: dict[str, Any], params: list[str],
+                  plain_ints: frozenset[str] = frozenset()) -> list[tuple] | None:
+    """Per parameter of the kernel: ("ptr", element type), ("typed", i32|i64) for an int passed to
+    a parameter without annotation (never a constexpr), or ("scalar", value)."""
+    bound: dict[str, Any] = dict(zip(params, args, strict=False))
+    bound.update(kwargs)
+    out = []
+    for name in params:
+        if name not in bound:
+            out.append(("default",))
+            continue
+        value = bound[name]
+        if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+            ty = TORCH_TYPES.get(str(value.dtype).replace("torch.", ""))
+            if ty is None:
+                return None
+            out.append(("ptr", ty))
+        elif isinstance(value, int) and not isinstance(value, bool) and name in plain_ints:
+            # Only its type reaches the compiled code: sizes that differ only here share a check.
+            out.append(("typed", "i32" if -(2**31) <= value < 2**31 else "i64"))
+        elif kernel_source.plain_value(value) is not kernel_source.OPAQUE:
+            out.append(("scalar", value))
+        else:
+            return None
+    return out
+
+
+# -- the verdicts ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompileProblem:
+    """Why the kernel would not compile, at one size or for one target."""
+
+    message: str
+    target: int
+    line: int | None = None
+    filename: str | None = None
+    sizes: list[int] = field(default_factory=list)  # indices of the tested sizes it fails
+    construct: bool = False  # one of the known interpreter-only constructs (the message says what to write)
+    rule: bool = False  # the compiled kernel does what the puzzle rules out (a `tt.dot` where tl.dot is forbidden)
+
+
+@dataclass
+class Unchecked:
+    """Sizes the compiler gave no verdict on, where one was waited for: the kernel was not checked."""
+
+    why: str
+    target: int
+    sizes: list[int] = field(default_factory=list)  # indices of the tested sizes
+
+
+@dataclass
+class CompileReport:
+    problems: list[CompileProblem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # full compiles not waited for, still running
+    unchecked: list[Unchecked] = field(default_factory=list)  # waited for, but no verdict came
+
+
+def _stable(spec: dict) -> list:
+    """The parts of a kernel's description that decide the verdict: not its file or lines, which
+    change each time a notebook cell is re-run (errors are stored relative to the `def`)."""
+    names = {key: e["name"] for key, e in spec["functions"].items()}
+
+    def stable(value: tuple) -> tuple:
+        return ("jit", names[value[1]]) if value[0] == "jit" else value
+
+    return sorted((e["name"], textwrap.dedent(e["source"]), {n: stable(v) for n, v in e["globals"].items()},
+                   e["future_annotations"]) for e in spec["functions"].values())
+
+
+def _key(*parts: Any) -> str:
+    import triton
+
+    text = json.dumps([VERSION, triton.__version__, *parts], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _cached(key: str) -> dict | None:
+    if not settings.READ_CACHE:
+        return None
+    try:
+        return json.loads((cache_dir() / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+class Check:
+    """A compile check under way: `start()` hands it to the worker, `report()` collects it."""
+
+    def __init__(self, spec: dict, items: list[dict], results: dict[int, dict],
+                 jobs: dict[str, tuple[Worker, int]], tf32_matters: bool = True) -> None:
+        self.spec = spec
+        self.tf32_matters = tf32_matters  # the puzzle's tolerance is tighter than TF32's: keep that note
+        self.items = items
+        self.results = results  # index -> verdict (from the cache or the workers)
+        self.jobs = jobs  # worker kind -> (that worker, its job number), for the items not in the cache
+        self.started = time.perf_counter()
+
+    def _place(self, function: str | None, offset: int | None) -> tuple[int | None, str | None]:
+        """The file line of an error stored as (function, lines after its `def`)."""
+        entries = list(self.spec["functions"].values())
+        entry = next((e for e in entries if e["name"] == function), entries[0] if entries else None)
+        if entry is None or offset is None:
+            return None, entry["filename"] if entry else None
+        return entry["def_line"] + offset, entry["filename"]
+
+    def _why_unchecked(self, item: dict, verdict: dict | None, full_wait: float) -> str:
+        stage = "its front end" if item["stage"] == "front" else "its full compile"
+        if verdict is not None:
+            return (f"the compiler's process could not rebuild it from its source and the globals it reads "
+                    f"({verdict['skipped']}); a GPU worker rebuilds a kernel the same way. A default value or "
+                    "an annotation that reads a global object (a dict, a list, a tensor) is the usual cause: "
+                    "use a number or a tl.constexpr")
+        worker = self.jobs.get(item["stage"], (None, 0))[0]
+        if worker is None or not worker.alive():
+            return (f"the compiler's process stopped during {stage} for sm_{item['target']} (does the kernel "
+                    "end processes, or crash Triton's compiler?)")
+        seconds = FRONT_WAIT if item["stage"] == "front" else full_wait
+        return (f"{stage} for sm_{item['target']} did not finish within {seconds:.0f} s (a tl.static_range "
+                "loop unrolled very many times, or a branch with a very long body?)")
+
+    def report(self, wait_full: bool | float = False) -> CompileReport:
+        """Wait for the front end always; for the full compile, as long as `wait_full` says
+        (True: until done; a number: that many seconds at most)."""
+        front = [i for i, it in enumerate(self.items) if it["stage"] == "front"]
+        full = [i for i, it in enumerate(self.items) if it["stage"] == "full"]
+        if "front" in self.jobs:
+            worker, job = self.jobs["front"]
+            worker.wait(job, front, FRONT_WAIT, self.results)
+        full_wait = FULL_WAIT if wait_full is True else float(wait_full or 0.0)
+        if "full" in self.jobs:
+            worker, job = self.jobs["full"]
+            worker.wait(job, full, full_wait, self.results)
+        report = CompileReport()
+        for i, item in enumerate(self.items):
+            verdict = self.results.get(i)
+            waited = item["stage"] == "front" or wait_full is True
+            if verdict is None and not waited:
+                report.pending.append(f"sm_{item['target']}")
+                continue
+            if verdict is None or verdict.get("skipped"):
+                # Where the grader waited for a verdict, none is no pass: a kernel whose compile never
+                # ends, that stops the compiler's process, or that cannot be rebuilt in it is unchecked.
+                report.unchecked.append(Unchecked(self._why_unchecked(item, verdict, full_wait),
+                                                  item["target"], list(item["sizes"])))
+                continue
+            if verdict.get("error"):
+                err = verdict["error"]
+                line, filename = self._place(err.get("function"), err.get("offset"))
+                report.problems.append(CompileProblem(err["message"], item["target"], line, filename,
+                                                      list(item["sizes"]), bool(err.get("construct")),
+                                                      bool(err.get("rule"))))
+            report.notes += [n for n in verdict.get("notes", [])
+                             if n not in report.notes and (self.tf32_matters or n != TF32_NOTE)]
+        return report
+
+
+def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: int = T4,
+          forbidden: tuple[str, ...] = (), tf32_matters: bool = True) -> Check | None:
+    """Begin checking `kernel` as called with each (args, kwargs) of `calls` (the first is the
+    canonical size: the full compile runs there). None when the kernel cannot be described (no
+    source, say): the interpreted verdict then stands alone. `forbidden`: triton.language functions
+    the puzzle rules out, looked for in the Triton IR (`tt.dot` for "dot"), however the kernel
+    reached them. `tf32_matters`: whether a tl.dot computed in TF32 on a GPU may miss the puzzle's tolerance."""
+    from puzzles.running.kernel import unwrap_kernel
+
+    fn = unwrap_kernel(kernel)
+    spec = kernel_source.describe_kernel(kernel)
+    if fn is None or spec is None:
+        return None
+    # an autotune config's launch options (puzzles/grading/autotune_configs.py)
+    config = getattr(kernel, "config", None)
+    options = {k: v for k, v in (("num_warps", getattr(config, "num_warps", None)),
+                                 ("num_stages", getattr(config, "num_stages", None))) if isinstance(v, int)}
+    signature = inspect.signature(fn).parameters
+    params = list(signature)
+    plain_ints = frozenset(n for n, p in signature.items() if p.annotation is inspect.Parameter.empty)
+    by_key: dict[str, dict] = {}  # sizes that compile alike share one check
+    stable = _stable(spec)
+    for index, (args, kwargs) in enumerate(calls):
+        argspec = describe_args(args, kwargs, params, plain_ints)
+        if argspec is None:
+            return None
+        stages = [("front", 80)] + ([("full", t) for t in targets_for(min_sm)] if index == 0 else [])
+        for stage, target in stages:
+            forbid = sorted(forbidden) if stage == "front" else []
+            key = _key(stable, argspec, stage, target, options, forbid)
+            item = by_key.setdefault(key, {"stage": stage, "target": target, "args": argspec, "key": key,
+                                           "options": options, "sizes": [], "forbid": forbid})
+            item["sizes"].append(index)
+    items = list(by_key.values())
+    results = {}
+    for i, item in enumerate(items):
+        hit = _cached(item["key"])
+        if hit is not None:
+            results[i] = hit
+    todo = [i for i in range(len(items)) if i not in results]
+    jobs = {}
+    for kind in ("front", "full"):
+        mine = [(i, items[i]) for i in todo if items[i]["stage"] == kind]
+        if mine:
+            worker = worker_for(kind)
+            jobs[kind] = (worker, worker.submit(spec, mine, str(cache_dir())))
+    return Check(spec, items, results, jobs, tf32_matters)
+
+

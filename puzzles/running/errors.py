@@ -1,0 +1,144 @@
+"""Why a kernel did not finish, in words a learner can act on: `KernelError`, made from an exception
+with the learner's line, and the advice for Triton's own messages.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from triton.runtime import interpreter as _interp
+
+from puzzles.running.kernel import kernel_file, unwrap_kernel
+from puzzles.running.lines import compilation_line, line_calling
+from puzzles.running.recording import LIBRARY_DIRS
+
+
+@dataclass
+class KernelError:
+    """Why a run did not finish, in words a learner can act on."""
+
+    kind: str  # "exception", "timeout", "crash", "signature", "spec", "rule"
+    message: str
+    line: int | None = None
+    source: str = ""
+    filename: str | None = None
+
+    def describe(self) -> str:
+        where = f"\n  at line {self.line}: {self.source.strip()}" if self.line else ""
+        return f"{self.message}{where}"
+
+
+def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
+    """Point at the learner's line; drop the frames of Triton and of this harness."""
+    fn = unwrap_kernel(kernel) if kernel is not None else None
+    filename = kernel_file(kernel) if kernel is not None else None
+    cause = exc
+    while isinstance(cause, _interp.InterpreterError) and cause.__cause__ is not None:
+        cause = cause.__cause__
+    line, source, file_seen = None, "", None
+    for frame, lineno in traceback.walk_tb(cause.__traceback__):
+        name = frame.f_code.co_filename
+        if name.startswith(LIBRARY_DIRS):
+            continue
+        if filename is None or name == filename:
+            line, file_seen = lineno, name
+    compiled_at = compilation_line(cause, fn)
+    if compiled_at is None and line is None:
+        compiled_at = line_calling(str(cause), fn)
+    if compiled_at is not None and filename is not None:
+        line, file_seen = compiled_at, filename
+    if line is not None:
+        import linecache
+
+        source = linecache.getline(file_seen, line)
+    # A compilation error's text repeats the source with a caret; its own message is enough here.
+    message = getattr(cause, "error_message", None) or str(cause).strip() or type(cause).__name__
+    # The interpreter wraps errors as repr() strings; show the inner message plainly.
+    if message.startswith(type(cause).__name__ + "("):
+        message = message[len(type(cause).__name__) + 1 : -1].strip("'\"")
+    text = f"{type(cause).__name__}: {message}"
+    hint = triton_error_hint(text, source)
+    return KernelError("exception", f"{text} ({hint})" if hint else text, line, source, file_seen)
+
+
+TORCH_IN_A_KERNEL = ("a kernel calls triton.language's functions and your own @triton.jit functions only; torch's "
+                     "functions work on torch tensors, not on a kernel's blocks: use tl.exp, tl.maximum, tl.sum, ..., "
+                     "or plain operators")
+
+
+LIBDEVICE_IN_THE_INTERPRETER = (
+    "libdevice (triton.language.extra's CUDA math library) is only linked in when a kernel is compiled for a GPU: "
+    "Triton's CPU interpreter cannot run it; use triton.language's own functions (tl.exp, tl.exp2, tl.log, tl.sqrt, "
+    "tl.rsqrt, tl.erf, tl.math...)")
+
+
+# Triton's messages for a beginner's usual mistakes, with what to write instead: (part of the message, advice).
+_TRITON_ERROR_HINTS = (
+    ("arange's arguments must be of type tl.constexpr",
+     "tl.arange takes constant bounds: a block size declared `B0: tl.constexpr`, not a size such as N0 that is "
+     "only known at run time; take a block of B0 and mask the lanes past N0, and shift it as in j + tl.arange(0, B1)"),
+    ("arange's range must be a power of 2",
+     "a block's length must be a power of two: use the puzzle's block size (B0, B1, ...) and mask the lanes past "
+     "the real size"),
+    ("make_shape_compatible: incompatible dimensions",
+     "two blocks of different shapes meet in one operation: give a 1-D block a second axis so they broadcast, "
+     "x[:, None] for a column and x[None, :] for a row"),
+    ("Expected pointer argument to have shape",
+     "the value (or the mask) given to tl.store has a larger shape than the block of pointers, whose shape is the "
+     "second one: reduce the value to the pointers' shape (tl.sum(..., axis=...)) or build the pointers with "
+     "the value's shape"),
+    ("argument cannot be block type if pointer argument is not a block",
+     "a block (the value, the mask or other=) goes with a single pointer: add the block's offsets to the pointer "
+     "(ptr + offsets), or reduce the block to one number first"),
+    ("stride must be 16-byte aligned",
+     "a tensor descriptor (tl.make_tensor_descriptor, the GPU's TMA) needs every stride but the last to be a multiple "
+     "of 16 bytes, and the puzzle's sizes include rows that are not (an odd number of floats): load through "
+     "pointers with a mask, or a block pointer (tl.make_block_ptr), instead"),
+    ("Unsupported ptr type",
+     "tl.load and tl.store take pointers, and this is a block of integers (an address read from a table, or "
+     "offsets without their base pointer): turn an address into a pointer with "
+     ".to(tl.pointer_type(tl.float32)) before adding offsets, or add the offsets to a pointer argument (x_ptr + "
+     "offsets)"),
+    ("has no len()",
+     "a block has no len(): its length is the block size it was made with (B0), a constant you already have, or "
+     "x.shape[0]"),
+    ("must have equal reduction dimensions",
+     "tl.dot(a, b) multiplies an M × K block by a K × N block: a's last axis and b's first axis must have the same "
+     "length (check the order of the operands and of the tile's axes)"),
+)
+
+
+def triton_error_hint(message: str, source: str = "") -> str:
+    """What to write instead, for the interpreter's messages that name the rule but not the fix, or that
+    name something else than the mistake on the line `source` ("" if none)."""
+    # The interpreter's words, then the compiler's (on a GPU; which one depends on the block size): one advice.
+    if ("must be Tensor, not tensor" in message or ("torch." in source and "not tensor" in message)
+            or "Unsupported function referenced" in message):
+        return TORCH_IN_A_KERNEL
+    # (Triton 3.6's compiler, on a GPU: "`_semantic` argument must be provided outside of JIT functions")
+    if re.search(r"\w_ptr\s*\[", source) and ("not iterable" in message or "not subscriptable" in message
+                                                 or "index" in message or "_semantic" in message):
+        return ("a pointer is not indexed like an array: read a block with tl.load(x_ptr + offsets) and write one "
+                "with tl.store(z_ptr + offsets, value)")
+    if "libdevice" in source:
+        return LIBDEVICE_IN_THE_INTERPRETER
+    if ("object is not iterable" in message or "unsupported tensor index" in message) and re.search(
+            r"\w\[(?![^]]*(:|None))[^]]*\]", source):
+        return ("a block has no element access by position: compute on the whole block, choosing elements with "
+                "tl.where(offsets == i, new, x), or load and store the one element at ptr + i")
+    return next((advice for part, advice in _TRITON_ERROR_HINTS if part in message), "")
+
+
+def timeout_message(timeout: float, sizes: str = "", where: str = "", call: str = "test(..., timeout={})") -> str:
+    """What a learner reads when a kernel is stopped (every way of running it says the same):
+    the size, the limit and how to raise it (`call`, the limit in its braces; "" where the learner cannot);
+    `KernelError.line` adds the line it was on."""
+    at = f" at {sizes}" if sizes else ""
+    raise_it = f" if it is only slow, raise the limit: {call.format(f'{max(2 * timeout, 60):g}')}" if call else ""
+    # In parentheses: the line the kernel was on follows ("... was stopped (...) at line 12: ...").
+    return (f"the kernel ran past its time limit of {timeout:g} s{at}{where} and was stopped "
+            f"(an endless loop?{raise_it})")
+

@@ -1,0 +1,444 @@
+"""Learner kernels compiled for a GPU run here: in a worker process with its own CUDA context.
+
+A kernel that faults on a GPU (an illegal address) leaves the CUDA context of its process unusable:
+every later launch, and every torch op on the device, fails until the process ends. So the
+notebook's process never launches a learner's compiled kernel and need not touch CUDA at all (it
+can still fork for the interpreter's access check): `import puzzles` on a CUDA machine starts one
+worker process in the background (`warm_up`), and each launch goes there as data:
+
+- the kernel as source plus the globals it reads (`puzzles.running.kernel_source`), with its autotune
+  configs, heuristics and launch options as data (`ship`); the worker rebuilds it at the learner's
+  file and lines, so an error names the learner's line, and keeps it for the next call;
+- a library function to run (`module:name`, e.g. the grader's one-size run) and its arguments,
+  CPU tensors included; what the kernel printed (fd 1 and 2 of the worker) comes back with the
+  answer.
+
+A CUDA fault is an answer too (`status == "fault"`): the worker exits and a fresh one starts in
+the background. A call that runs past its time limit (an endless loop on the GPU) ends the worker
+the same way. The next call finds a working worker: the notebook never needs a restart.
+
+`PUZZLES_WORKER_DEVICE=cpu` (or `Worker(device="cpu")`) runs the same worker under Triton's
+interpreter on CPU tensors: the test suite exercises the protocol without a GPU.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import importlib
+import marshal
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from puzzles.running.errors import KernelError
+from puzzles.running.frames import FrameReader, send_frame
+from puzzles.running.kernel import unwrap_kernel
+
+START_LIMIT = 300.0  # seconds a fresh worker may take to load torch, Triton and CUDA
+# Words of CUDA errors after which the worker's context is gone (the process must end).
+FAULT_WORDS = ("illegal memory access", "illegal address", "misaligned address", "unspecified launch failure",
+               "operation not supported on global/shared address space", "an illegal instruction",
+               "CUDA error", "AcceleratorError", "device-side assert")
+
+
+class CannotShip(Exception):
+    """The kernel cannot be described as data (no source, a heuristic that is a closure...)."""
+
+
+@dataclass
+class ShippedKernel:
+    """A kernel as data: its functions' source and globals, and the layers around it, outermost
+    first: ("options", {num_warps, num_stages}), ("autotune", {...}), ("heuristics", {...})."""
+
+    description: dict
+    layers: list[tuple[str, dict]] = field(default_factory=list)
+
+    def key(self) -> bytes:
+        return pickle.dumps((self.description, self.layers))
+
+
+@dataclass
+class Reply:
+    """A call's answer: status "ok" (value), "error" (the kernel raised: `error`), "fault" (a CUDA
+    fault: `error`, the worker was restarted), "timeout" or "crash" (the worker was ended)."""
+
+    status: str
+    value: Any = None
+    error: KernelError | None = None
+    printed: str = ""
+    seconds: float = 0.0
+
+
+# -- the kernel as data -----------------------------------------------------------------------------------
+
+
+def ship(kernel: Any) -> ShippedKernel:
+    """Describe a @triton.jit kernel, with its @triton.autotune / @triton.heuristics wrappers and
+    an autotune config's launch options (puzzles.grading.autotune_configs.ConfigLaunch), for `land` elsewhere."""
+    import triton
+
+    from puzzles.running import kernel_source
+
+    layers: list[tuple[str, dict]] = []
+    current = kernel
+    for _ in range(8):
+        config = getattr(current, "config", None)
+        if isinstance(config, triton.Config) and hasattr(current, "fn"):  # one autotune config's launch
+            layers.append(("options", {"num_warps": config.num_warps, "num_stages": config.num_stages}))
+        elif isinstance(current, triton.runtime.Autotuner):
+            layers.append(("autotune", {
+                "configs": [(dict(c.kwargs), c.num_warps, c.num_stages, c.num_ctas, c.maxnreg)
+                            for c in current.configs],
+                "key": list(current.keys), "reset_to_zero": list(current.reset_to_zero),
+                "restore_value": list(current.restore_value)}))
+        elif isinstance(current, triton.runtime.Heuristics):
+            layers.append(("heuristics", {name: _ship_function(f) for name, f in current.values.items()}))
+        else:
+            break
+        current = current.fn
+    description = kernel_source.describe_kernel(current) if unwrap_kernel(current) is not None else None
+    if description is None:
+        raise CannotShip("the kernel's source cannot be read (define it in a file or a notebook cell)")
+    return ShippedKernel(description, layers)
+
+
+def _ship_function(fn: Any) -> tuple[bytes, dict]:
+    """A heuristic (usually a lambda): its code object and the globals it names."""
+    from puzzles.running import kernel_source
+
+    if getattr(fn, "__closure__", None):
+        raise CannotShip(f"the heuristic {getattr(fn, '__name__', fn)!r} reads variables of an enclosing "
+                         "function: use module-level names")
+
+    def no_jit(value: Any) -> str:
+        raise CannotShip("a heuristic that calls a @triton.jit function")
+
+    names = {n: kernel_source.encode_global(fn.__globals__[n], no_jit)
+             for n in fn.__code__.co_names if n in fn.__globals__}
+    return marshal.dumps(fn.__code__), names
+
+
+def land(shipped: ShippedKernel) -> Any:
+    """The kernel again, in this process: rebuilt and wrapped in its layers."""
+    import triton
+
+    from puzzles.grading.autotune_configs import ConfigLaunch
+    from puzzles.running import kernel_source
+
+    kernel = kernel_source.rebuild_kernel(shipped.description)["root"]
+    for kind, data in reversed(shipped.layers):
+        if kind == "options":
+            kernel = ConfigLaunch(kernel, triton.Config({}, num_warps=data["num_warps"], num_stages=data["num_stages"]))
+        elif kind == "autotune":
+            configs = [triton.Config(kw, num_warps=w, num_stages=s, num_ctas=c, maxnreg=r)
+                       for kw, w, s, c, r in data["configs"]]
+            kernel = triton.autotune(configs=configs, key=data["key"], reset_to_zero=data["reset_to_zero"] or None,
+                                     restore_value=data["restore_value"] or None)(kernel)
+        elif kind == "heuristics":
+            values = {}
+            for name, (code, names) in data.items():
+                scope = {"__builtins__": __builtins__, **{n: kernel_source.decode_global(v) for n, v in names.items()}}
+                values[name] = types.FunctionType(marshal.loads(code), scope)
+            kernel = triton.heuristics(values)(kernel)
+    return kernel
+
+
+def _ship_all(value: Any) -> Any:
+    """Arguments with every kernel in them (top level, lists, tuples, dict values) shipped."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_ship_all(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _ship_all(v) for k, v in value.items()}
+    if _is_kernel(value):
+        return ship(value)
+    return value
+
+
+def _is_kernel(value: Any) -> bool:
+    try:
+        return callable(getattr(value, "__getitem__", None)) and unwrap_kernel(value) is not None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+# -- the worker, seen from the notebook ----------------------------------------------------------------------
+
+
+class Worker:
+    """One worker process and the pipes to it; `call` runs one job there, one at a time."""
+
+    def __init__(self, device: str = "cuda") -> None:
+        self.device = device
+        self.lock = threading.Lock()
+        self.device_name: str | None = None  # set once this process has loaded: it is ready
+        self.known_name: str | None = None  # the GPU's name as the last ready worker said (it outlives restarts)
+        self.proc: subprocess.Popen | None = None
+        self.reader: FrameReader | None = None
+        self.log = tempfile.TemporaryFile()  # the worker's own stderr (outside calls): shown if it dies
+        self.started_at = 0.0
+        self.last_words = ""  # the stderr of a worker that died
+        self.start()
+        atexit.register(self.stop)
+
+    def start(self) -> None:
+        """Start a fresh process; it loads torch, Triton and CUDA in the background."""
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ, PUZZLES_WORKER_DEVICE=self.device, PUZZLES_COMPILE_CHECK="0", PUZZLES_IN_WORKER="1",
+                   TRITON_INTERPRET="1" if self.device == "cpu" else "0", PYTHONUNBUFFERED="1")
+        env.pop("PYTHONSTARTUP", None)
+        code = (f"import sys; sys.path[:0] = [{root!r}]; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+                "from puzzles.running.gpu_worker import serve; serve()")
+        self.log.seek(0)
+        self.log.truncate()
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, env=env, start_new_session=True)
+        self.reader = FrameReader(self.proc.stdout.fileno())
+        self.device_name = None
+        self.started_at = time.monotonic()
+
+    def stop(self, wait: bool = True) -> None:
+        """End the worker; `wait=False` reaps it in the background (a process whose CUDA context
+        faulted can take seconds to exit while the driver tears the context down)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            if wait:
+                self.proc.wait()
+            else:
+                threading.Thread(target=self.proc.wait, daemon=True).start()
+        if self.proc is not None:
+            for stream in (self.proc.stdin, self.proc.stdout):
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self.proc = None
+
+    def restart(self) -> None:
+        """End the worker and start a fresh one (it loads in the background)."""
+        self.stop(wait=False)
+        self.start()
+
+    def ready(self, limit: float = START_LIMIT) -> bool:
+        """Wait (up to `limit`) until the worker has loaded; False if it died or did not load."""
+        if self.device_name is not None and self.proc is not None and self.proc.poll() is None:
+            return True
+        if self.proc is None or (self.device_name is not None and self.proc.poll() is not None):
+            self.restart()  # never started, or ended since (killed from outside, say)
+        status, payload = self.reader.receive(limit)
+        if status == "ready":
+            self.device_name = self.known_name = payload
+            return True
+        self.stop()
+        return False
+
+    def startup_error(self) -> str:
+        self.log.seek(0)
+        tail = self.log.read().decode(errors="replace").strip().splitlines()[-5:]
+        return " | ".join(tail) or "no message"
+
+    def call(self, target: str, *args: Any, timeout: float = 60.0, **kwargs: Any) -> Reply:
+        """Run `module:function(*args, **kwargs)` in the worker, kernels in the arguments shipped
+        there; past `timeout` seconds the worker is ended (and restarted) and the reply says so."""
+        try:
+            request = {"target": target, "args": _ship_all(list(args)), "kwargs": _ship_all(kwargs),
+                       "path": [p for p in sys.path if p not in ("", ".")]}
+            pickle.dumps(request)  # fails here, in words, rather than half-way down the pipe
+        except (CannotShip, pickle.PicklingError, TypeError, AttributeError) as exc:
+            return Reply("error", error=KernelError("setup", f"cannot send the kernel to the GPU process: {exc}"))
+        with self.lock:
+            if not self.ready():
+                why = self.startup_error()
+                self.start()
+                return Reply("crash", error=KernelError("crash", f"the GPU process did not start: {why}"))
+            started = time.monotonic()
+            try:
+                send_frame(self.proc.stdin.fileno(), request)
+                status, payload = self.reader.receive(timeout)
+            except OSError:
+                status, payload = "crash", None
+            seconds = time.monotonic() - started
+            if status in ("timeout", "crash", "fault"):
+                self.last_words = self.startup_error() if status == "crash" else ""
+                self.restart()  # the next call finds a fresh worker (loading meanwhile)
+            if status == "timeout":
+                return Reply("timeout", error=KernelError("timeout", str(payload)), seconds=seconds)
+            if status == "crash":
+                return Reply("crash", error=KernelError("crash", "the kernel crashed the GPU process that ran it (the "
+                                                        "notebook is unharmed; the GPU process was restarted)"),
+                             printed=self.last_words, seconds=seconds)
+            value, error, printed = payload
+            return Reply(status, value, error, printed, seconds)
+
+
+_WORKERS: dict[str, Worker] = {}
+
+
+def worker(device: str | None = None) -> Worker:
+    """The worker for `device` (default: PUZZLES_WORKER_DEVICE, else cuda), started on first use."""
+    device = device or os.environ.get("PUZZLES_WORKER_DEVICE", "cuda")
+    if device not in _WORKERS:
+        _WORKERS[device] = Worker(device)
+    return _WORKERS[device]
+
+
+def warm_up() -> None:
+    """Start the worker now, so that it has loaded CUDA before the first grading cell."""
+    if os.environ.get("PUZZLES_IN_WORKER") != "1":
+        worker()
+
+
+def call(target: str, *args: Any, timeout: float = 60.0, **kwargs: Any) -> Reply:
+    """`Worker.call` on the default worker."""
+    return worker().call(target, *args, timeout=timeout, **kwargs)
+
+
+def device_name() -> str:
+    """The worker's GPU, by name (waits for the first worker to load; a verdict after a fault does not wait
+    for the restarted one)."""
+    w = worker()
+    if w.known_name is None:
+        with w.lock:
+            w.ready()
+    return w.known_name or "GPU"
+
+
+# -- inside the worker ---------------------------------------------------------------------------------------
+
+
+def serve() -> None:  # pragma: no cover - runs in the worker process
+    """The worker's loop: load, say "ready", then answer each request until the pipe closes."""
+    reply_fd = os.dup(1)  # replies; fd 1 and 2 are the kernel's (captured around each call)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sys.stdout = sys.stderr
+    device = os.environ.get("PUZZLES_WORKER_DEVICE", "cuda")
+    import torch
+    import triton  # noqa: F401 - loaded before "ready"; TRITON_INTERPRET is already decided by the environment
+
+    name = "CPU (Triton interpreter)"
+    if device == "cuda":
+        torch.cuda.init()
+        name = torch.cuda.get_device_name()
+        _warm_gpu()
+    send_frame(reply_fd, ("ready", name))
+    reader = FrameReader(0)
+    landed: dict[bytes, Any] = {}
+    while True:
+        request = reader.receive(10**9)
+        if not isinstance(request, dict):
+            return  # the notebook closed the pipe
+        send_frame(reply_fd, _answer(request, landed, device))
+        if _poisoned:
+            os._exit(3)
+
+
+_poisoned = False
+
+
+def _answer(request: dict, landed: dict[bytes, Any], device: str) -> tuple[str, Any]:  # pragma: no cover
+    global _poisoned
+    from puzzles.running.errors import error_from_exception
+
+    for entry in request.get("path", []):  # the learner's own modules, as the notebook sees them
+        if entry not in sys.path:
+            sys.path.append(entry)
+    kernels: list[Any] = []
+
+    def land_all(value: Any) -> Any:
+        if isinstance(value, ShippedKernel):
+            key = value.key()
+            if key not in landed:
+                if len(landed) > 64:
+                    landed.clear()
+                landed[key] = land(value)
+            kernels.append(landed[key])
+            return landed[key]
+        if isinstance(value, (list, tuple)):
+            return type(value)(land_all(v) for v in value)
+        if isinstance(value, dict):
+            return {k: land_all(v) for k, v in value.items()}
+        return value
+
+    printed = ""
+    with _captured() as out:
+        try:
+            args, kwargs = land_all(request["args"]), land_all(request["kwargs"])
+            module, name = request["target"].split(":")
+            function = getattr(importlib.import_module(module), name)
+            value = function(*args, **kwargs)
+            if device == "cuda":
+                import torch
+
+                torch.cuda.synchronize()
+            status, error = "ok", None
+        except BaseException as exc:  # noqa: BLE001 - a learner's kernel can raise anything
+            value, status = None, "error"
+            error = error_from_exception(exc, kernels[0] if kernels else None)
+            if device == "cuda" and _is_fault(exc):
+                status, _poisoned = "fault", True
+    printed = out()
+    return status, (value, error, printed)
+
+
+def _is_fault(exc: BaseException) -> bool:  # pragma: no cover - runs in the worker process
+    """A CUDA error after which this process's context is unusable."""
+    text = f"{type(exc).__name__}: {exc}"
+    if any(word.lower() in text.lower() for word in FAULT_WORDS):
+        return True
+    try:
+        import torch
+
+        torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").add_(1).item()
+    except Exception:  # noqa: BLE001
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def _captured() -> Any:  # pragma: no cover - runs in the worker process
+    """fd 1 and 2 into a file while the job runs (tl.device_print writes from C, not sys.stdout)."""
+    with tempfile.TemporaryFile() as sink:
+        sys.stdout.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        text: list[str] = []
+        try:
+            yield lambda: "".join(text)
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+                ctypes.CDLL(None).fflush(None)  # C's buffered stdout: where the GPU's printf lands
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            sink.seek(0)
+            text.append(sink.read().decode(errors="replace"))
+
+
+def _warm_gpu() -> None:  # pragma: no cover - runs in the worker process
+    """Compile and launch a trivial kernel: the first compile in a process loads LLVM and the
+    driver's module loader, which the first grading cell should not wait for."""
+    try:
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _warm(x_ptr, B: tl.constexpr):
+            tl.store(x_ptr + tl.arange(0, B), tl.arange(0, B))
+
+        x = torch.empty(16, dtype=torch.int32, device="cuda")
+        _warm[(1,)](x, B=16)
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - only a warm-up
+        pass

@@ -1,0 +1,152 @@
+"""Launching a kernel under Triton's interpreter with every access recorded and guarded.
+"""
+
+from __future__ import annotations
+
+import bdb
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.runtime import interpreter as _interp
+from triton.runtime.jit import JITFunction
+
+from puzzles.running import compat
+from puzzles.running.errors import KernelError, error_from_exception, timeout_message
+from puzzles.running.kernel import unwrap_kernel
+from puzzles.running.limits import KernelTimeout
+from puzzles.running.recording import Recorder, Trace
+
+
+@dataclass
+class RunOutput:
+    """What one launch produced."""
+
+    output: torch.Tensor | None = None
+    trace: Trace | None = None
+    error: KernelError | None = None
+    stdout: str = ""
+    seconds: float = 0.0
+    guard_violations: list[str] = field(default_factory=list)
+
+
+def interpreted(kernel: Any) -> _interp.InterpretedFunction:
+    """The kernel as Triton's interpreter runs it, whatever mode it was decorated in."""
+    fn = unwrap_kernel(kernel)
+    if isinstance(kernel, _interp.InterpretedFunction):
+        return kernel
+    return _interp.InterpretedFunction(fn)
+
+
+@contextlib.contextmanager
+def _interpret_nested_jit() -> Iterator[None]:
+    """Let a kernel compiled for the GPU call its @triton.jit helpers under the interpreter."""
+    original = JITFunction.__call__
+
+    def call(self, *args, **kwargs):
+        return _interp.InterpretedFunction(self.fn)(*args, **kwargs)
+
+    JITFunction.__call__ = call
+    try:
+        yield
+    finally:
+        JITFunction.__call__ = original
+
+
+class _LaunchPatches:
+    """The launch's own language patches plus those of the nested @jit calls it made, undone
+    together, nested ones first (each recorded the values the one before it had set)."""
+
+    def __init__(self, outer: Any) -> None:
+        self.outer = outer
+        self.nested: list[Any] = []
+
+    def restore(self) -> None:
+        while self.nested:
+            self.nested.pop().restore()
+        self.outer.restore()
+
+
+@contextlib.contextmanager
+def _patch_language_once() -> Iterator[None]:
+    """Within one launch, patch Triton's language for each module once, and undo all of it.
+
+    The interpreter patches `triton.language` again each time a nested @jit function runs (every
+    `tl.sum` is one) and never undoes those nested patches, which leave `triton.language.core`
+    pointing at the interpreter: harmless when everything is interpreted, but the next kernel
+    compiled for a GPU in this process then fails. Patching once per module is also much faster.
+    """
+    original = _interp._patch_lang
+    done: dict[int, Any] = {}
+    launch: list[_LaunchPatches] = []
+
+    def patch_once(fn):
+        key = id(getattr(fn, "__globals__", fn))
+        if key not in done:
+            scope = compat.patch_lang(original, fn)  # a scope to undo it, on every supported Triton
+            if not launch:  # the launch's own scope: the grid executor restores it at the end
+                launch.append(_LaunchPatches(scope))
+                scope = launch[0]
+            else:
+                launch[0].nested.append(scope)
+            done[key] = scope
+        return done[key]
+
+    _interp._patch_lang = patch_once
+    try:
+        yield
+    finally:
+        _interp._patch_lang = original
+        if launch:
+            launch[0].restore()  # again, in case the launch stopped before its own restore
+
+
+def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],
+                       recorder: Recorder) -> KernelError | None:
+    """Run under the interpreter with every access checked; return the error, if any."""
+    fn = interpreted(kernel)
+    try:
+        # Masked-off lanes legitimately compute things like -inf - -inf: no numpy warnings.
+        with _interpret_nested_jit(), _patch_language_once(), recorder, np.errstate(all="ignore"):
+            fn[grid](*args, **kwargs)
+    except KernelTimeout as exc:
+        stopped = error_from_exception(exc, kernel)  # the line the kernel was on
+        return KernelError("timeout", timeout_message(0), stopped.line, stopped.source, stopped.filename)
+    except Exception as exc:  # a learner's kernel can raise anything
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, bdb.BdbQuit):
+            cause = cause.__cause__
+        if cause is not None:
+            return KernelError("exception", "the kernel stopped in the debugger and the debugger quit. In test()'s "
+                               "child process it cannot read what you type: grade with test(..., isolate=False) "
+                               "to debug")
+        return error_from_exception(exc, kernel)
+    return None
+
+
+@triton.jit
+def _warm_up_kernel(x_ptr):
+    tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+
+_interpreter_warm = False
+
+
+def warm_interpreter() -> None:
+    """Load, once in this process, what Triton's interpreter loads on its first launch (its argument
+    specialisation imports modules lazily: about 0.1 s here, more on a GPU host), so that every forked
+    child starts warm instead of paying it again: a launch of the course's own one-element kernel, on a
+    CPU tensor (on a GPU machine too: the interpreter touches no CUDA, and the access checks' children
+    run interpreted)."""
+    global _interpreter_warm
+    if _interpreter_warm:
+        return
+    _interpreter_warm = True
+    with contextlib.suppress(Exception), _interpret_nested_jit(), _patch_language_once(), np.errstate(all="ignore"):
+        interpreted(_warm_up_kernel)[(1,)](torch.zeros(1))
+
