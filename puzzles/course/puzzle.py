@@ -37,6 +37,18 @@ class Baseline:
 
 
 @dataclass(frozen=True)
+class SpeedGoal:
+    """What "fast" means for a puzzle on a GPU, at its perf size: at least `vs_compile` times the speed
+    of `torch.compile(spec)` (1.0: as fast), and, where the roofline is the real bound, at least
+    `roofline` of it (a fraction, 0.6 = 60%). `levers` says what usually closes the gap here (block
+    sizes, num_warps, fusion, tl.dot, vector width), in the words the speed report shows."""
+
+    vs_compile: float = 1.0
+    roofline: float | None = None
+    levers: str = ""
+
+
+@dataclass(frozen=True)
 class Mistake:
     """A common slip, computed (puzzles/course/mistakes.py): `output(inputs by name, sizes)` is what the spec
     gives with the slip in it; a wrong output that matches it gets `text` in its verdict."""
@@ -194,6 +206,8 @@ class Puzzle:
     positional_sizes: tuple[str, ...] = ()
     # A faster kernel timed beside the learner's by `test(..., perf=True)` (puzzle 18: the production GPTQ kernel).
     baseline: Baseline | None = None
+    # The speed goal on a GPU at `perf_size` (stated in the notebook; the speed report says if it is met).
+    speed_goal: SpeedGoal | None = None
     # Slips whose output the verdict recognises (a wrong matmul says nothing of its cause): puzzles/course/mistakes.py.
     likely_mistakes: tuple[Mistake, ...] = ()
     # The axis the kernel loops over (a split-K puzzle's is its K): rows of it no load reached are named.
