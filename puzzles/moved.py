@@ -21,7 +21,6 @@ MOVED = {
     "bug_inputs": "course.bug_inputs",
     "catalog": "course.catalog",
     "class_command": "classroom.command",
-    "classroom": "classroom.roster",
     "compat": "running.compat",
     "compile_check": "running.compile_check",
     "debug": "learner.debug",
@@ -52,15 +51,21 @@ MOVED = {
     "workspace": "learner.workspace",
 }
 
+# Old packages (their modules moved with them). `puzzles.classroom` is not here: it was a module and is
+# now the classroom package.
+OLD_PACKAGES = ("harness", "catalog", "compile_check")
+
 
 def new_name(name: str) -> str | None:
     """The new dotted name of an old module path (or of a module below an old package), else None."""
     if not name.startswith("puzzles."):
         return None
     rest = name[len("puzzles."):]
-    for old in sorted(MOVED, key=len, reverse=True):
-        if rest == old or rest.startswith(old + "."):
-            return "puzzles." + MOVED[old] + rest[len(old):]
+    if rest in MOVED:
+        return "puzzles." + MOVED[rest]
+    package, _, module = rest.rpartition(".")
+    if package in OLD_PACKAGES:  # a module below an old package: the same module below the new one
+        return "puzzles." + MOVED[package] + "." + module
     return None
 
 
