@@ -35,6 +35,7 @@ class GradingJob:
     perf: bool
     compile_check: bool | str
     quiet: bool
+    compiled: int | None = None  # show the code compiled for this target (90 for sm_90) under the verdict
 
     @property
     def kernel_name(self) -> str:
@@ -74,9 +75,10 @@ def with_kernel(kernel: Any) -> dict[str, Any]:
 def make_job(kernel: Any, spec: Callable[..., Any] | None, puzzle: Puzzle | int | None, *,
              sizes: list[Sizes] | None, nelem: Sizes | None, blocks: Sizes | None, seed: int, timeout: float,
              isolate: bool | None, record: bool, viz: bool, perf: bool, compile_check: bool | str,
-             quiet: bool) -> GradingJob:
+             quiet: bool, compiled: int | None = None) -> GradingJob:
     """Resolve test()'s arguments once: the puzzle (given, or found from the spec or kernel) and its spec."""
     found = resolve_puzzle(puzzle, spec, kernel)
     return GradingJob(**with_kernel(kernel), spec=spec if found is None else found.spec, puzzle=found,
                       sizes=sizes, nelem=nelem, blocks=blocks, seed=seed, timeout=timeout, isolate=isolate,
-                      record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet)
+                      record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet,
+                      compiled=compiled)
