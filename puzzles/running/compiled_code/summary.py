@@ -44,7 +44,8 @@ def machine_line(code: Any) -> str:
     parts = [f"{code.num_warps} warps ({code.num_warps * 32} threads per program)"]
     if code.registers is not None:
         parts.append(f"{code.registers} registers per thread")
-    parts.append(spill_words(code))
+    if not code.spills:
+        parts.append(spill_words(code))
     parts.append(f"{code.shared} bytes of shared memory per program" if code.shared else "no shared memory")
     if code.num_stages and any(a.kind in ("async copy", "TMA load") for a in code.accesses):
         parts.append(f"{code.num_stages} pipeline stages")
@@ -105,7 +106,7 @@ def place(line: int | None) -> str:
 def summary_text(code: Any) -> str:
     if not code.ok:
         return f"{code.kernel} would not compile for {code.target_name}: {code.error.describe()}"
-    lines = [heading(code), "  " + machine_line(code)]
+    lines = [heading(code), "  " + machine_line(code)] + (["  " + spill_words(code)] if code.spills else [])
     if code.accesses:
         lines.append("  global memory, what one thread moves per instruction:")
         for a in code.accesses:
@@ -121,12 +122,15 @@ def summary_text(code: Any) -> str:
 def summary_html(code: Any) -> str:
     e = html.escape
     color = "#1565c0" if code.ok else "#c62828"
-    parts = [f'<div style="border-left:6px solid {color};padding:6px 12px;font-family:sans-serif">',
-             f"<div><b>{e(heading(code))}</b></div>"]
+    parts = [f'<div style="border-left:6px solid {color};padding:6px 12px;font-family:sans-serif">']
     if not code.ok:
-        parts.append(f"<pre>{e(code.error.describe())}</pre></div>")
+        parts.append(f"<div><b>{e(code.kernel)} would not compile for {e(code.target_name)}</b></div>"
+                     f"<pre>{e(code.error.describe())}</pre></div>")
         return "".join(parts)
+    parts.append(f"<div><b>{e(heading(code))}</b></div>")
     parts.append(f"<div>{e(machine_line(code))}</div>")
+    if code.spills:
+        parts.append(f'<div style="color:#c62828">{e(spill_words(code))}</div>')
     cell = ' style="text-align:left;vertical-align:top;padding:2px 8px;white-space:nowrap"'
     if code.accesses:
         head = "".join(f"<th{cell}>{h}</th>" for h in ("line", "access", "width", "instructions", "source"))
