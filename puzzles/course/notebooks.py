@@ -256,7 +256,8 @@ def speed_text(p: Puzzle) -> str:
     return (f"## Speed (on a GPU)\n\nOn a CUDA GPU, `test({p.kernel_name}, {p.spec_name}, perf=True)` also times your "
             f"kernel at {sizes}: at least {work} (each input read once, the output written once). It reports "
             "the median time, the bandwidth and FLOP rate reached, the fraction of this GPU's roofline (its read "
-            "and write bandwidths, matmul rate and elementwise arithmetic rates, measured once and cached) or, where a launch alone takes longer "
+            "and write bandwidths, matmul rate and elementwise arithmetic rates, measured once and cached) or, "
+            "where a launch alone takes longer "
             "than the work, that the size is launch-bound, and the time of the PyTorch spec and of "
             "`torch.compile` of the spec beside it (compiled once, its compile not counted)"
             + (f", and that of {baseline.name}." if baseline else ".") + goal_text(p))
