@@ -27,6 +27,7 @@ Everything but the measuring (`bench`, `device_limits`, `measure`) is pure: give
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import math
@@ -422,8 +423,11 @@ def measure(launch: Callable[[], Any], spec: Callable[..., Any], inputs: list[to
     the spec's inputs on the GPU), the spec under torch.compile (compiled once per `compile_key`,
     default the spec) and the puzzle's baseline kernel, if it has one."""
     ms = bench(launch)
-    torch_ms = bench(lambda: call_spec(spec, inputs, sizes))
-    compiled_ms, compile_error = time_compiled(spec, inputs, sizes, spec if compile_key is None else compile_key)
+    # A spec with no tensor inputs (puzzle 16: sizes alone) makes its tensors on the GPU too, as the kernel does.
+    where = contextlib.nullcontext() if inputs else torch.device("cuda")
+    with where:
+        torch_ms = bench(lambda: call_spec(spec, inputs, sizes))
+        compiled_ms, compile_error = time_compiled(spec, inputs, sizes, spec if compile_key is None else compile_key)
     baseline_ms, baseline_error = None, ""
     if baseline is not None:
         try:
