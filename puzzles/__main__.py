@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="build the gradebook (--out) from per-student JSON files or folders of them")
     c.add_argument("--isolate", action="store_true",
                    help="grade one learner's files in a sandboxed process, as a class is graded")
+    c.add_argument("--speed", action="store_true",
+                   help="on a GPU: also time each passing kernel against its puzzle's speed goal and add speed "
+                        "points to the gradebook (correctness points unchanged); on a CPU it says so and grades "
+                        "correctness only")
     c.add_argument("--memory", type=float, help="memory limit per student in GiB, resident in all its grading "
                    "processes (default 6; 0: none); without CUDA also each process's address space")
 
