@@ -6,7 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes_training as slips
 from puzzles.course.bug_inputs import cross_entropy_inputs
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal, cdiv
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, ScalarWork, SpeedGoal, cdiv
 
 
 def cross_entropy_spec(logits: Float32[Tensor, "N0 V"], targets: Int32[Tensor, "N0"], *,
@@ -103,6 +103,8 @@ The grid is `(cdiv(N0, B0),)`; `N0` need not be a multiple of `B0`, nor `V` of `
                 slips.cross_entropy_ignored_rows_graded),
     ),
     perf_size={"N0": 4096, "V": 32768, "IGNORE_INDEX": -100, "B0": 1, "B1": 2048},
+    # One exp per logit at the fewest (a row held in registers); two passes take two.
+    scalar_work=lambda s: ScalarWork(fmas=3 * s["N0"] * s["V"], exps=s["N0"] * s["V"]),
     speed_goal=SpeedGoal(vs_compile=1.0, roofline=0.6,
                          levers="one program per row, wide chunks (B1 of 1024 to 4096), num_warps 8 to 16; the second "
                                 "pass reads a row the first just read (128 KB at V = 32 K), mostly from L2"),
