@@ -19,13 +19,13 @@ from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.grading.autotune_configs import ConfigLaunch, autotuner_of
-from puzzles.grading.cases import SizeRuleError, make_case, resolve_puzzle, size_list
+from puzzles.grading.cases import make_case
 from puzzles.grading.inputs import SpecError
+from puzzles.grading.job import make_job
 from puzzles.grading.signature import bind_arguments, check_kernel
 from puzzles.running.compile_check.listings import compile_call
 from puzzles.running.compiled_code import Compiled, not_compiled, target_number
 from puzzles.running.errors import KernelError
-from puzzles.running.kernel import unwrap_kernel
 
 
 def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int = "sm_90", *,
@@ -44,30 +44,29 @@ def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int 
     `.shared`, `.num_warps`, `.accesses`, `.dots`; `.ok` is False (and `.error` says why) when the kernel
     would not compile."""
     number = target_number(target)
-    fn = unwrap_kernel(kernel)
-    name = getattr(fn, "__name__", None) or repr(kernel)
-    found = resolve_puzzle(puzzle, spec, kernel)
-    spec = found.spec if found is not None else spec
-    if fn is None:
-        return not_compiled(name, number, KernelError("signature", "this is not a @triton.jit kernel"))
-    if spec is None:
-        return not_compiled(name, number, KernelError(
-            "spec", f"which puzzle is {name} for? pass it: compiled({name}, puzzle=N) (its arguments come from "
-                    "the puzzle's spec and sizes), or for a kernel of your own compiled(kernel, spec=..., nelem=...)"))
     tuner = autotuner_of(kernel)
     meta: Sizes = {}
     if tuner is not None:  # compiled as its first config launches it
         config = tuner.configs[0]
         kernel, meta = ConfigLaunch(tuner.fn, config, kernel), dict(config.kwargs)
-    problem = check_kernel(kernel, spec, found, fn=fn)
+    job = make_job(kernel, spec, puzzle, nelem=nelem, blocks=B)
+    name = job.kernel_name
+    if job.fn is None:
+        return not_compiled(name, number, KernelError("signature", "this is not a @triton.jit kernel"))
+    if job.spec is None:
+        return not_compiled(name, number, KernelError(
+            "spec", f"which puzzle is {name} for? pass it: compiled({name}, puzzle=N) (its arguments come from "
+                    "the puzzle's spec and sizes), or for a kernel of your own compiled(kernel, spec=..., nelem=...)"))
+    problem = check_kernel(job)
     if problem is not None:
         return not_compiled(name, number, problem)
+    if job.size_problem is not None or not job.run_sizes:
+        return not_compiled(name, number, KernelError("sizes", job.size_problem or "no sizes to compile at"))
+    sizes = {**job.run_sizes[0], **meta}
     try:
-        sizes = {**size_list(found, nelem, B, None)[0], **meta}
-        case = make_case(spec, found, sizes, 0, 0)
-    except (SizeRuleError, SpecError, TypeError, ValueError) as err:
-        return not_compiled(name, number, KernelError("sizes", str(err)))
-    call = bind_arguments(kernel, spec, found, fn=fn)(case)
+        case = make_case(job.spec, job.puzzle, sizes, 0, 0)
+    except (SpecError, TypeError, ValueError) as err:
+        return not_compiled(name, number, KernelError("spec", f"cannot build inputs from the spec: {err}"))
     options = {k: v for k, v in (("num_warps", num_warps), ("num_stages", num_stages), ("maxnreg", maxnreg))
                if v is not None}
-    return compile_call(kernel, call, number, sizes, options)
+    return compile_call(job.handle, bind_arguments(job)(case), number, sizes, options)

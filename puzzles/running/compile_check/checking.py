@@ -333,18 +333,17 @@ def start_listing(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: i
 def _describe(kernel: Any) -> tuple[dict, list[str], frozenset[str], dict[str, int]] | None:
     """The kernel as the compiler's process rebuilds it, its parameters, those without an annotation, and an
     autotune config's launch options (puzzles/grading/autotune_configs.py)."""
-    from puzzles.running.kernel import unwrap_kernel
+    from puzzles.running.kernel import KernelHandle
 
-    fn = unwrap_kernel(kernel)
-    spec = kernel_source.describe_kernel(kernel)
-    if fn is None or spec is None:
+    handle = KernelHandle.of(kernel)  # `kernel` may be test()'s handle already: nothing is read again
+    spec = handle.description
+    if handle.fn is None or spec is None:
         return None
-    config = getattr(kernel, "config", None)
+    config = getattr(handle.kernel, "config", None)
     options = {k: v for k, v in (("num_warps", getattr(config, "num_warps", None)),
                                  ("num_stages", getattr(config, "num_stages", None))) if isinstance(v, int)}
-    signature = inspect.signature(fn).parameters
-    plain_ints = frozenset(n for n, p in signature.items() if p.annotation is inspect.Parameter.empty)
-    return spec, list(signature), plain_ints, options
+    plain_ints = frozenset(p.name for p in handle.parameters if p.annotation is inspect.Parameter.empty)
+    return spec, handle.param_names, plain_ints, options
 
 
 def _item(stage: str, target: int, argspec: list[tuple], options: dict[str, int], forbid: list[str],

@@ -10,15 +10,14 @@ from typing import Any
 from puzzles.running.compile_check.checking import Check, CompileProblem, start_listing
 from puzzles.running.compiled_code import Compiled, from_listing, not_compiled
 from puzzles.running.errors import KernelError
-from puzzles.running.kernel import unwrap_kernel
+from puzzles.running.kernel import KernelHandle
 
 
 def compile_call(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: int, sizes: dict[str, int],
                  options: dict[str, int] | None = None) -> Compiled:
     """`kernel` compiled for `target` as called with `call` (args, kwargs) at `sizes`: answered from the
     compile check's cache when it compiled the same kernel at the same size for a grading."""
-    fn = unwrap_kernel(kernel)
-    name = getattr(fn, "__name__", None) or repr(kernel)
+    name = KernelHandle.of(kernel).name
     check = start_listing(kernel, call, target, options)
     if check is None:
         why = ("its source, the globals it reads or its arguments cannot be described to the compiler (a kernel "
