@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes
+from puzzles.course.spec import SpecError
 from puzzles.grading.autotune_configs import ConfigLaunch, autotuner_of
 from puzzles.grading.cases import make_case
-from puzzles.grading.inputs import SpecError
 from puzzles.grading.job import make_job
 from puzzles.grading.signature import bind_arguments, check_kernel
 from puzzles.running.compile_check.listings import compile_call
