@@ -295,16 +295,15 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
         argspec = describe_args(args, kwargs, params, plain_ints)
         if argspec is None:
             return None
-        if not rule_only:
-            by_key.setdefault(_key(stable, argspec, "front", 80, options, sorted(forbidden), {}),
-                              _item("front", 80, argspec, options, sorted(forbidden)))["sizes"].append(index)
+        wanted = [] if rule_only else [_item(stable, "front", 80, argspec, options, sorted(forbidden))]
         if index == 0:
             special = specialization(args, kwargs, params)
             targets = [rule.target] if rule_only else targets_for(min_sm)
             # The compiled rule's target first: the grading waits for it (the worker takes a job's items in order).
-            for target in sorted(targets, key=lambda t: rule is None or t != rule.target):
-                by_key.setdefault(_key(stable, argspec, "full", target, options, [], special),
-                                  _item("full", target, argspec, options, [], special))["sizes"].append(index)
+            wanted += [_item(stable, "full", target, argspec, options, [], special)
+                       for target in sorted(targets, key=lambda t: rule is None or t != rule.target)]
+        for item in wanted:
+            by_key.setdefault(item["key"], item)["sizes"].append(index)
     listed = {rule.target} if rule is not None else set()
     return _submit(spec, list(by_key.values()), tf32_matters, rule, len(calls), listed)
 
@@ -322,11 +321,9 @@ def start_listing(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: i
     argspec = describe_args(args, kwargs, params, plain_ints)
     if argspec is None:
         return None
-    options = {**launch, **(options or {})}
-    special = specialization(args, kwargs, params)
-    item = _item("full", target, argspec, options, [], special)
+    item = _item(_stable(spec), "full", target, argspec, {**launch, **(options or {})}, [],
+                 specialization(args, kwargs, params))
     item["sizes"].append(0)
-    item["key"] = _key(_stable(spec), argspec, "full", target, options, [], special)
     return _submit(spec, [item], True, None, 1, {target})
 
 
@@ -346,9 +343,11 @@ def _describe(kernel: Any) -> tuple[dict, list[str], frozenset[str], dict[str, i
     return spec, handle.param_names, plain_ints, options
 
 
-def _item(stage: str, target: int, argspec: list[tuple], options: dict[str, int], forbid: list[str],
+def _item(stable: list, stage: str, target: int, argspec: list[tuple], options: dict[str, int], forbid: list[str],
           special: dict[str, str] | None = None) -> dict:
-    item = {"stage": stage, "target": target, "args": argspec, "options": options, "sizes": [], "forbid": forbid}
+    """One compile to ask for, keyed by what decides its verdict (sizes that compile alike share it)."""
+    item = {"stage": stage, "target": target, "args": argspec, "options": options, "sizes": [], "forbid": forbid,
+            "key": _key(stable, argspec, stage, target, options, forbid, special or {})}
     if special is not None:
         item["special"] = special
     return item
@@ -358,17 +357,14 @@ def _submit(spec: dict, items: list[dict], tf32_matters: bool, rule: Any, size_c
             listed: set[int]) -> Check:
     """Answer from the cache what it holds (a full compile whose listing is wanted: only with its listing) and
     hand the rest to the compiler processes."""
-    stable = _stable(spec)
-    for item in items:
-        if "key" not in item:
-            item["key"] = _key(stable, item["args"], item["stage"], item["target"], item["options"], item["forbid"],
-                               item.get("special", {}))
     results = {}
     for i, item in enumerate(items):
         hit = _cached(item["key"])
-        wants_listing = item["stage"] == "full" and item["target"] in listed and hit is not None and not hit.get(
-            "error")
-        if hit is not None and not (wants_listing and not (cache_dir() / f"{item['key']}.listing.json.gz").exists()):
+        if hit is None:
+            continue
+        listing_lost = (item["stage"] == "full" and item["target"] in listed and not hit.get("error")
+                        and not (cache_dir() / f"{item['key']}.listing.json.gz").exists())
+        if not listing_lost:
             results[i] = hit
     todo = [i for i in range(len(items)) if i not in results]
     jobs = {}
