@@ -15,6 +15,7 @@ import wrong_kernels as wrong
 from puzzles import on_gpu, test
 from puzzles.course import catalog
 from puzzles.grading.cases import make_case
+from puzzles.grading.job import make_job
 from puzzles.grading.judging import judge_runs
 from puzzles.grading.runs import run_on_gpu
 from puzzles.grading.signature import bind_arguments
@@ -74,8 +75,8 @@ def cpu_worker(monkeypatch):
 def _grade_in_worker(kernel, timeout: float = 20.0):
     p = catalog.get(2)
     cases = [make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
-    runs = run_on_gpu(kernel, bind_arguments(kernel, p.spec), cases, timeout)
-    return judge_runs(kernel, cases, runs)
+    runs = run_on_gpu(kernel, bind_arguments(make_job(kernel, p.spec, None)), cases, timeout)
+    return judge_runs(make_job(kernel, None, None), cases, runs)
 
 
 def test_a_kernel_travels_with_its_helper_and_constexpr_global(cpu_worker):

@@ -16,6 +16,7 @@ from typing import Any
 
 from puzzles.course.picture_hooks import RegisterTensor, SlidingWindow, TileOrder
 from puzzles.course.solution_source import kernel_signature
+from puzzles.course.spec import ParsedSpec, parse_spec
 
 Sizes = dict[str, int]
 
@@ -226,10 +227,13 @@ class Puzzle:
         return self.spec.__name__
 
     @property
-    def input_names(self) -> list[str]:
-        from puzzles.grading.inputs import spec_input_names
+    def parsed_spec(self) -> ParsedSpec:
+        """The spec read once (puzzles/course/spec.py): its tensors, input names and keyword sizes."""
+        return parse_spec(self.spec)
 
-        return spec_input_names(self.spec)
+    @property
+    def input_names(self) -> list[str]:
+        return list(self.parsed_spec.input_names)
 
     @property
     def solution_module(self) -> str:

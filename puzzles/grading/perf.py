@@ -30,7 +30,7 @@ import torch
 import triton
 
 from puzzles.course.puzzle import Baseline
-from puzzles.grading.inputs import call_spec, spec_signature
+from puzzles.course.spec import call_spec, spec_signature
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "triton-puzzles" / "device_limits.json"
 

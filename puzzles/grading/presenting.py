@@ -7,10 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes, default_grid
+from puzzles.course.spec import spec_input_names
 from puzzles.grading.cases import Case
-from puzzles.grading.inputs import (
-    spec_input_names,
-)
+from puzzles.grading.job import GradingJob
 from puzzles.grading.result import TestResult
 from puzzles.grading.runs import ArenaNames, ArenaTensor, on_gpu
 
@@ -26,10 +25,10 @@ def present(result: TestResult, quiet: bool, viz: bool, puzzle: Puzzle | None) -
     return result
 
 
-def measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: Puzzle | None, seed: int,
-                  first_sizes: Sizes) -> tuple[Any, str | None]:
+def measure_speed(job: GradingJob, args_for: Callable, first_sizes: Sizes) -> tuple[Any, str | None]:
     """The speed of a correct kernel: (a PerfReport or None, a note for the verdict or None).
     `first_sizes`: the sizes timed where the puzzle names no performance size."""
+    kernel, spec, p, seed = job.handle, job.spec, job.puzzle, job.seed
     if not on_gpu():
         return None, "speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter"
     if p is not None and p.strided_inputs:
@@ -38,7 +37,7 @@ def measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: 
 
     sizes = (p.perf_size if p and p.perf_size else None) or first_sizes
     # The kernel's pointer arguments: each tensor list's tables, or the spec's inputs.
-    names = list(p.tensor_lists.pointers) if p and p.tensor_lists else spec_input_names(spec)
+    names = job.input_names
     grid = tuple((p.grid if p else default_grid)(sizes))
     args, kwargs = args_for(Case(sizes, seed, grid, ArenaNames([*names, "z"]), names, None))
     flops = p.flops(sizes) if p and p.flops else 0

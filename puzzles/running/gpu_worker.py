@@ -41,7 +41,7 @@ from typing import Any
 
 from puzzles.running.errors import KernelError
 from puzzles.running.frames import FrameReader, send_frame
-from puzzles.running.kernel import unwrap_kernel
+from puzzles.running.kernel import KernelHandle, unwrap_kernel
 
 START_LIMIT = 300.0  # seconds a fresh worker may take to load torch, Triton and CUDA
 # Words of CUDA errors after which the worker's context is gone (the process must end).
@@ -88,8 +88,9 @@ def ship(kernel: Any) -> ShippedKernel:
 
     from puzzles.running import kernel_source
 
+    handle = kernel if isinstance(kernel, KernelHandle) else None  # test()'s: its description is made once
     layers: list[tuple[str, dict]] = []
-    current = kernel
+    current = handle.kernel if handle is not None else kernel
     for _ in range(8):
         config = getattr(current, "config", None)
         if isinstance(config, triton.Config) and hasattr(current, "fn"):  # one autotune config's launch
@@ -105,7 +106,10 @@ def ship(kernel: Any) -> ShippedKernel:
         else:
             break
         current = current.fn
-    description = kernel_source.describe_kernel(current) if unwrap_kernel(current) is not None else None
+    if handle is not None:
+        description = handle.description
+    else:
+        description = kernel_source.describe_kernel(unwrap_kernel(current))
     if description is None:
         raise CannotShip("the kernel's source cannot be read (define it in a file or a notebook cell)")
     return ShippedKernel(description, layers)
@@ -164,6 +168,8 @@ def _ship_all(value: Any) -> Any:
 
 
 def _is_kernel(value: Any) -> bool:
+    if isinstance(value, KernelHandle):
+        return value.fn is not None
     try:
         return callable(getattr(value, "__getitem__", None)) and unwrap_kernel(value) is not None
     except Exception:  # noqa: BLE001
