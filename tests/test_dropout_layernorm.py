@@ -170,7 +170,7 @@ def test_dropout_in_another_style_passes():
 def test_the_backward_is_the_forward_kernel_on_the_gradient():
     """dx = dropout_kernel(dz, seeds): the reference run on a gradient with the forward's seeds gives the
     gradient of the spec (torch's autograd through the spec's explicit mask)."""
-    from puzzles.grading.inputs import call_spec
+    from puzzles.course.spec import call_spec
 
     p = catalog.get(24)
     sizes = p.canonical
