@@ -47,6 +47,9 @@ RUN: dict[str, str] = {
     "make bench": "GPU",
     ".venv/bin/python benchmarks/gpu_worker.py": "GPU",
     ".venv/bin/python benchmarks/gptq/bench.py --out benchmarks/gptq/results/latest": "CUDA",
+    ".venv/bin/python -m puzzles gradescope --out autograder.zip": "points in all",
+    ".venv/bin/python -m puzzles gradescope --out hw1.zip --puzzle 1 --puzzle 2 --points 2=3 --visibility "
+    "after_due_date": "4 points in all",
 }
 # Forms of the synopses that are run as well (the flags the pages name).
 EXTRA_FORMS = {

@@ -48,6 +48,22 @@ class SpeedGoal:
     roofline: float | None = None
     levers: str = ""
 
+    def text(self) -> str:
+        """The goal in words: `at least torch.compile's speed and 60% of the roofline`."""
+        speed = "torch.compile's speed" if self.vs_compile == 1.0 else f"{self.vs_compile:g}x torch.compile's speed"
+        return f"at least {speed}" + (f" and {self.roofline:.0%} of the roofline" if self.roofline else "")
+
+
+@dataclass(frozen=True)
+class ScalarWork:
+    """Arithmetic a kernel does one element at a time, off the tensor cores, at a puzzle's size: FP32
+    multiply-adds (a multiply, an add or a fused multiply-add counts one each) and exponentials (each
+    `tl.exp`/`tl.exp2` one trip through the special-function units). The fewest a kernel can do: the
+    speed report's compute floor for elementwise work (puzzle 9's scores, exps and weighted sums)."""
+
+    fmas: int = 0
+    exps: int = 0
+
 
 @dataclass(frozen=True)
 class Mistake:
@@ -182,6 +198,8 @@ class Puzzle:
     # Weight in a class's gradebook (python -m puzzles grade CLASS/ --out DIR): points for a pass.
     points: float = 1.0
     flops: Callable[[Sizes], int] | None = None
+    # The elementwise arithmetic the problem needs at a size (FMAs and exps, a `ScalarWork`): its compute floor.
+    scalar_work: Callable[[Sizes], ScalarWork] | None = None
     # The oldest GPU (compute capability x10) the puzzle's kernel must compile for, besides
     # sm_80 and sm_90: 75 is Colab's free T4; raise it where the puzzle needs newer hardware.
     min_sm: int = 75

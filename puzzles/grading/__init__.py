@@ -8,13 +8,13 @@ returns a `TestResult`. On a machine without a GPU the kernel runs in Triton's i
 inside a child process (a wild pointer or an endless loop cannot hurt the notebook); on a
 CUDA machine it is compiled and run on the GPU, with guard zones checked after the run.
 
-test() resolves its arguments once into a `GradingJob` (job.py: the kernel, its function and file,
-the spec, the puzzle, the sizes, the seed, the options) that every step reads. The steps, in the
-order the data flows: signature.py (is the kernel callable as the puzzle needs?), cases.py (the
-sizes and each size's inputs), running.py (interpreter or GPU), judging.py (a verdict per size),
+test() resolves its arguments once into a `GradingJob` (job.py: the kernel's `KernelHandle`, the
+`ParsedSpec`, the puzzle, the sizes to run, the seed and the options); every step takes the job. The
+steps, in the order the data flows: signature.py (is the kernel callable as the puzzle needs?),
+cases.py (each size's inputs), runs.py (interpreter or GPU), judging.py (a verdict per size),
 presenting.py (speed, and the verdict shown). Each returns data; verdict.py's `build_result` makes
 the one `TestResult`. An autotuned kernel goes through the same steps once per config, in
-configs.py's loop.
+configs.py's loop. ARCHITECTURE.md draws the whole trip.
 """
 
 from __future__ import annotations
