@@ -46,8 +46,15 @@ def test_statement_sizes_and_hints(p):
         assert name in p.statement and "not used" in p.statement
 
 
+# Numbers given to puzzles still being written (22 and 23, issues 33 and 34) while later ones landed: a gap
+# there is expected until they land; remove a number from here when its puzzle is in the catalog.
+RESERVED = {22, 23}
+
+
 def test_puzzle_numbers_are_contiguous():
-    assert sorted(catalog.PUZZLES) == list(range(1, len(catalog.PUZZLES) + 1))
+    numbers = sorted(catalog.PUZZLES)
+    missing = set(range(1, numbers[-1] + 1)) - set(numbers)
+    assert missing <= RESERVED, f"puzzle numbers {sorted(missing)} are missing"
 
 
 # Blocks a statement fixes (puzzle 11: "B2 is always 1"): there is no other value to grade.
