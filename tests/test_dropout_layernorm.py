@@ -180,3 +180,116 @@ def test_the_backward_is_the_forward_kernel_on_the_gradient():
     dz = torch.rand(sizes["N1"], sizes["N0"], generator=gen)
     call_spec(p.spec, [x, seeds], sizes).backward(dz)
     assert torch.equal(x.grad, call_spec(p.spec, [dz, seeds], sizes))
+
+
+# -- puzzle 25: layer norm forward -------------------------------------------------------------------------
+
+
+@triton.jit
+def layernorm_with(x_ptr, w_ptr, b_ptr, z_ptr, M, N, eps, BN: tl.constexpr, UNBIASED: tl.constexpr,
+                   EPS_OUTSIDE: tl.constexpr, PADDING_COUNTED: tl.constexpr, PADDED_COUNT: tl.constexpr,
+                   SWAPPED: tl.constexpr, ONE_PASS: tl.constexpr):
+    """The reference with one slip switched on (each test below binds one flag through a wrapper kernel)."""
+    row = tl.program_id(0)
+    count = tl.cdiv(N, BN) * BN if PADDED_COUNT else N
+    acc = tl.zeros([BN], dtype=tl.float32)
+    squares = tl.zeros([BN], dtype=tl.float32)
+    for n0 in range(0, N, BN):
+        cols = n0 + tl.arange(0, BN)
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+        acc += x
+        squares += x * x
+    mean = tl.sum(acc, axis=0) / count
+    if ONE_PASS:
+        var = tl.sum(squares, axis=0) / count - mean * mean
+    else:
+        acc = tl.zeros([BN], dtype=tl.float32)
+        for n0 in range(0, N, BN):
+            cols = n0 + tl.arange(0, BN)
+            x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+            centred = x - mean if PADDING_COUNTED else tl.where(cols < N, x - mean, 0.0)
+            acc += centred * centred
+        var = tl.sum(acc, axis=0) / (N - 1 if UNBIASED else count)
+    rstd = 1 / (tl.sqrt(var) + eps) if EPS_OUTSIDE else 1 / tl.sqrt(var + eps)
+    for n0 in range(0, N, BN):
+        cols = n0 + tl.arange(0, BN)
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
+        b = tl.load(b_ptr + cols, mask=cols < N, other=0.0)
+        z = (x - mean) * rstd * b + w if SWAPPED else (x - mean) * rstd * w + b
+        tl.store(z_ptr + row * N + cols, z, mask=cols < N)
+
+
+def layernorm_slip(**flag):
+    """A kernel with the puzzle's signature whose flags are set by @triton.heuristics (which the grader
+    applies as Triton does)."""
+    flags = {name: flag.get(name, False) for name in
+             ("UNBIASED", "EPS_OUTSIDE", "PADDING_COUNTED", "PADDED_COUNT", "SWAPPED", "ONE_PASS")}
+    return triton.heuristics({name: (lambda args, v=value: v) for name, value in flags.items()})(layernorm_with)
+
+
+@pytest.mark.parametrize(("flag", "words"), [
+    ("UNBIASED", "divided by N - 1"),
+    ("EPS_OUTSIDE", "eps is added after the square root"),
+    ("PADDING_COUNTED", "the masked-off lanes of the last chunk count in the variance"),
+    ("PADDED_COUNT", "divided by the padded width"),
+    ("SWAPPED", "the weight and the bias are swapped"),
+])
+def test_a_layernorm_slip_is_named(flag, words):
+    assert_slip(grade(25, layernorm_slip(**{flag: True})), words)
+
+
+def test_the_one_pass_variance_fails_on_rows_around_thirty():
+    result = grade(25, layernorm_slip(ONE_PASS=True))
+    assert not result.passed
+    failing = [o for o in result.outcomes if not o.passed]
+    assert failing and all(o.status == "wrong" for o in failing), str(result)
+    assert result.outcomes[3].status == "wrong"  # the shaped size: rows around 30
+
+
+@triton.jit
+def layernorm_shifted_one_pass(x_ptr, w_ptr, b_ptr, z_ptr, M, N, eps, BN: tl.constexpr):
+    """Right in another style: one pass over the row for both statistics, on values shifted by the row's first
+    element (close to the mean, so nothing cancels), then the output pass."""
+    row = tl.program_id(0)
+    shift = tl.load(x_ptr + row * N)
+    total = tl.zeros([BN], dtype=tl.float32)
+    squares = tl.zeros([BN], dtype=tl.float32)
+    for n0 in range(0, N, BN):
+        cols = n0 + tl.arange(0, BN)
+        d = tl.where(cols < N, tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0) - shift, 0.0)
+        total += d
+        squares += d * d
+    mean_d = tl.sum(total, axis=0) / N
+    rstd = tl.rsqrt(tl.sum(squares, axis=0) / N - mean_d * mean_d + eps)
+    mean = shift + mean_d
+    for n0 in range(0, N, BN):
+        cols = n0 + tl.arange(0, BN)
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
+        b = tl.load(b_ptr + cols, mask=cols < N, other=0.0)
+        tl.store(z_ptr + row * N + cols, (x - mean) * rstd * w + b, mask=cols < N)
+
+
+def test_layernorm_in_another_style_passes():
+    result = grade(25, layernorm_shifted_one_pass)
+    assert result.passed, str(result)
+
+
+@triton.jit
+def layernorm_one_block(x_ptr, w_ptr, b_ptr, z_ptr, M, N, eps, BN: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BN)  # the row taken as one block: past BN it is never read
+    x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+    mean = tl.sum(x, axis=0) / N
+    centred = tl.where(cols < N, x - mean, 0.0)
+    rstd = 1 / tl.sqrt(tl.sum(centred * centred, axis=0) / N + eps)
+    w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
+    b = tl.load(b_ptr + cols, mask=cols < N, other=0.0)
+    tl.store(z_ptr + row * N + cols, centred * rstd * w + b, mask=cols < N)
+
+
+@interpreted_only
+def test_a_row_taken_as_one_block_leaves_the_rest_unwritten():
+    result = grade(25, layernorm_one_block)
+    assert not result.passed and result.first_failure.status == "unwritten", str(result)

@@ -66,3 +66,18 @@ def attention_growing_scores(sizes: Sizes, gen: torch.Generator) -> dict[str, Te
     queries = torch.rand(sizes["N0"], generator=gen) * 2 - 1
     queries = torch.where(torch.arange(sizes["N0"]) % 3 == 0, queries * 60, queries)
     return {"q": queries, "k": keys, "v": values}
+
+
+def layernorm_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 25, at its last size, three kinds of row: rows in ±1; rows whose spread is a thousandth (their
+    variance, about 3e-7, is far below eps = 1e-5, so eps added after the square root instead of under it is
+    off by a factor of 5); and rows around 30 (E[x²] - mean² cancels there in float32, and padding lanes
+    counted as (0 - mean)² add 900 each)."""
+    if index != 3:
+        return {}
+    rows, width = sizes["M"], sizes["N"]
+    x = torch.rand((rows, width), generator=gen) * 2 - 1
+    kind = torch.arange(rows) % 3
+    centre = torch.rand((rows, 1), generator=gen) * 2 - 1
+    x = torch.where((kind == 1)[:, None], centre + x * 1e-3, x)
+    return {"x": torch.where((kind == 2)[:, None], x + 30.0, x)}

@@ -61,3 +61,46 @@ def dropout_keep_below(i: Inputs, sizes: Sizes) -> Tensor:
 def dropout_not_rescaled(i: Inputs, sizes: Sizes) -> Tensor:
     """The kept values not divided by 1 - p: the output's expectation is (1 - p) x instead of x."""
     return _dropout(i, sizes, rand(i["seeds"][:, None], _columns(i)), rescale=False)
+
+
+# -- puzzle 25: layer norm forward ------------------------------------------------------------------------
+
+def _layernorm(i: Inputs, sizes: Sizes, *, divisor: int | None = None, unbiased: bool = False,
+               padding_in_variance: bool = False, eps_outside: bool = False, swap_affine: bool = False) -> Tensor:
+    """Layer norm of each row (in float64, rounded once), with one step changed: the mean and the variance
+    divided by `divisor` instead of N (the row padded to whole blocks), the variance by N - 1, the padding
+    lanes of the last block counted in the variance as (0 - mean)^2, eps added after the square root, or the
+    weight and the bias swapped."""
+    x, w, b = i["x"].double(), i["w"].double(), i["b"].double()
+    n = x.shape[1]
+    count = divisor or n
+    mean = x.sum(1, keepdim=True) / count
+    squares = ((x - mean) ** 2).sum(1, keepdim=True)
+    if padding_in_variance:
+        squares = squares + (-(-n // sizes["BN"]) * sizes["BN"] - n) * mean ** 2
+    var = squares / (n - 1 if unbiased else count)
+    scale = 1 / (var.sqrt() + sizes["eps"]) if eps_outside else 1 / (var + sizes["eps"]).sqrt()
+    if swap_affine:
+        w, b = b, w
+    return ((x - mean) * scale * w + b).float()
+
+
+def layernorm_unbiased(i: Inputs, sizes: Sizes) -> Tensor:
+    return _layernorm(i, sizes, unbiased=True)
+
+
+def layernorm_eps_outside(i: Inputs, sizes: Sizes) -> Tensor:
+    return _layernorm(i, sizes, eps_outside=True)
+
+
+def layernorm_padding_in_variance(i: Inputs, sizes: Sizes) -> Tensor:
+    return _layernorm(i, sizes, padding_in_variance=True)
+
+
+def layernorm_padded_count(i: Inputs, sizes: Sizes) -> Tensor:
+    n = i["x"].shape[1]
+    return _layernorm(i, sizes, divisor=-(-n // sizes["BN"]) * sizes["BN"])
+
+
+def layernorm_affine_swapped(i: Inputs, sizes: Sizes) -> Tensor:
+    return _layernorm(i, sizes, swap_affine=True)
