@@ -1,0 +1,76 @@
+"""Fast references: a second model answer beside a teaching reference that stays simple, for the puzzles
+whose reference is slower than torch.compile(spec) at the perf size (Puzzle.fast_reference). Each has the
+reference's signature and grid, so test() grades it as it grades any answer, at every size; the
+notebook says what it changes; the recorded table (benchmarks/compile_baseline.py) covers the catalog."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+from puzzles import on_gpu, test
+from puzzles.course import catalog
+from puzzles.course.notebooks import COMPILE_BASELINE_RESULTS, puzzle_notebook
+from puzzles.running.kernel import unwrap_kernel
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = [p for p in catalog.all_puzzles() if p.fast_reference is not None]
+
+
+def test_the_puzzles_slower_than_torch_compile_have_fast_references():
+    assert {p.number for p in FAST} >= {8, 9, 10, 12, 18}
+
+
+@pytest.mark.parametrize("p", FAST, ids=lambda p: p.id)
+def test_fast_reference_passes_at_every_size(p):
+    result = test(p.fast_reference_kernel(), p.spec, quiet=True)
+    assert result.passed, str(result)
+    graded = [{k: v for k, v in o.sizes.items() if k != "num_warps"} for o in result.outcomes]
+    assert graded == [dict(s) for s in p.sizes]
+
+
+@pytest.mark.parametrize("p", FAST, ids=lambda p: p.id)
+def test_fast_reference_is_a_drop_in_answer(p):
+    fast, reference = unwrap_kernel(p.fast_reference_kernel()), unwrap_kernel(p.reference())
+    assert fast.__name__ == reference.__name__ == p.kernel_name
+    assert list(inspect.signature(fast).parameters) == list(inspect.signature(reference).parameters)
+    assert (ROOT / (p.fast_solution_module.replace(".", "/") + ".py")).is_file()
+
+
+def test_a_longer_row_takes_the_fast_softmax_two_pass_path():
+    # Rows longer than 8 chunks leave registers for two passes over x: sizes the catalog's do not reach.
+    p = catalog.get(8)
+    sizes = [{"N0": 3, "N1": 32, "T": 300, "B0": 1, "B1": 16}, {"N0": 5, "N1": 32, "T": 170, "B0": 2, "B1": 16}]
+    result = test(p.fast_reference_kernel(), p.spec, sizes=sizes, quiet=True)
+    assert result.passed, str(result)
+
+
+@pytest.mark.parametrize("p", FAST, ids=lambda p: p.id)
+def test_the_notebook_says_what_the_fast_reference_changes(p):
+    cells = {c["id"]: "".join(c["source"]) for c in puzzle_notebook(p)["cells"]}
+    text = cells[f"p{p.number}-fast"]
+    assert p.fast_reference.changes in text and p.fast_solution_module.replace(".", "/") in text
+    assert COMPILE_BASELINE_RESULTS in text
+
+
+def test_the_recorded_table_covers_every_puzzle_with_a_speed_size():
+    recorded = json.loads((ROOT / COMPILE_BASELINE_RESULTS).with_suffix(".json").read_text())
+    rows = {r["number"]: r for r in recorded["rows"]}
+    assert recorded["command"].startswith("python benchmarks/compile_baseline.py")
+    assert {p.number for p in catalog.all_puzzles() if p.perf_size} <= set(rows)
+    for p in FAST:
+        assert rows[p.number]["fast_reference_us"] is not None
+    for row in rows.values():  # every reference, or its fast one, at least as fast as torch.compile (noise: 3%)
+        assert row["best_vs_compiled"] is None or row["best_vs_compiled"] <= 1.03, row
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")
+@pytest.mark.parametrize("p", FAST, ids=lambda p: p.id)
+def test_fast_reference_compiles_and_passes(p):
+    result = test(p.fast_reference_kernel(), p.spec, quiet=True)
+    assert result.passed, str(result)
+    assert "compiled" in result.device
