@@ -40,6 +40,7 @@ RUN: dict[str, str] = {
     ".venv/bin/python scripts/setup.py --plan": "pip",
     "make setup": "",
     ".venv/bin/python benchmarks/run_all.py": "GPU",
+    ".venv/bin/python benchmarks/compile_baseline.py": "GPU",
     "make bench": "GPU",
     ".venv/bin/python benchmarks/gpu_worker.py": "GPU",
     ".venv/bin/python benchmarks/gptq/bench.py --out benchmarks/gptq/results/latest": "CUDA",
