@@ -8,10 +8,12 @@ Needs a CUDA GPU; without one it says so and exits 0. For each puzzle of the cat
 - the reference kernel (solutions/pNN_<slug>.py) and the fast reference (`Puzzle.fast_reference`,
   solutions/pNN_<slug>_fast.py), launched as `test(..., perf=True)` launches a learner's kernel (the
   grader's own argument binding), each checked against the spec first;
-- the spec, eagerly, and compiled with `torch.compile` (the first call compiles: its time is reported
-  apart and never counted; a compile that fails is reported in the table, not raised);
-- the floor of puzzles/grading/perf.py (the fewest bytes at the measured read and write rates, the
-  FLOPs at the measured matmul rate, and the launch floor when that is larger).
+- the spec, eagerly, and compiled with `torch.compile`, timed as `test(..., perf=True)` times them
+  (perf.time_compiled: the first call compiles and is not counted; a compile that fails is a note in
+  the table, not an error);
+- the floor of puzzles/grading/perf.py's roofline (the fewest bytes at the measured read and write
+  rates, the FLOPs at the matrix rate, the elementwise multiply-adds and exponentials at theirs), or the
+  launch floor where that is larger.
 All times are medians of `triton.testing.do_bench` (perf.bench, as the grader times). Writes
 compile_baseline.md and compile_baseline.json under --out/<device>/, with the command, the device
 and the versions. Exits 1 when a reference is wrong or slower than torch.compile.
@@ -24,7 +26,6 @@ import json
 import platform
 import re
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from puzzles.course.puzzle import Puzzle, Sizes  # noqa: E402
+from puzzles.course.puzzle import Puzzle, ScalarWork, Sizes  # noqa: E402
 
 # A kernel counts as "at least as fast as torch.compile" within this measuring noise of do_bench's median.
 NOISE = 1.03
@@ -52,9 +53,8 @@ class Row:
     fast_reference_us: float | None
     eager_us: float | None
     compiled_us: float | None
-    compile_s: float | None
     floor_us: float
-    bound: str  # what sets the floor: "memory", "matmul" or "launch"
+    bound: str  # what sets the floor: "memory", "launch" or the compute that does (perf.floor_reason)
     reference_error: float | None
     fast_reference_error: float | None
     notes: str = ""
@@ -128,48 +128,38 @@ def time_kernel(p: Puzzle, kernel: Any, sizes: Sizes) -> tuple[float, float | No
     return perf.bench(launch), error
 
 
-def time_spec(p: Puzzle, sizes: Sizes) -> tuple[float, float | None, float | None, str]:
-    """(eager ms, compiled ms, compile seconds, why the compiled spec was not timed)."""
+def time_spec(p: Puzzle, sizes: Sizes) -> tuple[float, float | None, str]:
+    """(eager ms, compiled ms, why the compiled spec was not timed), timed as `test(..., perf=True)` times
+    them (perf.time_compiled: the first call compiles and is not counted)."""
     from puzzles.grading import perf
     from puzzles.grading.inputs import call_spec, draw_inputs
 
     inputs, _ = draw_inputs(p.spec, sizes, seed=p.number, device="cuda")
     eager = perf.bench(lambda: call_spec(p.spec, inputs, sizes))
-    compiled = torch.compile(p.spec)
-    try:
-        start = time.perf_counter()
-        call_spec(compiled, inputs, sizes)  # compiles: not counted
-        torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
-        return eager, perf.bench(lambda: call_spec(compiled, inputs, sizes)), seconds, ""
-    except Exception as err:  # noqa: BLE001 - a spec inductor cannot compile is a row of the table, not a crash
-        return eager, None, None, f"torch.compile failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+    compiled, why = perf.time_compiled(p.spec, inputs, sizes, key=("compile_baseline", p.number))
+    return eager, compiled, why
 
 
 def measure(p: Puzzle, limits: Any) -> Row:
     from puzzles.grading import perf
 
     sizes = dict(p.perf_size or {})
-    notes = []
     ref_ms, ref_err = time_kernel(p, p.reference(), sizes)
     fast_ms = fast_err = None
     if p.fast_reference is not None:
         fast_ms, fast_err = time_kernel(p, p.fast_reference_kernel(), sizes)
-    eager_ms, compiled_ms, compile_s, why = time_spec(p, sizes)
-    if why:
-        notes.append(why)
+    eager_ms, compiled_ms, why = time_spec(p, sizes)
     read, written = perf.fewest_bytes(p.spec, sizes)
-    flops = p.flops(sizes) if p.flops else 0
     report = perf.PerfReport(sizes=sizes, ms=ref_ms, torch_ms=eager_ms, read_bytes=read, written_bytes=written,
-                             flops=flops, limits=limits)
+                             flops=p.flops(sizes) if p.flops else 0, limits=limits,
+                             scalar=p.scalar_work(sizes) if p.scalar_work else ScalarWork())
+    # The roofline's floor (memory, the matrix rate, elementwise arithmetic), or the launch floor when larger.
     floor_ms = max(report.floor_ms, report.launch_ms)
-    if report.launch_ms >= report.floor_ms:
-        bound = "launch"
-    else:
-        bound = "matmul" if flops and flops / (limits.matmul_tflops * 1e9) >= report.memory_ms else "memory"
+    bound = "launch" if report.launch_ms >= report.floor_ms else report.floor_reason
     us = lambda ms: None if ms is None else ms * 1000  # noqa: E731
+    notes = f"torch.compile could not be timed: {why}" if why else ""
     return Row(p.number, p.title, perf.size_text(sizes), us(ref_ms), us(fast_ms), us(eager_ms), us(compiled_ms),
-               compile_s, floor_ms * 1000, bound, ref_err, fast_err, "; ".join(notes))
+               floor_ms * 1000, bound, ref_err, fast_err, notes)
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -182,14 +172,14 @@ def _error(value: float | None) -> str:
 
 def markdown(rows: list[Row], header: str) -> str:
     lines = ["| puzzle | size | reference us | fast reference us | eager us | torch.compile us | floor us | "
-             "best / compiled | compile s | rel. error (ref, fast) | notes |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "best / compiled | rel. error (ref, fast) | notes |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         ratio = r.best_vs_compiled
         verdict = "—" if ratio is None else f"{ratio:.2f}x" + (" (slower)" if ratio > NOISE else "")
         lines.append(f"| {r.number} {r.title} | {r.size} | {_num(r.reference_us)} | {_num(r.fast_reference_us)} | "
                      f"{_num(r.eager_us)} | {_num(r.compiled_us)} | {_num(r.floor_us)} ({r.bound}) | {verdict} | "
-                     f"{_num(r.compile_s, 2)} | {_error(r.reference_error)}, {_error(r.fast_reference_error)} | "
+                     f"{_error(r.reference_error)}, {_error(r.fast_reference_error)} | "
                      f"{r.notes} |")
     return header + "\n" + "\n".join(lines) + "\n"
 
@@ -230,7 +220,7 @@ def main() -> int:
               f"Measured ceilings: read {limits.read_gbps:.0f} GB/s, write {limits.written_gbps:.0f} GB/s, fp16 matmul "
               f"{limits.matmul_tflops:.0f} TFLOP/s, launch floor {limits.launch_us:.1f} us\n"
               f"Command: {command}\n"
-              "Times: median of triton.testing.do_bench; torch.compile's compile time excluded (column 'compile s').\n"
+              "Times: median of triton.testing.do_bench; torch.compile's first call (the compile) not counted.\n"
               "'best / compiled': the faster of the two references over torch.compile (at most 1: as fast or "
               "faster).\n")
     (device_dir / "compile_baseline.md").write_text(markdown(rows, header))

@@ -10,7 +10,7 @@ import torch
 
 from puzzles.course import catalog
 from puzzles.course.solution_source import kernel_signature, reference_source, solution_line_count, starter_source
-from puzzles.grading.inputs import spec_signature
+from puzzles.course.spec import spec_signature
 
 ALL = catalog.all_puzzles()
 
@@ -149,7 +149,8 @@ def test_specs_are_plain_functions_of_their_inputs():
 def test_spec_runs_on_any_device(p):
     # The GPU benchmark runs each spec on CUDA tensors; a spec that makes a CPU tensor fails
     # there. Meta tensors catch that here: mixing them with CPU tensors raises.
-    from puzzles.grading.inputs import call_spec, draw_inputs
+    from puzzles.course.spec import call_spec
+    from puzzles.grading.inputs import draw_inputs
 
     inputs, out = draw_inputs(p.spec, p.canonical, seed=0, device="meta")
     result = call_spec(p.spec, inputs, p.canonical)
@@ -177,8 +178,8 @@ def test_a_tight_tolerance_leaves_a_float32_kernel_ten_times_room(p):
     order in float32 approach) passes a tenth of it at every graded size and five seeds."""
     import dataclasses
 
+    from puzzles.course.spec import call_spec
     from puzzles.grading.cases import make_case
-    from puzzles.grading.inputs import call_spec
     from puzzles.grading.judging import values_close
     from puzzles.grading.tensor_lists import TensorLists
 

@@ -6,7 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.course.puzzle import Baseline, FastReference, KSlice, Mistake, Puzzle, SplitK, cdiv
+from puzzles.course.puzzle import Baseline, FastReference, KSlice, Mistake, Puzzle, SpeedGoal, SplitK, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -145,4 +145,8 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
         "real checkpoints' `G = 128`) loads that group's scales and zero points once, as one row broadcast "
         "over the chunk. Only a chunk that straddles groups looks them up row by row."),
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
+    speed_goal=SpeedGoal(levers=(
+        "dequantize a whole BK x BN tile per step (shifts on loaded words, one scale and zero per group and "
+        "column), one tl.dot per step, SPLIT_K and tiles that fill every multiprocessor, 16-byte loads of the"
+        " packed weights; the production kernel beside it shows the rest")),
 )
