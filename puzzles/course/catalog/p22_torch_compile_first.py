@@ -86,7 +86,7 @@ two of at least 16 (`tl.dot`'s smallest tile). On a GPU the speed challenge time
         {"M": 64, "N": 48, "K": 80, "BM": 32, "BN": 16, "BK": 32},  # K a chunk and a half past 64: the tail
         {"M": 50, "N": 70, "K": 64, "BM": 16, "BN": 32, "BK": 16},  # M and N not multiples of their blocks
         # M < N: a bias read by row (b[m]) stays in bounds and is wrong; BM != BN catches swapped blocks.
-        {"M": 33, "N": 100, "K": 40, "BM": 32, "BN": 64, "BK": 32},
+        {"M": 33, "N": 100, "K": 40, "BM": 32, "BN": 64, "BK": 16},
     ),
     hints=(
         "Start from puzzle 11's tile loop without the batch: `m = tl.program_id(0) * BM + tl.arange(0, BM)`, "
