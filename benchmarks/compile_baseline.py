@@ -22,6 +22,7 @@ and the versions. Exits 1 when a reference is wrong or slower than torch.compile
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import re
@@ -36,7 +37,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
+from puzzles.course import catalog  # noqa: E402
 from puzzles.course.puzzle import Puzzle, ScalarWork, Sizes  # noqa: E402
+from puzzles.course.spec import call_spec, spec_input_names  # noqa: E402
+from puzzles.grading import perf  # noqa: E402
+from puzzles.grading.cases import Case  # noqa: E402
+from puzzles.grading.inputs import draw_inputs  # noqa: E402
+from puzzles.grading.job import make_job  # noqa: E402
+from puzzles.grading.presenting import strided_inputs  # noqa: E402
+from puzzles.grading.runs import ArenaNames, ArenaTensor  # noqa: E402
+from puzzles.grading.signature import bind_arguments  # noqa: E402
+from puzzles.grading.tensor_lists import build  # noqa: E402
 
 # A kernel counts as "at least as fast as torch.compile" within this measuring noise of do_bench's median.
 NOISE = 1.03
@@ -75,23 +86,18 @@ class Row:
 def kernel_launch(p: Puzzle, kernel: Any, sizes: Sizes, seed: int, device: str = "cuda") -> tuple[
         Callable[[], None], torch.Tensor, list[torch.Tensor]]:
     """(a launch of `kernel` at `sizes`, its output, the spec's inputs): the arguments bound as `test()`
-    binds a learner's kernel, on the inputs `test(..., perf=True)` times it with."""
-    from puzzles.grading.cases import Case
-    from puzzles.grading.inputs import draw_inputs, spec_input_names
-    from puzzles.grading.runs import ArenaNames, ArenaTensor
-    from puzzles.grading.signature import bind_arguments, supplied_by_decorators
-
-    names = list(p.tensor_lists.pointers) if p.tensor_lists else spec_input_names(p.spec)
+    binds a learner's kernel (its GradingJob), on the inputs `test(..., perf=True)` times it with."""
+    job = make_job(kernel, p.spec, p, seed=seed)
+    names = job.input_names
     grid: Any = tuple(p.grid(sizes))
-    args, kwargs = bind_arguments(kernel, p.spec, p)(Case(sizes, seed, grid, ArenaNames([*names, "z"]), names, None))
-    tuned = supplied_by_decorators(kernel)
-    if tuned:  # an autotuned kernel (puzzle 20): its config gives the blocks, and the grid asks for them
-        kwargs = {k: v for k, v in kwargs.items() if k not in tuned}
+    args, kwargs = bind_arguments(job)(Case(sizes, seed, grid, ArenaNames([*names, "z"]), names, None))
+    if job.handle.supplied:  # an autotuned kernel (puzzle 20): its config gives the blocks, and the grid asks for them
+        kwargs = {k: v for k, v in kwargs.items() if k not in job.handle.supplied}
         grid = lambda meta: tuple(p.grid({**sizes, **meta}))  # noqa: E731
     inputs, out = draw_inputs(p.spec, sizes, seed, device=device)
+    if p.strided_inputs:  # the strided views the kernel is asked to read (puzzle 19)
+        inputs = strided_inputs(p, p.spec, inputs, sizes)
     if p.tensor_lists is not None:  # the kernel gets each tensor on its own, and tables
-        from puzzles.grading.tensor_lists import build
-
         tensors = build(p.spec, p.tensor_lists, sizes, seed, 1.0, device=device)[0].tensors
     else:
         tensors = {**dict(zip(spec_input_names(p.spec), inputs, strict=True)), "z": out}
@@ -118,9 +124,6 @@ def relative_error(out: torch.Tensor, expected: torch.Tensor) -> float | None:
 
 def time_kernel(p: Puzzle, kernel: Any, sizes: Sizes) -> tuple[float, float | None]:
     """(median ms, relative error against the spec) of one kernel at `sizes`."""
-    from puzzles.grading import perf
-    from puzzles.grading.inputs import call_spec
-
     launch, out, inputs = kernel_launch(p, kernel, sizes, seed=p.number)
     launch()
     torch.cuda.synchronize()
@@ -131,18 +134,15 @@ def time_kernel(p: Puzzle, kernel: Any, sizes: Sizes) -> tuple[float, float | No
 def time_spec(p: Puzzle, sizes: Sizes) -> tuple[float, float | None, str]:
     """(eager ms, compiled ms, why the compiled spec was not timed), timed as `test(..., perf=True)` times
     them (perf.time_compiled: the first call compiles and is not counted)."""
-    from puzzles.grading import perf
-    from puzzles.grading.inputs import call_spec, draw_inputs
-
     inputs, _ = draw_inputs(p.spec, sizes, seed=p.number, device="cuda")
-    eager = perf.bench(lambda: call_spec(p.spec, inputs, sizes))
-    compiled, why = perf.time_compiled(p.spec, inputs, sizes, key=("compile_baseline", p.number))
+    # A spec with no tensor inputs (sizes alone) makes its tensors on the GPU too, as the kernel does.
+    with contextlib.nullcontext() if inputs else torch.device("cuda"):
+        eager = perf.bench(lambda: call_spec(p.spec, inputs, sizes))
+        compiled, why = perf.time_compiled(p.spec, inputs, sizes, key=("compile_baseline", p.number))
     return eager, compiled, why
 
 
 def measure(p: Puzzle, limits: Any) -> Row:
-    from puzzles.grading import perf
-
     sizes = dict(p.perf_size or {})
     ref_ms, ref_err = time_kernel(p, p.reference(), sizes)
     fast_ms = fast_err = None
@@ -196,8 +196,6 @@ def main() -> int:
 
     import triton
 
-    from puzzles.course import catalog
-    from puzzles.grading import perf
 
     limits = perf.device_limits(refresh=True)
     rows = []

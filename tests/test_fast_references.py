@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,7 +60,10 @@ def test_the_notebook_says_what_the_fast_reference_changes(p):
 
 
 def test_the_recorded_table_covers_every_puzzle_with_a_speed_size():
-    recorded = json.loads((ROOT / COMPILE_BASELINE_RESULTS).with_suffix(".json").read_text())
+    table = (ROOT / COMPILE_BASELINE_RESULTS).with_suffix(".json")
+    if not table.exists():
+        pytest.skip("no table recorded yet: python benchmarks/compile_baseline.py on an H100 writes it")
+    recorded = json.loads(table.read_text())
     rows = {r["number"]: r for r in recorded["rows"]}
     assert recorded["command"].startswith("python benchmarks/compile_baseline.py")
     assert {p.number for p in catalog.all_puzzles() if p.perf_size} <= set(rows)
@@ -65,6 +71,40 @@ def test_the_recorded_table_covers_every_puzzle_with_a_speed_size():
         assert rows[p.number]["fast_reference_us"] is not None
     for row in rows.values():  # every reference, or its fast one, at least as fast as torch.compile (noise: 3%)
         assert row["best_vs_compiled"] is None or row["best_vs_compiled"] <= 1.03, row
+
+
+# The benchmark's own launch of a kernel (the grader's argument binding, strided and listed inputs, an autotuned
+# kernel's grid), run under the interpreter on a CPU: the output matches the spec.
+LAUNCH_CHECK = """
+import sys
+sys.path.insert(0, "benchmarks")
+from compile_baseline import kernel_launch, relative_error
+from puzzles.course import catalog
+from puzzles.course.spec import call_spec
+for number, fast in ((2, False), (10, True), (19, False), (18, True)):
+    p = catalog.get(number)
+    kernel = p.fast_reference_kernel() if fast else p.reference()
+    launch, out, inputs = kernel_launch(p, kernel, dict(p.sizes[0]), seed=1, device="cpu")
+    launch()
+    print(number, relative_error(out, call_spec(p.spec, inputs, p.sizes[0])))
+"""
+
+
+@pytest.mark.skipif(on_gpu(), reason="runs the interpreter")
+def test_the_benchmark_launches_kernels_as_the_grader_binds_them():
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", LAUNCH_CHECK], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors = dict(line.split() for line in done.stdout.split("\n") if line.strip())
+    assert set(errors) == {"2", "10", "19", "18"} and all(float(e) < 1e-2 for e in errors.values()), done.stdout
+
+
+@pytest.mark.skipif(on_gpu(), reason="measures on a GPU")
+def test_the_benchmark_says_it_needs_a_gpu():
+    done = subprocess.run([sys.executable, "benchmarks/compile_baseline.py"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and "needs a CUDA GPU" in done.stdout, done.stdout + done.stderr
 
 
 @pytest.mark.gpu

@@ -18,6 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from puzzles.course import catalog
+from puzzles.course.spec import call_spec
+from puzzles.grading.inputs import draw_inputs
+from puzzles.grading.perf import bench, size_text, time_compiled
+from puzzles.running.kernel import on_gpu
+
 CAPTURES = Path(__file__).resolve().parents[1] / "course" / "captures"
 REFRESH = "python -m puzzles.learner.inductor_code {number}"
 
@@ -35,8 +41,6 @@ def kernels_in(code: str) -> tuple[list[str], list[str]]:
 
 
 def _compile_inputs(number: int) -> tuple[Any, list[Any], dict[str, int]]:
-    from puzzles.course import catalog
-    from puzzles.grading.inputs import draw_inputs
 
     p = catalog.get(number)
     sizes = dict(p.perf_size or p.canonical)
@@ -50,7 +54,6 @@ def capture(number: int) -> dict[str, Any]:
     import triton
     from torch._inductor.utils import run_and_get_code
 
-    from puzzles.grading.inputs import call_spec
 
     p, inputs, sizes = _compile_inputs(number)
     torch._dynamo.reset()  # a fresh compile: the code comes back only from a compile, not from dynamo's cache
@@ -69,7 +72,6 @@ def shipped(number: int) -> dict[str, Any]:
 def compiled_code(number: int) -> str:
     """Inductor's code for the puzzle's spec: compiled now on a GPU, else the shipped capture (its first
     lines say where and with which versions it was made)."""
-    from puzzles.running.kernel import on_gpu
 
     if on_gpu():
         return capture(number)["code"]
@@ -83,27 +85,21 @@ def compiled_code(number: int) -> str:
 def compare_with_compiled(number: int) -> str:
     """On a GPU: the spec's time eagerly and compiled at the perf size (the compile itself not counted);
     elsewhere, a line saying it needs one. Returned as text for the notebook to print."""
-    from puzzles.running.kernel import on_gpu
-
     if not on_gpu():
         return "Timing needs a CUDA GPU; here the notebook reads the capture shipped with the course."
-    import torch
-
-    from puzzles.grading.inputs import call_spec
-    from puzzles.grading.perf import bench, size_text
 
     p, inputs, sizes = _compile_inputs(number)
-    compiled = torch.compile(p.spec)
-    call_spec(compiled, inputs, sizes)  # the compile, not timed
     eager = bench(lambda: call_spec(p.spec, inputs, sizes)) * 1000
-    fast = bench(lambda: call_spec(compiled, inputs, sizes)) * 1000
+    compiled, why = time_compiled(p.spec, inputs, sizes, key=("inductor_code", number))  # its compile not timed
+    if compiled is None:
+        return f"{p.spec_name} at {size_text(sizes)}: eager {eager:.1f} us; torch.compile failed: {why}"
+    fast = compiled * 1000
     return (f"{p.spec_name} at {size_text(sizes)}: eager {eager:.1f} us, torch.compile {fast:.1f} us "
             f"({eager / fast:.2f}x faster compiled)")
 
 
 def main(argv: list[str]) -> int:
     """Refresh the shipped capture of each puzzle named (on a GPU)."""
-    from puzzles.running.kernel import on_gpu
 
     if not argv or not all(a.isdigit() for a in argv):
         print(f"usage: {REFRESH.format(number='NUMBER')} [NUMBER ...]")
