@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
                    "(default 6; 0: none)")
     s.add_argument("--seed", type=int, help="the inputs' seed for every submission (default: a fresh one each, "
                    "shown in its results)")
+    s.add_argument("--speed", action="store_true", help="also speed points, as the class command's --speed, where "
+                   "the autograder's machine has a CUDA GPU (elsewhere its results say correctness only)")
     s.add_argument("--visibility", default="visible", help="when students see the results: visible (default), "
                    "after_due_date, after_published or hidden")
     s.add_argument("--stdout-visibility", default="hidden",

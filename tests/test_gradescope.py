@@ -215,3 +215,23 @@ def test_a_usage_error_names_what_is_wrong(capsys, tmp_path):
     assert main(["gradescope", "--visibility", "sometimes", "--out", str(tmp_path / "a.zip")]) == 2
     assert "a visibility is one of visible, hidden" in capsys.readouterr().err
     assert not (tmp_path / "a.zip").exists()
+
+
+def test_speed_points_are_a_test_of_their_own_and_a_machine_without_a_gpu_says_so(tmp_path):
+    from puzzles.classroom.gradebook import SPEED_SHARE
+    from puzzles.classroom.roster import PuzzleVerdict, StudentResult
+
+    config = AutograderConfig(puzzles=[1, 2], points=POINTS, speed=True)
+    timed = {"ms": 0.01, "compiled_ms": 0.01, "progress": 0.5, "line": "0.010 ms: half way to the goal"}
+    verdicts = [PuzzleVerdict(1, "passed", speed=timed), PuzzleVerdict(2, "failed", "at N0=200: 3 elements wrong")]
+    on_a_gpu = gradescope.graded(StudentResult("submission", [], 7, verdicts, speed=True), config, tmp_path)
+    check_format(on_a_gpu)
+    speed_one, speed_two = on_a_gpu["tests"][1], on_a_gpu["tests"][3]
+    assert speed_one["name"].endswith(": speed") and speed_one["max_score"] == 2.0 * SPEED_SHARE
+    assert speed_one["score"] == 0.5 * 2.0 * SPEED_SHARE and "half way" in speed_one["output"]
+    assert speed_two["score"] == 0.0 and "it did not pass" in speed_two["output"]
+    assert on_a_gpu["extra_data"]["speed"] is True and "Speed was not graded" not in on_a_gpu["output"]
+    on_a_cpu = gradescope.graded(StudentResult("submission", [], 7, verdicts, speed=False), config, tmp_path)
+    check_format(on_a_cpu)
+    assert [t["max_score"] for t in on_a_cpu["tests"]] == [2.0, 3.0] and on_a_cpu["score"] == 2.0
+    assert "Speed was not graded: this autograder's machine has no CUDA GPU" in on_a_cpu["output"]

@@ -101,16 +101,31 @@ def test_on_a_cpu_speed_says_it_needs_a_gpu_and_grades_correctness_only(capsys):
     assert command.options_from(argparse.Namespace(memory=None, timeout=None, seed=None)).speed is False
 
 
+def graded_for_speed(tmp_path, number: int) -> StudentResult:
+    (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(catalog.get(number)))
+    return grade_student(Student("solo", [tmp_path / "a.py"]), [catalog.get(number)], Options(timeout=2, speed=True),
+                         seed=1, uid=None)
+
+
+@pytest.mark.skipif(on_gpu(), reason="on a GPU the kernel is timed (the test below)")
 def test_a_student_graded_for_speed_where_no_gpu_times_it_gets_no_speed_points(tmp_path):
     # The request's speed flag reaches the sandboxed worker; off a GPU test(perf=True) measures nothing.
-    (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(catalog.get(1)))
-    result = grade_student(Student("solo", [tmp_path / "a.py"]), [catalog.get(1)], Options(timeout=2, speed=True),
-                           seed=1, uid=None)
+    result = graded_for_speed(tmp_path, 1)
     assert [v.status for v in result.verdicts] == ["passed"], result
     record = gradebook.student_record(result)
     assert record["points"] == 1.0 and record["max_speed_points"] == gradebook.SPEED_SHARE
-    if not on_gpu():
-        assert result.verdicts[0].speed is None and record["speed_points"] == 0.0
-    else:
-        assert result.verdicts[0].speed is not None and result.verdicts[0].speed["ms"] > 0
+    assert result.verdicts[0].speed is None and record["speed_points"] == 0.0
     json.dumps(record)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")
+def test_on_a_gpu_a_student_graded_for_speed_gets_speed_points_from_the_sandbox(tmp_path):
+    result = graded_for_speed(tmp_path, 2)
+    assert [v.status for v in result.verdicts] == ["passed"], result
+    speed = result.verdicts[0].speed
+    record = gradebook.student_record(result)
+    print(speed, record["speed_points"])
+    assert speed is not None and speed["ms"] > 0 and speed["compiled_ms"], speed  # torch.compile in the sandbox
+    assert "goal (" in speed["line"] and speed["progress"] is not None
+    assert record["speed_points"] == pytest.approx(gradebook.SPEED_SHARE * speed["progress"], abs=1e-3)

@@ -54,11 +54,12 @@ def student_record(result: StudentResult) -> dict:
     return record
 
 
-def speed_points(v: PuzzleVerdict) -> tuple[float, float]:
-    """(earned, most) speed points of one verdict: a share of the puzzle's points for a puzzle with a speed
-    goal, earned by a pass in proportion to its progress toward the goal (0 where it could not be judged)."""
+def speed_points(v: PuzzleVerdict, points: float | None = None) -> tuple[float, float]:
+    """(earned, most) speed points of one verdict: a share of the puzzle's points (the catalog's, or
+    `points` where the instructor set them) for a puzzle with a speed goal, earned by a pass in proportion
+    to its progress toward the goal (0 where it could not be judged)."""
     p = catalog.get(v.number)
-    most = float(p.points) * SPEED_SHARE if p.speed_goal is not None else 0.0
+    most = float(p.points if points is None else points) * SPEED_SHARE if p.speed_goal is not None else 0.0
     progress = (v.speed or {}).get("progress")
     if v.status != "passed" or progress is None:
         return 0.0, most

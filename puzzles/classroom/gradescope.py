@@ -7,8 +7,9 @@ Gradescope unpacks the zip that `python -m puzzles gradescope` builds (gradescop
 The submission is graded exactly as one student of the roster mode is (roster.grade_student: a
 sandboxed worker, the load rules, verdicts checked by this process); this module adds only the
 results in Gradescope's format (https://gradescope-autograders.readthedocs.io/en/latest/specs/):
-one test per puzzle with its points and the verdict as its output, the seed, the total score, and
-the visibility the instructor chose when building the zip.
+one test per puzzle with its points and the verdict as its output (with `--speed` on a GPU, one more
+per puzzle with a speed goal: its speed points, gradebook.speed_points), the seed, the total score,
+and the visibility the instructor chose when building the zip.
 
 A submission that cannot be read (no notebook or .py file, or a file that is not one) and a
 grader that fails are never reported as a grade: the results say "not graded" and why, in the
@@ -47,6 +48,7 @@ class AutograderConfig:
     timeout: float = 5.0  # seconds per size, as for a class
     memory_gib: float = 6.0  # resident memory of the submission's grading processes (0: no limit)
     seed: int | None = None  # None: a fresh seed per submission, shown in the results
+    speed: bool = False  # also speed points (gradebook.speed_points), where the container has a CUDA GPU
     visibility: str = "visible"  # of the results and of every test (Gradescope's values)
     stdout_visibility: str = "hidden"  # the grader's own log (Gradescope's "Autograder Output" box)
     course: dict = field(default_factory=dict)  # the course's version and commit the zip holds
@@ -96,33 +98,43 @@ def not_graded(reason: str, config: AutograderConfig, seconds: float = 0.0) -> d
 
 def graded(result: StudentResult, config: AutograderConfig, submission: Path) -> dict:
     """Results for a graded submission: one test per puzzle."""
+    from puzzles.classroom.gradebook import speed_points
+    from puzzles.classroom.roster import PuzzleVerdict
     from puzzles.course import catalog
 
     def relative(text: str) -> str:  # the student's own file names, not the container's paths
         return text.replace(f"{submission}/", "")
 
     by_number = {v.number: v for v in result.verdicts}
-    tests, score = [], 0.0
+    tests = []
     for number in config.puzzles:
         p, points = catalog.get(number), config.points[number]
-        verdict = by_number.get(number)
-        status = verdict.status if verdict else "failed"
-        message = relative(verdict.message) if verdict else "the grading process gave no verdict"
+        verdict = by_number.get(number) or PuzzleVerdict(number, "failed", "the grading process gave no verdict")
+        status, message = verdict.status, relative(verdict.message)
         if status == "passed":
             output = f"passed at every size (seed {result.seed})"
         elif status == "not attempted":
             output = f"not attempted: {message}" if message else "not attempted"
         else:
             output = f"{message}\n\nreproduce it in the notebook: test(..., seed={result.seed})"
-        if verdict and verdict.source:
+        if verdict.source:
             output += f"\ngraded: {relative(verdict.source)}"
-        earned = points if status == "passed" else 0.0
-        score += earned
-        tests.append({"name": f"Puzzle {p.number:02d}: {p.title} ({p.kernel_name})", "number": str(p.number),
-                      "score": earned, "max_score": points, "status": "passed" if status == "passed" else "failed",
+        name = f"Puzzle {p.number:02d}: {p.title} ({p.kernel_name})"
+        tests.append({"name": name, "number": str(p.number), "score": points if status == "passed" else 0.0,
+                      "max_score": points, "status": "passed" if status == "passed" else "failed",
                       "output": output, "output_format": "text", "visibility": config.visibility})
-    lines = [f"{score:g} of {config.total:g} points, seed {result.seed} (`test(..., seed={result.seed})` "
+        earned, most = speed_points(verdict, points) if result.speed else (0.0, 0.0)
+        if most:  # timed on a GPU against the puzzle's speed goal (a claim of the sandboxed worker)
+            line = (verdict.speed or {}).get("line") or ("not timed: it did not pass" if status != "passed"
+                                                         else "not timed")
+            tests.append({"name": f"{name}: speed", "number": f"{p.number}.s", "score": earned, "max_score": most,
+                          "status": "passed" if earned == most else "failed", "output": line, "output_format": "text",
+                          "visibility": config.visibility})
+    score, total = sum(t["score"] for t in tests), sum(t["max_score"] for t in tests)
+    lines = [f"{score:g} of {total:g} points, seed {result.seed} (`test(..., seed={result.seed})` "
              "reproduces each verdict in your notebook).", f"Graded by {course_label(config.course)}."]
+    if config.speed and not result.speed:
+        lines.append("Speed was not graded: this autograder's machine has no CUDA GPU (correctness points only).")
     if result.problems:
         lines += ["", "While loading your files:"] + [f" - {relative(p)}" for p in result.problems]
     return {
@@ -133,7 +145,7 @@ def graded(result: StudentResult, config: AutograderConfig, submission: Path) ->
         "visibility": config.visibility,
         "stdout_visibility": config.stdout_visibility,
         "tests": tests,
-        "extra_data": {"graded": True, "seed": result.seed, "course": config.course,
+        "extra_data": {"graded": True, "seed": result.seed, "course": config.course, "speed": result.speed,
                        "protections": result.protections, "missing_protections": result.missing_protections},
     }
 
@@ -161,6 +173,7 @@ def grade_submission(root: Path, config: AutograderConfig) -> dict:
     from puzzles.classroom.isolation import GIB, Limits, can_switch_user, job_uid
     from puzzles.classroom.roster import Options, Student, grade_student, submission_files
     from puzzles.course import catalog
+    from puzzles.running.kernel import on_gpu
 
     started = time.perf_counter()
     submission = (root / "submission").resolve()
@@ -172,7 +185,9 @@ def grade_submission(root: Path, config: AutograderConfig) -> dict:
         return not_graded("part of the submission cannot be read: " + "; ".join(broken) + ". Download the "
                           "notebook again from Jupyter (File > Download) and upload that file.", config)
     seed = config.seed if config.seed is not None else random.randrange(1, 10**6)
-    options = Options(timeout=config.timeout, seed=seed, limits=Limits(memory_bytes=int(config.memory_gib * GIB)))
+    speed = config.speed and on_gpu()  # kernels are timed compiled: on a CUDA GPU only
+    options = Options(timeout=config.timeout, seed=seed, limits=Limits(memory_bytes=int(config.memory_gib * GIB)),
+                      speed=speed)
     puzzles = [catalog.get(n) for n in config.puzzles]
     uid = job_uid(0) if can_switch_user() else None
     result = grade_student(Student("submission", files), puzzles, options, seed, uid)

@@ -3,8 +3,8 @@
     setup.sh           Gradescope runs it once, when it builds the image: the pinned CPU set into a .venv
                        beside it, as `make setup` does (scripts/setup.py with requirements.txt)
     run_autograder     run for each submission: python -m puzzles.classroom.gradescope (gradescope.py)
-    gradescope.json    the instructor's choices: puzzles, points, timeout, memory, seed, visibility,
-                       and the course's version and commit
+    gradescope.json    the instructor's choices: puzzles, points, timeout, memory, seed, speed,
+                       visibility, and the course's version and commit
     puzzles/, solutions/, requirements.txt, pyproject.toml, scripts/setup.py
                        the course, pinned to the version that built the zip
 
@@ -21,6 +21,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from puzzles.classroom.gradebook import SPEED_SHARE
 from puzzles.classroom.gradescope import CONFIG_NAME, VISIBILITIES, AutograderConfig, course_label
 from puzzles.classroom.roster import CLASS_TIMEOUT, all_puzzles
 from puzzles.course.solution_source import ROOT
@@ -151,11 +152,15 @@ def main(args: argparse.Namespace) -> int:
         return 2
     config = AutograderConfig(puzzles=numbers, points=points, timeout=args.timeout or CLASS_TIMEOUT,
                               memory_gib=6.0 if args.memory is None else args.memory, seed=args.seed,
-                              visibility=args.visibility, stdout_visibility=args.stdout_visibility,
-                              course=course_version())
+                              speed=bool(args.speed), visibility=args.visibility,
+                              stdout_visibility=args.stdout_visibility, course=course_version())
     out = build(args.out, config)
     print(f"wrote {out}: {len(numbers)} puzzles, {config.total:g} points in all (set the assignment's total to "
           f"{config.total:g}), results {config.visibility}; {course_label(config.course)}")
+    if config.speed:
+        most = sum(config.points[p.number] * SPEED_SHARE for p in all_puzzles(numbers) if p.speed_goal is not None)
+        print(f"--speed: up to {most:g} speed points more, graded only where the autograder's machine has a CUDA "
+              "GPU; elsewhere the results say so and count correctness only")
     if config.course.get("dirty"):
         print("warning: the checkout has uncommitted changes to the course; the zip holds them", file=sys.stderr)
     return 0
