@@ -56,7 +56,7 @@ def test_the_notebook_says_what_the_fast_reference_changes(p):
     cells = {c["id"]: "".join(c["source"]) for c in puzzle_notebook(p)["cells"]}
     text = cells[f"p{p.number}-fast"]
     assert p.fast_reference.changes in text and p.fast_solution_module.replace(".", "/") in text
-    assert COMPILE_BASELINE_RESULTS in text
+    assert COMPILE_BASELINE_RESULTS.rsplit("/", 1)[0] in text and "compile_baseline.py" in text
 
 
 def test_the_recorded_table_covers_every_puzzle_with_a_speed_size():

@@ -71,7 +71,7 @@ NOT_RUN: dict[str, str] = {
     "https://download.pytorch.org/whl/cpu && .venv/bin/python -m pip install -r requirements.txt":
         "downloads torch (what `make setup` does; tests/test_setup.py checks its plan)",
     "source .venv/bin/activate": "changes the calling shell only",
-    "python -m puzzles.learner.inductor_code 22":
+    ".venv/bin/python -m puzzles.learner.inductor_code 22":
         "refreshes the shipped capture on a GPU (without one it says so: tests/test_torch_compile_first.py)",
 }
 # The instructors' commands need a class of submissions: tests/test_grade_class.py grades a synthetic class

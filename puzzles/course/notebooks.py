@@ -288,7 +288,8 @@ def fast_reference_text(p: Puzzle) -> str:
             "challenge's size it is slower than `torch.compile` of the spec on an H100. A second answer, "
             f"`{path}`, has the same signature and grid (`test()` grades it as it grades yours) and is at least as "
             f"fast as `torch.compile`. What it does differently: {p.fast_reference.changes}\n\n"
-            f"Measured on an H100: `{COMPILE_BASELINE_RESULTS}` (`python benchmarks/compile_baseline.py`).")
+            f"Measured on an H100: `{COMPILE_BASELINE_RESULTS.rsplit('/', 1)[0]}/` "
+            "(`python benchmarks/compile_baseline.py` writes `compile_baseline.md` there).")
 
 
 PROGRESS_NAME = "progress.ipynb"
