@@ -175,10 +175,15 @@ def spec_source(p: Puzzle) -> str:
     tree = ast.parse(text)
     lines = text.splitlines()
     keep: list[tuple[ast.stmt, str]] = []
+    # A name the spec itself calls (puzzle 24's `rand`, Triton's generator in PyTorch) keeps its import from
+    # the course; the course's other imports serve the Puzzle record only.
+    spec_node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == p.spec.__name__)
+    spec_names = {n.id for n in ast.walk(spec_node) if isinstance(n, ast.Name)}
     for node in tree.body:
         if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
             continue  # module docstring
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("puzzles"):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("puzzles") and not any(
+                (alias.asname or alias.name) in spec_names for alias in node.names):
             continue
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PUZZLE" for t in node.targets):
             continue

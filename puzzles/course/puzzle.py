@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from puzzles.course.picture_hooks import RegisterTensor, SlidingWindow, TileOrder
+from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor, SlidingWindow, TileOrder
 from puzzles.course.solution_source import kernel_signature
 from puzzles.course.spec import ParsedSpec, parse_spec
 
@@ -219,6 +219,8 @@ class Puzzle:
     # -- for the pictures (diagrams, the memory picture): records from puzzles/course/picture_hooks.py --------
     # The output is the order of C's tiles (puzzle 16): both pictures draw the tiles.
     tile_order: TileOrder | None = None
+    # Tensors a program walks whole in loop steps along a dimension the grid tiles elsewhere (attention backward).
+    looped_along: LoopedAlong | None = None
     # A tensor computed but never stored (flash attention's scores), drawn dashed in the diagram.
     register_tensor: RegisterTensor | None = None
     # A loop over output pixels, each from a window of the input (convolution): the diagram shows one step.
