@@ -46,8 +46,10 @@ def test_the_spec_is_torchs_mean_loss_and_its_gradient():
 def cross_entropy_three_passes(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_INDEX, B0: tl.constexpr,
                                B1: tl.constexpr):
     """The maximum, then the sum, then the gradient with the loss written last; tl.exp; the count in a while loop.
-    (The loop's sum `total` is used once, through its log: Triton 3.6's OptimizeThreadLocality pass asserts
-    `loopResult.hasOneUse()` on a 2-D block's accumulated tl.sum used twice after its loop; seen on the H100.)"""
+    (Each loop's reduction is used once after its loop, `top` through a tl.where, `total` through its log:
+    Triton 3.6's OptimizeThreadLocality pass asserts `loopResult.hasOneUse()` on a 2-D block's tl.max or tl.sum
+    carried by a loop and used twice after it; seen on the H100, where a kernel using `top` in both later loops
+    did not compile.)"""
     rows = tl.program_id(0) * B0 + tl.arange(0, B0)
     rows_in = rows < N0
     n = 0.0
@@ -64,6 +66,7 @@ def cross_entropy_three_passes(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_IND
         x = tl.load(logits_ptr + rows[:, None] * V + cols[None, :],
                     mask=rows_in[:, None] & (cols[None, :] < V), other=-float("inf"))
         top = tl.maximum(top, tl.max(x, 1))
+    top = tl.where(rows_in, top, 0.0)  # rows past N0: a finite shift
     total = tl.zeros([B0], dtype=tl.float32)
     picked = tl.zeros([B0], dtype=tl.float32)
     for j0 in range(0, V, B1):
