@@ -97,7 +97,8 @@ tolerance allows.
     speed_goal=SpeedGoal(vs_compile=1.0, levers=(
         "blocks of 64 to 128 keys and queries with num_warps 4 to 8 and num_stages 2 to 3; delta computed once "
         "per query block; float16 or bfloat16 tiles into tl.dot (twice TF32's rate)")),
-    # On a GPU tl.dot of float32 tiles rounds its inputs to TF32 (10 bits): errors near 1e-3 of the values.
+    # On a GPU tl.dot of float32 tiles rounds its inputs to TF32 (10 bits): dS = P (dP - Δ) cancels terms near 2,
+    # and correct kernels on the H100 were off by 1.2e-3 on gradients near 0.02 (puzzle 11 allows as much).
     rtol=1e-2,
-    atol=1e-3,
+    atol=1e-2,
 )
