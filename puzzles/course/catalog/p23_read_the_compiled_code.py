@@ -48,10 +48,11 @@ PUZZLE = Puzzle(
     kernel_name="copy_rows_kernel",
     spec=copy_rows_spec,
     statement=r"""
-Puzzle 22 timed a kernel against `torch.compile`. When yours is the slower one, the next step is to read what
-the compiler made of it. The course compiles every kernel you grade for real GPUs, on this machine, and
-`compiled(kernel, puzzle=N)` shows the result: Triton's IR (TTIR, then TTGIR with its layouts), the PTX and the
-SASS that the GPU runs, and a summary that names each global load and store with its width.
+Puzzle 22 read the code that `torch.compile` writes for a spec. This one reads the code that Triton's compiler
+makes of *your* kernel: the step to take when a kernel is slower than it should be. The course compiles every
+kernel you grade for real GPUs, on this machine, and `compiled(kernel, puzzle=N)` shows the result: Triton's IR
+(TTIR, then TTGIR with its layouts), the PTX and the SASS that the GPU runs, and a summary that names each
+global load and store with its width.
 
 This puzzle is graded on the compiled code. Copy a matrix whose rows are padded:
 
