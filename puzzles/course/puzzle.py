@@ -76,6 +76,19 @@ class FastReference:
 
 
 @dataclass(frozen=True)
+class CompiledRule:
+    """A puzzle graded on its compiled code as well as its values (puzzle 23): compiled for `target` (sm_90 by
+    default) at the canonical size, every global load and store moves at least `min_bits` per thread and
+    instruction (128: `ld.global.v4.b32`, four float32 at once). The compile check judges it on the full
+    compile it does anyway (puzzles/running/compiled_code/rules.py); a kernel that keeps it is told each load
+    and store and its width, one that does not is told which is narrower, at which line, and `advice`."""
+
+    min_bits: int = 128
+    target: int = 90
+    advice: str = ""
+
+
+@dataclass(frozen=True)
 class Mistake:
     """A common slip, computed (puzzles/course/mistakes.py): `output(inputs by name, sizes)` is what the spec
     gives with the slip in it; a wrong output that matches it gets `text` in its verdict."""
@@ -248,6 +261,8 @@ class Puzzle:
     likely_mistakes: tuple[Mistake, ...] = ()
     # The axis the kernel loops over (a split-K puzzle's is its K): rows of it no load reached are named.
     reduction: Reduction | None = None
+    # Graded on the compiled code too (puzzle 23): how wide its global loads and stores must be.
+    compiled_rule: CompiledRule | None = None
 
     @property
     def id(self) -> str:
