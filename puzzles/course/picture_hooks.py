@@ -56,3 +56,15 @@ class SlidingWindow:
     cols: str
     height: str
     width: str
+
+
+@dataclass(frozen=True)
+class SharedRows:
+    """The output is per-row results followed by rows that every program adds into (puzzle 26: `dx`, then
+    `dw` and `db`, summed over all rows with atomics). `rows` names the size of the per-row part, `names` the
+    shared rows after it, in order; `block` the size key of the rows one program owns. The diagram draws
+    the program's own rows and the shared rows as its block, and says that every program adds into them."""
+
+    rows: str
+    names: tuple[str, ...]
+    block: str
