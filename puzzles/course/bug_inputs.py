@@ -108,3 +108,18 @@ def cross_entropy_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict
         logits = torch.rand((rows, width), generator=gen) * 2 - 1
         found["logits"] = torch.where((torch.arange(rows) % 2 == 0)[:, None], logits * 100, logits)
     return found
+
+
+def attention_backward_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 28, at every size (and the speed size): q, k, v and dO drawn, and o and the logsumexp lse that
+    the forward pass saved for them (computed here in float64), so that recomputing p = exp(s - lse) gives a
+    softmax. The values are centred on 1 (o then is too), so that rowsum(dO · O) is far from 0 and a dS
+    without it is wrong; q and k span ±2, so that the softmax is far from uniform."""
+    t, d = sizes["T"], sizes["D"]
+    q, k = ((torch.rand((t, d), generator=gen) * 2 - 1) * 2 for _ in range(2))
+    v = torch.rand((t, d), generator=gen) + 0.5
+    do = torch.rand((t, d), generator=gen) * 2 - 1
+    scores = q.double() @ k.double().T * d ** -0.5
+    lse = scores.logsumexp(1)
+    o = (scores - lse[:, None]).exp() @ v.double()
+    return {"q": q, "k": k, "v": v, "o": o.float(), "do": do, "lse": lse.float()}
