@@ -430,3 +430,11 @@ def test_rows_past_m_are_out_of_bounds():
     failure = result.first_failure
     assert failure.status == "out of bounds", str(result)
     assert failure.sizes["M"] % failure.sizes["BM"] != 0
+
+
+def test_a_longer_row_takes_the_fast_layernorm_three_pass_path():
+    # Rows longer than 8 chunks leave registers for three passes over x: sizes the catalog's do not reach.
+    p = catalog.get(25)
+    sizes = [{"M": 3, "N": 300, "eps": 1e-5, "BN": 32}, {"M": 2, "N": 257, "eps": 1e-3, "BN": 16}]
+    result = test(p.fast_reference_kernel(), p.spec, sizes=sizes, quiet=True)
+    assert result.passed, str(result)
