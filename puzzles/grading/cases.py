@@ -189,7 +189,7 @@ def _mistaken_outputs(p: Puzzle | None, inputs: dict[str, torch.Tensor],
         except Exception:  # noqa: BLE001 - a note we cannot make is no failure
             continue
         if isinstance(out, torch.Tensor):
-            found.append((m.text, out))
+            found.append((m.text_at(sizes), out))
     return found
 
 
