@@ -26,7 +26,14 @@ from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.grading.autotune_configs import is_autotuned
-from puzzles.grading.cases import Case, SizeRuleError, make_case, size_list, unknown_sizes_note
+from puzzles.grading.cases import (
+    Case,
+    SizeRuleError,
+    input_stream,
+    make_case,
+    size_list,
+    unknown_sizes_note,
+)
 from puzzles.grading.configs import autotune_missing, grade_every_config
 from puzzles.grading.inputs import SpecError
 from puzzles.grading.job import GradingJob, make_job
@@ -183,7 +190,8 @@ def _cases(job: GradingJob) -> tuple[list[Case], KernelError | None]:
     except SizeRuleError as err:
         return [], KernelError("sizes", str(err))
     try:
-        return [make_case(job.spec, job.puzzle, s, job.seed, i) for i, s in enumerate(sizes_to_run)], None
+        return [make_case(job.spec, job.puzzle, s, job.seed, input_stream(job.puzzle, s, i))
+                for i, s in enumerate(sizes_to_run)], None
     except (SpecError, TypeError, ValueError) as err:
         return [], KernelError("spec", f"cannot build inputs from the spec: {err}")
 

@@ -63,6 +63,10 @@ def resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzzl
 
 
 def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:
+    """The sizes to grade: `sizes` exactly where given (sizes_given_note says what that leaves out); else the
+    grading cell's size (nelem, B: the canonical size with the values the cell gives) first where it is none of
+    the puzzle's, then every one of the puzzle's sizes. Editing the cell never shrinks what a pass covers; each
+    canonical size keeps its inputs (input_stream)."""
     if sizes is not None:
         return [dict(s) for s in sizes]
     given = {**(nelem or {}), **(B or {})}
@@ -70,9 +74,31 @@ def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: lis
         if not given:
             raise ValueError("an unknown puzzle needs its sizes: test(kernel, spec, nelem={...}, B={...})")
         return [given]
-    canonical = _follow_rules(p, given)
-    rest = [dict(s) for s in p.sizes[1:] if s != canonical]
-    return [canonical] + rest
+    cell = _follow_rules(p, given)
+    canonical = [dict(s) for s in p.sizes]
+    return ([cell] if cell not in canonical else []) + canonical
+
+
+def input_stream(p: Puzzle | None, sizes: Sizes, position: int) -> int:
+    """The index a size's inputs are drawn by (make_case): a size of the puzzle's its own place in the puzzle's
+    list, whatever else is graded beside it (its input scale and shaped inputs go by that place too); any other
+    size its position in the list graded (the grading cell's edited size, first, the canonical's 0)."""
+    return p.sizes.index(sizes) if p is not None and sizes in p.sizes else position
+
+
+def sizes_given_note(p: Puzzle | None, sizes: list[Sizes] | None) -> str:
+    """Where test(..., sizes=[...]) leaves out sizes of the puzzle on purpose: what its verdict is not ("" where
+    every size of the puzzle is among them, or the puzzle is unknown)."""
+    if p is None or sizes is None:
+        return ""
+    missing = [s for s in p.sizes if dict(s) not in [dict(t) for t in sizes]]
+    if not missing:
+        return ""
+    shown = "; ".join(" ".join(f"{k}={v}" for k, v in s.items()) for s in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return (f"graded only the sizes given to test(sizes=...), which leave out {len(missing)} of the puzzle's "
+            f"{len(p.sizes)} sizes ({shown}{more}): this is not a pass of puzzle {p.number}; without sizes= "
+            "test() grades every size, as the scoreboard (python -m puzzles grade) does")
 
 
 def unknown_sizes_note(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None) -> str | None:

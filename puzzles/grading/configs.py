@@ -33,6 +33,7 @@ from puzzles.grading.autotune_configs import (
     is_autotuned,
     tuning_rules,
 )
+from puzzles.grading.cases import SizeRuleError, size_list
 from puzzles.grading.job import GradingJob
 from puzzles.grading.result import TestResult
 from puzzles.grading.verdict import build_result
@@ -59,11 +60,11 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
     Every config's runs start at once and are read in order: their interpreted runs (on a GPU, the
     access checks) work side by side on the machine's cores. The grader's configs start too; their
     runs are ended unread when one of the learner's configs already fails."""
-    kernel, puzzle, sizes, nelem = job.kernel, job.puzzle, job.sizes, job.nelem
-    base = list(sizes) if sizes is not None else (
-        [dict(s) for s in puzzle.sizes] if puzzle is not None else [dict(nelem or {})])
-    if nelem and sizes is None:
-        base[0] = {**base[0], **nelem}
+    kernel, puzzle = job.kernel, job.puzzle
+    try:  # every size of the puzzle, and the grading cell's where it differs (as a plain kernel's)
+        base = size_list(puzzle, job.nelem, job.blocks, job.sizes)
+    except (SizeRuleError, ValueError) as err:
+        return build_result(job, error=KernelError("sizes", str(err)), seconds=time.perf_counter() - started)
     tuner = autotuner_of(kernel)
     configs = list(tuner.configs)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from puzzles.grading.cases import sizes_given_note
 from puzzles.grading.job import GradingJob
 from puzzles.grading.presenting import device_name
 from puzzles.grading.result import SizeOutcome, TestResult
@@ -19,4 +20,5 @@ def build_result(job: GradingJob, outcomes: list[SizeOutcome] | None = None, *, 
     empty left out), the speed. `device`: where the kernel ran (default: this machine's grading device)."""
     kept = [note for note in notes if note]
     return TestResult(job.title, job.kernel_name, list(outcomes or []), seconds, job.seed, error=error,
-                      device=device_name() if device is None else device, notes=kept, perf=perf)
+                      device=device_name() if device is None else device, notes=kept, perf=perf,
+                      partial=sizes_given_note(job.puzzle, job.sizes))
