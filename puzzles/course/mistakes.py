@@ -1,5 +1,6 @@
 """Common slips, computed: what the spec gives with one mistake in it (the quantization track's, and the
-first puzzles' blocks, the loops over a long axis of puzzles 7, 8, 9, 11 and 17, and puzzle 21's update).
+first puzzles' blocks, the loops over a long axis of puzzles 7, 8, 9, 11 and 17, puzzle 19's strides and
+puzzle 21's update).
 
 A wrong matmul output says nothing about its cause: every element is off by some amount. So a puzzle
 may list `Mistake`s (its catalog record, `likely_mistakes`): each is a sentence for the learner and one
@@ -384,6 +385,17 @@ def gptq_chunks_across_groups(sizes: Sizes) -> str:
     more = f", and {len(wrong) - 2} more chunk{'s' if len(wrong) > 3 else ''}" if len(wrong) > 2 else ""
     return (f"here (G = {group}, BK = {block}) {'; '.join(wrong[:2])}{more}: the group of row k is k // G, with k "
             "the row's own index (k0 + tl.arange(0, BK))")
+
+
+# -- puzzle 19: colour to grey through strides ---------------------------------------------------------
+
+def grey_channels_one_apart(i: Inputs, sizes: Sizes) -> Tensor:
+    """The green and blue bytes read at pixel + 1 and pixel + 2 (the channel stride taken as 1, a packed
+    image's) instead of pixel + SC and pixel + 2·SC: channels-first, those are the next pixels' red bytes (where
+    they fall between the view's elements, the access check reports them; SC = 1 gives the right output)."""
+    x = i["x"]  # a view of the whole storage (cases.make_case keeps it so for slips like this one)
+    packed = torch.as_strided(x, x.shape, (sizes["S1"], sizes["S0"], 1))
+    return 0.2989 * packed[..., 0].float() + 0.5870 * packed[..., 1].float() + 0.1140 * packed[..., 2].float()
 
 
 # -- puzzle 16: grouped tile order (no inputs: the sizes alone) ---------------------------------------

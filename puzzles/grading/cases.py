@@ -22,8 +22,9 @@ from puzzles.grading.inputs import (
     random_tensor,
     spec_signature,
 )
-from puzzles.grading.layouts import storage_numel, strided_view, strides_of
+from puzzles.grading.layouts import storage_numel, strided_layout, strided_view, strides_of
 from puzzles.running.kernel import unwrap_kernel
+from puzzles.running.recording import StridedLayout
 
 
 @dataclass
@@ -45,6 +46,8 @@ class Case:
     # What the spec gives for a contiguous reading of the strided inputs (puzzle 19): a kernel that
     # ignores the strides it is given writes this.
     contiguous_expected: torch.Tensor | None = None
+    # The strided inputs' layouts: the access check reports a read between a view's elements.
+    layouts: dict[str, StridedLayout] = field(default_factory=dict)
     # The puzzle's likely mistakes and the output each gives on these inputs (a wrong output matching one
     # is told which slip it is).
     mistaken: list[tuple[str, torch.Tensor]] = field(default_factory=list)
@@ -158,7 +161,8 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         count = len(TensorLists.lengths(sizes))  # each list end to end, as the spec sees it
         flat = {name: torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(count)]) for name in p.tensor_lists.lists}
         return Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
-                     guarded=guarded, relink=relink, mistaken=_mistaken_outputs(p, flat, sizes))
+                     guarded=guarded, relink=relink,
+                     mistaken=_mistaken_outputs(p, lambda: {n: t.clone() for n, t in flat.items()}, sizes))
     inputs, out = spec_signature(spec)
     shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
     shapes[out.name] = (out.shape(sizes), out.dtype)
@@ -198,20 +202,25 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
         if all(t is not None for t in read.values()):
             contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
-    mistaken = _mistaken_outputs(p, {t.name: seen.get(t.name, arena.tensors[t.name]) for t in inputs}, sizes)
+    # A slip may read a strided input's gaps (a hard-coded stride): its inputs are views of a copy of the storage.
+    mistaken = _mistaken_outputs(p, lambda: {t.name: strided_view(arena.tensors[t.name].clone(), views[t.name][0],
+                                                                  strided[t.name]) if t.name in strided
+                                             else arena.tensors[t.name].clone() for t in inputs}, sizes)
+    layouts = {n: strided_layout(views[n][0], p.strided_inputs[n], sizes) for n in strided} if p else {}
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
-                 mistaken=mistaken, reduction=p.reduced_axis if p else None)
+                 mistaken=mistaken, reduction=p.reduced_axis if p else None, layouts=layouts)
 
 
-def _mistaken_outputs(p: Puzzle | None, inputs: dict[str, torch.Tensor],
+def _mistaken_outputs(p: Puzzle | None, inputs: Callable[[], dict[str, torch.Tensor]],
                       sizes: Sizes) -> list[tuple[str, torch.Tensor]]:
-    """What each of the puzzle's likely slips gives on these inputs. A slip that cannot be computed at these
-    sizes (sizes given to test() outside the puzzle's rules) is left out: it only ever adds a note."""
+    """What each of the puzzle's likely slips gives on these inputs (`inputs()`: a fresh copy of them, by name). A
+    slip that cannot be computed at these sizes (sizes given to test() outside the puzzle's rules) is left out:
+    it only ever adds a note."""
     found = []
     for m in p.likely_mistakes if p is not None else ():
         try:
-            out = m.output({name: t.clone() for name, t in inputs.items()}, sizes)
+            out = m.output(inputs(), sizes)
         except Exception:  # noqa: BLE001 - a note we cannot make is no failure
             continue
         if isinstance(out, torch.Tensor):

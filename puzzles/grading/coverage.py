@@ -105,3 +105,27 @@ def _lines_never_written(unwritten: torch.Tensor, grid: tuple[int, int, int]) ->
         return " and ".join(parts) + f": one program writes all of z here; check that {address}"
     return (" and ".join(parts) + f": do the programs' blocks reach them? The grid is {_grid_text(grid)}; check "
             f"which tl.program_id axis gives the columns and which the rows, and that {address}")
+
+
+def shared_indices_note(wrong: torch.Tensor) -> str:
+    """Where every wrong element of a matrix (or a batch of them) shares some indices: `every wrong element is in
+    columns 5…7 (of 0…7) of z: z[:, :, 5…7]`. A mask or an offset slip shows on one axis, and that axis is what
+    the learner fixes; "" where each axis has wrong elements at every index, or fewer than two are wrong."""
+    if wrong.dim() < 2 or int(wrong.sum()) < 2:
+        return ""
+    parts, pattern = [], []
+    for axis, length in enumerate(wrong.shape):
+        others = [d for d in range(wrong.dim()) if d != axis]
+        at = torch.nonzero(wrong.any(dim=others[0]) if len(others) == 1 else wrong.permute(axis, *others).flatten(1)
+                           .any(1)).flatten().tolist()
+        if length < 2 or len(at) == length:
+            pattern.append(":")
+            continue
+        text = rows_text(at)
+        pattern.append(text if "," not in text else f"{{{text}}}")
+        name = ("columns" if axis == wrong.dim() - 1 else "rows" if axis == wrong.dim() - 2
+                else "matrices" if wrong.dim() == 3 else f"indices of axis {axis}")
+        parts.append(f"{name} {rows_text(at)} (of 0…{length - 1})")
+    if not parts:
+        return ""
+    return f"every wrong element is in {' and '.join(parts)} of z: z[{', '.join(pattern)}]"

@@ -177,7 +177,8 @@ def run_interpreted(kernel: Any, args_for: Callable, case: Case, record: bool, c
                    if n not in aliases},
                   tuple(case.grid) + (1,) * (3 - len(case.grid)), recorded=record)
     recorder = Recorder(arena.regions(), {n: t.element_size() for n, t in arena.tensors.items()},
-                        set(case.guarded or case.input_names), trace, kernel_file(kernel), record=record)
+                        set(case.guarded or case.input_names), trace, kernel_file(kernel), record=record,
+                        layouts=case.layouts)
     out = io.StringIO()
     started = time.perf_counter()
     with contextlib.redirect_stdout(out) if capture else contextlib.nullcontext():
