@@ -258,3 +258,29 @@ def test_grey_with_the_channel_stride_hard_coded_is_named_and_its_reads_of_row_p
     gap = padded.invalid_accesses[0]
     assert gap.tensor == "x" and gap.line is not None and "tl.load(pixel + 1" in gap.source, gap.describe()
     assert "load of x_ptr + 30, which is no element of x (1 after x[0, 29, 0];" in gap.describe(), gap.describe()
+
+
+@pytest.mark.skipif(on_gpu(), reason="the never-written elements are the interpreter's recording")
+def test_a_failing_autotuned_verdict_shows_the_graders_configs_and_explains_every_unwritten_row():
+    """The grader's own configs are graded and shown whatever the learner's gave (the statement promises them),
+    and each config whose blocks leave gaps (pid * 128 under B0 = 32) gets the hint its overlapping ones get."""
+    from puzzles.grading.autotune_configs import grader_configs, tuning_rules
+
+    p = catalog.get(20)
+    result = grade(20, silu_mul_kernel_one_config)
+    theirs = grader_configs(list(silu_mul_kernel_one_config.configs), tuning_rules(p))
+    assert {o.sizes["B0"] for o in result.outcomes} == {32, 128, 1024} | {c.kwargs["B0"] for c in theirs}
+    assert sum(n.startswith("grader's config ") for n in result.notes) == len(theirs), result.notes
+    for o in result.outcomes:
+        if o.status == "unwritten":
+            assert "pid * B0" in o.note, (o.sizes, o.note)
+
+
+def test_one_still_running_note_with_every_target():
+    from puzzles.running.compile_check import merge_pending_notes, pending_note
+
+    notes = ["config 1 of 2 (B0=32, num_warps=1): passed", pending_note(["sm_80", "sm_90"]), "another note",
+             pending_note(["sm_75", "sm_90"])]
+    merged = merge_pending_notes(notes)
+    assert merged == [notes[0], pending_note(["sm_75", "sm_80", "sm_90"]), "another note"]
+    assert merge_pending_notes(notes[:3]) == notes[:3]
