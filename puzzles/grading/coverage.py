@@ -35,7 +35,7 @@ def _gap_between_blocks(trace: Trace, unwritten: torch.Tensor) -> str:
         _, was_low, was_high = spans.get(program, (access.program, low, high))
         spans[program] = (access.program, min(low, was_low), max(high, was_high))
     ordered = [spans[p] for p in sorted(spans)]
-    for (first, _, first_end), (second, second_start, second_end) in zip(ordered, ordered[1:], strict=False):
+    for (first, _, first_end), (second, second_start, _) in zip(ordered, ordered[1:], strict=False):
         if second_start > first_end + 1 and bool(unwritten[first_end + 1:second_start].all()):
             return (f"programs {first} and {second} store up to z[{first_end}] and from z[{second_start}]: "
                     f"no program stores z[{first_end + 1}…{second_start - 1}] between their blocks, which start "
