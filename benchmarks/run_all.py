@@ -40,8 +40,9 @@ def main() -> int:
     import triton
 
     from puzzles.course import catalog
+    from puzzles.course.spec import call_spec
     from puzzles.grading import perf
-    from puzzles.grading.inputs import call_spec, draw_inputs
+    from puzzles.grading.inputs import draw_inputs
 
     limits = perf.device_limits(refresh=True)
     rows = []

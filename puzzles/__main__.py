@@ -1,4 +1,4 @@
-"""Command line: `python -m puzzles {grade,doctor,notebooks,diagrams}`."""
+"""Command line: `python -m puzzles {grade,gradescope,doctor,notebooks,workspace,diagrams}`."""
 
 from __future__ import annotations
 
@@ -30,8 +30,30 @@ def main(argv: list[str] | None = None) -> int:
                    help="build the gradebook (--out) from per-student JSON files or folders of them")
     c.add_argument("--isolate", action="store_true",
                    help="grade one learner's files in a sandboxed process, as a class is graded")
+    c.add_argument("--speed", action="store_true",
+                   help="on a GPU: also time each passing kernel against its puzzle's speed goal and add speed "
+                        "points to the gradebook (correctness points unchanged); on a CPU it says so and grades "
+                        "correctness only")
     c.add_argument("--memory", type=float, help="memory limit per student in GiB, resident in all its grading "
                    "processes (default 6; 0: none); without CUDA also each process's address space")
+
+    s = sub.add_parser("gradescope", help="build a Gradescope autograder (a zip to upload) that grades each "
+                       "submission as the class command grades one student")
+    s.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip (default: autograder.zip)")
+    s.add_argument("--puzzle", type=int, action="append", help="grade this puzzle (repeatable; default: all)")
+    s.add_argument("--points", action="append", metavar="N=P",
+                   help="puzzle N is worth P points (repeatable; default: the catalog's points, 1 each)")
+    s.add_argument("--timeout", type=float, help="seconds per size before a kernel is stopped (default 5)")
+    s.add_argument("--memory", type=float, help="memory limit of a submission's grading processes in GiB "
+                   "(default 6; 0: none)")
+    s.add_argument("--seed", type=int, help="the inputs' seed for every submission (default: a fresh one each, "
+                   "shown in its results)")
+    s.add_argument("--speed", action="store_true", help="also speed points, as the class command's --speed, where "
+                   "the autograder's machine has a CUDA GPU (elsewhere its results say correctness only)")
+    s.add_argument("--visibility", default="visible", help="when students see the results: visible (default), "
+                   "after_due_date, after_published or hidden")
+    s.add_argument("--stdout-visibility", default="hidden",
+                   help="the grader's own log, the same choices (default hidden)")
 
     sub.add_parser("doctor", help="check the installation against the pins and run a tiny kernel")
 
@@ -74,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             print(grade.scoreboard(grades))
         attempted = [g_ for g_ in grades if g_.status != "not attempted"]
         return 0 if attempted and all(g_.status == "passed" for g_ in attempted) else 1
+    if args.command == "gradescope":
+        from puzzles.classroom import gradescope_build
+
+        return gradescope_build.main(args)
     if args.command == "doctor":
         from puzzles.cli import doctor
 

@@ -14,7 +14,8 @@ import importlib.machinery
 import sys
 from types import ModuleType
 
-# old path -> new path, both below `puzzles.`
+# old path -> new path, both below `puzzles.` (`puzzles.execution` is not here: it was split by job, into
+# running/kernel.py, errors.py, lines.py, interpreter.py, limits.py, child.py and frames.py)
 MOVED = {
     "autotune": "learner.autotune",
     "autotune_configs": "grading.autotune_configs",
@@ -25,7 +26,6 @@ MOVED = {
     "compile_check": "running.compile_check",
     "debug": "learner.debug",
     "doctor": "cli.doctor",
-    "execution": "running.execution",
     "gpu_worker": "running.gpu_worker",
     "grade": "cli.grade",
     "grade_worker": "classroom.worker",

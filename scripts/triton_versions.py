@@ -5,7 +5,7 @@ only that triton and a numpy it works with; torch and the rest come from the env
 this script, through a .pth file, so no torch is downloaded. The environment's own packages come
 first on sys.path, so its triton and numpy shadow the base ones. Then it runs the version tests,
 the harness tests (every reference, every starter, the zoo of wrong kernels) and the catalog tests
-there, and prints one Markdown table row per version (the README records it); last, it says when
+there, and prints one Markdown table row per version (docs/grader.md records it); last, it says when
 the package index has a newer triton than the newest tested one.
 
     python scripts/triton_versions.py [--only 3.6.0] [--base SITE_PACKAGES]
@@ -85,7 +85,7 @@ def untested_newer(newest: str | None) -> str | None:
     if key(newest) <= max(key(v) for v in TESTED):
         return None
     return (f"triton {newest} is on the package index but not tested: add it to TESTED in puzzles/running/compat.py "
-            "(and raise BELOW), run `make versions`, record the row in the README")
+            "(and raise BELOW), run `make versions`, record the row in docs/grader.md")
 
 
 def main(argv: list[str] | None = None) -> int:

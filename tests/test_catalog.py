@@ -10,7 +10,7 @@ import torch
 
 from puzzles.course import catalog
 from puzzles.course.solution_source import kernel_signature, reference_source, solution_line_count, starter_source
-from puzzles.grading.inputs import spec_signature
+from puzzles.course.spec import spec_signature
 
 ALL = catalog.all_puzzles()
 
@@ -46,8 +46,13 @@ def test_statement_sizes_and_hints(p):
         assert name in p.statement and "not used" in p.statement
 
 
+# Numbers given out for puzzles still being written (issues 33, 34 and 36): they land in any order.
+RESERVED = set(range(22, 29))
+
+
 def test_puzzle_numbers_are_contiguous():
-    assert sorted(catalog.PUZZLES) == list(range(1, len(catalog.PUZZLES) + 1))
+    numbers = sorted(catalog.PUZZLES)
+    assert set(range(1, numbers[-1] + 1)) - set(numbers) <= RESERVED, numbers
 
 
 # Blocks a statement fixes (puzzle 11: "B2 is always 1"): there is no other value to grade.
@@ -149,7 +154,8 @@ def test_specs_are_plain_functions_of_their_inputs():
 def test_spec_runs_on_any_device(p):
     # The GPU benchmark runs each spec on CUDA tensors; a spec that makes a CPU tensor fails
     # there. Meta tensors catch that here: mixing them with CPU tensors raises.
-    from puzzles.grading.inputs import call_spec, draw_inputs
+    from puzzles.course.spec import call_spec
+    from puzzles.grading.inputs import draw_inputs
 
     inputs, out = draw_inputs(p.spec, p.canonical, seed=0, device="meta")
     result = call_spec(p.spec, inputs, p.canonical)
@@ -177,8 +183,8 @@ def test_a_tight_tolerance_leaves_a_float32_kernel_ten_times_room(p):
     order in float32 approach) passes a tenth of it at every graded size and five seeds."""
     import dataclasses
 
+    from puzzles.course.spec import call_spec
     from puzzles.grading.cases import make_case
-    from puzzles.grading.inputs import call_spec
     from puzzles.grading.judging import values_close
     from puzzles.grading.tensor_lists import TensorLists
 

@@ -14,6 +14,7 @@ from puzzles import test
 from puzzles.course import catalog
 from puzzles.grading import on_gpu
 from puzzles.grading.cases import make_case
+from puzzles.grading.job import make_job
 from puzzles.grading.signature import bind_arguments
 from puzzles.running import compile_check
 from puzzles.running.compile_check.messages import TF32_NOTE
@@ -128,7 +129,7 @@ def test_a_construct_only_the_interpreter_accepts_leads_what_the_interpreter_the
 
 def _calls(p):
     kernel = p.reference()
-    args_for = bind_arguments(kernel, p.spec)
+    args_for = bind_arguments(make_job(kernel, p.spec, None))
     return kernel, [args_for(make_case(p.spec, p, s, 1, i)) for i, s in enumerate(p.sizes)]
 
 
@@ -199,7 +200,7 @@ def test_the_courses_debugging_helpers_compile():
     result = test(ck.add_mask2_kernel_debugging, puzzle=2, quiet=True, compile_check="full")
     assert result.passed and result.notes == [], str(result)
     p = catalog.get(2)
-    args_for = bind_arguments(ck.add_mask2_kernel_debugging, p.spec)
+    args_for = bind_arguments(make_job(ck.add_mask2_kernel_debugging, p.spec, None))
     check = compile_check.start(ck.add_mask2_kernel_debugging, [args_for(make_case(p.spec, p, p.canonical, 1, 0))])
     check.report(True)
     assert check.results and all("skipped" not in v and "error" not in v for v in check.results.values())
@@ -209,7 +210,7 @@ def test_sizes_that_compile_alike_share_one_check_and_all_fail():
     sizes = [{"N0": 4, "N1": 32, "T": 200, "B0": 1, "B1": 32}, {"N0": 5, "N1": 32, "T": 77, "B0": 1, "B1": 32}]
     p = catalog.get(7)
     kernel = ck.sum_kernel_dynamic_arange
-    args_for = bind_arguments(kernel, p.spec)
+    args_for = bind_arguments(make_job(kernel, p.spec, None))
     check = compile_check.start(kernel, [args_for(make_case(p.spec, p, s, 1, i)) for i, s in enumerate(sizes)])
     assert [item["sizes"] for item in check.items if item["stage"] == "front"] == [[0, 1]]
     result = test(kernel, puzzle=7, sizes=sizes, quiet=True)
@@ -224,7 +225,7 @@ def test_an_autotune_config_is_compiled_with_its_launch_options():
     config = tuner.configs[0]
     launch = ConfigLaunch(tuner.fn, config)
     sizes = {**p.sizes[0], **config.kwargs}
-    args_for = bind_arguments(launch, p.spec, p)
+    args_for = bind_arguments(make_job(launch, p.spec, p))
     check = compile_check.start(launch, [args_for(make_case(p.spec, p, sizes, 1, 0))])
     assert all(item["options"]["num_warps"] == config.num_warps for item in check.items)
     report = check.report(wait_full=True)

@@ -48,3 +48,60 @@ def test_build_result_is_the_verdict_from_the_steps_data():
     assert result.notes == ["first", "second"]
     assert (result.puzzle, result.kernel, result.seed, result.seconds, result.device) == (
         job.title, job.kernel_name, 7, 1.5, "here")
+
+
+def test_job_carries_the_kernel_handle_the_parsed_spec_and_the_sizes():
+    p = catalog.get(11)
+    job = make_job(p.reference(), p.spec, None, **OPTIONS)
+    handle = job.handle
+    assert handle.fn is unwrap_kernel(p.reference()) and handle.file == handle.fn.__code__.co_filename
+    assert handle.param_names[:3] == ["x_ptr", "y_ptr", "z_ptr"] and handle.def_line is not None
+    assert handle.chain[-1] is p.reference()  # a plain @triton.jit kernel: the chain is the kernel itself
+    assert job.parsed_spec is p.parsed_spec and job.parsed_spec.input_names == ("x", "y")
+    assert job.input_names == ["x", "y"]
+    assert [dict(s) for s in job.run_sizes] == [dict(s) for s in p.sizes] and job.size_problem is None
+    described = handle.description
+    assert described is handle.description and described["functions"]  # made once, on first use
+
+
+def test_sizes_the_rules_rule_out_are_resolved_into_a_problem_not_raised():
+    p = catalog.get(1)
+    job = make_job(p.reference(), p.spec, 1, **{**OPTIONS, "nelem": {"N0": 32, "B0": 16}})
+    assert job.run_sizes == () and "B0 = N0" in job.size_problem
+
+
+def test_one_configs_handle_shares_the_kernels_resolved_state():
+    p = catalog.get(20)
+    job = make_job(p.reference(), p.spec, 20, **OPTIONS)
+    job.handle.description  # noqa: B018 - described once
+    one = job.for_config(job.kernel, [dict(s) for s in p.sizes])
+    assert one.handle.fn is job.handle.fn and one.handle.parameters is job.handle.parameters
+    assert one.handle.sources is job.handle.sources and one.handle.description is job.handle.description
+
+
+def test_a_warm_test_reads_the_kernel_and_the_spec_once(monkeypatch):
+    """In the grading process, a warm test() of puzzle 11's reference parses source at most twice and reads
+    signatures at most 4 times: the kernel, the spec and the puzzle are resolved once, into the job."""
+    import ast
+    import inspect
+
+    from puzzles import test
+
+    p = catalog.get(11)
+    kernel = p.reference()
+    assert test(kernel, p.spec, quiet=True, seed=3).passed  # warm: imports, caches, the compile check's
+    counts = {"parse": 0, "signature": 0}
+    parse, signature = ast.parse, inspect.signature
+
+    def counting_parse(*args, **kwargs):
+        counts["parse"] += 1
+        return parse(*args, **kwargs)
+
+    def counting_signature(*args, **kwargs):
+        counts["signature"] += 1
+        return signature(*args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting_parse)
+    monkeypatch.setattr(inspect, "signature", counting_signature)
+    assert test(kernel, p.spec, quiet=True, seed=3).passed
+    assert counts["parse"] <= 2 and counts["signature"] <= 4, counts

@@ -269,7 +269,7 @@ def test_a_module_imported_after_a_function_of_its_file_was_rebuilt_reads_its_re
     (tmp_path / "rt5_helpers.py").write_text(HELPERS_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
     helpers = importlib.import_module("rt5_helpers")
-    kernel_source.rebuild_kernel(kernel_source.describe_kernel(helpers.first_helper))  # as for an earlier kernel
+    kernel_source.rebuild_kernel(kernel_source.describe_kernel(helpers.first_helper.fn))  # as for an earlier kernel
     del sys.modules["rt5_helpers"]
     fresh = kernel_source.decode_global(("module", "rt5_helpers"))
     assert "return x * 2.0" in fresh.SOURCE_SEEN

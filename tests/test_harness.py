@@ -465,6 +465,7 @@ def check_children(request, monkeypatch):
 def test_gpu_checks_name_each_sizes_accesses_however_they_are_spread(kernel, number, check_children):
     # The GPU run simulated by the right answer: the verdict per size comes from the checks alone.
     from puzzles.grading.cases import make_case
+    from puzzles.grading.job import make_job
     from puzzles.grading.judging import judge_runs
     from puzzles.grading.runs import run_on_gpu
     from puzzles.grading.signature import bind_arguments
@@ -473,9 +474,9 @@ def test_gpu_checks_name_each_sizes_accesses_however_they_are_spread(kernel, num
     p = catalog.get(number)
     kernel = kernel or p.reference()
     cases = [make_case(p.spec, p, s, 3, i) for i, s in enumerate(p.sizes)]
-    runs = run_on_gpu(kernel, bind_arguments(kernel, p.spec), cases, 20.0,
+    runs = run_on_gpu(kernel, bind_arguments(make_job(kernel, p.spec, None)), cases, 20.0,
                       run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
-    outcomes = judge_runs(kernel, cases, runs)
+    outcomes = judge_runs(make_job(kernel, None, None), cases, runs)
     assert len(outcomes) == len(p.sizes) and all(r.trace is not None for r in runs)
     if kernel is wrong.add_mask2_kernel_no_mask:
         ragged = [o for o, c in zip(outcomes, cases, strict=True) if c.sizes["N0"] % c.sizes["B0"]]
@@ -489,6 +490,7 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict(check_children):
     # interpreter's access check runs forever. Simulated here with a compiled run that returns
     # the right answer.
     from puzzles.grading.cases import make_case
+    from puzzles.grading.job import make_job
     from puzzles.grading.runs import run_on_gpu
     from puzzles.grading.signature import bind_arguments
     from puzzles.running.interpreter import RunOutput
@@ -496,7 +498,7 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict(check_children):
     p = catalog.get(2)
     kernel = wrong.add_mask2_kernel_forever
     cases = [make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
-    runs = run_on_gpu(kernel, bind_arguments(kernel, p.spec), cases, 1.0,
+    runs = run_on_gpu(kernel, bind_arguments(make_job(kernel, p.spec, None)), cases, 1.0,
                       run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
     assert len(runs) == 1 and runs[0].error.kind == "timeout"  # stops after the first size
 
@@ -561,12 +563,13 @@ def test_known_bugs_fail_at_every_seed(kernel, number, index):
     # The verdict must not depend on the seed: the puzzle's size `index` fails each of these at
     # 50 seeds. Only that size runs, without recording accesses, to keep the test fast.
     from puzzles.grading.cases import make_case
+    from puzzles.grading.job import make_job
     from puzzles.grading.judging import judge_run
     from puzzles.grading.runs import run_interpreted
     from puzzles.grading.signature import bind_arguments
 
     p = catalog.get(number)
-    args_for = bind_arguments(kernel, p.spec)
+    args_for = bind_arguments(make_job(kernel, p.spec, None))
     for seed in range(1000, 1050):
         case = make_case(p.spec, p, p.sizes[index], seed, index)
         outcome = judge_run(case, run_interpreted(kernel, args_for, case, record=False), None)

@@ -547,6 +547,7 @@ def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_ha
     """Compiled, the masked-off lanes may hold zeros and the output comes out right; the interpreter's check
     run (lanes poisoned) is judged too. Simulated here: the GPU's output is the right one."""
     from puzzles.grading.cases import make_case
+    from puzzles.grading.job import make_job
     from puzzles.grading.judging import judge_run
     from puzzles.grading.runs import run_interpreted
     from puzzles.grading.signature import bind_arguments
@@ -555,13 +556,13 @@ def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_ha
     p = catalog.get(7)
     case = make_case(p.spec, p, p.sizes[1], 3, 1)
     relying = sum_kernel_relying_on_zero_lanes
-    checked = run_interpreted(relying, bind_arguments(relying, p.spec, p), case, True)
+    checked = run_interpreted(relying, bind_arguments(make_job(relying, p.spec, p)), case, True)
     checked.trace.output = checked.output
     gpu = RunOutput(case.expected.clone(), checked.trace, None, "", 0.01)
     outcome = judge_run(case, gpu, None)
     assert outcome.status == "wrong" and "right on this GPU" in outcome.reason() and "other=" in outcome.reason()
     masking = sum_kernel_masking_with_where
-    right = run_interpreted(masking, bind_arguments(masking, p.spec, p), case, True)
+    right = run_interpreted(masking, bind_arguments(make_job(masking, p.spec, p)), case, True)
     right.trace.output = right.output
     assert judge_run(case, RunOutput(case.expected.clone(), right.trace, None, "", 0.01), None).passed
 
@@ -579,13 +580,15 @@ def cpu_worker(monkeypatch):
 
 def _grade_through_the_worker(number: int, kernel):
     from puzzles.grading.cases import make_case
+    from puzzles.grading.job import make_job
     from puzzles.grading.judging import judge_runs
     from puzzles.grading.runs import run_on_gpu
     from puzzles.grading.signature import bind_arguments
 
     p = catalog.get(number)
     cases = [make_case(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]
-    return judge_runs(kernel, cases, run_on_gpu(kernel, bind_arguments(kernel, p.spec, p), cases, 20.0))
+    job = make_job(kernel, p.spec, p)
+    return judge_runs(job, cases, run_on_gpu(kernel, bind_arguments(job), cases, 20.0))
 
 
 @interpreted_only

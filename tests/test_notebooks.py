@@ -1,6 +1,7 @@
 """Every notebook is clean, matches the catalog, and runs top to bottom: as shipped (the grading
 cell says "not yet" without raising) and with the reference kernels in place of the starters
-(every grading cell passes)."""
+(every grading cell passes). Both runs of a notebook share one execution: the solved run's cells
+follow the shipped ones in the same kernel."""
 
 from __future__ import annotations
 
@@ -57,77 +58,92 @@ def test_every_puzzle_has_a_notebook_with_its_diagram_and_grading_cell():
         assert "<details>" in text
 
 
-def _execute(name: str, with_references: bool) -> nbformat.NotebookNode:
+# The cells appended after a notebook's own to run it again with the reference kernel, in the same kernel
+# process: one execution covers both the notebook as shipped and the notebook solved.
+REFERENCE_RUN = "reference-run"
+
+
+def _execute(name: str) -> nbformat.NotebookNode:
+    """The notebook as shipped and then, for a puzzle, its cells from the starter on again with the
+    reference in the starter's place (tagged REFERENCE_RUN), in one kernel."""
     nb = nbformat.read(NOTEBOOK_DIR / name, as_version=4)
-    if with_references:
-        p = BY_NAME[name]
-        for cell in nb.cells:
-            if "starter" in cell.metadata.get("tags", []):
-                cell.source = reference_source(p)
+    p = BY_NAME.get(name)
+    if p is not None:
+        first = next(i for i, c in enumerate(nb.cells) if "starter" in c.metadata.get("tags", []))
+        again = [nbformat.from_dict(c) for c in nb.cells[first:] if c.cell_type == "code"]
+        again[0].source = reference_source(p)
+        for cell in again:
+            cell.metadata["tags"] = [*cell.metadata.get("tags", []), REFERENCE_RUN]
+        nb.cells += again
     client = NotebookClient(nb, timeout=180, startup_timeout=180, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
     client.execute()
     return nb
 
 
-def _run(job: tuple[str, bool]) -> nbformat.NotebookNode | Exception:
+def _run(name: str) -> nbformat.NotebookNode | Exception:
     try:
-        return _execute(*job)
+        return _execute(name)
     except Exception as err:  # noqa: BLE001 - report per notebook
         return err
 
 
 class _Executions(dict):
-    """(notebook, with references) -> the executed notebook or its error; a missing one runs on demand."""
+    """notebook -> the executed notebook or its error; a missing one runs on demand."""
 
-    def __missing__(self, job: tuple[str, bool]) -> nbformat.NotebookNode | Exception:
-        self[job] = _run(job)
-        return self[job]
+    def __missing__(self, name: str) -> nbformat.NotebookNode | Exception:
+        self[name] = _run(name)
+        return self[name]
 
 
 @pytest.fixture(scope="module")
-def executed(request) -> dict[tuple[str, bool], nbformat.NotebookNode | Exception]:
-    """Run the selected notebooks once, two at a time (each in its own kernel). Under pytest-xdist every
-    worker collects every test but runs only some: there each notebook runs when its test asks for it."""
+def executed(request) -> dict[str, nbformat.NotebookNode | Exception]:
+    """Run the selected notebooks once each, two at a time (each in its own kernel). Under pytest-xdist
+    every worker collects every test but runs only some: there each notebook runs when a test asks."""
     results = _Executions()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return results
-    wanted = {item.callspec.params.get("name") for item in request.session.items
-              if item.module is request.module and hasattr(item, "callspec")}
-    jobs = [(name, False) for name in NAMES if name in wanted] + \
-        [(name, True) for name in NAMES if name in BY_NAME and name in wanted]
+    wanted = sorted({item.callspec.params.get("name") for item in request.session.items
+                     if item.module is request.module and hasattr(item, "callspec")} & set(NAMES))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results.update(zip(jobs, pool.map(_run, jobs), strict=True))
+        results.update(zip(wanted, pool.map(_run, wanted), strict=True))
     return results
 
 
-def _grading_html(nb: nbformat.NotebookNode) -> str:
-    cells = [c for c in nb.cells if "grade" in c.metadata.get("tags", [])]
-    return "".join(o.get("data", {}).get("text/html", "") for c in cells for o in c.outputs)
+def _part(nb: nbformat.NotebookNode, solved: bool) -> list[nbformat.NotebookNode]:
+    """The cells of the run as shipped, or of the run with the reference."""
+    return [c for c in nb.cells if (REFERENCE_RUN in c.metadata.get("tags", [])) == solved]
 
 
-def _errors(nb: nbformat.NotebookNode) -> list[str]:
-    return [f"{o.ename}: {o.evalue}" for c in nb.cells if c.cell_type == "code" for o in c.outputs
+def _grading_html(cells: list[nbformat.NotebookNode]) -> str:
+    graded = [c for c in cells if "grade" in c.metadata.get("tags", [])]
+    return "".join(o.get("data", {}).get("text/html", "") for c in graded for o in c.outputs)
+
+
+def _errors(cells: list[nbformat.NotebookNode]) -> list[str]:
+    return [f"{o.ename}: {o.evalue}" for c in cells if c.cell_type == "code" for o in c.outputs
             if o.output_type == "error"]
 
 
 @pytest.mark.notebooks
 @pytest.mark.parametrize("name", NAMES)
 def test_runs_as_shipped(executed, name):
-    nb = executed[(name, False)]
+    nb = executed[name]
     assert not isinstance(nb, Exception), nb
-    assert _errors(nb) == []
+    shipped = _part(nb, solved=False)
+    assert _errors(shipped) == []
     if name in BY_NAME:
-        assert "Not yet" in _grading_html(nb)
+        assert "Not yet" in _grading_html(shipped)
 
 
 @pytest.mark.notebooks
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_runs_with_the_references(executed, name):
-    nb = executed[(name, True)]
+    nb = executed[name]
     assert not isinstance(nb, Exception), nb
-    assert _errors(nb) == []
-    html = _grading_html(nb)
+    solved = _part(nb, solved=True)
+    assert _errors(solved) == []
+    html = _grading_html(solved)
     assert "Passed" in html and "Not yet" not in html
 
 
@@ -155,8 +171,8 @@ def test_a_wild_pointer_in_notebook_21_gives_verdicts_not_a_dead_kernel(tmp_path
     client = NotebookClient(nb, timeout=180, startup_timeout=180, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
     client.execute()
-    assert _errors(nb) == []
-    assert "Not yet" in _grading_html(nb)
+    assert _errors(nb.cells) == []
+    assert "Not yet" in _grading_html(nb.cells)
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "The comparison stopped" in text
     assert "crashed" in text or "the kernel faulted on the GPU" in text  # a CPU's child, or the GPU worker

@@ -11,15 +11,19 @@ import torch
 from puzzles import test
 from puzzles.course import catalog
 from puzzles.course.notebooks import speed_text
+from puzzles.course.puzzle import ScalarWork, SpeedGoal
 from puzzles.grading import on_gpu, perf
 
-H100 = perf.DeviceLimits("H100", copy_gbps=2000.0, matmul_tflops=600.0, write_gbps=2200.0, launch_us=3.9)
+H100 = perf.DeviceLimits("H100", copy_gbps=2000.0, matmul_tflops=600.0, write_gbps=2200.0, launch_us=3.9,
+                         fp32_tflops=60.0, exp_tops=4.0)
 
 
 def report(number: int, ms: float, limits: perf.DeviceLimits = H100, **more) -> perf.PerfReport:
     p = catalog.get(number)
     read, written = perf.fewest_bytes(p.spec, p.perf_size)
     flops = p.flops(p.perf_size) if p.flops else 0
+    more.setdefault("scalar", p.scalar_work(p.perf_size) if p.scalar_work else ScalarWork())
+    more.setdefault("goal", p.speed_goal)
     return perf.PerfReport(dict(p.perf_size), ms, None, read, written, flops, limits, **more)
 
 
@@ -90,14 +94,91 @@ def test_cached_limits_from_before_the_write_rate_and_launch_floor_are_measured_
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "H100")
     measured = []
     for name, value in (("_copy_gbps", 2000.0), ("_matmul_tflops", 600.0), ("_write_gbps", 2200.0),
-                        ("_launch_us", 3.9)):
+                        ("_launch_us", 3.9), ("_fp32_tflops", 60.0), ("_exp_tops", 4.0)):
         monkeypatch.setattr(perf, name, lambda value=value, name=name: measured.append(name) or value)
     import triton
 
     key = f"H100 | torch {torch.__version__} | triton {triton.__version__}"
     perf.CACHE.write_text(json.dumps({key: {"device": "H100", "copy_gbps": 1.0, "matmul_tflops": 1.0}}))
-    assert perf.device_limits() == H100 and len(measured) == 4
-    assert perf.device_limits() == H100 and len(measured) == 4  # now cached, all of it
+    assert perf.device_limits() == H100 and len(measured) == 6
+    assert perf.device_limits() == H100 and len(measured) == 6  # now cached, all of it
+    # A cache from before the elementwise rates: measured again, rates included.
+    perf.CACHE.write_text(json.dumps({key: {"device": "H100", "copy_gbps": 2000.0, "matmul_tflops": 600.0,
+                                            "write_gbps": 2200.0, "launch_us": 3.9}}))
+    assert perf.device_limits() == H100 and len(measured) == 12
+
+
+def test_elementwise_exponentials_give_puzzle_9_a_compute_floor_not_the_launch_floor():
+    # 16384 x 16384 scores: 268M exponentials at 4 T/s take 67 us, where its 262 KB take 0.1 us. Without the
+    # rates (an old cache entry) the launch floor was its only floor: "0% of what this GPU allows" (seen).
+    r = report(9, 0.134)
+    assert r.floor_ms == pytest.approx(16384 * 16384 / 4e9) and r.floor_reason.startswith("its 268M exponentials")
+    text = r.text()
+    assert "50% of this H100's roofline (floor 67.1 us: its 268M exponentials at 4.00 T/s)" in text, text
+    assert "launch floor" not in text
+    no_rates = perf.DeviceLimits("H100", 2000.0, 600.0, 2200.0, 3.9)
+    assert "the launch floor" in report(9, 0.134, no_rates).text()
+    # Multiply-adds bound it where they take longer than the exponentials (a made-up slow FMA rate).
+    slow_fma = perf.DeviceLimits("H100", 2000.0, 600.0, 2200.0, 3.9, fp32_tflops=2.0, exp_tops=4.0)
+    assert "floor 805.3 us: its 805M FP32 multiply-adds at 1.0 T/s" in report(9, 1.0, slow_fma).text()
+    # A memory-bound puzzle's floor stays its bytes' (puzzle 8: 268 MB against 33.6M exponentials).
+    assert report(8, 0.2).floor_reason == "memory"
+
+
+def test_torch_compile_is_timed_beside_the_spec_and_its_failure_is_a_line_not_an_error():
+    text = report(2, 0.1, compiled_ms=0.15).text()
+    assert "torch.compile (the spec compiled): 150.0 us; this kernel is 1.5x faster than it" in text
+    assert "as fast as it" in report(2, 0.1, compiled_ms=0.102).text()  # within the timings' noise
+    failed = report(2, 0.1, compile_error="BackendCompilerFailed: no C compiler").text()
+    assert "torch.compile could not be timed here (BackendCompilerFailed: no C compiler)" in failed
+
+
+def test_the_goal_line_says_met_or_what_closes_the_gap():
+    p = catalog.get(2)
+    floor = report(2, 1.0).floor_ms  # puzzle 2 moves 537 MB: memory-bound, goal 80% and torch.compile's speed
+    met = report(2, floor / 0.9, compiled_ms=floor / 0.85)
+    assert met.lines()[1] == ("goal (at least torch.compile's speed and 80% of the roofline): met (1.1x faster "
+                              "than torch.compile, 90% of what this GPU allows here)")
+    assert perf.goal_progress(met) == 1.0
+    slow = report(2, floor / 0.4, compiled_ms=floor / 0.85)
+    line = slow.lines()[1]
+    assert line.startswith("goal (at least torch.compile's speed and 80% of the roofline): not met (2.1x slower "
+                           "than torch.compile, 40% of what this GPU allows here; 49% of the way)"), line
+    assert f"What usually closes the gap here: {p.speed_goal.levers}; in general: {perf.GENERIC_LEVERS}" in line
+    assert "num_warps" in perf.GENERIC_LEVERS and "tl.dot" in perf.GENERIC_LEVERS and "16-byte" in line
+    assert perf.goal_progress(slow) == pytest.approx(0.4 / 0.85 * 1.05)  # the worse part: torch.compile's
+    # Within the noise of torch.compile's time, and at the roofline: met.
+    assert "met" in report(2, floor, compiled_ms=floor * 0.97).lines()[1]
+    # torch.compile failed: the roofline part is judged alone and the line says the other part could not be.
+    failed = report(2, floor / 0.9, compile_error="RuntimeError: x").lines()[1]
+    assert failed.startswith("goal (at least torch.compile's speed and 80% of the roofline): met (90% of what")
+    assert "its torch.compile part cannot be judged here" in failed
+    only_compile = report(1, 0.01, compile_error="RuntimeError: x")  # puzzle 1's goal: torch.compile alone
+    assert only_compile.lines()[1].endswith("cannot be judged here: torch.compile could not be timed")
+    assert perf.goal_progress(only_compile) is None
+    no_goal = report(2, 1.0, goal=None)
+    assert len(no_goal.lines()) == 1 and perf.goal_progress(no_goal) is None
+    assert SpeedGoal(vs_compile=2.0).text() == "at least 2x torch.compile's speed"
+
+
+def test_every_puzzle_of_the_course_states_a_speed_goal_in_its_notebook():
+    for number in range(1, 22):
+        p = catalog.get(number)
+        assert p.speed_goal is not None and p.speed_goal.levers and p.perf_size, p.id
+        assert f"**Goal:** {p.speed_goal.text()} at this size" in speed_text(p), p.id
+        assert "`torch.compile`" in speed_text(p)
+    assert "268M exponentials and 805M multiply-adds to do" in speed_text(catalog.get(9))
+
+
+def test_the_verdict_shows_the_speed_and_the_goal_lines():
+    from puzzles.grading.result import TestResult, render_html
+
+    r = report(2, 1.0, compiled_ms=0.5)
+    result = TestResult(puzzle="02", kernel="k", outcomes=[], seconds=1.0, seed=1, perf=r)
+    text = str(result)
+    assert "  speed at N0=67108864" in text and "\n  goal (at least torch.compile's speed" in text
+    html = render_html(result)
+    assert "<b>goal (at least torch.compile&#x27;s speed and 80% of the roofline)</b>: not met" in html
 
 
 # -- on a GPU ---------------------------------------------------------------------------------------------
@@ -120,6 +201,49 @@ def test_the_references_speed_reports_on_a_gpu(number):
     if number == 18:
         assert r.baseline_ms is not None and r.baseline_ms < r.ms, r.text()
     torch.cuda.synchronize()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")
+@pytest.mark.parametrize("number", [2, 9, 19, 20])
+def test_torch_compile_is_timed_and_the_goal_judged_on_a_gpu(number):
+    # 9: its floor is its exponentials'; 19: strided inputs, timed as graded; 20: an autotuned kernel.
+    p = catalog.get(number)
+    result = test(p.reference(), p.spec, quiet=True, perf=True)
+    r = result.perf
+    assert result.passed and r is not None, str(result)
+    print(r.text())  # the numbers, in the log
+    assert r.compiled_ms is not None and r.compiled_ms > 0 and not r.compile_error, r.text()
+    assert "torch.compile (the spec compiled): " in r.text()
+    goal = r.lines()[1]
+    assert goal.startswith(f"goal ({p.speed_goal.text()}): ") and perf.goal_progress(r) is not None
+    assert (": met (" in goal) == (perf.goal_progress(r) >= 1.0) != (": not met (" in goal)
+    assert r.limits.fp32_tflops and r.limits.exp_tops and 1.0 < r.limits.exp_tops < r.limits.fp32_tflops, r.limits
+    if number == 9:
+        assert r.floor_reason.endswith("T/s") and "launch floor" not in r.text(), r.text()
+    if number == 20:
+        assert r.sizes["N0"] == p.perf_size["N0"] and "num_warps" in r.sizes  # the fastest config's
+    again = test(p.reference(), p.spec, quiet=True, perf=True).perf  # compiled once: the second time is cached
+    assert again is not None and again.compiled_ms is not None
+    from puzzles.running import gpu_worker
+
+    assert gpu_worker.call("puzzles.grading.perf:compiled_keys").value.count(number) == 1
+
+
+def test_a_spec_that_torch_compile_cannot_run_is_reported_once_never_raised():
+    calls = []
+
+    def broken_spec(x):
+        calls.append(1)
+        raise ValueError("no such op here")
+
+    key = ("test", "broken")
+    ms, why = perf.time_compiled(broken_spec, [torch.zeros(4)], {}, key)
+    assert ms is None and why.startswith(("ValueError: no such op here", "Unsupported", "TorchRuntimeError",
+                                          "BackendCompilerFailed")), why
+    tried = len(calls)
+    assert perf.time_compiled(broken_spec, [torch.zeros(4)], {}, key) == (None, why) and len(calls) == tried
+    perf.COMPILED.pop(key)
 
 
 def test_every_baseline_names_an_importable_launcher():

@@ -1,9 +1,12 @@
-"""Every command of the README works as written on a fresh clone (CPU).
+"""Every command of every documentation page works as written on a fresh clone (CPU), and every
+link between the pages leads somewhere.
 
-The README's commands are read from its text (```bash blocks and `inline code` that starts like a
-shell command). Each is either run here, in a copy of the checkout whose `.venv` is this test's own
-environment (so `make` finds it set up and nothing is downloaded), or listed in NOT_RUN with the
-reason; a command added to the README without being classified fails the test, so they cannot drift.
+The pages are the learner's README, the pages under docs/ (instructors, grader, maintainers) and the
+GPTQ kernel's page beside its code; their commands run from the repository's root. The commands are read
+from the pages' text (```bash blocks and `inline code` that starts like a shell command). Each is either
+run here, in a copy of the checkout whose `.venv` is this test's own environment (so `make` finds it set
+up and nothing is downloaded), or listed in NOT_RUN with the reason; a command added to a page without
+being classified fails the test, so they cannot drift.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from conftest import copy_checkout, pythonpath_without_checkout
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "solutions" / "gptq" / "README.md"]
 SHELL_START = re.compile(r"^(make|\.venv/bin/|python3? |pip |source |bash )")
 
-# Command as written in the README -> what its output must hold. A synopsis (`[--flag]`, `DIR`) runs
+# Command as written in a page -> what its output must hold. A synopsis (`[--flag]`, `DIR`) runs
 # as its plain form; a placeholder is filled in. Each exits 0, except the scoreboard of a fresh clone
 # (nothing attempted yet: `grade` exits 1, and make 2), which must still print the board, not a traceback.
 RUN: dict[str, str] = {
@@ -43,8 +47,11 @@ RUN: dict[str, str] = {
     "make bench": "GPU",
     ".venv/bin/python benchmarks/gpu_worker.py": "GPU",
     ".venv/bin/python benchmarks/gptq/bench.py --out benchmarks/gptq/results/latest": "CUDA",
+    ".venv/bin/python -m puzzles gradescope --out autograder.zip": "points in all",
+    ".venv/bin/python -m puzzles gradescope --out hw1.zip --puzzle 1 --puzzle 2 --points 2=3 --visibility "
+    "after_due_date": "4 points in all",
 }
-# Forms of the synopses that are run as well (the flags the README names).
+# Forms of the synopses that are run as well (the flags the pages name).
 EXTRA_FORMS = {
     ".venv/bin/python -m puzzles workspace [--update]": [".venv/bin/python -m puzzles workspace --update"],
     ".venv/bin/python -m puzzles notebooks [--check] [--force]": [".venv/bin/python -m puzzles notebooks --check"],
@@ -79,11 +86,18 @@ NOT_RUN.update({
         "a line of the Slurm array job's script (needs a cluster); the --student form is tested",
     ".venv/bin/python benchmarks/grade_class.py": "a benchmark of minutes (its results are in benchmarks/results/)",
     ".venv/bin/python -m solutions.gptq.pdl_check": "tests/test_gptq_pdl.py runs it and checks every kernel's line",
+    ".venv/bin/python benchmarks/gptq/decode.py --layers 16 --modes lean lean-nopdl --batch 1 8 --rounds 5":
+        "a GPU benchmark of minutes (a CUDA GPU and transformers)",
 })
 
 
+def page_commands() -> list[str]:
+    """The shell commands of every page, in order, each once."""
+    return list(dict.fromkeys(c for page in PAGES for c in readme_commands(page.read_text())))
+
+
 def readme_commands(text: str = README) -> list[str]:
-    """The shell commands of the README: lines of ```bash blocks (comments cut) and inline code spans
+    """The shell commands of one page: lines of ```bash blocks (comments cut) and inline code spans
     that start like a command."""
     found: list[str] = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
@@ -98,24 +112,53 @@ def readme_commands(text: str = README) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def test_every_readme_command_is_run_here_or_says_why_not():
-    commands = readme_commands()
+def test_every_page_command_is_run_here_or_says_why_not():
+    commands = page_commands()
     unclassified = [c for c in commands if c not in RUN and c not in NOT_RUN]
-    assert not unclassified, f"README commands this test does not know (run them in RUN or say why in NOT_RUN): " \
-                             f"{unclassified}"
+    assert not unclassified, f"commands of the pages this test does not know (run them in RUN or say why in " \
+                             f"NOT_RUN): {unclassified}"
     stale = [c for c in [*RUN, *NOT_RUN] if c not in commands]
-    assert not stale, f"no longer in the README: {stale}"
+    assert not stale, f"no longer in any page: {stale}"
 
 
-def test_no_readme_command_needs_an_activated_environment():
+def test_the_readme_keeps_its_two_commands_at_the_top():
+    first_block = re.search(r"```bash\n(.*?)```", README, re.DOTALL)
+    assert first_block and README.index("```bash") < README.index("\n## "), "the README opens with its commands"
+    assert [line.split("#")[0].strip() for line in first_block.group(1).splitlines()] == ["make lab", "make test"]
+
+
+def test_no_page_command_needs_an_activated_environment():
     # A bare `python -m puzzles` runs whatever python is first on PATH (often one without torch).
-    bare = [c for c in readme_commands() if re.match(r"(python3?|pip) ", c) and not c.startswith("python3 -m venv")]
+    bare = [c for c in page_commands() if re.match(r"(python3?|pip) ", c) and not c.startswith("python3 -m venv")]
     assert not bare, bare
+
+
+def heading_anchors(text: str) -> set[str]:
+    """GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE)}
+
+
+def test_every_link_between_the_pages_leads_somewhere():
+    broken = []
+    for page in PAGES:
+        prose = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL))
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and file.suffix == ".md" and anchor not in heading_anchors(file.read_text()):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, broken
 
 
 
 def _runnable(command: str) -> str:
-    """The README's command as the shell runs it here: a synopsis without its optional parts, a
+    """A page's command as the shell runs it here: a synopsis without its optional parts, a
     placeholder filled in, and make told that the environment is set up (it is this test's own)."""
     command = re.sub(r"\s*\[[^\]]*\]", "", command).replace(" DIR", " viz-out")
     if command.startswith("make "):

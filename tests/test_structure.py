@@ -10,6 +10,7 @@ occurs (delete its line: the list only shrinks).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,3 +164,56 @@ def test_no_python_file_over_the_line_limit():
     _, _, long_files = scan()
     assert long_files - KNOWN_LONG_FILES == set(), f"over {MAX_LINES} lines: split by job"
     assert KNOWN_LONG_FILES - long_files == set(), "short enough now: remove them from KNOWN_LONG_FILES"
+
+
+# Besides __init__ and __main__, the package's top level keeps at most this many modules: the rest
+# live in subpackages named for their concern (course, running, grading, learner, classroom, cli, viz,
+# diagrams).
+MAX_TOP_LEVEL_MODULES = 10
+
+
+def test_the_package_is_divided_by_concern():
+    top = sorted(p.name for p in (ROOT / "puzzles").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+    for package in ("course", "running", "grading", "learner", "classroom", "cli", "viz", "diagrams"):
+        assert (ROOT / "puzzles" / package / "__init__.py").exists(), package
+
+
+def test_the_course_uses_the_new_module_paths_only():
+    """puzzles/moved.py keeps old paths importable for notebooks copied before the move; the course's own
+    code, tests, notebooks and pages name the new ones."""
+    from puzzles.moved import MOVED, OLD_PACKAGES
+
+    old = sorted({f"puzzles.{name}" for name in MOVED} | {f"puzzles/{name}" for name in OLD_PACKAGES}, key=len,
+                 reverse=True)
+    pattern = re.compile(r"(?<![\w./])(" + "|".join(re.escape(o) for o in old) + r")(?![\w/])")
+    offenders = []
+    for path in sorted(ROOT.rglob("*")):
+        relative = path.relative_to(ROOT).as_posix()
+        if (path.suffix not in (".py", ".md", ".ipynb") or relative.startswith((".", "my-notebooks"))
+                or relative in ("puzzles/moved.py", "tests/test_structure.py") or "/." in relative):
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if pattern.search(line) and "moved" not in line:
+                offenders.append(f"{relative}:{number}: {line.strip()[:100]}")
+    assert not offenders, "\n".join(offenders[:20])
+
+
+def test_old_module_paths_still_import_as_the_same_modules():
+    """A notebook copied into my-notebooks/ before the move imports what it imported then."""
+    import importlib
+
+    import puzzles
+    from puzzles.moved import MOVED
+
+    assert puzzles.__name__ == "puzzles"
+    for old, new in MOVED.items():
+        assert importlib.import_module(f"puzzles.{old}") is importlib.import_module(f"puzzles.{new}"), old
+    from puzzles.autotune import sweep  # the names the committed notebooks imported before
+    from puzzles.catalog.p20_autotune import PUZZLE
+    from puzzles.grade import progress
+    from puzzles.tensor_lists import compare_with_loop
+
+    assert PUZZLE.number == 20 and callable(sweep) and callable(progress) and callable(compare_with_loop)
+    assert importlib.import_module("puzzles.catalog.p20_autotune").__spec__.name == \
+        "puzzles.course.catalog.p20_autotune"

@@ -21,14 +21,23 @@ from puzzles.classroom.roster import (
 )
 from puzzles.cli.grade import Grade
 from puzzles.course.puzzle import Puzzle
+from puzzles.running.kernel import on_gpu
 
 GRADED, USAGE, GRADER_FAILED = 0, 2, 3
 
 
+SPEED_NEEDS_GPU = ("--speed needs a CUDA GPU (kernels are timed compiled, against torch.compile and the "
+                   "GPU's limits): grading correctness only")
+
+
 def options_from(args: argparse.Namespace, timeout: float | None = None) -> Options:
     memory = int((6.0 if args.memory is None else args.memory) * GIB)
+    speed = bool(getattr(args, "speed", False))
+    if speed and not on_gpu():
+        print(f"note: {SPEED_NEEDS_GPU}", file=sys.stderr)
+        speed = False
     return Options(timeout=timeout or args.timeout or CLASS_TIMEOUT, seed=args.seed,
-                   limits=Limits(memory_bytes=memory))
+                   limits=Limits(memory_bytes=memory), speed=speed)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -72,7 +81,13 @@ def main(args: argparse.Namespace) -> int:
     if not students:
         print("error: no students found", file=sys.stderr)
         return USAGE
-    results = grade_class(students, puzzles, options, jobs=args.jobs)
+    jobs = args.jobs
+    if options.speed and jobs is None:
+        jobs = 1  # students timed at once would share the GPU, and each other's time
+    elif options.speed and jobs > 1:
+        print(f"note: --speed with --jobs {jobs}: students graded at once share the GPU, so their times are slower "
+              "than alone", file=sys.stderr)
+    results = grade_class(students, puzzles, options, jobs=jobs)
     return _finish(results, args)
 
 

@@ -151,7 +151,8 @@ def worker_environment(folder: Path) -> dict[str, str]:
                                                          "CUDA_VISIBLE_DEVICES", "PUZZLES_COMPILE_CHECK")}
     env.update(PYTHONPATH=str(ROOT), PYTHONSAFEPATH="1", PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
                HOME=str(folder), XDG_CACHE_HOME=str(folder / ".cache"), TRITON_CACHE_DIR=str(folder / ".triton"),
-               TMPDIR=str(folder), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MALLOC_ARENA_MAX="2")
+               TMPDIR=str(folder), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MALLOC_ARENA_MAX="2",
+               PUZZLES_SPARE_WORKER="0")  # no spare GPU process: it would count against the memory limit
     return env
 
 

@@ -69,6 +69,9 @@ class PuzzleVerdict:
     message: str = ""
     seconds: float = 0.0
     source: str = ""
+    # With --speed on a GPU, a passing kernel's speed (`speed_record`): its time, torch.compile's, how far
+    # toward the puzzle's goal (0-1, None where it could not be judged) and the report's lines.
+    speed: dict | None = None
 
 
 @dataclass
@@ -82,6 +85,7 @@ class StudentResult:
     problems: list[str] = field(default_factory=list)
     grader_error: str = ""  # the grader (not the submission) failed: the student was not graded
     seconds: float = 0.0
+    speed: bool = False  # graded with --speed (on a GPU): the gradebook has speed points
 
 
 @dataclass
@@ -92,6 +96,11 @@ class Options:
     startup_seconds: float = 180.0  # importing torch and Triton, before any submitted code
     load_seconds: float | None = None  # loading the definitions (default: 4 x timeout, at least 15 s)
     puzzle_seconds: float | None = None  # one puzzle, every size and config (default: 40 + 8 x timeout)
+    speed: bool = False  # on a GPU: also time each passing kernel, for speed points (gradebook.py)
+
+
+# One puzzle's timing with --speed: the device's limits (measured once per worker) and torch.compile(spec).
+SPEED_SECONDS = 120.0
 
 
 # -- finding the students ------------------------------------------------------------------------
@@ -212,10 +221,27 @@ def check_evidence(p: Puzzle, seed: int, evidence: list) -> str | None:
     return None
 
 
+def speed_record(data: object) -> dict | None:
+    """A worker's speed report, kept only in the shape the gradebook reads (None where malformed). The
+    times are the worker's claim: unlike outputs, the grader cannot check them after the fact."""
+    if not isinstance(data, dict):
+        return None
+
+    def number(value: object) -> float | None:
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+
+    ms, progress = number(data.get("ms")), number(data.get("progress"))
+    if ms is None or not ms > 0:
+        return None
+    return {"ms": ms, "compiled_ms": number(data.get("compiled_ms")),
+            "progress": None if progress is None else min(progress, 1.0), "line": str(data.get("line", ""))[:2000]}
+
+
 def _verdict_from(event: dict, p: Puzzle, seed: int) -> PuzzleVerdict:
     status = event.get("status") if event.get("status") in ("passed", "failed", "not attempted") else "failed"
     verdict = PuzzleVerdict(p.number, status, str(event.get("reason", ""))[:4000],
-                            float(event.get("seconds", 0.0) or 0.0), str(event.get("source", ""))[:500])
+                            float(event.get("seconds", 0.0) or 0.0), str(event.get("source", ""))[:500],
+                            speed_record(event.get("speed")) if status == "passed" else None)
     if status == "passed":
         problem = check_evidence(p, seed, event.get("evidence"))
         if problem is not None:
@@ -231,12 +257,12 @@ def grade_student(student: Student, puzzles: list[Puzzle], options: Options, see
                   uid: int | None = None, scratch: Path | None = None) -> StudentResult:
     """Grade one student in sandboxed workers; never raises for anything the submission does."""
     started = time.perf_counter()
-    result = StudentResult(student.name, [str(f) for f in student.files], seed)
+    result = StudentResult(student.name, [str(f) for f in student.files], seed, speed=options.speed)
     limits = Limits(**{**limits_dict(options.limits), "uid": uid})
     if limits.address_space is None:  # CUDA fails under an address-space limit: the memory watch alone there
         limits.address_space = not torch.cuda.is_available()
     load_limit = options.load_seconds or max(15.0, 4 * options.timeout)
-    puzzle_limit = options.puzzle_seconds or 40.0 + 8 * options.timeout
+    puzzle_limit = (options.puzzle_seconds or 40.0 + 8 * options.timeout) + (SPEED_SECONDS if options.speed else 0.0)
     tried = attempted(student.files, puzzles)
     remaining = list(puzzles)
     base = Path(tempfile.mkdtemp(prefix="puzzles-class-", dir=scratch))
@@ -247,7 +273,7 @@ def grade_student(student: Student, puzzles: list[Puzzle], options: Options, see
             # CPU time as a backstop to the deadlines (a process tree that escaped them still stops)
             cpu = limits.cpu_seconds or int(options.startup_seconds + load_limit + puzzle_limit * len(remaining))
             request = {"files": names, "puzzles": [p.number for p in remaining], "timeout": options.timeout,
-                       "seed": seed, "limits": {**limits_dict(limits), "cpu_seconds": cpu}}
+                       "seed": seed, "limits": {**limits_dict(limits), "cpu_seconds": cpu}, "speed": options.speed}
             deadlines = {"start": options.startup_seconds, "started": options.startup_seconds,
                          "ready": load_limit, "default": puzzle_limit}
             worker = Worker(folder, request)
@@ -348,7 +374,7 @@ def grade_class(students: list[Student], puzzles: list[Puzzle], options: Options
             return grade_student(student, puzzles, options, seed, uid)
         except Exception as err:  # noqa: BLE001 - one student's failure must not stop the class
             return StudentResult(student.name, [str(f) for f in student.files], seed,
-                                 grader_error=f"{type(err).__name__}: {err}")
+                                 grader_error=f"{type(err).__name__}: {err}", speed=options.speed)
         finally:
             slots.put(uid)
             bar.finish(student.name)

@@ -93,13 +93,15 @@ def main() -> int:
     for p in puzzles:
         evidence.clear()
         try:
-            g = grade.grade_puzzle(submission, p, timeout=request["timeout"], seed=request["seed"])
+            g = grade.grade_puzzle(submission, p, timeout=request["timeout"], seed=request["seed"],
+                                   perf=bool(request.get("speed")))
         except Exception as err:  # noqa: BLE001 - the submission may have broken the harness itself
             _emit(channel, "puzzle", number=p.number, status="failed", seconds=0.0, source="",
                   reason=f"grading raised {type(err).__name__}: {err}", evidence=[])
             continue
+        report = getattr(g.result, "perf", None)
         _emit(channel, "puzzle", number=p.number, status=g.status, reason=g.reason, seconds=g.seconds,
-              source=g.source, evidence=list(evidence))
+              source=g.source, evidence=list(evidence), speed=report.record() if report is not None else None)
     _emit(channel, "done", problems=submission.problems[-20:])
     channel.close()
     os._exit(0)  # skip whatever exit handlers the submission registered

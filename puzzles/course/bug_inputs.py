@@ -66,3 +66,20 @@ def attention_growing_scores(sizes: Sizes, gen: torch.Generator) -> dict[str, Te
     queries = torch.rand(sizes["N0"], generator=gen) * 2 - 1
     queries = torch.where(torch.arange(sizes["N0"]) % 3 == 0, queries * 60, queries)
     return {"q": queries, "k": keys, "v": values}
+
+
+def cross_entropy_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 27, at every size (and at the speed size, index -1): targets that are classes in [0, V), with
+    about one row in four set to IGNORE_INDEX (row 1 always, row 0 never, so the mean's count is neither
+    N0 nor 0). At its fourth size every other row's logits reach ±100, where exp(x) alone is infinite in
+    float32: a logsumexp that does not subtract the maximum gives an infinite loss there."""
+    rows, width = sizes["N0"], sizes["V"]
+    targets = torch.randint(0, width, (rows,), generator=gen, dtype=torch.int32)
+    targets = torch.where(targets == sizes["IGNORE_INDEX"], (targets + 1) % width, targets)  # kept means kept
+    ignored = torch.rand(rows, generator=gen) < 0.25
+    ignored[: min(rows, 2)] = torch.tensor([False, True])[: min(rows, 2)]
+    found = {"targets": torch.where(ignored, sizes["IGNORE_INDEX"], targets).to(torch.int32)}
+    if index == 3:
+        logits = torch.rand((rows, width), generator=gen) * 2 - 1
+        found["logits"] = torch.where((torch.arange(rows) % 2 == 0)[:, None], logits * 100, logits)
+    return found

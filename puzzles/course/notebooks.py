@@ -242,20 +242,36 @@ def puzzle_notebook(p: Puzzle) -> dict:
 
 def speed_text(p: Puzzle) -> str:
     """The performance challenge: its size and the least work it needs, from the spec's shapes."""
-    from puzzles.grading.perf import fewest_bytes, fmt_bytes, fmt_flops, size_text
+    from puzzles.grading.perf import fewest_bytes, fmt_bytes, fmt_count, fmt_flops, size_text
 
     size = p.perf_size or {}
     nbytes = sum(fewest_bytes(p.spec, size))
     flops = p.flops(size) if p.flops else 0
     baseline = p.baseline
-    work = f"{fmt_bytes(nbytes)} to move" + (f" and {fmt_flops(flops)} to do" if flops else "")
+    scalar = p.scalar_work(size) if p.scalar_work else None
+    todo = ([fmt_flops(flops)] if flops else []) + ([f"{fmt_count(scalar.exps)} exponentials and "
+                                                     f"{fmt_count(scalar.fmas)} multiply-adds"] if scalar else [])
+    work = f"{fmt_bytes(nbytes)} to move" + (f" and {' and '.join(todo)} to do" if todo else "")
     sizes = size_text(size, ", ")
     return (f"## Speed (on a GPU)\n\nOn a CUDA GPU, `test({p.kernel_name}, {p.spec_name}, perf=True)` also times your "
             f"kernel at {sizes}: at least {work} (each input read once, the output written once). It reports "
             "the median time, the bandwidth and FLOP rate reached, the fraction of this GPU's roofline (its read "
-            "and write bandwidths and matmul rate, measured once and cached) or, where a launch alone takes longer "
-            "than the work, that the size is launch-bound, and the time of the PyTorch spec beside it"
-            + (f", and that of {baseline.name}." if baseline else "."))
+            "and write bandwidths, matmul rate and elementwise arithmetic rates, measured once and cached) or, "
+            "where a launch alone takes longer "
+            "than the work, that the size is launch-bound, and the time of the PyTorch spec and of "
+            "`torch.compile` of the spec beside it (compiled once, its compile not counted)"
+            + (f", and that of {baseline.name}." if baseline else ".") + goal_text(p))
+
+
+def goal_text(p: Puzzle) -> str:
+    """The puzzle's speed goal, as its notebook states it ("" without one)."""
+    goal = p.speed_goal
+    if goal is None:
+        return ""
+    roofline = (" Its roofline counts the least arithmetic too: the exponentials and multiply-adds at this GPU's "
+                "measured rates for them." if p.scalar_work else "")
+    return (f"\n\n**Goal:** {goal.text()} at this size; the report says whether your kernel meets it, and what "
+            f"usually closes the gap. Here: {goal.levers}.{roofline}")
 
 
 PROGRESS_NAME = "progress.ipynb"

@@ -16,6 +16,7 @@ from typing import Any
 
 from puzzles.course.picture_hooks import RegisterTensor, SlidingWindow, TileOrder
 from puzzles.course.solution_source import kernel_signature
+from puzzles.course.spec import ParsedSpec, parse_spec
 
 Sizes = dict[str, int]
 
@@ -46,6 +47,22 @@ class SpeedGoal:
     vs_compile: float = 1.0
     roofline: float | None = None
     levers: str = ""
+
+    def text(self) -> str:
+        """The goal in words: `at least torch.compile's speed and 60% of the roofline`."""
+        speed = "torch.compile's speed" if self.vs_compile == 1.0 else f"{self.vs_compile:g}x torch.compile's speed"
+        return f"at least {speed}" + (f" and {self.roofline:.0%} of the roofline" if self.roofline else "")
+
+
+@dataclass(frozen=True)
+class ScalarWork:
+    """Arithmetic a kernel does one element at a time, off the tensor cores, at a puzzle's size: FP32
+    multiply-adds (a multiply, an add or a fused multiply-add counts one each) and exponentials (each
+    `tl.exp`/`tl.exp2` one trip through the special-function units). The fewest a kernel can do: the
+    speed report's compute floor for elementwise work (puzzle 9's scores, exps and weighted sums)."""
+
+    fmas: int = 0
+    exps: int = 0
 
 
 @dataclass(frozen=True)
@@ -188,6 +205,8 @@ class Puzzle:
     # Weight in a class's gradebook (python -m puzzles grade CLASS/ --out DIR): points for a pass.
     points: float = 1.0
     flops: Callable[[Sizes], int] | None = None
+    # The elementwise arithmetic the problem needs at a size (FMAs and exps, a `ScalarWork`): its compute floor.
+    scalar_work: Callable[[Sizes], ScalarWork] | None = None
     # The oldest GPU (compute capability x10) the puzzle's kernel must compile for, besides
     # sm_80 and sm_90: 75 is Colab's free T4; raise it where the puzzle needs newer hardware.
     min_sm: int = 75
@@ -233,10 +252,13 @@ class Puzzle:
         return self.spec.__name__
 
     @property
-    def input_names(self) -> list[str]:
-        from puzzles.grading.inputs import spec_input_names
+    def parsed_spec(self) -> ParsedSpec:
+        """The spec read once (puzzles/course/spec.py): its tensors, input names and keyword sizes."""
+        return parse_spec(self.spec)
 
-        return spec_input_names(self.spec)
+    @property
+    def input_names(self) -> list[str]:
+        return list(self.parsed_spec.input_names)
 
     @property
     def solution_module(self) -> str:

@@ -15,6 +15,7 @@ marker, so the signature, the docstring and any scaffolding exist exactly once.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 import textwrap
@@ -49,18 +50,26 @@ def solution_path(p: PuzzleRecord) -> Path:
 
 def _kernel_lines(p: PuzzleRecord) -> list[str]:
     """The kernel's source in its solution file: decorators, signature and body."""
-    text = solution_path(p).read_text()
+    path = solution_path(p)
+    return list(_read_kernel_lines(path, path.stat().st_mtime_ns, p.kernel_name))
+
+
+@functools.lru_cache(maxsize=128)
+def _read_kernel_lines(path: Path, mtime_ns: int, kernel_name: str) -> tuple[str, ...]:
+    """Read once per version of the file: the statement's signature, the starter and the notebook all
+    come from these lines, and grading asks for the signature every time it runs."""
+    text = path.read_text()
     tree = ast.parse(text)
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == p.kernel_name:
+        if isinstance(node, ast.FunctionDef) and node.name == kernel_name:
             first = min([d.lineno for d in node.decorator_list] + [node.lineno])
             lines = text.splitlines()
             last = node.end_lineno
             # The AST ends at the last statement; keep the body's trailing comments (# END SOLUTION).
             while last < len(lines) and lines[last].startswith((" ", "\t")) and lines[last].strip().startswith("#"):
                 last += 1
-            return lines[first - 1 : last]
-    raise MarkerError(f"{solution_path(p).name} defines no function {p.kernel_name}")
+            return tuple(lines[first - 1 : last])
+    raise MarkerError(f"{path.name} defines no function {kernel_name}")
 
 
 def _solution_region(lines: list[str], where: str) -> tuple[int, int]:

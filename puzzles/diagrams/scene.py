@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from matplotlib.figure import Figure
 
 from puzzles.course.puzzle import Puzzle, cdiv
+from puzzles.course.spec import TensorSpec, spec_signature
 from puzzles.diagrams.style import MAX_LAYERS
-from puzzles.grading.inputs import TensorSpec, spec_signature
 
 
 @dataclass

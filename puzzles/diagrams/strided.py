@@ -4,10 +4,10 @@ one element to the next."""
 
 from __future__ import annotations
 
+from puzzles.course.spec import spec_signature
 from puzzles.diagrams.paint import Painter
 from puzzles.diagrams.scene import Scene
 from puzzles.diagrams.style import FS_SMALL, INPUT_EDGE, INPUT_FILL, MASK_EDGE, MUTED, STRONG, STRONG_EDGE, TEXT
-from puzzles.grading.inputs import spec_signature
 
 CELL = 0.15  # inches per storage element
 GAP_W = 0.9  # the compressed run of storage between two rows of the view

@@ -8,13 +8,13 @@ returns a `TestResult`. On a machine without a GPU the kernel runs in Triton's i
 inside a child process (a wild pointer or an endless loop cannot hurt the notebook); on a
 CUDA machine it is compiled and run on the GPU, with guard zones checked after the run.
 
-test() resolves its arguments once into a `GradingJob` (job.py: the kernel, its function and file,
-the spec, the puzzle, the sizes, the seed, the options) that every step reads. The steps, in the
-order the data flows: signature.py (is the kernel callable as the puzzle needs?), cases.py (the
-sizes and each size's inputs), running.py (interpreter or GPU), judging.py (a verdict per size),
+test() resolves its arguments once into a `GradingJob` (job.py: the kernel's `KernelHandle`, the
+`ParsedSpec`, the puzzle, the sizes to run, the seed and the options); every step takes the job. The
+steps, in the order the data flows: signature.py (is the kernel callable as the puzzle needs?),
+cases.py (each size's inputs), runs.py (interpreter or GPU), judging.py (a verdict per size),
 presenting.py (speed, and the verdict shown). Each returns data; verdict.py's `build_result` makes
 the one `TestResult`. An autotuned kernel goes through the same steps once per config, in
-configs.py's loop.
+configs.py's loop. ARCHITECTURE.md draws the whole trip.
 """
 
 from __future__ import annotations
@@ -25,17 +25,10 @@ from collections.abc import Callable
 from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes
+from puzzles.course.spec import SpecError
 from puzzles.grading.autotune_configs import is_autotuned
-from puzzles.grading.cases import (
-    Case,
-    SizeRuleError,
-    input_stream,
-    make_case,
-    size_list,
-    unknown_sizes_note,
-)
+from puzzles.grading.cases import Case, input_stream, make_case, unknown_sizes_note
 from puzzles.grading.configs import autotune_missing, grade_every_config
-from puzzles.grading.inputs import SpecError
 from puzzles.grading.job import GradingJob, make_job
 from puzzles.grading.judging import judge_runs
 from puzzles.grading.operations import interpreter_probe_error, python_on_blocks_notes
@@ -125,13 +118,12 @@ class StartedGrading:
             # What the compile check cannot see: a kernel that asks whether it is interpreted (the compiler
             # folds that branch away). Read from its source first: it is neither run nor compiled (the
             # compiler calls the Python a kernel calls, with constant arguments).
-            self.problem = interpreter_probe_error(job.kernel)
+            self.problem = interpreter_probe_error(job.handle)
         if self.problem is None:
-            kernel = job.kernel
-            self.args_for = bind_arguments(kernel, job.spec, job.puzzle, fn=job.fn)
-            self.check = None if on_gpu() else _compile_check.begin(kernel, self.args_for, self.cases, job.puzzle,
-                                                                    job.compile_check)
-            self.runs = start_runs(kernel, self.args_for, self.cases, job.timeout, job.isolate, job.record)
+            self.args_for = bind_arguments(job)
+            self.check = None if on_gpu() else _compile_check.begin(job.handle, self.args_for, self.cases,
+                                                                    job.puzzle, job.compile_check)
+            self.runs = start_runs(job, self.args_for, self.cases)
 
     @property
     def unknown_sizes(self) -> str | None:
@@ -147,21 +139,20 @@ class StartedGrading:
         if self.runs is None:
             return build_result(job, error=self.problem, notes=[job.other_puzzles_kernel, self.unknown_sizes],
                                 seconds=time.perf_counter() - started)
-        kernel, found = job.kernel, job.puzzle
-        outcomes = judge_runs(kernel, cases, self.runs.collect())
+        found = job.puzzle
+        outcomes = judge_runs(job, cases, self.runs.collect())
         for outcome in outcomes:  # a stopped size shows its limit, not a time
             outcome.time_limit = job.timeout if outcome.status == "timeout" else None
         notes = _compile_check.fold(self.check, outcomes, job.title, started, job.compile_check)
         notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
         notes += [job.other_puzzles_kernel, self.unknown_sizes]
-        notes.append(argument_order_note(kernel, found, fn=job.fn))
-        notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(kernel) else None)
+        notes.append(argument_order_note(job))
+        notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(job.kernel) else None)
         if not on_gpu() and not all(o.passed for o in outcomes):  # compiled, these lines are right
-            notes += python_on_blocks_notes(kernel)
+            notes += python_on_blocks_notes(job.handle)
         perf_report = None
         if job.perf and outcomes and all(o.passed for o in outcomes):
-            perf_report, speed_note = measure_speed(kernel, self.args_for, job.spec, found, job.seed,
-                                                    outcomes[0].sizes)
+            perf_report, speed_note = measure_speed(job, self.args_for, outcomes[0].sizes)
             notes.append(speed_note)
         return build_result(job, outcomes, notes=notes, perf=perf_report, seconds=time.perf_counter() - started)
 
@@ -180,18 +171,16 @@ def _setup_problem(job: GradingJob) -> KernelError | None:
         return KernelError("setup", unsupported)
     if job.spec is None:
         return KernelError("spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
-    return check_kernel(job.kernel, job.spec, job.puzzle, fn=job.fn)
+    return check_kernel(job)
 
 
 def _cases(job: GradingJob) -> tuple[list[Case], KernelError | None]:
-    """Each size to run, with its inputs and expected output."""
-    try:
-        sizes_to_run = size_list(job.puzzle, job.nelem, job.blocks, job.sizes)
-    except SizeRuleError as err:
-        return [], KernelError("sizes", str(err))
+    """Each size to run (resolved once, in the job), with its inputs and expected output."""
+    if job.size_problem is not None:
+        return [], KernelError("sizes", job.size_problem)
     try:
         return [make_case(job.spec, job.puzzle, s, job.seed, input_stream(job.puzzle, s, i))
-                for i, s in enumerate(sizes_to_run)], None
+                for i, s in enumerate(job.run_sizes)], None
     except (SpecError, TypeError, ValueError) as err:
         return [], KernelError("spec", f"cannot build inputs from the spec: {err}")
 

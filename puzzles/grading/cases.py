@@ -12,18 +12,10 @@ from typing import Any
 
 import torch
 
-from puzzles.course import catalog
 from puzzles.course.puzzle import Puzzle, Reduction, Sizes, SplitK, default_grid
-from puzzles.grading.inputs import (
-    SpecError,
-    build_arena,
-    call_spec,
-    poison_,
-    random_tensor,
-    spec_signature,
-)
+from puzzles.course.spec import SpecError, call_spec, spec_signature
+from puzzles.grading.inputs import build_arena, poison_, random_tensor
 from puzzles.grading.layouts import storage_numel, strided_layout, strided_view, strides_of
-from puzzles.running.kernel import unwrap_kernel
 from puzzles.running.recording import StridedLayout
 
 
@@ -51,18 +43,6 @@ class Case:
     # The puzzle's likely mistakes and the output each gives on these inputs (a wrong output matching one
     # is told which slip it is).
     mistaken: list[tuple[str, torch.Tensor]] = field(default_factory=list)
-
-
-def resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, kernel: Any) -> Puzzle | None:
-    if isinstance(puzzle, Puzzle):
-        return puzzle
-    if isinstance(puzzle, int):
-        return catalog.get(puzzle)
-    by_spec = catalog.find(spec_name=getattr(spec, "__name__", None))
-    if by_spec is not None:
-        return by_spec
-    fn = unwrap_kernel(kernel)
-    return catalog.find(kernel_name=getattr(fn, "__name__", None)) if spec is None else None
 
 
 def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:

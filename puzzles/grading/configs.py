@@ -33,7 +33,6 @@ from puzzles.grading.autotune_configs import (
     is_autotuned,
     tuning_rules,
 )
-from puzzles.grading.cases import SizeRuleError, size_list
 from puzzles.grading.job import GradingJob
 from puzzles.grading.result import TestResult
 from puzzles.grading.verdict import build_result
@@ -63,10 +62,9 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
     rows are shown whatever the learner's configs gave (only a kernel that cannot be called at all ends
     them unread)."""
     kernel, puzzle = job.kernel, job.puzzle
-    try:  # every size of the puzzle, and the grading cell's where it differs (as a plain kernel's)
-        base = size_list(puzzle, job.nelem, job.blocks, job.sizes)
-    except (SizeRuleError, ValueError) as err:
-        return build_result(job, error=KernelError("sizes", str(err)), seconds=time.perf_counter() - started)
+    if job.size_problem is not None:
+        return build_result(job, error=KernelError("sizes", job.size_problem), seconds=time.perf_counter() - started)
+    base = list(job.run_sizes)  # every size of the puzzle, and the grading cell's where it differs
     tuner = autotuner_of(kernel)
     configs = list(tuner.configs)
 
@@ -115,8 +113,14 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
     notes += merge_pending_notes(sorted({n for _, r in everything for n in r.notes}))
     return build_result(job, [o for _, r in everything for o in r.outcomes],
                         error=next((r.error for _, r in everything if r.error is not None), None), notes=notes,
-                        perf=next((r.perf for _, r in everything if r.perf is not None), None),
+                        perf=_fastest_perf(results),
                         seconds=time.perf_counter() - started, device=first.device)
+
+
+def _fastest_perf(results: list[tuple[triton.Config, TestResult]]) -> Any:
+    """The speed report of the fastest of the learner's configs: the one an autotuner would pick."""
+    reports = [r.perf for _, r in results if r.perf is not None]
+    return min(reports, key=lambda report: report.ms) if reports else None
 
 
 def _config_verdict(r: TestResult) -> str:

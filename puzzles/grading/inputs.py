@@ -1,32 +1,20 @@
-"""Tensors drawn from a spec's jaxtyping annotations, laid out in a guarded arena.
+"""Tensors drawn from a spec's jaxtyping annotations (read once: puzzles/course/spec.py), laid out in a
+guarded arena.
 
-`Float32[Tensor, "N1 N0"]` says the dtype and the shape; the shape's names are looked up in
-the puzzle's sizes (a name may be an expression such as `MID//8`). Every tensor of one run
+Every tensor of one run
 is carved out of one byte buffer with guard zones between them, so an out-of-bounds pointer
 lands in a guard zone and is attributed to the tensor it came from, never to a neighbour.
 """
 
 from __future__ import annotations
 
-import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
-_DTYPES = {
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float64": torch.float64,
-    "int32": torch.int32,
-    "int64": torch.int64,
-    "int16": torch.int16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-}
+from puzzles.course.spec import spec_signature
 
 # A NaN with a payload no arithmetic produces: an element still holding it was never written.
 _FLOAT_POISON_BITS = {
@@ -49,76 +37,6 @@ GUARD_BYTES = 4096
 # 8 tensors past the end: the guard after each tensor covers that.
 OVERSHOOT_TENSORS = 8
 ALIGN = 128
-
-
-class SpecError(ValueError):
-    """A spec whose annotations cannot be turned into tensors."""
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """The dtype and the symbolic shape of one annotated argument or result."""
-
-    name: str
-    dtype: torch.dtype
-    dims: tuple[str, ...]
-
-    def shape(self, sizes: dict[str, int]) -> tuple[int, ...]:
-        return tuple(_eval_dim(d, sizes, self.name) for d in self.dims)
-
-
-def _eval_dim(dim: str, sizes: dict[str, int], name: str) -> int:
-    if dim.isdigit():
-        return int(dim)
-    try:
-        value = eval(dim, {"__builtins__": {}}, dict(sizes))  # dims like "MID//8" are expressions
-    except NameError as err:
-        known = sorted(sizes)
-        raise SpecError(f"the shape of `{name}` uses {err.name!r}, which is not among the sizes {known}") from None
-    return int(value)
-
-
-def tensor_spec(name: str, annotation: object) -> TensorSpec:
-    """Read a jaxtyping annotation through its public attributes (`dtypes`, `dim_str`)."""
-    dtypes = getattr(annotation, "dtypes", None)
-    dim_str = getattr(annotation, "dim_str", None)
-    if dtypes is None or dim_str is None:
-        raise SpecError(f"`{name}` needs a jaxtyping annotation such as Float32[Tensor, \"N0\"], got {annotation!r}")
-    if len(dtypes) != 1 or dtypes[0] not in _DTYPES:
-        raise SpecError(f"`{name}` must name exactly one concrete dtype (Float32, Int32, ...), got {dtypes}")
-    return TensorSpec(name, _DTYPES[dtypes[0]], tuple(dim_str.split()))
-
-
-def spec_input_names(spec: typing.Callable) -> list[str]:
-    """The spec's tensor arguments; keyword-only arguments are sizes, not tensors."""
-    return [name for name, param in inspect.signature(spec).parameters.items()
-            if param.kind is not inspect.Parameter.KEYWORD_ONLY]
-
-
-def call_spec(spec: typing.Callable, inputs: list[torch.Tensor], sizes: dict[str, int]) -> torch.Tensor:
-    """Run a spec: its tensors by position, and any size it asks for (`*, M, BM`) by name."""
-    wanted = [name for name, param in inspect.signature(spec).parameters.items()
-              if param.kind is inspect.Parameter.KEYWORD_ONLY]
-    return spec(*inputs, **{name: sizes[name] for name in wanted})
-
-
-def spec_signature(spec: typing.Callable) -> tuple[list[TensorSpec], TensorSpec]:
-    """The annotated inputs and the annotated result of a spec function."""
-    import jaxtyping
-
-    # Annotations may be strings (`from __future__ import annotations`): resolve them with the
-    # usual names available even when the spec's module imported them somewhere else.
-    fallback = {name: getattr(jaxtyping, name) for name in dir(jaxtyping) if name[:1].isupper()}
-    fallback["Tensor"] = torch.Tensor
-    try:
-        hints = typing.get_type_hints(spec, globalns={**fallback, **getattr(spec, "__globals__", {})})
-    except NameError as err:
-        raise SpecError(f"cannot read the annotations of {spec.__name__}: {err}") from None
-    params = spec_input_names(spec)
-    missing = [p for p in params + ["return"] if p not in hints]
-    if missing:
-        raise SpecError(f"{spec.__name__} must annotate every argument and its result; missing: {missing}")
-    return [tensor_spec(p, hints[p]) for p in params], tensor_spec("z", hints["return"])
 
 
 def random_tensor(

@@ -1,6 +1,7 @@
-"""What one grading is about, resolved once: the learner's kernel (and the Python function under its
-decorators), the spec, the puzzle, the sizes and test()'s options. test() builds a `GradingJob`; every
-step reads its fields instead of unwrapping the kernel or looking the puzzle up again."""
+"""What one grading is about, resolved once: the learner's kernel (a `KernelHandle`: its function, file,
+decorators, parameters and source), the spec (a `ParsedSpec`), the puzzle, the sizes to run and test()'s
+options. test() builds a `GradingJob`; every step takes it and reads its fields instead of unwrapping
+the kernel, reading a signature, parsing source or looking the puzzle up again."""
 
 from __future__ import annotations
 
@@ -11,22 +12,24 @@ from typing import Any
 
 from puzzles.course import catalog
 from puzzles.course.puzzle import Puzzle, Sizes
-from puzzles.grading.cases import resolve_puzzle
-from puzzles.running.kernel import unwrap_kernel
+from puzzles.course.spec import ParsedSpec, parse_spec
+from puzzles.grading.cases import size_list
+from puzzles.running.kernel import KernelHandle
 
 
 @dataclass(frozen=True)
 class GradingJob:
     """One kernel to grade and how: everything test() was given, resolved."""
 
-    kernel: Any  # as given: @triton.jit, @triton.autotune, or one config's launch of an autotuned kernel
-    fn: Callable[..., Any] | None  # the Python function under the decorators (None: not a Triton kernel)
-    file: str | None  # the file the kernel was written in (its lines are quoted in errors)
+    handle: KernelHandle  # the kernel as given (@triton.jit, @triton.autotune, or one config's launch), resolved
     spec: Callable[..., Any] | None  # the puzzle's spec where the puzzle is known, else the one given
+    parsed_spec: ParsedSpec | None  # that spec, read once
     puzzle: Puzzle | None
     sizes: list[Sizes] | None  # the sizes given to test(); None: the puzzle's own list
     nelem: Sizes | None  # the canonical sizes and blocks, as the classic notebooks pass them
     blocks: Sizes | None
+    run_sizes: tuple[Sizes, ...]  # the sizes to run, resolved once (empty when `size_problem` says why)
+    size_problem: str | None  # sizes given to test() that the puzzle's rules rule out
     seed: int
     timeout: float
     isolate: bool | None
@@ -37,13 +40,35 @@ class GradingJob:
     quiet: bool
 
     @property
+    def kernel(self) -> Any:
+        return self.handle.kernel
+
+    @property
+    def fn(self) -> Callable[..., Any] | None:
+        """The Python function under the decorators (None: not a Triton kernel)."""
+        return self.handle.fn
+
+    @property
+    def file(self) -> str | None:
+        """The file the kernel was written in (its lines are quoted in errors)."""
+        return self.handle.file
+
+    @property
     def kernel_name(self) -> str:
-        return getattr(self.fn, "__name__", None) or getattr(self.kernel, "__name__", repr(self.kernel))
+        return self.handle.name
 
     @property
     def title(self) -> str:
         p = self.puzzle
         return f"Puzzle {p.number}: {p.title}" if p else getattr(self.spec, "__name__", "kernel")
+
+    @property
+    def input_names(self) -> list[str]:
+        """The kernel's pointer arguments before z_ptr, by tensor: the spec's inputs, or puzzle 21's tables."""
+        p = self.puzzle
+        if p is not None and p.tensor_lists is not None:
+            return list(p.tensor_lists.pointers)
+        return list(self.parsed_spec.input_names) if self.parsed_spec is not None else []
 
     @property
     def other_puzzles_kernel(self) -> str | None:
@@ -61,22 +86,38 @@ class GradingJob:
         """The job for one config of an autotuned kernel: its launch, with the config's sizes as the
         puzzle's sizes for this run (its B0 comes from the config)."""
         p = dataclasses.replace(self.puzzle, sizes=tuple(tuned)) if self.puzzle is not None else None
-        return dataclasses.replace(self, **{**with_kernel(launch), "puzzle": p, "sizes": tuned, "nelem": None,
-                                            "blocks": None, **overrides})
+        return dataclasses.replace(self, handle=self.handle.for_launch(launch), puzzle=p, sizes=tuned, nelem=None,
+                                   blocks=None, run_sizes=tuple(dict(s) for s in tuned), size_problem=None,
+                                   **overrides)
 
 
-def with_kernel(kernel: Any) -> dict[str, Any]:
-    """The job's fields that follow from the kernel: the kernel, its function, its file."""
-    fn = unwrap_kernel(kernel)
-    return {"kernel": kernel, "fn": fn, "file": fn.__code__.co_filename if fn is not None else None}
+def resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, handle: KernelHandle) -> Puzzle | None:
+    """The puzzle graded: given, or found by the spec's name, or (without a spec) by the kernel's."""
+    if isinstance(puzzle, Puzzle):
+        return puzzle
+    if isinstance(puzzle, int):
+        return catalog.get(puzzle)
+    by_spec = catalog.find(spec_name=getattr(spec, "__name__", None))
+    if by_spec is not None:
+        return by_spec
+    return catalog.find(kernel_name=getattr(handle.fn, "__name__", None)) if spec is None else None
 
 
 def make_job(kernel: Any, spec: Callable[..., Any] | None, puzzle: Puzzle | int | None, *,
-             sizes: list[Sizes] | None, nelem: Sizes | None, blocks: Sizes | None, seed: int, timeout: float,
-             isolate: bool | None, record: bool, viz: bool, perf: bool, compile_check: bool | str,
-             quiet: bool) -> GradingJob:
-    """Resolve test()'s arguments once: the puzzle (given, or found from the spec or kernel) and its spec."""
-    found = resolve_puzzle(puzzle, spec, kernel)
-    return GradingJob(**with_kernel(kernel), spec=spec if found is None else found.spec, puzzle=found,
-                      sizes=sizes, nelem=nelem, blocks=blocks, seed=seed, timeout=timeout, isolate=isolate,
-                      record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet)
+             sizes: list[Sizes] | None = None, nelem: Sizes | None = None, blocks: Sizes | None = None,
+             seed: int = 0, timeout: float = 20.0, isolate: bool | None = None, record: bool = True,
+             viz: bool = False, perf: bool = False, compile_check: bool | str = False,
+             quiet: bool = True) -> GradingJob:
+    """Resolve test()'s arguments once: the kernel, the puzzle (given, or found from the spec or kernel),
+    its spec and the sizes to run. (The defaults suit a caller outside test(): a test, a benchmark.)"""
+    handle = KernelHandle.of(kernel)
+    found = resolve_puzzle(puzzle, spec, handle)
+    spec = spec if found is None else found.spec
+    try:
+        run_sizes, size_problem = tuple(size_list(found, nelem, blocks, sizes)), None
+    except ValueError as err:  # SizeRuleError, or an unknown puzzle without sizes
+        run_sizes, size_problem = (), str(err)
+    return GradingJob(handle=handle, spec=spec, parsed_spec=parse_spec(spec) if spec is not None else None,
+                      puzzle=found, sizes=sizes, nelem=nelem, blocks=blocks, run_sizes=run_sizes,
+                      size_problem=size_problem, seed=seed, timeout=timeout, isolate=isolate, record=record, viz=viz,
+                      perf=perf, compile_check=compile_check, quiet=quiet)

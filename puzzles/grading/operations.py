@@ -13,13 +13,12 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
-import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from puzzles.running.errors import KernelError
-from puzzles.running.kernel import unwrap_kernel
+from puzzles.running.kernel import KernelHandle, unwrap_kernel
 
 _UNRESOLVED = object()
 
@@ -37,12 +36,14 @@ class ForbiddenCall:
 
 
 def forbidden_calls(kernel: Any, names: tuple[str, ...]) -> list[ForbiddenCall]:
-    """Every call to one of `names` (functions of triton.language) that the kernel can reach."""
+    """Every call to one of `names` (functions of triton.language) that the kernel (or its `KernelHandle`)
+    can reach."""
     import triton.language as tl
 
+    handle = KernelHandle.of(kernel)
     banned = {id(getattr(tl, n)): n for n in names if hasattr(tl, n)}
     found: list[ForbiddenCall] = []
-    root = unwrap_kernel(kernel)
+    root = handle.fn
     if root is None or not banned:
         return found
     seen: set[Any] = set()
@@ -52,7 +53,7 @@ def forbidden_calls(kernel: Any, names: tuple[str, ...]) -> list[ForbiddenCall]:
         if fn.__code__ in seen:
             continue
         seen.add(fn.__code__)
-        for node, target, line in _calls(fn):
+        for node, target, line in _calls(fn, handle):
             if id(target) in banned:
                 found.append(ForbiddenCall(banned[id(target)], fn.__name__, ast.unparse(node.func), line,
                                            fn.__code__.co_filename, path))
@@ -74,10 +75,10 @@ INSIDES = ("__", "gi_", "cr_", "ag_", "f_", "tb_", "co_", "func_")
 ALLOWED_MODULES = ("triton.language", "triton.experimental.gluon.language", "math")
 
 
-def _own_functions(kernel: Any) -> Iterator[tuple[Callable[..., Any], tuple[str, ...]]]:
+def _own_functions(handle: KernelHandle) -> Iterator[tuple[Callable[..., Any], tuple[str, ...]]]:
     """The kernel's function and every @triton.jit helper of the learner's it calls, with the path of
     functions from the kernel down to each."""
-    root = unwrap_kernel(kernel)
+    root = handle.fn
     if root is None:
         return
     seen: set[Any] = set()
@@ -88,7 +89,7 @@ def _own_functions(kernel: Any) -> Iterator[tuple[Callable[..., Any], tuple[str,
             continue
         seen.add(fn.__code__)
         yield fn, path
-        for _, target, _ in _calls(fn):
+        for _, target, _ in _calls(fn, handle):
             inner = _own_jit_function(target)
             if inner is not None:
                 queue.append((inner, (*path, inner.__name__)))
@@ -150,8 +151,9 @@ def interpreter_probe_error(kernel: Any) -> KernelError | None:
     """The first place where the kernel (or a helper of its own) inspects Python objects or the
     process: under Triton's interpreter a kernel runs as Python and can tell it is not compiled, so
     what the interpreter ran says nothing of what a GPU would run."""
-    for fn, path in _own_functions(kernel):
-        parsed = _parsed(fn)
+    handle = KernelHandle.of(kernel)
+    for fn, path in _own_functions(handle):
+        parsed = _parsed(fn, handle)
         if parsed is None:
             continue
         nodes, scope, first = parsed
@@ -186,9 +188,9 @@ def forbidden_call_error(kernel: Any, names: tuple[str, ...], puzzle_number: int
                        first.filename)
 
 
-def _calls(fn: Callable[..., Any]) -> Iterator[tuple[ast.Call, Any, int]]:
+def _calls(fn: Callable[..., Any], handle: KernelHandle) -> Iterator[tuple[ast.Call, Any, int]]:
     """(call, the object it calls or _UNRESOLVED, file line) for each call in fn's body."""
-    parsed = _parsed(fn)
+    parsed = _parsed(fn, handle)
     if parsed is None:
         return  # no source to read: the result is still graded (and the compile check reads the IR)
     nodes, scope, first = parsed
@@ -197,14 +199,14 @@ def _calls(fn: Callable[..., Any]) -> Iterator[tuple[ast.Call, Any, int]]:
             yield node, _resolve(node.func, scope), first + node.lineno - 1
 
 
-def _parsed(fn: Callable[..., Any]) -> tuple[list[ast.AST], dict[str, Any], int] | None:
+def _parsed(fn: Callable[..., Any], handle: KernelHandle) -> tuple[list[ast.AST], dict[str, Any], int] | None:
     """Every node of fn's body, the names it can read (its globals, closure and simple local
-    aliases) and the file line of its first line; None without source."""
-    try:
-        lines, first = inspect.getsourcelines(fn)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError):
+    aliases) and the file line of its first line; None without source. The source is the handle's,
+    read once for every rule that looks at it."""
+    source = handle.source(fn)
+    if source is None or source.tree is None:
         return None
+    tree, first = source.tree, source.first_line
     scope: dict[str, Any] = dict(fn.__globals__)
     if fn.__closure__:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__, strict=False):
@@ -274,8 +276,9 @@ def python_on_blocks_notes(kernel: Any) -> list[str]:
     """A note for each line of the kernel (or a helper of its own) that applies Python's `and`/`or` (outside an
     `if` or `while` test) or its `max`/`min` to what may be blocks."""
     notes: list[str] = []
-    for fn, _ in _own_functions(kernel):
-        parsed = _parsed(fn)
+    handle = KernelHandle.of(kernel)
+    for fn, _ in _own_functions(handle):
+        parsed = _parsed(fn, handle)
         if parsed is None:
             continue
         nodes, scope, first = parsed

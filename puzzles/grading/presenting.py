@@ -7,10 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes, default_grid
+from puzzles.course.spec import spec_input_names
 from puzzles.grading.cases import Case
-from puzzles.grading.inputs import (
-    spec_input_names,
-)
+from puzzles.grading.job import GradingJob
 from puzzles.grading.result import TestResult
 from puzzles.grading.runs import ArenaNames, ArenaTensor, on_gpu
 
@@ -26,19 +25,17 @@ def present(result: TestResult, quiet: bool, viz: bool, puzzle: Puzzle | None) -
     return result
 
 
-def measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: Puzzle | None, seed: int,
-                  first_sizes: Sizes) -> tuple[Any, str | None]:
+def measure_speed(job: GradingJob, args_for: Callable, first_sizes: Sizes) -> tuple[Any, str | None]:
     """The speed of a correct kernel: (a PerfReport or None, a note for the verdict or None).
     `first_sizes`: the sizes timed where the puzzle names no performance size."""
+    kernel, spec, p, seed = job.handle, job.spec, job.puzzle, job.seed
     if not on_gpu():
         return None, "speed is measured on a CUDA GPU; here the kernel ran in Triton's interpreter"
-    if p is not None and p.strided_inputs:
-        return None, "speed is not measured for this puzzle by test(); its notebook times it"
     from puzzles.running import gpu_worker
 
-    sizes = (p.perf_size if p and p.perf_size else None) or first_sizes
+    sizes = perf_sizes(p, first_sizes)
     # The kernel's pointer arguments: each tensor list's tables, or the spec's inputs.
-    names = list(p.tensor_lists.pointers) if p and p.tensor_lists else spec_input_names(spec)
+    names = job.input_names
     grid = tuple((p.grid if p else default_grid)(sizes))
     args, kwargs = args_for(Case(sizes, seed, grid, ArenaNames([*names, "z"]), names, None))
     flops = p.flops(sizes) if p and p.flops else 0
@@ -50,6 +47,16 @@ def measure_speed(kernel: Any, args_for: Callable, spec: Callable[..., Any], p: 
         return reply.value, None
     why = reply.error.describe() if reply.error else reply.status
     return None, f"speed not measured: {why}"
+
+
+def perf_sizes(p: Puzzle | None, first_sizes: Sizes) -> Sizes:
+    """The sizes timed: the puzzle's performance size, else the first size graded. An autotuned kernel's
+    config (its block sizes and num_warps, among the first size's) replaces the performance size's blocks:
+    the grid must be the config's."""
+    if p is None or not p.perf_size:
+        return dict(first_sizes)
+    tuned = {k: v for k, v in first_sizes.items() if p.autotune and (k in p.autotune or k == "num_warps")}
+    return {**p.perf_size, **tuned}
 
 
 def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any] | None, sizes: Sizes, seed: int,
@@ -64,6 +71,16 @@ def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any]
     p = catalog.get(number) if number is not None else None
     spec = p.spec if p is not None else spec
     inputs, out = draw_inputs(spec, sizes, seed, device="cuda")  # as the spec sees them (torch's time)
+    if p is not None and p.draw_inputs is not None:  # inputs a random draw cannot make (class indices, a saved
+        # logsumexp): the puzzle draws them, at index -1 (the speed size; no grading size's bug shaping)
+        import torch
+
+        shaped = p.draw_inputs(sizes, -1, torch.Generator().manual_seed(seed))
+        for name, tensor in zip(spec_input_names(spec), inputs, strict=True):
+            if name in shaped:
+                tensor.copy_(shaped[name])
+    if p is not None and p.strided_inputs:  # the strided views the kernel is asked to read (puzzle 19)
+        inputs = strided_inputs(p, spec, inputs, sizes)
     if p is not None and p.tensor_lists is not None:  # the kernel gets each tensor on its own, and tables
         from puzzles.grading.tensor_lists import build
 
@@ -79,7 +96,29 @@ def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any]
             out.zero_()
         kernel[grid](*args, **kwargs)
 
-    return _perf.measure(launch, spec, inputs, sizes, flops, p.baseline if p else None)
+    if p is None:
+        return _perf.measure(launch, spec, inputs, sizes, flops)
+    return _perf.measure(launch, spec, inputs, sizes, flops, p.baseline,
+                         p.scalar_work(sizes) if p.scalar_work else None, p.speed_goal, compile_key=p.number)
+
+
+def strided_inputs(p: Puzzle, spec: Callable[..., Any], inputs: list[Any], sizes: Sizes) -> list[Any]:
+    """Each strided input as a view with the puzzle's strides into a storage just large enough (the kernel
+    gets its first element's address, as when it was graded); the other inputs as they are."""
+    import torch
+
+    from puzzles.grading.layouts import storage_numel, strided_view, strides_of
+
+    out = []
+    for name, tensor in zip(spec_input_names(spec), inputs, strict=True):
+        if name in p.strided_inputs:
+            strides = strides_of(p.strided_inputs[name], sizes)
+            storage = torch.empty(storage_numel(tuple(tensor.shape), strides), dtype=tensor.dtype, device=tensor.device)
+            view = strided_view(storage, tuple(tensor.shape), strides)
+            view.copy_(tensor)
+            tensor = view
+        out.append(tensor)
+    return out
 
 
 def device_name() -> str:

@@ -203,8 +203,8 @@ class TestResult:
         if printed is not None:
             lines.append(f"  kernel printed (at {printed.size_text()}):")
             lines += ["    " + s for s in printed.stdout.strip().splitlines()[:20]]
-        if self.perf is not None:
-            lines.append("  " + self.perf.text())
+        if self.perf is not None:  # the speed line, and the goal's
+            lines += ["  " + line for line in self.perf.lines()]
         if failure is not None:
             lines.append(f"  reproduce with seed={failure.seed}")
         lines += [f"  note: {n}" for n in ([self.partial] if self.partial else []) + self.notes]
@@ -469,7 +469,9 @@ def render_html(result: TestResult) -> str:
         parts.append(f"<div>the kernel printed (at <code>{e(printed.size_text())}</code>):</div><pre>"
                      + e(printed.stdout.strip()[:4000]) + "</pre>")
     if result.perf is not None:
-        parts.append(f"<div>speed: {e(result.perf.text())}</div>")
+        speed, *goal = result.perf.lines()
+        parts.append(f"<div>speed: {e(speed)}</div>")
+        parts += [f"<div><b>{e(line.split(':', 1)[0])}</b>:{e(line.split(':', 1)[1])}</div>" for line in goal]
     for n in ([result.partial] if result.partial else []) + result.notes:
         parts.append(f"<div><i>note: {e(n)}</i></div>")
     parts.append("</div>")

@@ -21,9 +21,8 @@ import torch
 
 from puzzles.course.puzzle import Sizes
 from puzzles.grading.cases import Case
-from puzzles.grading.inputs import (
-    build_arena,
-)
+from puzzles.grading.inputs import build_arena
+from puzzles.grading.job import GradingJob
 from puzzles.running.child import ChildResults, can_fork, run_in_child
 from puzzles.running.errors import KernelError, timeout_message
 from puzzles.running.interpreter import RunOutput, launch_interpreted
@@ -136,11 +135,11 @@ class PendingRuns:
         return runs
 
 
-def start_runs(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
-               record: bool) -> PendingRuns:
+def start_runs(job: GradingJob, args_for: Callable, cases: list[Case]) -> PendingRuns:
     """Start one run per size (without a GPU: interpreted in a forked child where the OS can fork;
-    on a GPU: compiled in the GPU worker, checked under the interpreter); `collect()` the results."""
-    return PendingRuns(kernel, args_for, cases, timeout, isolate, record)
+    on a GPU: compiled in the GPU worker, checked under the interpreter); `collect()` the results.
+    The runs get the job's `KernelHandle` as their kernel: nothing about it is resolved again per size."""
+    return PendingRuns(job.handle, args_for, cases, job.timeout, job.isolate, job.record)
 
 
 def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool = True,

@@ -10,38 +10,29 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import triton
-
 from puzzles.course.puzzle import Puzzle
 from puzzles.grading.cases import Case
-from puzzles.grading.inputs import (
-    spec_input_names,
-)
+from puzzles.grading.job import GradingJob
 from puzzles.grading.operations import forbidden_call_error
 from puzzles.running.errors import KernelError
-from puzzles.running.kernel import unwrap_kernel
 from puzzles.running.lines import def_line
 
-# `fn` left out: the step unwraps the kernel itself (callers outside test(), which has a GradingJob).
-UNWRAP: Any = object()
 
-
-def check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None, *, fn: Any = UNWRAP) -> KernelError | None:
+def check_kernel(job: GradingJob) -> KernelError | None:
     """A signature the grader cannot call correctly, told with the expected one (never an
-    error from inside Triton, which is what calling it anyway would give). `fn`: the kernel's
-    Python function, where the caller has it (a GradingJob's)."""
-    inputs = list(p.tensor_lists.pointers) if p and p.tensor_lists else list(spec_input_names(spec))
+    error from inside Triton, which is what calling it anyway would give)."""
+    kernel, p, fn = job.kernel, job.puzzle, job.fn
+    inputs = job.input_names
     expected = p.expected_signature() if p else None
     want_names = _expected_params(expected, inputs)
     expected = expected or f"kernel({', '.join(want_names)}, <sizes>, <blocks>: tl.constexpr)"
     want = f"\n  expected: {expected}"
-    fn = unwrap_kernel(kernel) if fn is UNWRAP else fn
     if fn is None:
         name = getattr(kernel, "__name__", type(kernel).__name__)
         hint = "decorate it with @triton.jit" if callable(kernel) else "pass the kernel function itself"
         where = _def_line(kernel) if hasattr(kernel, "__code__") else ()
         return KernelError("signature", f"{name} is not a Triton kernel: {hint}{want}", *where)
-    params = list(inspect.signature(fn).parameters.values())
+    params = list(job.handle.parameters)
     n_ptr = len(inputs) + 1
     ptr_names = want_names[:n_ptr]
     known = set(p.canonical) if p else set()
@@ -64,7 +55,7 @@ def check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None, *, fn:
         order = ", ".join(q.name for q in params[:n_ptr])
         return bad(f"takes its pointers as ({order}) but they are passed in the order "
                    f"({', '.join(ptr_names)}): swap them back")
-    supplied = supplied_by_decorators(kernel)
+    supplied = job.handle.supplied
     for param in params[n_ptr:]:
         provided = param.name in known or param.name in supplied or param.default is not inspect.Parameter.empty
         if p and not provided:
@@ -83,7 +74,7 @@ def check_kernel(kernel: Any, spec: Callable[..., Any], p: Puzzle | None, *, fn:
         wrong_place = _positional_mismatch([q.name for q in params], n_ptr, p)
         if wrong_place:
             return bad(wrong_place)
-    return forbidden_call_error(kernel, p.forbidden_calls, p.number) if p and p.forbidden_calls else None
+    return forbidden_call_error(job.handle, p.forbidden_calls, p.number) if p and p.forbidden_calls else None
 
 
 def _expected_params(signature: str | None, inputs: list[str]) -> list[str]:
@@ -118,31 +109,6 @@ def _def_line(fn: Callable[..., Any]) -> tuple[int, str, str]:
     return line, linecache.getline(filename, line), filename
 
 
-def decorator_chain(kernel: Any) -> list[Any]:
-    """The kernel and what it wraps, outermost first: heuristics, autotuner, ..., the jitted function.
-    An autotune config's launch (puzzles/grading/autotune_configs.py) starts at the kernel it came from (`outer`)."""
-    chain, obj = [], getattr(kernel, "outer", None) or kernel
-    for _ in range(8):
-        chain.append(obj)
-        if hasattr(obj, "arg_names") and not isinstance(obj, (triton.runtime.Autotuner, triton.runtime.Heuristics)):
-            break
-        if not hasattr(obj, "fn"):
-            break
-        obj = obj.fn
-    return chain
-
-
-def supplied_by_decorators(kernel: Any) -> set[str]:
-    """Parameters that `@triton.heuristics` or an `@triton.autotune` config fills in."""
-    names: set[str] = set()
-    for obj in decorator_chain(kernel):
-        if isinstance(obj, triton.runtime.Heuristics):
-            names |= set(obj.values)
-        elif isinstance(obj, triton.runtime.Autotuner):
-            names |= {k for config in obj.configs for k in config.kwargs}
-    return names
-
-
 def _positional_sizes(p: Puzzle | None) -> tuple[str, ...]:
     """Sizes the notebook's own launch passes by position, right after the pointers (puzzle 20's
     benchmark: `silu_mul_kernel[grid](x, y, z, N0)`); every other size is passed by name."""
@@ -163,13 +129,13 @@ def _positional_mismatch(params: list[str], n_ptr: int, p: Puzzle) -> str | None
     return None
 
 
-def argument_order_note(kernel: Any, p: Puzzle | None, *, fn: Any = UNWRAP) -> str | None:
+def argument_order_note(job: GradingJob) -> str | None:
     """A note when the kernel declares the statement's sizes in another order (they are passed by name)."""
-    fn = unwrap_kernel(kernel) if fn is UNWRAP else fn
+    fn, p = job.fn, job.puzzle
     if fn is None or p is None:
         return None
     wanted = _expected_params(p.expected_signature(), [])
-    declared = [n for n in inspect.signature(fn).parameters if n in wanted]
+    declared = [n for n in job.handle.param_names if n in wanted]
     statement = [n for n in wanted if n in declared]
     if declared == statement:
         return None
@@ -179,15 +145,14 @@ def argument_order_note(kernel: Any, p: Puzzle | None, *, fn: Any = UNWRAP) -> s
             "by position would bind them wrong")
 
 
-def bind_arguments(kernel: Any, spec: Callable[..., Any], p: Puzzle | None = None, *,
-                   fn: Any = UNWRAP) -> Callable[[Case], tuple[list[Any], dict[str, Any]]]:
+def bind_arguments(job: GradingJob) -> Callable[[Case], tuple[list[Any], dict[str, Any]]]:
     """How to call the kernel: pointers in spec order, then the sizes the notebook's launch passes by
     position, then the other sizes it declares, by name, and what its @triton.heuristics compute."""
-    params = list(inspect.signature(unwrap_kernel(kernel) if fn is UNWRAP else fn).parameters)
-    n_inputs = len(p.tensor_lists.pointers) if p and p.tensor_lists else len(spec_input_names(spec))
-    positional = _positional_sizes(p)
+    params = job.handle.param_names
+    n_inputs = len(job.input_names)
+    positional = _positional_sizes(job.puzzle)
     size_params = [n for n in params[n_inputs + 1 :] if n not in positional]
-    heuristics = [obj for obj in decorator_chain(kernel) if isinstance(obj, triton.runtime.Heuristics)]
+    heuristics = job.handle.heuristics
 
     def args_for(case: Case) -> tuple[list[Any], dict[str, Any]]:
         tensors = [case.arena.tensors[n] for n in case.input_names] + [case.arena.tensors["z"]]

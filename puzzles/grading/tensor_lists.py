@@ -26,7 +26,8 @@ from typing import Any
 import torch
 
 from puzzles.course.puzzle import Sizes, TensorLists, cdiv
-from puzzles.grading.inputs import Arena, build_arena, call_spec, poison_, random_tensor, spec_signature
+from puzzles.course.spec import call_spec, spec_signature
+from puzzles.grading.inputs import Arena, build_arena, poison_, random_tensor
 
 
 def list_sizes(lengths: list[int], block: int, **scalars: float) -> Sizes:

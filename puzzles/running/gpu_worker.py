@@ -17,6 +17,12 @@ A CUDA fault is an answer too (`status == "fault"`): the worker exits and a fres
 the background. A call that runs past its time limit (an endless loop on the GPU) ends the worker
 the same way. The next call finds a working worker: the notebook never needs a restart.
 
+A spare worker is kept warm beside the one in use (on a GPU; `PUZZLES_SPARE_WORKER=0` turns it off, `=1`
+on for the CPU device too): started once the first worker is ready, it has loaded torch, Triton and
+CUDA by the time a fault or a time limit ends the worker in use, so it takes over at once, and the
+cell after a fault is as fast as any warm cell (a fresh start takes seconds). Its own replacement starts
+as soon as it is taken.
+
 `PUZZLES_WORKER_DEVICE=cpu` (or `Worker(device="cpu")`) runs the same worker under Triton's
 interpreter on CPU tensors: the test suite exercises the protocol without a GPU.
 """
@@ -41,7 +47,7 @@ from typing import Any
 
 from puzzles.running.errors import KernelError
 from puzzles.running.frames import FrameReader, send_frame
-from puzzles.running.kernel import unwrap_kernel
+from puzzles.running.kernel import KernelHandle, unwrap_kernel
 
 START_LIMIT = 300.0  # seconds a fresh worker may take to load torch, Triton and CUDA
 # Words of CUDA errors after which the worker's context is gone (the process must end).
@@ -88,8 +94,9 @@ def ship(kernel: Any) -> ShippedKernel:
 
     from puzzles.running import kernel_source
 
+    handle = kernel if isinstance(kernel, KernelHandle) else None  # test()'s: its description is made once
     layers: list[tuple[str, dict]] = []
-    current = kernel
+    current = handle.kernel if handle is not None else kernel
     for _ in range(8):
         config = getattr(current, "config", None)
         if isinstance(config, triton.Config) and hasattr(current, "fn"):  # one autotune config's launch
@@ -105,7 +112,10 @@ def ship(kernel: Any) -> ShippedKernel:
         else:
             break
         current = current.fn
-    description = kernel_source.describe_kernel(current) if unwrap_kernel(current) is not None else None
+    if handle is not None:
+        description = handle.description
+    else:
+        description = kernel_source.describe_kernel(unwrap_kernel(current))
     if description is None:
         raise CannotShip("the kernel's source cannot be read (define it in a file or a notebook cell)")
     return ShippedKernel(description, layers)
@@ -164,6 +174,8 @@ def _ship_all(value: Any) -> Any:
 
 
 def _is_kernel(value: Any) -> bool:
+    if isinstance(value, KernelHandle):
+        return value.fn is not None
     try:
         return callable(getattr(value, "__getitem__", None)) and unwrap_kernel(value) is not None
     except Exception:  # noqa: BLE001
@@ -173,56 +185,133 @@ def _is_kernel(value: Any) -> bool:
 # -- the worker, seen from the notebook ----------------------------------------------------------------------
 
 
-class Worker:
-    """One worker process and the pipes to it; `call` runs one job there, one at a time."""
+@dataclass
+class WorkerProcess:
+    """One started worker process: the pipe it answers on, and its own stderr (outside calls), shown if it dies."""
 
-    def __init__(self, device: str = "cuda") -> None:
-        self.device = device
-        self.lock = threading.Lock()
-        self.device_name: str | None = None  # set once this process has loaded: it is ready
-        self.known_name: str | None = None  # the GPU's name as the last ready worker said (it outlives restarts)
-        self.proc: subprocess.Popen | None = None
-        self.reader: FrameReader | None = None
-        self.log = tempfile.TemporaryFile()  # the worker's own stderr (outside calls): shown if it dies
-        self.started_at = 0.0
-        self.last_words = ""  # the stderr of a worker that died
-        self.start()
-        atexit.register(self.stop)
+    proc: subprocess.Popen
+    reader: FrameReader
+    log: Any
+    started_at: float
+    name: str | None = None  # the device's name, once it has said "ready"
 
-    def start(self) -> None:
-        """Start a fresh process; it loads torch, Triton and CUDA in the background."""
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ, PUZZLES_WORKER_DEVICE=self.device, PUZZLES_COMPILE_CHECK="0", PUZZLES_IN_WORKER="1",
-                   TRITON_INTERPRET="1" if self.device == "cpu" else "0", PYTHONUNBUFFERED="1")
-        env.pop("PYTHONSTARTUP", None)
-        code = (f"import sys; sys.path[:0] = [{root!r}]; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
-                "from puzzles.running.gpu_worker import serve; serve()")
-        self.log.seek(0)
-        self.log.truncate()
-        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, env=env, start_new_session=True)
-        self.reader = FrameReader(self.proc.stdout.fileno())
-        self.device_name = None
-        self.started_at = time.monotonic()
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
-    def stop(self, wait: bool = True) -> None:
-        """End the worker; `wait=False` reaps it in the background (a process whose CUDA context
-        faulted can take seconds to exit while the driver tears the context down)."""
-        if self.proc is not None and self.proc.poll() is None:
+    def wait_ready(self, limit: float = START_LIMIT) -> str | None:
+        """Wait (up to `limit`) until it has loaded: the device's name, or None if it died or did not load."""
+        if self.name is None:
+            status, payload = self.reader.receive(limit)
+            if status == "ready":
+                self.name = payload
+        return self.name
+
+    def end(self, wait: bool = True) -> None:
+        """Kill it; `wait=False` reaps it in the background (a process whose CUDA context faulted can take
+        seconds to exit while the driver tears the context down)."""
+        if self.proc.poll() is None:
             self.proc.kill()
             if wait:
                 self.proc.wait()
             else:
                 threading.Thread(target=self.proc.wait, daemon=True).start()
-        if self.proc is not None:
-            for stream in (self.proc.stdin, self.proc.stdout):
-                with contextlib.suppress(OSError):
-                    stream.close()
-        self.proc = None
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+def launch(device: str) -> WorkerProcess:
+    """Start a worker process; it loads torch, Triton and CUDA in the background and then says "ready"."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PUZZLES_WORKER_DEVICE=device, PUZZLES_COMPILE_CHECK="0", PUZZLES_IN_WORKER="1",
+               TRITON_INTERPRET="1" if device == "cpu" else "0", PYTHONUNBUFFERED="1")
+    env.pop("PYTHONSTARTUP", None)
+    code = (f"import sys; sys.path[:0] = [{root!r}]; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+            "from puzzles.running.gpu_worker import serve; serve()")
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=log, env=env, start_new_session=True)
+    return WorkerProcess(proc, FrameReader(proc.stdout.fileno()), log, time.monotonic())
+
+
+def spare_wanted(device: str) -> bool:
+    """Keep a spare worker warm? PUZZLES_SPARE_WORKER=0/1 decides; by default on a GPU only (on the CPU
+    device the test suite's processes would double for nothing)."""
+    setting = os.environ.get("PUZZLES_SPARE_WORKER", "")
+    return setting == "1" if setting in ("0", "1") else device == "cuda"
+
+
+class Worker:
+    """One worker process and the pipes to it; `call` runs one job there, one at a time. With `spare`, a
+    second process is kept loaded to take over when this one ends (a fault, a time limit)."""
+
+    def __init__(self, device: str = "cuda", spare: bool | None = None) -> None:
+        self.device = device
+        self.keep_spare = spare_wanted(device) if spare is None else spare
+        self.lock = threading.Lock()
+        self.device_name: str | None = None  # set once this process has loaded: it is ready
+        self.known_name: str | None = None  # the GPU's name as the last ready worker said (it outlives restarts)
+        self.current: WorkerProcess | None = None
+        self.spare: WorkerProcess | None = None  # loading or loaded, not yet used
+        self.last_words = ""  # the stderr of a worker that died
+        self.start_failure = ""  # the stderr of a worker that did not start
+        self.start()
+        atexit.register(self.stop)
+
+    # The process in use, as the rest of the course reads it (benchmarks read `proc.pid`).
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.current.proc if self.current is not None else None
+
+    @property
+    def reader(self) -> FrameReader | None:
+        return self.current.reader if self.current is not None else None
+
+    @property
+    def log(self) -> Any:
+        return self.current.log if self.current is not None else None
+
+    @property
+    def started_at(self) -> float:
+        return self.current.started_at if self.current is not None else 0.0
+
+    def start(self) -> None:
+        """Take the spare if one is alive (it has loaded, or is loading, already), else start a fresh process;
+        a spare taken is replaced at once."""
+        spare, self.spare = self.spare, None
+        if spare is not None and spare.alive:
+            self.current = spare
+            self.start_spare()
+        else:
+            if spare is not None:
+                spare.end()
+            self.current = launch(self.device)  # the spare starts once this one is ready (not to slow its load)
+        self.device_name = None
+
+    def start_spare(self) -> None:
+        """Start the spare now, if one is wanted and none is alive."""
+        if self.keep_spare and (self.spare is None or not self.spare.alive):
+            if self.spare is not None:
+                self.spare.end()
+            self.spare = launch(self.device)
+
+    def stop(self, wait: bool = True) -> None:
+        """End the worker and its spare."""
+        self.stop_current(wait)
+        if self.spare is not None:
+            self.spare.end(wait)
+            self.spare = None
+
+    def stop_current(self, wait: bool = True) -> None:
+        """End the worker in use; `wait=False` reaps it in the background."""
+        if self.current is not None:
+            self.current.end(wait)
+        self.current = None
 
     def restart(self) -> None:
-        """End the worker and start a fresh one (it loads in the background)."""
-        self.stop(wait=False)
+        """End the worker in use and put the spare in its place (or start a fresh one, loading in the background)."""
+        self.stop_current(wait=False)
         self.start()
 
     def ready(self, limit: float = START_LIMIT) -> bool:
@@ -231,14 +320,18 @@ class Worker:
             return True
         if self.proc is None or (self.device_name is not None and self.proc.poll() is not None):
             self.restart()  # never started, or ended since (killed from outside, say)
-        status, payload = self.reader.receive(limit)
-        if status == "ready":
-            self.device_name = self.known_name = payload
+        name = self.current.wait_ready(limit)
+        if name is not None:
+            self.device_name = self.known_name = name
+            self.start_spare()  # loads while this one works: a fault later costs no wait
             return True
-        self.stop()
+        self.start_failure = self.startup_error()
+        self.stop_current()
         return False
 
     def startup_error(self) -> str:
+        if self.log is None:
+            return "no message"
         self.log.seek(0)
         tail = self.log.read().decode(errors="replace").strip().splitlines()[-5:]
         return " | ".join(tail) or "no message"
@@ -254,7 +347,7 @@ class Worker:
             return Reply("error", error=KernelError("setup", f"cannot send the kernel to the GPU process: {exc}"))
         with self.lock:
             if not self.ready():
-                why = self.startup_error()
+                why = self.start_failure
                 self.start()
                 return Reply("crash", error=KernelError("crash", f"the GPU process did not start: {why}"))
             started = time.monotonic()
@@ -289,9 +382,17 @@ def worker(device: str | None = None) -> Worker:
 
 
 def warm_up() -> None:
-    """Start the worker now, so that it has loaded CUDA before the first grading cell."""
+    """Start the worker now, so that it has loaded CUDA before the first grading cell, and its spare once
+    it has (in the background: the notebook never waits here)."""
     if os.environ.get("PUZZLES_IN_WORKER") != "1":
-        worker()
+        w = worker()
+        if w.keep_spare:
+            threading.Thread(target=_ready_then_spare, args=(w,), daemon=True).start()
+
+
+def _ready_then_spare(w: Worker) -> None:
+    with w.lock:
+        w.ready()  # starts the spare once the worker has loaded
 
 
 def call(target: str, *args: Any, timeout: float = 60.0, **kwargs: Any) -> Reply:

@@ -37,10 +37,9 @@ class RunOutput:
 
 def interpreted(kernel: Any) -> _interp.InterpretedFunction:
     """The kernel as Triton's interpreter runs it, whatever mode it was decorated in."""
-    fn = unwrap_kernel(kernel)
     if isinstance(kernel, _interp.InterpretedFunction):
         return kernel
-    return _interp.InterpretedFunction(fn)
+    return _interp.InterpretedFunction(unwrap_kernel(kernel))  # a KernelHandle's function, already resolved
 
 
 @contextlib.contextmanager

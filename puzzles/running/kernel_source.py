@@ -18,28 +18,55 @@ import ast
 import inspect
 import pickle
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
 
-def describe_kernel(kernel: Any) -> dict[str, Any] | None:
-    """The kernel and the @triton.jit functions it calls, as source plus the globals they read."""
-    from puzzles.running.kernel import unwrap_kernel
-    from puzzles.running.lines import def_line
+@dataclass(frozen=True)
+class FunctionSource:
+    """One function's source, read once: the text as written, the file line it starts at, and the
+    syntax tree of its dedented text (None where it does not parse)."""
 
-    fn = unwrap_kernel(kernel)
+    fn: Any
+    text: str
+    first_line: int
+    tree: ast.Module | None
+
+
+def read_source(fn: Any) -> FunctionSource | None:
+    """The function's source (None without one: defined in a string, say)."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    text = "".join(lines)
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        tree = None
+    return FunctionSource(fn, text, first, tree)
+
+
+def describe_kernel(fn: Any, source_of: Any = None) -> dict[str, Any] | None:
+    """A @triton.jit kernel's Python function (the one under its decorators) and the @triton.jit functions
+    it calls, as source plus the globals they read. `source_of(fn)`: a function's source already read
+    (`KernelHandle.source`, puzzles/running/kernel.py), so that nothing is parsed twice; without it each
+    function is read here."""
+    from puzzles.running.lines import def_line  # (standard library only, like this module)
+
     if fn is None:
         return None
     functions: dict[str, dict[str, Any]] = {}
+    read = source_of or read_source
 
     def add(f: Any) -> str:
         key = f"{f.__code__.co_filename}:{f.__code__.co_firstlineno}:{f.__name__}"
         if key in functions:
             return key
-        try:
-            lines, first = inspect.getsourcelines(f)
-        except (OSError, TypeError):
-            raise NoSource(f.__name__) from None
-        source = "".join(lines)
+        found = read(f)
+        if found is None:
+            raise NoSource(f.__name__)
+        source, first = found.text, found.first_line
         entry: dict[str, Any] = {
             "name": f.__name__, "filename": f.__code__.co_filename, "first_line": first,
             "def_line": def_line(f), "source": source,
@@ -48,7 +75,7 @@ def describe_kernel(kernel: Any) -> dict[str, Any] | None:
         scope = dict(f.__globals__)
         if f.__closure__:
             scope.update(zip(f.__code__.co_freevars, (c.cell_contents for c in f.__closure__), strict=False))
-        for name in sorted(names_used(source)):
+        for name in sorted(names_used(source, found.tree)):
             if name in scope:
                 entry["globals"][name] = encode_global(scope[name], add)
         return key
@@ -70,12 +97,28 @@ def future_annotations_flag() -> int:
     return __future__.annotations.compiler_flag
 
 
-def names_used(source: str) -> set[str]:
-    try:
-        tree = ast.parse(textwrap.dedent(source))
-    except SyntaxError:
-        return set()
+def names_used(source: str, tree: ast.Module | None = None) -> set[str]:
+    if tree is None:
+        try:
+            tree = ast.parse(textwrap.dedent(source))
+        except SyntaxError:
+            return set()
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def jitted_python_function(value: Any) -> Any:
+    """The Python function under a @triton.jit function (through @triton.autotune / @triton.heuristics
+    wrappers), read without importing Triton; None for anything else."""
+    import types
+
+    for _ in range(8):
+        inner = getattr(value, "fn", None)
+        if inner is None:
+            return None
+        if isinstance(inner, types.FunctionType):
+            return inner if hasattr(value, "arg_names") else None
+        value = inner
+    return None
 
 
 def encode_global(value: Any, add: Any) -> tuple:
@@ -83,14 +126,12 @@ def encode_global(value: Any, add: Any) -> tuple:
     Triton's compiler rejects just as it rejects the real object."""
     import types
 
-    from puzzles.running.kernel import unwrap_kernel
-
     if isinstance(value, types.ModuleType):
         return ("module", value.__name__)
     module = getattr(value, "__module__", None) or ""
     # A @triton.jit function (the course's print_if and breakpoint_if among them: their compiled
     # side) is rebuilt from its source and compiled with the kernel.
-    inner = unwrap_kernel(value) if hasattr(value, "fn") or hasattr(value, "arg_names") else None
+    inner = jitted_python_function(value)
     if inner is not None:
         if (inner.__module__ or "").startswith("triton."):
             return ("attr", inner.__module__, inner.__qualname__)

@@ -104,7 +104,7 @@ def _view_numel(puzzle: Puzzle | None, sizes: dict[str, int]) -> dict[str, int]:
     """Elements of the view of each of the puzzle's strided inputs (their storage holds gaps too)."""
     if puzzle is None or not puzzle.strided_inputs or not sizes:
         return {}
-    from puzzles.grading.inputs import spec_signature
+    from puzzles.course.spec import spec_signature
 
     inputs, _ = spec_signature(puzzle.spec)
     return {t.name: math.prod(t.shape(sizes)) for t in inputs if t.name in puzzle.strided_inputs}

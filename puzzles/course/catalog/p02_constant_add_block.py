@@ -3,7 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.course.puzzle import Puzzle
+from puzzles.course.puzzle import Puzzle, SpeedGoal
 
 
 def add2_spec(x: Float32[Tensor, "N0"]) -> Float32[Tensor, "N0"]:
@@ -42,4 +42,7 @@ of two), so the last block runs past the end: guard every load and store with a 
     # rounds each operation as torch does.
     rtol=1e-5,
     atol=1e-5,
+    speed_goal=SpeedGoal(roofline=0.8, levers=(
+        "B0 of 1024 or more with num_warps 4 or 8, so that each thread moves 16-byte vectors and few programs"
+        " cover the 64M elements")),
 )

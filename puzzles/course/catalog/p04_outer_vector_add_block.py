@@ -3,7 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.course.puzzle import Puzzle
+from puzzles.course.puzzle import Puzzle, SpeedGoal
 
 
 def add_vec_block_spec(x: Float32[Tensor, "N0"], y: Float32[Tensor, "N1"]) -> Float32[Tensor, "N1 N0"]:
@@ -42,4 +42,7 @@ positive lengths, not necessarily multiples of the blocks: mask the loads of `x`
     # rounds each operation as torch does.
     rtol=1e-5,
     atol=1e-5,
+    speed_goal=SpeedGoal(roofline=0.8, levers=(
+        "tiles wide along N0 (B0 of 128 or 256), the contiguous axis of z, so each store is a full 16-byte "
+        "vector; fewer, larger tiles (B0 * B1 of 4K-16K elements) with num_warps 4-8")),
 )

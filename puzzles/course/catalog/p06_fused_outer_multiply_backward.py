@@ -4,7 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
-from puzzles.course.puzzle import Mistake, Puzzle
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 
 
 def mul_relu_block_back_spec(
@@ -53,4 +53,7 @@ puzzle 4: axis 0 walks the `N0` columns, axis 1 the `N1` rows.
     # rounds each operation as torch does.
     rtol=1e-5,
     atol=1e-5,
+    speed_goal=SpeedGoal(roofline=0.8, levers=(
+        "tiles wide along N0 (B0 of 128 or 256) so the loads of x and dz and the store of dx are 16-byte "
+        "vectors; load y once per tile row; B0 * B1 of 4K-16K elements with num_warps 4-8")),
 )

@@ -4,7 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal, cdiv
 
 
 def sum_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0"]:
@@ -57,4 +57,7 @@ the last chunk. `N1` is passed for compatibility with the classic course and is 
     # accumulator is off by 1e-3 and must fail.
     rtol=1e-4,
     atol=1e-4,
+    speed_goal=SpeedGoal(roofline=0.7, levers=(
+        "a large B1 (2048-8192: few loop steps, each a long contiguous load), num_warps 8, a float32 "
+        "accumulator summed once after the loop (tl.sum of a block, not of each chunk)")),
 )

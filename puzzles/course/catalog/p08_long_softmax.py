@@ -5,7 +5,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.bug_inputs import softmax_mixed_rows
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, ScalarWork, SpeedGoal, cdiv
 
 
 def softmax_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0 T"]:
@@ -66,4 +66,9 @@ The grid is `(cdiv(N0, B0),)`; `N1` is passed and not used.
     # Relative to each row's largest value (above): a GPU's exp is off by about 1e-6, a float16 one by 5e-4.
     rtol=1e-4,
     atol=1e-4,
+    scalar_work=lambda s: ScalarWork(fmas=3 * s["N0"] * s["T"], exps=s["N0"] * s["T"]),
+    speed_goal=SpeedGoal(roofline=0.6, levers=(
+        "fewer passes over each row: the max and the sum in one pass (online softmax), or the whole row of T "
+        "in registers (a B1 of T, read once); tl.exp2 with log2(e) folded into the scale; B1 of 1024-4096 "
+        "with num_warps 8")),
 )

@@ -6,7 +6,7 @@ from torch import Tensor
 from puzzles.course import mistakes
 from puzzles.course.bug_inputs import attention_inputs
 from puzzles.course.picture_hooks import RegisterTensor
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, ScalarWork, SpeedGoal, cdiv
 
 
 def flashatt_spec(q: Float32[Tensor, "N0"], k: Float32[Tensor, "T"], v: Float32[Tensor, "T"]) -> Float32[Tensor, "N0"]:
@@ -74,4 +74,9 @@ of `-inf` never moves there, and the row comes out as 0 / 0.
     # A float32 softmax-weighted mean is off by about 1e-6 on any device; float16 arithmetic by 5e-4 and must fail.
     rtol=1e-4,
     atol=1e-4,
+    scalar_work=lambda s: ScalarWork(fmas=3 * s["N0"] * s["T"], exps=s["N0"] * s["T"]),
+    speed_goal=SpeedGoal(roofline=0.3, levers=(
+        "one pass over k and v with a running maximum (online softmax); tl.exp2 with log2(e) folded into q "
+        "once per program; large B1 (128-512) blocks of k and v; the exponentials bound it, not the bytes: "
+        "every exp you avoid or move out of the loop counts")),
 )

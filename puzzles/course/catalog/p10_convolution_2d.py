@@ -5,7 +5,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course.picture_hooks import SlidingWindow
-from puzzles.course.puzzle import Puzzle, cdiv
+from puzzles.course.puzzle import Puzzle, SpeedGoal, cdiv
 
 
 def conv2d_spec(x: Float32[Tensor, "N0 H W"], k: Float32[Tensor, "KH KW"]) -> Float32[Tensor, "N0 H W"]:
@@ -59,4 +59,8 @@ are contiguous: `x[n, h, w]` sits at `x_ptr + n·H·W + h·W + w` (as `z[n, h, w
     # are off by 5e-4 and must fail.
     rtol=1e-5,
     atol=1e-5,
+    speed_goal=SpeedGoal(levers=(
+        "more output pixels per program (several rows of an image, or several images: B0 > 1), the KH x KW "
+        "taps loaded once per program and reused for every pixel, loads along the contiguous W axis; or "
+        "im2col tiles and tl.dot")),
 )

@@ -4,7 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal
 
 
 def dot_spec(x: Float32[Tensor, "N2 N0 MID"], y: Float32[Tensor, "N2 MID N1"]) -> Float32[Tensor, "N2 N0 N1"]:
@@ -58,4 +58,7 @@ index and every mask matters.
         Mistake("every step multiplies the first chunk of MID again: the chunk's offsets are tl.arange(0, B_MID) "
                 "without the loop's start, k0 + tl.arange(0, B_MID)", mistakes.matmul_first_chunk_repeated),
     ),
+    speed_goal=SpeedGoal(levers=(
+        "tl.dot on 64 x 64 or 128 x 128 tiles (tensor cores), B_MID of 32-64, num_warps 4-8 and num_stages "
+        "3-4 so loads of the next step overlap the current dot; a grouped tile order (puzzle 16)")),
 )

@@ -5,7 +5,7 @@ from jaxtyping import Float32, Int32
 from torch import Tensor
 
 from puzzles.course import mistakes
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal
 
 FPINT = 8  # 4-bit values per int32 word
 GROUP = 8  # consecutive weights of a row that share one scale and one shift
@@ -89,4 +89,8 @@ multiple of `B_MID`; `N0` and `N1` are any sizes. `tl.dot` is allowed.
     ),
     perf_size={"N0": 4096, "N1": 4096, "MID": 4096, "B0": 64, "B1": 64, "B_MID": 64},
     flops=lambda s: 2 * s["N0"] * s["N1"] * s["MID"],
+    speed_goal=SpeedGoal(levers=(
+        "unpack a whole B_MID x B1 block of weights at once (shifts and masks on a loaded block, not per "
+        "element), apply scale and shift per group before one tl.dot per step, tiles of 64-128 with num_warps"
+        " 4-8")),
 )

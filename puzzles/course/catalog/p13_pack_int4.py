@@ -6,7 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.course.puzzle import Mistake, Puzzle
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -89,4 +89,7 @@ any size and `N1` need not be a multiple of `B1`. Anything in `triton.language` 
                 "keep only the low 4 bits, q = (x + 8) & 0xF", mistakes.pack_without_nibble_mask),
     ),
     perf_size={"N0": 8192, "N1": 8192, "B0": 16, "B1": 256},
+    speed_goal=SpeedGoal(roofline=0.6, levers=(
+        "each program packs a tile wide along N0 (B1 of 256 or more words), so loads of the eight nibbles and"
+        " the store of the packed words are full vectors; shifts and ORs in registers, one store per word")),
 )

@@ -6,7 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.course.puzzle import Mistake, Puzzle, cdiv
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -70,4 +70,7 @@ of `BK`, nor `N` of `BN`.
                 mistakes.unpack_masked_in_place),
     ),
     perf_size={"K": 8192, "N": 8192, "BK": 64, "BN": 128},
+    speed_goal=SpeedGoal(roofline=0.6, levers=(
+        "load each packed word once and expand it in registers into its eight values (a reshape/broadcast of "
+        "shifts), tiles wide along N (BN of 128-256) for 16-byte stores")),
 )

@@ -5,7 +5,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, cdiv
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal, cdiv
 
 
 def int8_gemv_spec(
@@ -74,4 +74,8 @@ sums. `K` need not be a multiple of `BK`, nor `N` of `BN`.
     perf_size={"N": 8192, "K": 8192, "BN": 64, "BK": 128},
     flops=lambda s: 2 * s["N"] * s["K"],
     launch_order_note=QUANTIZATION_ORDER_NOTE,
+    speed_goal=SpeedGoal(roofline=0.6, levers=(
+        "stream the int8 weights once in large, contiguous tiles (BK of 128-512 along K), accumulate in "
+        "float32 and apply the per-channel scale once at the end; enough programs (BN small enough) to fill "
+        "every multiprocessor")),
 )

@@ -7,7 +7,7 @@ from torch import Tensor
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
 from puzzles.course.picture_hooks import TileOrder
-from puzzles.course.puzzle import Mistake, Puzzle, cdiv
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, cdiv
 
 
 def grouped_order_spec(
@@ -88,4 +88,8 @@ multiple of `GROUP_M`. Write the remap yourself with integer arithmetic (`//`, `
                 "the two agree wherever g divides the band's first program id, not in a short band after the first",
                 mistakes.order_row_from_pid),
     ),
+    perf_size={"M": 8192, "N": 8192, "BM": 128, "BN": 128, "GROUP_M": 8},
+    speed_goal=SpeedGoal(levers=(
+        "nothing to tune: the remap is a few integer operations per program and the launch is the time; its "
+        "pay-off is in the matmul that uses it (puzzle 17)")),
 )

@@ -5,7 +5,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, SplitK, cdiv
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, SpeedGoal, SplitK, cdiv
 
 
 def splitk_matmul_spec(a: Float16[Tensor, "M K"], b: Float16[Tensor, "K N"]) -> Float32[Tensor, "M N"]:
@@ -83,4 +83,7 @@ in a second step (another kernel, or `torch.sum`).
         Mistake("the parts' chunks overlap: part s starts at chunk s but steps by BK, taking every chunk from s on; "
                 "step by BK * SPLIT_K", mistakes.splitk_parts_step_by_bk),
     ),
+    speed_goal=SpeedGoal(levers=(
+        "the weights stream once: BK of 128-256, BN of 64-128, SPLIT_K so that tiles times parts fill every "
+        "multiprocessor; tl.dot on each step, num_stages 3-4; one atomic add per tile and part")),
 )

@@ -6,7 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.course.puzzle import Baseline, KSlice, Mistake, Puzzle, SplitK, cdiv
+from puzzles.course.puzzle import Baseline, KSlice, Mistake, Puzzle, SpeedGoal, SplitK, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -140,4 +140,8 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
     ),
     perf_size={"M": 16, "N": 4096, "K": 4096, "G": 128, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
+    speed_goal=SpeedGoal(levers=(
+        "dequantize a whole BK x BN tile per step (shifts on loaded words, one scale and zero per group and "
+        "column), one tl.dot per step, SPLIT_K and tiles that fill every multiprocessor, 16-byte loads of the"
+        " packed weights; the production kernel beside it shows the rest")),
 )

@@ -4,7 +4,7 @@ from jaxtyping import Float32, UInt8
 from torch import Tensor
 
 from puzzles.course import mistakes
-from puzzles.course.puzzle import Mistake, Puzzle
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 
 
 def grey_spec(x: UInt8[Tensor, "N1 N0 3"]) -> Float32[Tensor, "N1 N0"]:
@@ -63,4 +63,8 @@ its block, so mask both axes. Convert the loaded bytes to `float32` before the a
     # units in the last place; a float16 computation is off by 1e-4 of the value and must fail.
     rtol=1e-5,
     atol=1e-4,
+    perf_size={"N0": 4096, "N1": 4096, "S1": 4096, "S0": 1, "SC": 4096 * 4096, "B0": 128, "B1": 16},
+    speed_goal=SpeedGoal(roofline=0.6, levers=(
+        "tiles wide along N0 (B0 of 128-256) for contiguous loads of each channel plane and 16-byte stores of"
+        " z; B0 * B1 of 2K-8K pixels with num_warps 4-8")),
 )

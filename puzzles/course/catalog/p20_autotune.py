@@ -3,7 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.course.puzzle import Puzzle
+from puzzles.course.puzzle import Puzzle, ScalarWork, SpeedGoal
 
 
 def silu_mul_spec(x: Float32[Tensor, "N0"], y: Float32[Tensor, "N0"]) -> Float32[Tensor, "N0"]:
@@ -93,4 +93,9 @@ PyTorch spec using `triton.testing` (on a GPU; on a CPU it says why it does not)
     # fast exp is off by a few units in the last place; float16 arithmetic is off by 1e-4 and must fail.
     rtol=1e-5,
     atol=1e-5,
+    perf_size={"N0": 1 << 26, "B0": 1024},
+    scalar_work=lambda s: ScalarWork(fmas=4 * s["N0"], exps=s["N0"]),
+    speed_goal=SpeedGoal(roofline=0.8, levers=(
+        "configs with B0 of 1024-4096 and num_warps 4-8 among those the autotuner tries, so each thread moves"
+        " 16-byte vectors; the sigmoid is cheap next to the bytes")),
 )

@@ -5,7 +5,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
-from puzzles.course.puzzle import Mistake, Puzzle
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 from puzzles.grading.tensor_lists import TensorLists, list_sizes
 
 
@@ -116,4 +116,7 @@ to end).
     ),
     positional_sizes=("K",),  # the one-launch cell passes len(lengths) right after the pointers
     notebook_cells=(("markdown", LOOP_TEXT), ("code", LOOP_CODE)),
+    speed_goal=SpeedGoal(roofline=0.5, levers=(
+        "chunks of 1024-4096 elements per program so the 120 tensors' bytes stream in full vectors; one "
+        "launch for the whole list (the table of addresses), never one per tensor")),
 )

@@ -193,19 +193,18 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
     source, say): the interpreted verdict then stands alone. `forbidden`: triton.language functions
     the puzzle rules out, looked for in the Triton IR (`tt.dot` for "dot"), however the kernel
     reached them. `tf32_matters`: whether a tl.dot computed in TF32 on a GPU may miss the puzzle's tolerance."""
-    from puzzles.running.kernel import unwrap_kernel
+    from puzzles.running.kernel import KernelHandle
 
-    fn = unwrap_kernel(kernel)
-    spec = kernel_source.describe_kernel(kernel)
-    if fn is None or spec is None:
+    handle = KernelHandle.of(kernel)  # `kernel` may be test()'s handle already: nothing is read again
+    spec = handle.description
+    if handle.fn is None or spec is None:
         return None
     # an autotune config's launch options (puzzles/grading/autotune_configs.py)
-    config = getattr(kernel, "config", None)
+    config = getattr(handle.kernel, "config", None)
     options = {k: v for k, v in (("num_warps", getattr(config, "num_warps", None)),
                                  ("num_stages", getattr(config, "num_stages", None))) if isinstance(v, int)}
-    signature = inspect.signature(fn).parameters
-    params = list(signature)
-    plain_ints = frozenset(n for n, p in signature.items() if p.annotation is inspect.Parameter.empty)
+    params = handle.param_names
+    plain_ints = frozenset(p.name for p in handle.parameters if p.annotation is inspect.Parameter.empty)
     by_key: dict[str, dict] = {}  # sizes that compile alike share one check
     stable = _stable(spec)
     for index, (args, kwargs) in enumerate(calls):

@@ -1,0 +1,115 @@
+"""Puzzle 27: fused softmax cross-entropy, forward and backward in one kernel."""
+
+import torch
+from jaxtyping import Float32, Int32
+from torch import Tensor
+
+from puzzles.course import mistakes_training as slips
+from puzzles.course.bug_inputs import cross_entropy_inputs
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, ScalarWork, SpeedGoal, cdiv
+
+
+def cross_entropy_spec(logits: Float32[Tensor, "N0 V"], targets: Int32[Tensor, "N0"], *,
+                       IGNORE_INDEX: int) -> Float32[Tensor, "N0 V+1"]:
+    """z[i, :V] = (softmax(x_i) - onehot(t_i)) / n, z[i, V] = (lse(x_i) - x_i[t_i]) / n, n = #{t_i != IGNORE_INDEX}
+
+    lse is the logsumexp; a row whose target is IGNORE_INDEX is 0."""
+    kept = targets != IGNORE_INDEX
+    count = kept.sum().to(logits.dtype)
+    loss = torch.nn.functional.cross_entropy(logits, targets.long(), ignore_index=IGNORE_INDEX, reduction="none")
+    hot = torch.arange(logits.shape[1], device=logits.device)[None, :] == targets[:, None]
+    grad = torch.where(kept[:, None], logits.softmax(1) - hot.to(logits.dtype), 0.0)
+    return torch.cat([grad, loss[:, None]], 1) / count
+
+
+PUZZLE = Puzzle(
+    number=27,
+    slug="fused_cross_entropy",
+    title="Fused softmax cross-entropy",
+    kernel_name="cross_entropy_kernel",
+    spec=cross_entropy_spec,
+    reduction=Reduction("V", KSlice("logits", 1)),  # a loop over V that stops early is named
+    statement=r"""
+The last layer of a language model gives, for each of `N0` tokens, a row of `V` logits `x_i`
+(one per word of the vocabulary), and the training target `t_i` is the word that came next. The
+loss is the cross-entropy, averaged over the tokens, as `torch.nn.functional.cross_entropy(x, t,
+ignore_index=IGNORE_INDEX, reduction="mean")` computes it:
+
+$$\ell_i = \log\sum_{j} e^{x_{i,j}} - x_{i,t_i}, \qquad
+\mathcal{L} = \frac{1}{n} \sum_{i:\ t_i \ne \mathrm{IGNORE\_INDEX}} \ell_i, \qquad
+n = \#\{i : t_i \ne \mathrm{IGNORE\_INDEX}\}$$
+
+Rows whose target is `IGNORE_INDEX` (padding; `-100` in torch, but any integer here, a real class
+at one size) add nothing and are not counted in `n`. The gradient of `𝓛` is the softmax minus the
+one-hot of the target, over the same `n`:
+
+$$\frac{\partial \mathcal{L}}{\partial x_{i,j}} = \frac{\mathrm{softmax}(x_i)_j - [j = t_i]}{n}
+\quad\text{(0 on an ignored row)}$$
+
+A training step needs both, and a fused kernel writes both without ever storing the softmax:
+vocabularies are 32 K to 256 K words wide, so each row is walked in chunks of `B1`. **Pass 1**:
+an online logsumexp as in puzzle 8 (a running maximum `m` and a running sum `l` of `exp(x - m)`,
+rescaled when `m` grows; `logsumexp = m + log l`), picking up the target's logit on the way.
+**Pass 2**: the gradient, `exp(x - logsumexp)` minus the one-hot, over `n`. At one size every
+other row's logits reach ±100, where `exp(x)` is infinite in float32: subtract the maximum.
+
+**The output.** One tensor `z` of shape `N0 × (V + 1)` holds both: row `i` of `z` is row `i`
+of the gradient (`V` values) followed by `ℓ_i / n`, the row's share of the mean (0 on an ignored
+row), so that `z[:, :V]` is `dlogits` and `z[:, V].sum()` is the loss torch gives. Mind the
+row stride of `z`: `V + 1`, one more than the logits'.
+
+**The count.** `n` depends on every row's target, and each program handles `B0` rows. Every
+program counts it itself: `targets` is only `N0` integers, so load them `B1` at a time and sum
+`targets != IGNORE_INDEX`. (A training loop often counts on the host and passes `n` in.)
+
+The grid is `(cdiv(N0, B0),)`; `N0` need not be a multiple of `B0`, nor `V` of `B1`.
+""",
+    sizes=(
+        {"N0": 5, "V": 300, "IGNORE_INDEX": -100, "B0": 1, "B1": 64},
+        {"N0": 5, "V": 129, "IGNORE_INDEX": -100, "B0": 2, "B1": 32},  # a last chunk of one column
+        # IGNORE_INDEX a real class, and V a multiple of B1: a kernel that hard-codes -100 fails.
+        {"N0": 6, "V": 256, "IGNORE_INDEX": 3, "B0": 4, "B1": 64},
+        {"N0": 6, "V": 200, "IGNORE_INDEX": -1, "B0": 2, "B1": 64},  # logits of ±100 (cross_entropy_inputs)
+    ),
+    hints=(
+        "Pass 1 is puzzle 8's online softmax: `m_new = tl.maximum(m, tl.max(x, 1))`, "
+        "`l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[:, None]), 1)`, masked lanes loaded as `-inf`. "
+        "The target's logit: `tl.sum(tl.where(cols[None, :] == t[:, None], x, 0.0), 1)`, added up over the chunks.",
+        "The count: `for r0 in range(0, N0, B1)`, load `targets_ptr + r0 + tl.arange(0, B1)` (masked, "
+        "`other=IGNORE_INDEX`) and add up `t != IGNORE_INDEX`; `n = tl.sum(...)`, as a float.",
+        "Pass 2: `g = (tl.exp(x - lse[:, None]) - (cols[None, :] == t[:, None])) / n`, set to 0 where the row is "
+        "ignored, stored at `z_ptr + rows[:, None] * (V + 1) + cols[None, :]`; the loss at "
+        "`z_ptr + rows * (V + 1) + V`.",
+        "`loss = (m - x_t) + tl.log(l)` loses less precision than `(m + tl.log(l)) - x_t` where the logits are large.",
+    ),
+    grid=lambda s: (cdiv(s["N0"], s["B0"]),),
+    draw_inputs=cross_entropy_inputs,
+    likely_mistakes=(
+        Mistake("the logsumexp does not subtract the maximum: where a logit passes about 88, exp overflows float32 "
+                "and the loss is infinite; keep a running maximum m and sum exp(x - m)",
+                slips.cross_entropy_without_max),
+        Mistake("the softmax is exp(x) / sum exp(x), without the maximum: where a logit passes about 88 both overflow "
+                "(inf / inf is NaN); use exp(x - logsumexp) with logsumexp = m + log(l)",
+                slips.cross_entropy_exp_over_sum),
+        Mistake("the ignored rows are counted in the mean: n is the number of rows whose target is not "
+                "IGNORE_INDEX, not N0", slips.cross_entropy_ignored_counted),
+        Mistake("the gradient is not divided by n: the loss is a mean over n rows, so each row's gradient is "
+                "(softmax - onehot) / n", slips.cross_entropy_grad_not_divided),
+        Mistake("each row's loss is not divided by n: z[i, V] is the row's share of the mean, ℓ_i / n, so that "
+                "the column sums to the loss", slips.cross_entropy_loss_not_divided),
+        Mistake("the gradient is the softmax alone: subtract the one-hot of the target, 1 at column t_i",
+                slips.cross_entropy_without_one_hot),
+        Mistake("the ignored rows get a gradient: an ignored row adds nothing to the loss, so its gradient is 0",
+                slips.cross_entropy_ignored_rows_graded),
+    ),
+    perf_size={"N0": 4096, "V": 32768, "IGNORE_INDEX": -100, "B0": 1, "B1": 2048},
+    # One exp per logit at the fewest (a row held in registers); two passes take two.
+    scalar_work=lambda s: ScalarWork(fmas=3 * s["N0"] * s["V"], exps=s["N0"] * s["V"]),
+    speed_goal=SpeedGoal(vs_compile=1.0, roofline=0.6,
+                         levers="one program per row, wide chunks (B1 of 1024 to 4096), num_warps 8 to 16; the second "
+                                "pass reads a row the first just read (128 KB at V = 32 K), mostly from L2"),
+    # Gradient elements are about 1 / (V · n); float32 rounding leaves 1e-7 of them, and a large logit's loss
+    # rounds to its ulp (8e-6 at 100).
+    rtol=1e-4,
+    atol=1e-5,
+)

@@ -1,0 +1,237 @@
+"""The Gradescope autograder (issue 37): the zip that `python -m puzzles gradescope` builds, run end to
+end in a temporary folder standing in for /autograder, on an honest, a wrong and a hostile submission,
+and on submissions that cannot be graded; every results.json is checked against the fields of
+Gradescope's documented format (https://gradescope-autograders.readthedocs.io/en/latest/specs/)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import classroom_fixtures as fixtures
+import pytest
+from conftest import pythonpath_without_checkout
+
+from puzzles.__main__ import main
+from puzzles.classroom import gradescope
+from puzzles.classroom.gradescope import AutograderConfig, not_graded
+from puzzles.classroom.gradescope_build import parse_points
+from puzzles.course import notebooks
+
+ROOT = Path(__file__).resolve().parent.parent
+# Gradescope's documented results.json: the top level and each test, with the values it accepts.
+TOP_FIELDS = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
+              "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
+TEST_FIELDS = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format", "tags",
+               "visibility", "extra_data"}
+VISIBILITY = {"visible", "hidden", "after_due_date", "after_published"}
+FORMATS = {"text", "html", "simple_format", "md", "ansi"}
+POINTS = {1: 2.0, 2: 3.0}
+
+FORGED = '{"score": 1000.0, "output": "forged by the submission"}'
+HOSTILE = fixtures.HEADER + fixtures.FORGED_TEST + f'''
+
+class Forger:  # writes outside its folder: Gradescope's own results, and a file beside the submission
+    open(RESULTS, "w").write({FORGED!r})
+    open(OUTSIDE, "w").write("escaped")
+''' + fixtures.DO_NOTHING
+
+
+def check_format(results: dict) -> None:
+    """results.json as Gradescope documents it: known fields, their types and values, the score the
+    sum of the tests' scores."""
+    assert set(results) <= TOP_FIELDS, set(results) - TOP_FIELDS
+    assert isinstance(results["score"], float) and isinstance(results.get("execution_time", 0), int)
+    assert isinstance(results["output"], str) and results["output"]
+    assert results["visibility"] in VISIBILITY and results["stdout_visibility"] in VISIBILITY
+    assert results.get("output_format", "text") in FORMATS
+    assert isinstance(results["tests"], list) and results["tests"]
+    for test in results["tests"]:
+        assert set(test) <= TEST_FIELDS, set(test) - TEST_FIELDS
+        assert isinstance(test["name"], str) and isinstance(test["output"], str)
+        assert isinstance(test["score"], float) and isinstance(test["max_score"], float)
+        assert test["status"] in ("passed", "failed") and test["visibility"] in VISIBILITY
+        assert test.get("output_format", "text") in FORMATS
+        assert 0 <= test["score"] <= test["max_score"]
+    assert results["score"] == sum(t["score"] for t in results["tests"])
+    assert isinstance(results["extra_data"]["graded"], bool)
+
+
+def assert_not_graded(results: dict, words: str) -> None:
+    check_format(results)
+    assert results["extra_data"]["graded"] is False
+    assert results["output"].startswith("NOT GRADED") and words in results["output"], results["output"]
+    assert "not a grade" in results["output"]
+    assert [t["max_score"] for t in results["tests"]] == [0.0]  # no puzzle scored: nothing looks like a grade
+
+
+@pytest.fixture(scope="module")
+def autograder():
+    """The zip built for puzzles 1 and 2 (2 and 3 points, results after the due date), unpacked once as
+    Gradescope would into a `source` folder that each test's root links to. Under a folder that others
+    may read: the sandboxed worker runs as a user of its own and imports the course from there."""
+    base = Path(tempfile.mkdtemp(prefix="gradescope-"))
+    base.chmod(0o755)
+    try:
+        said = io.StringIO()
+        with contextlib.redirect_stdout(said):
+            built = main(["gradescope", "--out", str(base / "autograder.zip"), "--puzzle", "1", "--puzzle", "2",
+                          "--points", "1=2", "--points", "2=3", "--timeout", "2", "--visibility", "after_due_date"])
+        assert built == 0 and "5 points in all" in said.getvalue(), said.getvalue()
+        with zipfile.ZipFile(base / "autograder.zip") as archive:
+            archive.extractall(base / "source")
+            names = archive.namelist()
+            modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
+        for name in ("setup.sh", "run_autograder"):  # at the zip's root, executable (the zip keeps the mode)
+            (base / "source" / name).chmod(modes[name] & 0o777)
+        (base / "source" / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)  # what setup.sh made
+        yield base, names, modes
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def lay_out(base: Path, name: str, files: dict[str, str | bytes], source: Path | None = None) -> Path:
+    """A root as Gradescope lays it out: the unpacked zip in source/, run_autograder, the submission."""
+    root = base / name
+    (root / "submission").mkdir(parents=True)
+    (root / "source").symlink_to(source or base / "source", target_is_directory=True)
+    shutil.copy2(base / "source" / "run_autograder", root / "run_autograder")
+    for file, text in files.items():
+        path = root / "submission" / file
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return root
+
+
+def run_autograder(base: Path, name: str, files: dict[str, str | bytes], source: Path | None = None,
+                   ) -> tuple[Path, subprocess.Popen]:
+    """run_autograder started in a root of its own, as Gradescope starts it."""
+    root = lay_out(base, name, files, source)
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update(AUTOGRADER_ROOT=str(root), PYTHONPATH=pythonpath_without_checkout(),
+               PUZZLES_COMPILE_CHECK="0")  # the compile check in the sandbox: tests/test_grade_class.py
+    proc = subprocess.Popen([str(root / "run_autograder")], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    return root, proc
+
+
+def results_of(root: Path, proc: subprocess.Popen) -> dict:
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def test_the_zip_holds_gradescope_s_scripts_and_the_pinned_course(autograder):
+    base, names, modes = autograder
+    assert {"setup.sh", "run_autograder", "gradescope.json", "requirements.txt", "scripts/setup.py",
+            "puzzles/classroom/worker.py", "puzzles/cli/load_rules.py", "solutions/p01_constant_add.py"} <= set(names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
+    assert (base / "source" / "requirements.txt").read_bytes() == (ROOT / "requirements.txt").read_bytes()
+    config = AutograderConfig.from_json((base / "source" / "gradescope.json").read_text())
+    assert config.puzzles == [1, 2] and config.points == POINTS and config.timeout == 2.0
+    assert config.visibility == "after_due_date" and config.course["version"]
+    # setup.sh installs as `make setup` does: the course's installer with the zip's requirements.
+    plan = subprocess.run(["bash", str(base / "source" / "setup.sh"), "--plan"], capture_output=True, text=True,
+                          timeout=120)
+    assert plan.returncode == 0, plan.stderr
+    assert f"-r {base / 'source' / 'requirements.txt'}" in plan.stdout, plan.stdout
+
+
+def test_honest_wrong_and_hostile_submissions_end_to_end(autograder):
+    base, _, _ = autograder
+    honest = fixtures.HEADER + fixtures.reference_source(fixtures.P1) + "\n\n" + fixtures.reference_source(fixtures.P2)
+    wrong = honest.replace("10.0", "11.0", 1)
+    hostile_root = base / "hostile"
+    hostile = HOSTILE.replace("RESULTS", repr(str(hostile_root / "results" / "results.json"))) \
+                     .replace("OUTSIDE", repr(str(hostile_root / "outside.txt")))
+    started = [run_autograder(base, "honest", {"answers.py": honest}),
+               run_autograder(base, "wrong", {"answers.py": wrong}),
+               run_autograder(base, "hostile", {"answers.py": hostile})]
+    (honest_r, wrong_r, hostile_r) = [results_of(root, proc) for root, proc in started]
+    for results in (honest_r, wrong_r, hostile_r):
+        check_format(results)
+        assert results["extra_data"]["graded"] is True
+        assert results["visibility"] == "after_due_date" and {t["visibility"] for t in results["tests"]} == \
+            {"after_due_date"}
+        assert [t["max_score"] for t in results["tests"]] == [2.0, 3.0]
+        seed = results["extra_data"]["seed"]
+        assert f"seed {seed}" in results["output"]
+    assert honest_r["score"] == 5.0 and {t["status"] for t in honest_r["tests"]} == {"passed"}
+    assert "Puzzle 01: Constant add (add_kernel)" == honest_r["tests"][0]["name"]
+    one, two = wrong_r["tests"]
+    assert wrong_r["score"] == 3.0 and (one["status"], two["status"]) == ("failed", "passed")
+    assert "elements wrong" in one["output"] and f"seed={wrong_r['extra_data']['seed']}" in one["output"]
+    assert "graded: answers.py" in one["output"]  # the student's file, not the container's path
+    # The hostile one: its class bodies are refused before they run, its do-nothing kernel fails, the
+    # results are the grader's, and nothing was written outside its folder.
+    assert hostile_r["score"] == 0.0 and hostile_r["tests"][0]["status"] == "failed"
+    assert fixtures.REFUSED in hostile_r["tests"][0]["output"] and fixtures.REFUSED in hostile_r["output"]
+    assert "forged" not in json.dumps(hostile_r)
+    assert not (hostile_root / "outside.txt").exists()
+
+
+def test_a_submission_that_cannot_be_graded_says_so(autograder):
+    base, _, _ = autograder
+    truncated = notebooks.dumps(notebooks.puzzle_notebook(fixtures.P1))[:500]
+    cases = {"empty": ({}, "no notebook (.ipynb) or Python file (.py)"),
+             "truncated": ({f"{fixtures.P1.id}.ipynb": truncated}, f"{fixtures.P1.id}.ipynb: JSONDecodeError"),
+             "binary": ({"answers.py": b"\xff\xfe\x00junk"}, "answers.py: UnicodeDecodeError")}
+    for name, (files, words) in cases.items():  # refused before any worker starts: run here, in this process
+        root = lay_out(base, name, files)
+        assert gradescope.run(root) == 0
+        assert_not_graded(json.loads((root / "results" / "results.json").read_text()), words)
+    # A grader that cannot start at all (set-up never made its Python): run_autograder still writes the results.
+    bare = base / "bare-source"
+    shutil.copytree(base / "source", bare, symlinks=True, ignore=shutil.ignore_patterns(".venv"))
+    root, proc = run_autograder(base, "no-python", {"answers.py": "x = 1\n"}, source=bare)
+    assert_not_graded(results_of(root, proc), "the grader failed (exit status 127")
+
+
+def test_the_grader_failing_is_not_a_grade():
+    config = AutograderConfig(puzzles=[1], points={1: 1.0}, visibility="hidden")
+    results = not_graded("the grader failed (not your code): boom", config)
+    assert_not_graded(results, "boom")
+    assert results["visibility"] == "hidden"
+
+
+def test_points_are_checked():
+    assert parse_points(["2=4.5"], [1, 2]) == {1: 1.0, 2: 4.5}
+    for bad in (["3=1"], ["2"], ["x=1"], ["1=-1"]):
+        with pytest.raises(ValueError):
+            parse_points(bad, [1, 2])
+
+def test_a_usage_error_names_what_is_wrong(capsys, tmp_path):
+    assert main(["gradescope", "--puzzle", "1", "--points", "5=1", "--out", str(tmp_path / "a.zip")]) == 2
+    assert "puzzle 5 is not graded here" in capsys.readouterr().err
+    assert main(["gradescope", "--visibility", "sometimes", "--out", str(tmp_path / "a.zip")]) == 2
+    assert "a visibility is one of visible, hidden" in capsys.readouterr().err
+    assert not (tmp_path / "a.zip").exists()
+
+
+def test_speed_points_are_a_test_of_their_own_and_a_machine_without_a_gpu_says_so(tmp_path):
+    from puzzles.classroom.gradebook import SPEED_SHARE
+    from puzzles.classroom.roster import PuzzleVerdict, StudentResult
+
+    config = AutograderConfig(puzzles=[1, 2], points=POINTS, speed=True)
+    timed = {"ms": 0.01, "compiled_ms": 0.01, "progress": 0.5, "line": "0.010 ms: half way to the goal"}
+    verdicts = [PuzzleVerdict(1, "passed", speed=timed), PuzzleVerdict(2, "failed", "at N0=200: 3 elements wrong")]
+    on_a_gpu = gradescope.graded(StudentResult("submission", [], 7, verdicts, speed=True), config, tmp_path)
+    check_format(on_a_gpu)
+    speed_one, speed_two = on_a_gpu["tests"][1], on_a_gpu["tests"][3]
+    assert speed_one["name"].endswith(": speed") and speed_one["max_score"] == 2.0 * SPEED_SHARE
+    assert speed_one["score"] == 0.5 * 2.0 * SPEED_SHARE and "half way" in speed_one["output"]
+    assert speed_two["score"] == 0.0 and "it did not pass" in speed_two["output"]
+    assert on_a_gpu["extra_data"]["speed"] is True and "Speed was not graded" not in on_a_gpu["output"]
+    on_a_cpu = gradescope.graded(StudentResult("submission", [], 7, verdicts, speed=False), config, tmp_path)
+    check_format(on_a_cpu)
+    assert [t["max_score"] for t in on_a_cpu["tests"]] == [2.0, 3.0] and on_a_cpu["score"] == 2.0
+    assert "Speed was not graded: this autograder's machine has no CUDA GPU" in on_a_cpu["output"]
