@@ -36,6 +36,7 @@ try:
     from puzzles.course.puzzle import Puzzle, cdiv
     from puzzles.grading import on_gpu, test
     from puzzles.grading.result import TestResult
+    from puzzles.learner.compiled import compiled
     from puzzles.learner.debug import breakpoint_if, check_tensors, print_if
     from puzzles.learner.sandbox import sandboxed
 except ImportError as _err:
@@ -85,6 +86,7 @@ __all__ = [
     "breakpoint_if",
     "cdiv",
     "check_tensors",
+    "compiled",
     "get",
     "on_gpu",
     "print_if",

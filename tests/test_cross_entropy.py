@@ -45,7 +45,11 @@ def test_the_spec_is_torchs_mean_loss_and_its_gradient():
 @triton.jit
 def cross_entropy_three_passes(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_INDEX, B0: tl.constexpr,
                                B1: tl.constexpr):
-    """The maximum, then the sum, then the gradient with the loss written last; tl.exp; the count in a while loop."""
+    """The maximum, then the sum, then the gradient with the loss written last; tl.exp; the count in a while loop.
+    (Each loop's reduction is used once after its loop, `top` through a tl.where, `total` through its log:
+    Triton 3.6's OptimizeThreadLocality pass asserts `loopResult.hasOneUse()` on a 2-D block's tl.max or tl.sum
+    carried by a loop and used twice after it; seen on the H100, where a kernel using `top` in both later loops
+    did not compile.)"""
     rows = tl.program_id(0) * B0 + tl.arange(0, B0)
     rows_in = rows < N0
     n = 0.0
@@ -62,6 +66,7 @@ def cross_entropy_three_passes(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_IND
         x = tl.load(logits_ptr + rows[:, None] * V + cols[None, :],
                     mask=rows_in[:, None] & (cols[None, :] < V), other=-float("inf"))
         top = tl.maximum(top, tl.max(x, 1))
+    top = tl.where(rows_in, top, 0.0)  # rows past N0: a finite shift
     total = tl.zeros([B0], dtype=tl.float32)
     picked = tl.zeros([B0], dtype=tl.float32)
     for j0 in range(0, V, B1):
@@ -70,15 +75,16 @@ def cross_entropy_three_passes(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_IND
                     mask=rows_in[:, None] & (cols[None, :] < V), other=-float("inf"))
         total += tl.sum(tl.exp(x - top[:, None]), 1)
         picked += tl.sum(tl.where(cols[None, :] == target[:, None], x - top[:, None], 0.0), 1)
+    log_total = tl.log(total)
     weight = tl.where(target != IGNORE_INDEX, 1.0 / n, 0.0)
     for j0 in range(0, V, B1):
         cols = j0 + tl.arange(0, B1)
         inside = rows_in[:, None] & (cols[None, :] < V)
         x = tl.load(logits_ptr + rows[:, None] * V + cols[None, :], mask=inside, other=0.0)
-        soft = tl.exp(x - top[:, None]) / total[:, None]
+        soft = tl.exp(x - top[:, None] - log_total[:, None])
         hot = tl.where(cols[None, :] == target[:, None], 1.0, 0.0)
         tl.store(z_ptr + rows[:, None] * (V + 1) + cols[None, :], (soft - hot) * weight[:, None], mask=inside)
-    tl.store(z_ptr + rows * (V + 1) + V, (tl.log(total) - picked) * weight, mask=rows_in)
+    tl.store(z_ptr + rows * (V + 1) + V, (log_total - picked) * weight, mask=rows_in)
 
 
 @triton.jit

@@ -34,7 +34,7 @@ def _power_of_two(v: int) -> bool:
 # -- 1. size rules at values that are not powers of two ------------------------------------------------------
 
 # Sizes the statements themselves require to be powers of two (besides blocks and sizes equal to a block).
-POWERS_BY_STATEMENT = {10: {"KH", "KW"}}
+POWERS_BY_STATEMENT = {10: {"KH", "KW"}, 28: {"D"}}
 
 
 @pytest.mark.parametrize("p", catalog.all_puzzles(), ids=lambda p: p.id)

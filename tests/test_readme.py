@@ -44,6 +44,7 @@ RUN: dict[str, str] = {
     ".venv/bin/python scripts/setup.py --plan": "pip",
     "make setup": "",
     ".venv/bin/python benchmarks/run_all.py": "GPU",
+    ".venv/bin/python benchmarks/compile_baseline.py": "GPU",
     "make bench": "GPU",
     ".venv/bin/python benchmarks/gpu_worker.py": "GPU",
     ".venv/bin/python benchmarks/gptq/bench.py --out benchmarks/gptq/results/latest": "CUDA",
@@ -70,6 +71,8 @@ NOT_RUN: dict[str, str] = {
     "https://download.pytorch.org/whl/cpu && .venv/bin/python -m pip install -r requirements.txt":
         "downloads torch (what `make setup` does; tests/test_setup.py checks its plan)",
     "source .venv/bin/activate": "changes the calling shell only",
+    ".venv/bin/python -m puzzles.learner.inductor_code 22":
+        "refreshes the shipped capture on a GPU (without one it says so: tests/test_torch_compile_first.py)",
 }
 # The instructors' commands need a class of submissions: tests/test_grade_class.py grades a synthetic class
 # with each form (roster, files per student, named folders, one job per student, the merge).

@@ -68,6 +68,21 @@ def attention_growing_scores(sizes: Sizes, gen: torch.Generator) -> dict[str, Te
     return {"q": queries, "k": keys, "v": values}
 
 
+def layernorm_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 25, at its last size, three kinds of row: rows in ±1; rows whose spread is a thousandth (their
+    variance, about 3e-7, is far below eps = 1e-5, so eps added after the square root instead of under it is
+    off by a factor of 5); and rows around 30 (E[x²] - mean² cancels there in float32, and padding lanes
+    counted as (0 - mean)² add 900 each)."""
+    if index != 3:
+        return {}
+    rows, width = sizes["M"], sizes["N"]
+    x = torch.rand((rows, width), generator=gen) * 2 - 1
+    kind = torch.arange(rows) % 3
+    # Near zero, not around a centre: float32 holds such a row's deviations exactly enough for the spec.
+    x = torch.where((kind == 1)[:, None], x * 1e-3, x)
+    return {"x": torch.where((kind == 2)[:, None], x + 30.0, x)}
+
+
 def cross_entropy_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
     """Puzzle 27, at every size (and at the speed size, index -1): targets that are classes in [0, V), with
     about one row in four set to IGNORE_INDEX (row 1 always, row 0 never, so the mean's count is neither
@@ -83,3 +98,18 @@ def cross_entropy_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict
         logits = torch.rand((rows, width), generator=gen) * 2 - 1
         found["logits"] = torch.where((torch.arange(rows) % 2 == 0)[:, None], logits * 100, logits)
     return found
+
+
+def attention_backward_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 28, at every size (and the speed size): q, k, v and dO drawn, and o and the logsumexp lse that
+    the forward pass saved for them (computed here in float64), so that recomputing p = exp(s - lse) gives a
+    softmax. The values are centred on 1 (o then is too), so that rowsum(dO · O) is far from 0 and a dS
+    without it is wrong; q and k span ±2, so that the softmax is far from uniform."""
+    t, d = sizes["T"], sizes["D"]
+    q, k = ((torch.rand((t, d), generator=gen) * 2 - 1) * 2 for _ in range(2))
+    v = torch.rand((t, d), generator=gen) + 0.5
+    do = torch.rand((t, d), generator=gen) * 2 - 1
+    scores = q.double() @ k.double().T * d ** -0.5
+    lse = scores.logsumexp(1)
+    o = (scores - lse[:, None]).exp() @ v.double()
+    return {"q": q, "k": k, "v": v, "o": o.float(), "do": do, "lse": lse.float()}

@@ -70,3 +70,36 @@ def cross_entropy_without_one_hot(i: Inputs, sizes: Sizes) -> Tensor:
 
 def cross_entropy_ignored_rows_graded(i: Inputs, sizes: Sizes) -> Tensor:
     return _cross_entropy(i, sizes, zero_ignored=False)
+
+
+# -- puzzle 28: attention backward ------------------------------------------------------------------------
+
+def _attention_backward(i: Inputs, sizes: Sizes, *, scale_scores: bool = True, scale_chain: bool = True,
+                        subtract_lse: bool = True, delta: bool = True) -> Tensor:
+    """Puzzle 28's dq, dk, dv (stacked) in float64, with one step changed: the scores not scaled by
+    1/sqrt(D) (and, with `scale_chain` off too, dq and dk not either), only dq and dk without the scale, the
+    probabilities recomputed as exp(s) instead of exp(s - lse), or dS without the rowsum(dO · O) term."""
+    q, k, v, o, do, lse = (i[name].double() for name in ("q", "k", "v", "o", "do", "lse"))
+    scale = sizes["D"] ** -0.5
+    s = q @ k.T * (scale if scale_scores else 1.0)
+    p = (s - lse[:, None]).exp() if subtract_lse else s.exp()
+    dp = do @ v.T
+    ds = p * (dp - (do * o).sum(1, keepdim=True)) if delta else p * dp
+    chain = scale if scale_chain else 1.0
+    return torch.stack([ds @ k * chain, ds.T @ q * chain, p.T @ do]).float()
+
+
+def attention_backward_without_scale(i: Inputs, sizes: Sizes) -> Tensor:
+    return _attention_backward(i, sizes, scale_scores=False, scale_chain=False)
+
+
+def attention_backward_scale_in_scores_only(i: Inputs, sizes: Sizes) -> Tensor:
+    return _attention_backward(i, sizes, scale_chain=False)
+
+
+def attention_backward_without_lse(i: Inputs, sizes: Sizes) -> Tensor:
+    return _attention_backward(i, sizes, subtract_lse=False)
+
+
+def attention_backward_without_delta(i: Inputs, sizes: Sizes) -> Tensor:
+    return _attention_backward(i, sizes, delta=False)

@@ -163,6 +163,10 @@ def _notebook(cells: list[dict]) -> dict:
     }
 
 
+# The table of every reference against torch.compile (benchmarks/compile_baseline.py), cited by the notebooks.
+COMPILE_BASELINE_RESULTS = "benchmarks/results/nvidia-h100-80gb-hbm3/compile_baseline.md"
+
+
 def spec_source(p: Puzzle) -> str:
     """The spec code of a catalog module: everything but its docstring, the Puzzle record and
     the course's own imports, so the notebook shows exactly the code the grader runs."""
@@ -171,10 +175,15 @@ def spec_source(p: Puzzle) -> str:
     tree = ast.parse(text)
     lines = text.splitlines()
     keep: list[tuple[ast.stmt, str]] = []
+    # A name the spec itself calls (puzzle 24's `rand`, Triton's generator in PyTorch) keeps its import from
+    # the course; the course's other imports serve the Puzzle record only.
+    spec_node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == p.spec.__name__)
+    spec_names = {n.id for n in ast.walk(spec_node) if isinstance(n, ast.Name)}
     for node in tree.body:
         if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant):
             continue  # module docstring
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("puzzles"):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("puzzles") and not any(
+                (alias.asname or alias.name) in spec_names for alias in node.names):
             continue
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "PUZZLE" for t in node.targets):
             continue
@@ -221,6 +230,7 @@ def puzzle_notebook(p: Puzzle) -> dict:
         _cell("markdown", "## The spec\n\nWhat the kernel must compute, in plain PyTorch. The annotations give each "
               "tensor's dtype and shape; the grader draws random inputs from them.", f"p{p.number}-spec-title"),
         _cell("code", spec_source(p), f"p{p.number}-spec"),
+        *(_cell(kind, source, f"p{p.number}-lead-{i}") for i, (kind, source) in enumerate(p.lead_cells, 1)),
         _cell("markdown", f"## Your kernel\n\nSignature: `{kernel_signature(p)}`.{unused}\n\n"
               f"The grader runs it at these sizes (the first is the one below): {sizes_text}. "
               "Replace the `Finish me` line and `pass` with your code.", f"p{p.number}-kernel-title"),
@@ -236,6 +246,8 @@ def puzzle_notebook(p: Puzzle) -> dict:
     ]
     if p.perf_size is not None:
         cells.append(_cell("markdown", speed_text(p), f"p{p.number}-speed"))
+    if p.fast_reference is not None:
+        cells.append(_cell("markdown", fast_reference_text(p), f"p{p.number}-fast"))
     cells += [_cell(kind, source, f"p{p.number}-more-{i}") for i, (kind, source) in enumerate(p.notebook_cells, 1)]
     return _notebook(cells)
 
@@ -272,6 +284,17 @@ def goal_text(p: Puzzle) -> str:
                 "measured rates for them." if p.scalar_work else "")
     return (f"\n\n**Goal:** {goal.text()} at this size; the report says whether your kernel meets it, and what "
             f"usually closes the gap. Here: {goal.levers}.{roofline}")
+
+
+def fast_reference_text(p: Puzzle) -> str:
+    """What the puzzle's second, fast reference changes, and where it and its measurements are."""
+    path = p.fast_solution_module.replace(".", "/") + ".py"
+    return ("## A faster reference\n\nThis puzzle's reference answer is written to teach, and at the speed "
+            "challenge's size it is slower than `torch.compile` of the spec on an H100. A second answer, "
+            f"`{path}`, has the same signature and grid (`test()` grades it as it grades yours) and is at least as "
+            f"fast as `torch.compile`. What it does differently: {p.fast_reference.changes}\n\n"
+            f"Measured on an H100: `{COMPILE_BASELINE_RESULTS.rsplit('/', 1)[0]}/` "
+            "(`python benchmarks/compile_baseline.py` writes `compile_baseline.md` there).")
 
 
 PROGRESS_NAME = "progress.ipynb"

@@ -56,3 +56,15 @@ class SlidingWindow:
     cols: str
     height: str
     width: str
+
+
+@dataclass(frozen=True)
+class LoopedAlong:
+    """Tensors each program walks whole, in loop steps of `block` along `dim`, while the grid tiles the same
+    dimension of the other tensors (attention backward: a program owns `B1` keys and loops over every query,
+    `B0` at a time). The diagram draws those tensors' first step strong and the later steps light; `block`
+    is the loop's step there, never the block of another dimension."""
+
+    tensors: tuple[str, ...]
+    dim: str
+    block: str

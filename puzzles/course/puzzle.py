@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from puzzles.course.picture_hooks import RegisterTensor, SlidingWindow, TileOrder
+from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor, SlidingWindow, TileOrder
 from puzzles.course.solution_source import kernel_signature
 from puzzles.course.spec import ParsedSpec, parse_spec
 
@@ -63,6 +63,29 @@ class ScalarWork:
 
     fmas: int = 0
     exps: int = 0
+
+
+@dataclass(frozen=True)
+class FastReference:
+    """A second model answer, for a puzzle whose teaching reference stays simple and is slower than
+    `torch.compile(spec)` at the perf size: the kernel of the same name and signature in
+    `solutions/pNN_<slug>_fast.py`, launched on the same grid, so `test()` grades it as it grades any
+    answer. `changes` tells the notebook what it does differently and why that is faster."""
+
+    changes: str
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """A puzzle graded on its compiled code as well as its values (puzzle 23): compiled for `target` (sm_90 by
+    default) at the canonical size, every global load and store moves at least `min_bits` per thread and
+    instruction (128: `ld.global.v4.b32`, four float32 at once). The compile check judges it on the full
+    compile it does anyway (puzzles/running/compiled_code/rules.py); a kernel that keeps it is told each load
+    and store and its width, one that does not is told which is narrower, at which line, and `advice`."""
+
+    min_bits: int = 128
+    target: int = 90
+    advice: str = ""
 
 
 @dataclass(frozen=True)
@@ -195,6 +218,9 @@ class Puzzle:
     split_k: SplitK | None = None
     # Cells the notebook adds after the grading cell, as (kind, source): "markdown" or "code".
     notebook_cells: tuple[tuple[str, str], ...] = ()
+    # Cells the notebook shows after the spec and before the learner's kernel, as (kind, source): what to do
+    # first (puzzle 22: compile the spec and read inductor's code).
+    lead_cells: tuple[tuple[str, str], ...] = ()
     # Weight in a class's gradebook (python -m puzzles grade CLASS/ --out DIR): points for a pass.
     points: float = 1.0
     flops: Callable[[Sizes], int] | None = None
@@ -206,6 +232,8 @@ class Puzzle:
     # -- for the pictures (diagrams, the memory picture): records from puzzles/course/picture_hooks.py --------
     # The output is the order of C's tiles (puzzle 16): both pictures draw the tiles.
     tile_order: TileOrder | None = None
+    # Tensors a program walks whole in loop steps along a dimension the grid tiles elsewhere (attention backward).
+    looped_along: LoopedAlong | None = None
     # A tensor computed but never stored (flash attention's scores), drawn dashed in the diagram.
     register_tensor: RegisterTensor | None = None
     # A loop over output pixels, each from a window of the input (convolution): the diagram shows one step.
@@ -227,10 +255,14 @@ class Puzzle:
     baseline: Baseline | None = None
     # The speed goal on a GPU at `perf_size` (stated in the notebook; the speed report says if it is met).
     speed_goal: SpeedGoal | None = None
+    # A faster second reference beside a teaching reference that stays simple (solutions/pNN_<slug>_fast.py).
+    fast_reference: FastReference | None = None
     # Slips whose output the verdict recognises (a wrong matmul says nothing of its cause): puzzles/course/mistakes.py.
     likely_mistakes: tuple[Mistake, ...] = ()
     # The axis the kernel loops over (a split-K puzzle's is its K): rows of it no load reached are named.
     reduction: Reduction | None = None
+    # Graded on the compiled code too (puzzle 23): how wide its global loads and stores must be.
+    compiled_rule: CompiledRule | None = None
 
     @property
     def id(self) -> str:
@@ -261,6 +293,16 @@ class Puzzle:
         """The reference kernel from `solutions/` (imported on demand)."""
         module = importlib.import_module(self.solution_module)
         return getattr(module, self.kernel_name)
+
+    @property
+    def fast_solution_module(self) -> str:
+        return f"solutions.p{self.id}_fast"
+
+    def fast_reference_kernel(self) -> Callable[..., Any]:
+        """The fast reference kernel (imported on demand); only for a puzzle with a `fast_reference`."""
+        if self.fast_reference is None:
+            raise LookupError(f"puzzle {self.number} has no fast reference")
+        return getattr(importlib.import_module(self.fast_solution_module), self.kernel_name)
 
     def expected_signature(self) -> str:
         """The kernel's signature as the statement gives it."""

@@ -16,6 +16,9 @@ from puzzles.course.puzzle import Puzzle, cdiv
 from puzzles.course.spec import TensorSpec, spec_signature
 from puzzles.diagrams.style import MAX_LAYERS
 
+# The block of a grid axis that runs one program per element of its dimension (no block size names it).
+ONE = "1"
+
 
 @dataclass
 class Dim:
@@ -46,7 +49,9 @@ class Dim:
         """The axis label: the size, then how the program walks it and what a cell is."""
         main = f"{self.expr} = {self.size}"
         sub = ""
-        if self.block_name and self.kind == "grid":
+        if self.block_name == ONE and self.kind == "grid":
+            sub = "one per program"
+        elif self.block_name and self.kind == "grid":
             sub = f"blocks of {self.block_name} = {self.block}"
         elif self.block_name and self.kind == "loop":
             sub = f"steps of {self.block_name} = {self.block}"
@@ -190,6 +195,7 @@ def build_scene(puzzle: Puzzle) -> Scene:
     grid = tuple(puzzle.grid_for(sizes))
     deps = _grid_dependencies(puzzle, sizes)
     pid = tuple((g - 1) // 2 for g in grid)
+    blocks = {**sizes, ONE: 1}  # the block sizes, with the one-element block of a program per row
 
     # Which dimension each grid axis walks, and with which block.
     block_of: dict[str, tuple[str, str]] = {}  # dimension -> (block key, "grid"/"loop")
@@ -206,14 +212,17 @@ def build_scene(puzzle: Puzzle) -> Scene:
                 if cdiv(sizes[d], sizes[key]) == grid[axis]:
                     found = (d, key)
                     break
+            if found is None and grid[axis] == sizes[d]:  # one program per row (a dropout's, a norm's)
+                found = (d, ONE)
         if found:
             d, key = found
             block_of[d] = (key, "grid")
             axis_of[d] = axis
             axis_dims.append(d)
-            lo = pid[axis] * sizes[key]
-            hi = min(lo + sizes[key], sizes[d]) - 1
-            axis_notes.append(f"axis {axis}: {d} in blocks of {key}; here {lo}" + (f"…{hi}" if hi > lo else ""))
+            lo = pid[axis] * blocks[key]
+            hi = min(lo + blocks[key], sizes[d]) - 1
+            walk = f"{d}, one each" if key == ONE else f"{d} in blocks of {key}"
+            axis_notes.append(f"axis {axis}: {walk}; here {lo}" + (f"…{hi}" if hi > lo else ""))
         else:
             axis_dims.append(None)
             named = ", ".join(sorted(keys)) or "nothing"
@@ -239,7 +248,7 @@ def build_scene(puzzle: Puzzle) -> Scene:
 
     # Dimensions, with their blocks; expressions take their block from their names' blocks.
     dims: dict[str, Dim] = {}
-    block_env = {d: sizes[k] for d, (k, _) in block_of.items()}
+    block_env = {d: blocks[k] for d, (k, _) in block_of.items()}
     for e in exprs:
         size = _eval(e, sizes)
         names = size_names(e, sizes)

@@ -2,6 +2,7 @@
 puzzle's own records ask (fields of `Puzzle`, never its number):
 
 * `register_tensor`: a tensor computed in registers only, drawn dashed (flash attention's scores);
+* `looped_along`: tensors a program walks whole in loop steps along a dimension the grid tiles elsewhere;
 * `sliding_window`: one step of a loop over output pixels, its window and its pixel (the convolution);
 * `split_k`: which part takes which of K's chunks (the split-K matmuls);
 * `strided_inputs`: a strided view drawn as its channel planes, its strides in words;
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from puzzles.course.picture_hooks import RegisterTensor, SlidingWindow
+from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor, SlidingWindow
 from puzzles.course.puzzle import SplitK, cdiv
 from puzzles.diagrams.multi_tensor import draw_multi_tensor
 from puzzles.diagrams.scene import Item, Scene, size_names
@@ -23,6 +24,8 @@ from puzzles.diagrams.tile_order import draw_tile_order
 def apply_touches(scene: Scene) -> None:
     """Adjust the generic scene for each record its puzzle carries (in place)."""
     puzzle = scene.puzzle
+    if puzzle.looped_along is not None:
+        _show_looped(scene, puzzle.looped_along)
     if puzzle.register_tensor is not None:
         _show_register_tensor(scene, puzzle.register_tensor)
     if puzzle.sliding_window is not None:
@@ -37,6 +40,25 @@ def apply_touches(scene: Scene) -> None:
         scene.custom = draw_tile_order
     if puzzle.tensor_lists is not None:  # the spec's flat tensors hide the lesson
         scene.custom = draw_multi_tensor
+
+
+def _show_looped(scene: Scene, looped: LoopedAlong) -> None:
+    """The looped tensors get a dimension of their own along `dim` (its label says the loop's steps), and a
+    dimension the generic scene gave `block` as an orphan loop block is shown whole."""
+    s, dims = scene.sizes, scene.dims
+    if looped.dim not in dims or looped.block not in s:
+        return
+    for dim in dims.values():
+        if dim.block_name == looped.block and dim.expr != looped.dim:
+            dim.block, dim.block_name, dim.kind, dim.light, dim.strong = None, None, "full", None, [(0, dim.size)]
+            dim.unit = 1 if dim.size <= 16 else dim.unit
+    step = s[looped.block]
+    along = dims[looped.dim]
+    walked = replace(along, block=step, block_name=looped.block, kind="loop", grid_axis=None,
+                     strong=[(0, min(step, along.size))], light=(0, cdiv(along.size, step) * step))
+    for item in scene.items:
+        if item.name in looped.tensors:
+            item.dims = [walked if d is along else d for d in item.dims]
 
 
 def _show_register_tensor(scene: Scene, tensor: RegisterTensor) -> None:

@@ -40,6 +40,8 @@ from puzzles.grading.verdict import build_result
 from puzzles.learner.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.running import compat
 from puzzles.running import compile_check as _compile_check
+from puzzles.running.compile_check.listings import compile_call, from_check
+from puzzles.running.compiled_code import Compiled, target_number
 from puzzles.running.errors import KernelError
 
 __all__ = ["DEFAULT_TIMEOUT", "GradingJob", "build_result", "on_gpu", "present", "test"]
@@ -63,6 +65,7 @@ def test(
     quiet: bool = False,
     perf: bool = False,
     compile_check: bool | str = True,
+    compiled: bool | str = False,
 ) -> TestResult:
     """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
 
@@ -79,13 +82,17 @@ def test(
         compare with this device's measured limits and with torch.
     compile_check: without a GPU, also compile the kernel for real GPU targets (beside the
         interpreted run) and fail it if it would not compile; "full" waits for the whole compile.
+    compiled: show under the verdict what the kernel compiles to (True: for sm_90; or "sm_80", "sm_75"):
+        each global load and store with its width and line, tl.dot's instructions, registers, spills
+        (puzzles.compiled() gives the whole listings).
 
     An @triton.autotune kernel is graded under each of its configs (puzzles/grading/configs.py).
     """
     started = time.perf_counter()
     job = make_job(kernel, spec, puzzle, sizes=sizes, nelem=nelem, blocks=B,
                    seed=random.randrange(1, 10**6) if seed is None else seed, timeout=timeout, isolate=isolate,
-                   record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet)
+                   record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet,
+                   compiled=shown_target(compiled))
     missing = autotune_missing(job)
     if missing is not None:
         return present(build_result(job, error=missing), quiet, False, job.puzzle)
@@ -114,6 +121,7 @@ class StartedGrading:
         if self.problem is None:
             self.cases, self.problem = _cases(job)
         self.runs: PendingRuns | None = None
+        self.check: Any = None
         if self.problem is None and not on_gpu() and _compile_check.enabled(job.compile_check):
             # What the compile check cannot see: a kernel that asks whether it is interpreted (the compiler
             # folds that branch away). Read from its source first: it is neither run nor compiled (the
@@ -121,8 +129,8 @@ class StartedGrading:
             self.problem = interpreter_probe_error(job.handle)
         if self.problem is None:
             self.args_for = bind_arguments(job)
-            self.check = None if on_gpu() else _compile_check.begin(job.handle, self.args_for, self.cases,
-                                                                    job.puzzle, job.compile_check)
+            # On a GPU only a puzzle graded on its compiled code is compiled here (begin decides).
+            self.check = _compile_check.begin(job.handle, self.args_for, self.cases, job.puzzle, job.compile_check)
             self.runs = start_runs(job, self.args_for, self.cases)
 
     @property
@@ -154,7 +162,27 @@ class StartedGrading:
         if job.perf and outcomes and all(o.passed for o in outcomes):
             perf_report, speed_note = measure_speed(job, self.args_for, outcomes[0].sizes)
             notes.append(speed_note)
-        return build_result(job, outcomes, notes=notes, perf=perf_report, seconds=time.perf_counter() - started)
+        return build_result(job, outcomes, notes=notes, perf=perf_report, seconds=time.perf_counter() - started,
+                            compiled=self.compiled_code())
+
+    def compiled_code(self) -> Compiled | None:
+        """What the kernel compiles to for the target test(compiled=...) names, at the first size: the compile
+        check's own full compile where it ran one for that target, else one of its own (the same cache)."""
+        job = self.job
+        if job.compiled is None or not self.cases:
+            return None
+        sizes = dict(self.cases[0].sizes)
+        if isinstance(self.check, _compile_check.Check) and any(
+                it["stage"] == "full" and it["target"] == job.compiled for it in self.check.items):
+            return from_check(self.check, job.compiled, sizes)
+        return compile_call(job.handle, self.args_for(self.cases[0]), job.compiled, sizes)
+
+
+def shown_target(compiled: bool | str | int) -> int | None:
+    """test()'s `compiled` as a target: True is sm_90; False or None shows nothing."""
+    if compiled is False or compiled is None:
+        return None
+    return 90 if compiled is True else target_number(compiled)
 
 
 def start_grading(job: GradingJob, started: float) -> StartedGrading:

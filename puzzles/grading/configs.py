@@ -112,7 +112,7 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
     return build_result(job, [o for _, r in everything for o in r.outcomes],
                         error=next((r.error for _, r in everything if r.error is not None), None), notes=notes,
                         perf=_fastest_perf(results),
-                        seconds=time.perf_counter() - started, device=first.device)
+                        seconds=time.perf_counter() - started, device=first.device, compiled=first.compiled)
 
 
 def _fastest_perf(results: list[tuple[triton.Config, TestResult]]) -> Any:
@@ -139,8 +139,8 @@ def _start_grader_configs(configs: list[triton.Config], start: Callable[..., Sta
     and num_stages mean nothing, so all of them go in one run (one child process); on a GPU each is
     launched with its own options."""
     if on_gpu() or len(configs) < 2:
-        return [([config], start(config, compile_check=False)) for config in configs]
-    return [(configs, start(*configs, compile_check=False))] if configs else []
+        return [([config], start(config, compile_check=False, compiled=None)) for config in configs]
+    return [(configs, start(*configs, compile_check=False, compiled=None))] if configs else []
 
 
 def _finish_grader_configs(started: list[tuple[list[triton.Config], StartedConfig]], n_sizes: int

@@ -150,6 +150,7 @@ class TestResult:
     device: str = "cpu (Triton interpreter)"
     notes: list[str] = field(default_factory=list)
     perf: Any = None  # a puzzles.grading.perf.PerfReport when speed was measured (GPU)
+    compiled: Any = None  # a puzzles.running.compiled_code.Compiled: test(..., compiled=True)
     _shown_in: Any = None
 
     __test__ = False  # not a pytest test class
@@ -203,6 +204,8 @@ class TestResult:
         if failure is not None:
             lines.append(f"  reproduce with seed={failure.seed}")
         lines += [f"  note: {n}" for n in self.notes]
+        if self.compiled is not None:
+            lines += ["  " + line for line in self.compiled.summary().splitlines()]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -469,5 +472,7 @@ def render_html(result: TestResult) -> str:
         parts += [f"<div><b>{e(line.split(':', 1)[0])}</b>:{e(line.split(':', 1)[1])}</div>" for line in goal]
     for n in result.notes:
         parts.append(f"<div><i>note: {e(n)}</i></div>")
+    if result.compiled is not None:
+        parts.append(f'<div style="margin-top:6px">{result.compiled._repr_html_()}</div>')
     parts.append("</div>")
     return "".join(parts)

@@ -6,7 +6,7 @@ from torch import Tensor
 from puzzles.course import mistakes
 from puzzles.course.bug_inputs import attention_inputs
 from puzzles.course.picture_hooks import RegisterTensor
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, ScalarWork, SpeedGoal, cdiv
+from puzzles.course.puzzle import FastReference, KSlice, Mistake, Puzzle, Reduction, ScalarWork, SpeedGoal, cdiv
 
 
 def flashatt_spec(q: Float32[Tensor, "N0"], k: Float32[Tensor, "T"], v: Float32[Tensor, "T"]) -> Float32[Tensor, "N0"]:
@@ -57,6 +57,14 @@ of `-inf` never moves there, and the row comes out as 0 / 0.
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     perf_size={"N0": 16384, "T": 16384, "B0": 64, "B1": 64},
+    fast_reference=FastReference(
+        "Two changes to the one-pass kernel. The scores are products with a scalar query, so a row's largest "
+        "score is known before the pass: `q * max(k)` for a query of 0 or more, `q * min(k)` for a negative one. "
+        "A first loop over `k` alone (no exponentials) finds both, and the main loop needs no running maximum and "
+        "no rescaling: one `exp2` per score. And the denominator and the weighted sum stay per lane, as `B0 × B1` "
+        "tiles added element by element, summed across the lanes once after the loop; summing (and taking the "
+        "maximum) across each chunk inside the loop costs three reductions across threads per chunk, which is "
+        "what kept the one-pass kernel behind `torch.compile`. The loop over the full chunks needs no mask."),
     register_tensor=RegisterTensor("q·k", ("N0", "T"), caption="scores, in registers only"),
     draw_inputs=attention_inputs,
     likely_mistakes=(

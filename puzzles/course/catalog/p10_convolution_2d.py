@@ -5,7 +5,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course.picture_hooks import SlidingWindow
-from puzzles.course.puzzle import Puzzle, SpeedGoal, cdiv
+from puzzles.course.puzzle import FastReference, Puzzle, SpeedGoal, cdiv
 
 
 def conv2d_spec(x: Float32[Tensor, "N0 H W"], k: Float32[Tensor, "KH KW"]) -> Float32[Tensor, "N0 H W"]:
@@ -54,6 +54,15 @@ are contiguous: `x[n, h, w]` sits at `x_ptr + n·H·W + h·W + w` (as `z[n, h, w
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     perf_size={"N0": 1024, "H": 64, "W": 64, "KH": 4, "KW": 4, "B0": 8},
+    fast_reference=FastReference(
+        "The teaching kernel computes one output pixel of its `B0` images per step: 4096 dependent steps per "
+        "program at the speed size, each a few loads. The fast one computes 512 pixels of the `B0` images per "
+        "step (pixel `p` of an image is row `p // W`, column `p % W`): for each tap `(a, b)` of the filter, "
+        "one load of the `B0 × 512` inputs shifted by `a·W + b`, times the tap, added to the accumulator. The "
+        "taps' loads overlap, so after the first they come from the L1 cache. And the grid is only `cdiv(N0, "
+        "B0)` programs (128 at the speed size, for 132 multiprocessors), so each program runs 16 warps, set "
+        "with a one-config `@triton.autotune` (`test()` launches a kernel with Triton's default of 4 warps), "
+        "to keep enough loads in flight."),
     sliding_window=SlidingWindow("x", rows="H", cols="W", height="KH", width="KW"),
     # At most 16 float32 products summed: off by a few units in the last place in any order; float16 products
     # are off by 5e-4 and must fail.

@@ -5,7 +5,7 @@ from jaxtyping import Float32, Int32
 from torch import Tensor
 
 from puzzles.course import mistakes
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal
+from puzzles.course.puzzle import FastReference, KSlice, Mistake, Puzzle, Reduction, SpeedGoal
 
 FPINT = 8  # 4-bit values per int32 word
 GROUP = 8  # consecutive weights of a row that share one scale and one shift
@@ -88,6 +88,12 @@ multiple of `B_MID`; `N0` and `N1` are any sizes. `tl.dot` is allowed.
                 "(word >> 4·n) & 0xF", mistakes.quant_dot_all_by_byte),
     ),
     perf_size={"N0": 4096, "N1": 4096, "MID": 4096, "B0": 64, "B1": 64, "B_MID": 64},
+    fast_reference=FastReference(
+        "One change: the dequantized weight tile and the activation tile go into `tl.dot` as fp16 "
+        "(`.to(tl.float16)`), the accumulator staying float32. `tl.dot` of float32 tiles runs on the tensor "
+        "cores as TF32, whose mantissa has 10 bits, like fp16's; for values in fp16's range (4-bit weights times "
+        "their scale, a layer's activations) the products are as accurate, and fp16 tiles take half the shared "
+        "memory and run at twice the tensor-core rate of TF32 on an H100."),
     flops=lambda s: 2 * s["N0"] * s["N1"] * s["MID"],
     speed_goal=SpeedGoal(levers=(
         "unpack a whole B_MID x B1 block of weights at once (shifts and masks on a loaded block, not per "

@@ -6,7 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, cdiv
+from puzzles.course.puzzle import FastReference, Mistake, Puzzle, SpeedGoal, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -70,6 +70,12 @@ of `BK`, nor `N` of `BN`.
                 mistakes.unpack_masked_in_place),
     ),
     perf_size={"K": 8192, "N": 8192, "BK": 64, "BN": 128},
+    fast_reference=FastReference(
+        "The teaching kernel loads, for every element, the word that holds it: each word 8 times (the repeats "
+        "come from the cache, but each is a load instruction). The fast one loads its `BK/8 × BN` words once, "
+        "shifts each by the 8 nibble offsets at once, `(words[:, None, :] >> (tl.arange(0, 8) * 4)[None, :, "
+        "None]) & 0xF` (nibble `n` of word row `r` is row `8r + n`), and reshapes that `BK/8 × 8 × BN` tile "
+        "to the `BK × BN` output tile."),
     speed_goal=SpeedGoal(roofline=0.6, levers=(
         "load each packed word once and expand it in registers into its eight values (a reshape/broadcast of "
         "shifts), tiles wide along N (BN of 128-256) for 16-byte stores")),

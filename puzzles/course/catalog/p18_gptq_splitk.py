@@ -6,7 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
-from puzzles.course.puzzle import Baseline, KSlice, Mistake, Puzzle, SpeedGoal, SplitK, cdiv
+from puzzles.course.puzzle import Baseline, FastReference, KSlice, Mistake, Puzzle, SpeedGoal, SplitK, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
 
@@ -136,6 +136,14 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
                 "word); here it is k // G, with G an argument of the kernel", mistakes.gptq_group_of_64),
     ),
     perf_size={"M": 16, "N": 4096, "K": 4096, "G": 128, "BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 4},
+    fast_reference=FastReference(
+        "Two changes to the loads, which were most of the time. The teaching kernel builds each of a chunk's "
+        "`BK × BN` weights from loads of its own: its word (so each word 8 times), its scale and its zero "
+        "point (the same row of them `BK` times when the chunk lies in one group). The fast one loads the "
+        "`BK/8 × BN` words once and unpacks them with a broadcast shift into a `BK/8 × 8 × BN` tile, reshaped "
+        "to `BK × BN`; and a chunk whose rows all fall in one group (always, when `BK` divides `G`, as with "
+        "real checkpoints' `G = 128`) loads that group's scales and zero points once, as one row broadcast "
+        "over the chunk. Only a chunk that straddles groups looks them up row by row."),
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
     speed_goal=SpeedGoal(levers=(
         "dequantize a whole BK x BN tile per step (shifts on loaded words, one scale and zero per group and "

@@ -9,7 +9,11 @@ the kernel for sm_80 and sm_90 (and sm_75, Colab's free T4, where the puzzle all
 - the front end (Python to Triton IR to GPU IR) at every tested size: this is where the
   interpreter-only constructs fail, and it is cheap;
 - the whole compile (down to a cubin, through ptxas) at the canonical size, per target, which
-  also tells the shared memory and the register spills the kernel would need.
+  also tells the shared memory and the register spills the kernel would need. It specializes as a
+  launch does (pointers 16-byte aligned, integers that are multiples of 16 marked so, an integer 1
+  a constant) and keeps the listings (TTIR, TTGIR, PTX, SASS) beside its verdict, for
+  `puzzles.compiled()` and for a puzzle graded on its compiled code (`Puzzle.compiled_rule`, whose
+  target's full compile a grading then waits for, on a GPU too).
 
 The compiler runs in worker processes: `import puzzles` turned on the interpreter in this one
 (every `@triton.jit` here, Triton's own `tl.sum` included, is an interpreted function), and the
@@ -31,6 +35,7 @@ Switch it off with PUZZLES_COMPILE_CHECK=0 or `test(..., compile_check=False)`.
 By job: settings.py (targets, time budget, cache place, on/off), checking.py (describe the kernel
 and its calls, answer from the cache, collect the verdicts: `start`, `Check`), verdict.py (fold them
 into the grader's result: `begin`, `fold`), pool.py (the compiler processes seen from the grader),
+listings.py (a full compile's listing as puzzles.compiled() shows it: puzzles/running/compiled_code/),
 and, in the compiler process, worker.py (run as a script: rebuild, front end, full compile) with
 messages.py (what a compile error means, hints for the interpreter-only constructs). worker.py and
 messages.py import only the standard library: the compiler process must not import torch or

@@ -27,16 +27,20 @@ class NotStarted:
 def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None,
           flag: bool | str = True) -> Check | NotStarted | None:
     """The harness's hook, before the interpreted run: start checking at every case's size. When it
-    cannot, a notebook's cell goes on without it; `grade` (flag "full") fails the kernel instead."""
-    if not enabled(flag):
+    cannot, a notebook's cell goes on without it; `grade` (flag "full") fails the kernel instead. A puzzle
+    graded on its compiled code (Puzzle.compiled_rule) gets that compile where the check is off (on a GPU,
+    or switched off) too."""
+    rule = getattr(puzzle, "compiled_rule", None)
+    if not enabled(flag) and rule is None:
         return None
     try:
         check = start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4),
-                      tuple(getattr(puzzle, "forbidden_calls", ())), getattr(puzzle, "rtol", 0.0) < TF32_TOLERANCE)
+                      tuple(getattr(puzzle, "forbidden_calls", ())), getattr(puzzle, "rtol", 0.0) < TF32_TOLERANCE,
+                      rule, rule_only=not enabled(flag))
         why = "its source, the globals it reads or its arguments cannot be described to the compiler"
     except Exception as err:  # noqa: BLE001 - the check must never break grading
         check, why = None, f"{type(err).__name__}: {err}"
-    return NotStarted(why) if check is None and flag == "full" else check
+    return NotStarted(why) if check is None and (flag == "full" or rule is not None) else check
 
 
 def fold(check: Check | NotStarted | None, outcomes: list[Any], title: str, started: float,
@@ -71,7 +75,7 @@ def fold(check: Check | NotStarted | None, outcomes: list[Any], title: str, star
         if key not in errors:
             where = where_of(problem.target)
             source = linecache.getline(problem.filename, problem.line) if problem.filename and problem.line else ""
-            if problem.rule:  # the message reads on from "Puzzle N"
+            if problem.rule or problem.compiled_rule:  # the message reads on from "Puzzle N"
                 errors[key] = KernelError("rule", f"{str(title).split(':')[0]} {problem.message}",
                                           problem.line, source, problem.filename)
             else:
@@ -102,6 +106,10 @@ def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, 
     from puzzles.running.errors import KernelError
 
     if outcome.status == "compile error":
+        return
+    if problem.compiled_rule:  # graded on the compiled code: right values first, then their code
+        if outcome.status == "passed":
+            outcome.status, outcome.error, outcome.status_map = "error", error, None
         return
     if problem.rule:  # breaking the puzzle's rule fails every size, whatever the interpreter made of it
         outcome.status, outcome.error, outcome.status_map = "error", error, None

@@ -196,19 +196,35 @@ def warm_compiler(full: bool) -> None:  # pragma: no cover - runs in the worker 
 
 
 def store(cache: str, key: str, verdict: dict) -> None:  # pragma: no cover - runs in the worker process
+    """The verdict as `key`.json; a full compile's listing (its IR, PTX and SASS, tens of kilobytes) beside
+    it, compressed, as `key`.listing.json.gz: a verdict is read at every grading, a listing only when shown."""
+    import gzip
+
+    listing = verdict.get("listing")
     try:
         os.makedirs(cache, exist_ok=True)
+        if listing is not None:
+            tmp = Path(cache) / f"{key}.listing.json.gz.{os.getpid()}"
+            tmp.write_bytes(gzip.compress(json.dumps(listing).encode(), compresslevel=5))
+            tmp.replace(Path(cache) / f"{key}.listing.json.gz")
         tmp = Path(cache) / f"{key}.json.{os.getpid()}"
-        tmp.write_text(json.dumps(verdict))
+        tmp.write_text(json.dumps({k: v for k, v in verdict.items() if k != "listing"}))
         tmp.replace(Path(cache) / f"{key}.json")
     except OSError:
         pass
 
 
-def signature_of(fn: Any, argspec: list[tuple]) -> tuple[dict[str, str], dict[str, Any]]:  # pragma: no cover
+def signature_of(fn: Any, argspec: list[tuple],
+                 special: dict[str, str] | None = None) -> tuple[dict[str, str], dict[str, Any]]:  # pragma: no cover
+    """Triton's signature and constexprs for these arguments. `special` (a full compile's): what a real launch
+    specializes on, parameter -> "D" (a pointer or integer Triton may take for a multiple of 16) or "1"
+    (an integer equal to 1, which a launch compiles as the constant 1)."""
     signature, constexprs = {}, {}
     for param, arg in zip(fn.params, argspec, strict=False):
         name = param.name
+        if (special or {}).get(name) == "1" and not param.is_constexpr:
+            signature[name], constexprs[name] = "constexpr", 1
+            continue
         if arg[0] == "default":
             value = param.default
             if value is inspect.Parameter.empty:
@@ -239,9 +255,14 @@ def check_item(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover -
     from triton.compiler.errors import CompilationError
 
     fn = built["root"]
-    signature, constexprs = signature_of(fn, item["args"])  # raises (skipped) when an argument is unknown
+    special = item.get("special") or {}
+    signature, constexprs = signature_of(fn, item["args"], special)  # raises (skipped) when an argument is unknown
     target = GPUTarget("cuda", item["target"], 32)
-    src = ASTSource(fn, signature, constexprs)
+    # A full compile compiles what a launch would: pointers and integers that are multiples of 16 marked so
+    # (Triton's tt.divisibility), which decides how wide its loads and stores can be.
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
+             if special.get(name) == "D" and signature.get(name) != "constexpr"}
+    src = ASTSource(fn, signature, constexprs, attrs)
     options = item.get("options") or {}
     try:
         if item["stage"] == "front":
@@ -258,7 +279,8 @@ def check_item(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover -
             return {"error": returned}
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"error": {"message": f"{type(exc).__name__}: {message}"}}
-    return {"notes": needs(compiled, item["target"])}
+    listing = listing_of(compiled)
+    return {"notes": needs(compiled, item["target"], listing["resources"]), "listing": listing}
 
 
 def front_end(src: Any, target: Any, launch: dict | None = None,
@@ -309,11 +331,46 @@ def ops_in_ir(text: str, names: list[str]) -> list[tuple[str, str, int]]:
     return found
 
 
-def needs(compiled: Any, arch: int) -> list[str]:  # pragma: no cover - runs in the worker process
-    """Notes on what the compiled kernel needs: shared memory past the target's limit, spills; and a tl.dot
-    of float32 blocks that runs in TF32 there."""
-    import re
+def listing_of(compiled: Any) -> dict[str, Any]:  # pragma: no cover - runs in the worker process
+    """The compiled kernel as text, for `puzzles.compiled()` (puzzles/running/compiled_code/): each stage's
+    listing, the SASS that ptxas made of the PTX (disassembled by the nvdisasm that Triton's wheel bundles,
+    with the source line of each instruction), ptxas's resource usage (registers, stack) and the launch
+    options the compile used."""
     import tempfile
+
+    meta = compiled.metadata
+    listing: dict[str, Any] = {
+        "ttir": compiled.asm.get("ttir") or "", "ttgir": compiled.asm.get("ttgir") or "",
+        "ptx": compiled.asm.get("ptx") or "", "sass": "", "resources": "",
+        "name": getattr(meta, "name", ""), "num_warps": getattr(meta, "num_warps", 0),
+        "num_stages": getattr(meta, "num_stages", 0), "shared": getattr(meta, "shared", 0) or 0}
+    cubin = compiled.asm.get("cubin")
+    if not cubin:
+        return listing
+    try:
+        from triton.backends.nvidia import __file__ as nvidia_dir
+
+        tools = Path(nvidia_dir).parent / "bin"
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(cubin)
+            f.flush()
+
+            def run(*command: str) -> str:
+                done = subprocess.run([str(tools / command[0]), *command[1:], f.name], capture_output=True,
+                                      text=True, timeout=60)
+                return done.stdout if done.returncode == 0 else ""
+
+            listing["resources"] = run("cuobjdump", "--dump-resource-usage")
+            listing["sass"] = run("nvdisasm", "-c", "-g") or run("cuobjdump", "-sass")
+    except (OSError, subprocess.SubprocessError, ImportError):
+        pass
+    return listing
+
+
+def needs(compiled: Any, arch: int, usage: str = "") -> list[str]:  # pragma: no cover - runs in the worker process
+    """Notes on what the compiled kernel needs: shared memory past the target's limit, spills (from ptxas's
+    resource `usage`, as cuobjdump prints it); and a tl.dot of float32 blocks that runs in TF32 there."""
+    import re
 
     notes = []
     if re.search(TF32_DOT, compiled.asm.get("ttgir") or ""):
@@ -325,26 +382,13 @@ def needs(compiled: Any, arch: int) -> list[str]:  # pragma: no cover - runs in 
     if limit and shared > limit:
         notes.append(f"on sm_{arch} the kernel needs {shared} bytes of shared memory, more than the {limit} a "
                      "block may use there: it would not launch (smaller blocks or fewer num_stages)")
-    cubin = compiled.asm.get("cubin")
-    if cubin:
-        try:
-            from triton.backends.nvidia import __file__ as nvidia_dir
-
-            tool = Path(nvidia_dir).parent / "bin" / "cuobjdump"
-            with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-                f.write(cubin)
-                f.flush()
-                usage = subprocess.run([str(tool), "--dump-resource-usage", f.name], capture_output=True,
-                                       text=True, timeout=30).stdout
-            # Spilled registers live on the thread's stack (Triton kernels use none otherwise, but
-            # for the arguments of a printf: print_if and tl.device_print).
-            stack = re.search(r"STACK:(\d+)", usage)
-            printing = "vprintf" in (compiled.asm.get("ptx") or "")
-            if stack and int(stack.group(1)) > 0 and not printing:
-                notes.append(f"on sm_{arch} the kernel spills registers ({stack.group(1)} bytes of stack per "
-                             "thread): it runs, but slower (smaller blocks or more num_warps help)")
-        except (OSError, subprocess.SubprocessError, ImportError):
-            pass
+    # Spilled registers live on the thread's stack (Triton kernels use none otherwise, but for the
+    # arguments of a printf: print_if and tl.device_print).
+    stack = re.search(r"STACK:(\d+)", usage)
+    printing = "vprintf" in (compiled.asm.get("ptx") or "")
+    if stack and int(stack.group(1)) > 0 and not printing:
+        notes.append(f"on sm_{arch} the kernel spills registers ({stack.group(1)} bytes of stack per "
+                     "thread): it runs, but slower (smaller blocks or more num_warps help)")
     return notes
 
 

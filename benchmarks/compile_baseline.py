@@ -1,0 +1,239 @@
+"""Every puzzle's reference kernel, and its fast reference, against what a user would write instead:
+the spec run eagerly and `torch.compile(spec)`, beside the roofline, at the puzzle's perf size.
+
+    python benchmarks/compile_baseline.py [--puzzle N ...] [--out benchmarks/results]
+
+Needs a CUDA GPU; without one it says so and exits 0. For each puzzle of the catalog with a perf size
+(new puzzles are picked up from the catalog), on the inputs the grader draws there:
+- the reference kernel (solutions/pNN_<slug>.py) and the fast reference (`Puzzle.fast_reference`,
+  solutions/pNN_<slug>_fast.py), launched as `test(..., perf=True)` launches a learner's kernel (the
+  grader's own argument binding), each checked against the spec first;
+- the spec, eagerly, and compiled with `torch.compile`, timed as `test(..., perf=True)` times them
+  (perf.time_compiled: the first call compiles and is not counted; a compile that fails is a note in
+  the table, not an error);
+- the floor of puzzles/grading/perf.py's roofline (the fewest bytes at the measured read and write
+  rates, the FLOPs at the matrix rate, the elementwise multiply-adds and exponentials at theirs), or the
+  launch floor where that is larger.
+All times are medians of `triton.testing.do_bench` (perf.bench, as the grader times). Writes
+compile_baseline.md and compile_baseline.json under --out/<device>/, with the command, the device
+and the versions. Exits 1 when a reference is wrong or slower than torch.compile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+# Runs from a checkout without an install (as on a GPU box with its own torch): the course's packages are here.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from puzzles.course import catalog  # noqa: E402
+from puzzles.course.puzzle import Puzzle, ScalarWork, Sizes  # noqa: E402
+from puzzles.course.spec import call_spec, spec_input_names  # noqa: E402
+from puzzles.grading import perf  # noqa: E402
+from puzzles.grading.cases import Case  # noqa: E402
+from puzzles.grading.inputs import draw_inputs  # noqa: E402
+from puzzles.grading.job import make_job  # noqa: E402
+from puzzles.grading.presenting import strided_inputs  # noqa: E402
+from puzzles.grading.runs import ArenaNames, ArenaTensor  # noqa: E402
+from puzzles.grading.signature import bind_arguments  # noqa: E402
+from puzzles.grading.tensor_lists import build  # noqa: E402
+
+# A kernel counts as "at least as fast as torch.compile" within this measuring noise of do_bench's median.
+NOISE = 1.03
+
+
+@dataclass
+class Row:
+    """One puzzle's times in microseconds (None: not measured, with the reason in `notes`)."""
+
+    number: int
+    title: str
+    size: str
+    reference_us: float | None
+    fast_reference_us: float | None
+    eager_us: float | None
+    compiled_us: float | None
+    floor_us: float
+    bound: str  # what sets the floor: "memory", "launch" or the compute that does (perf.floor_reason)
+    reference_error: float | None
+    fast_reference_error: float | None
+    notes: str = ""
+
+    @property
+    def best_us(self) -> float | None:
+        times = [t for t in (self.reference_us, self.fast_reference_us) if t is not None]
+        return min(times) if times else None
+
+    @property
+    def best_vs_compiled(self) -> float | None:
+        """The better reference's time over torch.compile's (1.0 or less: at least as fast)."""
+        if self.best_us is None or not self.compiled_us:
+            return None
+        return self.best_us / self.compiled_us
+
+
+def kernel_launch(p: Puzzle, kernel: Any, sizes: Sizes, seed: int, device: str = "cuda") -> tuple[
+        Callable[[], None], torch.Tensor, list[torch.Tensor]]:
+    """(a launch of `kernel` at `sizes`, its output, the spec's inputs): the arguments bound as `test()`
+    binds a learner's kernel (its GradingJob), on the inputs `test(..., perf=True)` times it with."""
+    job = make_job(kernel, p.spec, p, seed=seed)
+    names = job.input_names
+    grid: Any = tuple(p.grid(sizes))
+    args, kwargs = bind_arguments(job)(Case(sizes, seed, grid, ArenaNames([*names, "z"]), names, None))
+    if job.handle.supplied:  # an autotuned kernel (puzzle 20): its config gives the blocks, and the grid asks for them
+        kwargs = {k: v for k, v in kwargs.items() if k not in job.handle.supplied}
+        grid = lambda meta: tuple(p.grid({**sizes, **meta}))  # noqa: E731
+    inputs, out = draw_inputs(p.spec, sizes, seed, device=device)
+    if p.strided_inputs:  # the strided views the kernel is asked to read (puzzle 19)
+        inputs = strided_inputs(p, p.spec, inputs, sizes)
+    if p.tensor_lists is not None:  # the kernel gets each tensor on its own, and tables
+        tensors = build(p.spec, p.tensor_lists, sizes, seed, 1.0, device=device)[0].tensors
+    else:
+        tensors = {**dict(zip(spec_input_names(p.spec), inputs, strict=True)), "z": out}
+    out = tensors["z"]
+    args = [tensors[a.name] if isinstance(a, ArenaTensor) else a for a in args]
+    kwargs = {k: tensors[v.name] if isinstance(v, ArenaTensor) else v for k, v in kwargs.items()}
+    zero = p.output_init == "zeros"
+
+    def launch() -> None:
+        if zero:  # accumulating kernels start from zero on every launch
+            out.zero_()
+        kernel[grid](*args, **kwargs)
+
+    return launch, out, inputs
+
+
+def relative_error(out: torch.Tensor, expected: torch.Tensor) -> float | None:
+    """|out - expected| / |expected| over the whole output (None where the output is laid out otherwise)."""
+    if out.shape != expected.shape:
+        return None
+    diff = (out.double() - expected.double()).norm()
+    return (diff / expected.double().norm().clamp_min(1e-30)).item()
+
+
+def time_kernel(p: Puzzle, kernel: Any, sizes: Sizes) -> tuple[float, float | None]:
+    """(median ms, relative error against the spec) of one kernel at `sizes`."""
+    launch, out, inputs = kernel_launch(p, kernel, sizes, seed=p.number)
+    launch()
+    torch.cuda.synchronize()
+    error = relative_error(out, call_spec(p.spec, inputs, sizes))
+    return perf.bench(launch), error
+
+
+def time_spec(p: Puzzle, sizes: Sizes) -> tuple[float, float | None, str]:
+    """(eager ms, compiled ms, why the compiled spec was not timed), timed as `test(..., perf=True)` times
+    them (perf.time_compiled: the first call compiles and is not counted)."""
+    inputs, _ = draw_inputs(p.spec, sizes, seed=p.number, device="cuda")
+    # A spec with no tensor inputs (sizes alone) makes its tensors on the GPU too, as the kernel does.
+    with contextlib.nullcontext() if inputs else torch.device("cuda"):
+        eager = perf.bench(lambda: call_spec(p.spec, inputs, sizes))
+        compiled, why = perf.time_compiled(p.spec, inputs, sizes, key=("compile_baseline", p.number))
+    return eager, compiled, why
+
+
+def measure(p: Puzzle, limits: Any) -> Row:
+    sizes = dict(p.perf_size or {})
+    ref_ms, ref_err = time_kernel(p, p.reference(), sizes)
+    fast_ms = fast_err = None
+    if p.fast_reference is not None:
+        fast_ms, fast_err = time_kernel(p, p.fast_reference_kernel(), sizes)
+    eager_ms, compiled_ms, why = time_spec(p, sizes)
+    read, written = perf.fewest_bytes(p.spec, sizes)
+    report = perf.PerfReport(sizes=sizes, ms=ref_ms, torch_ms=eager_ms, read_bytes=read, written_bytes=written,
+                             flops=p.flops(sizes) if p.flops else 0, limits=limits,
+                             scalar=p.scalar_work(sizes) if p.scalar_work else ScalarWork())
+    # The roofline's floor (memory, the matrix rate, elementwise arithmetic), or the launch floor when larger.
+    floor_ms = max(report.floor_ms, report.launch_ms)
+    bound = "launch" if report.launch_ms >= report.floor_ms else report.floor_reason
+    us = lambda ms: None if ms is None else ms * 1000  # noqa: E731
+    notes = f"torch.compile could not be timed: {why}" if why else ""
+    return Row(p.number, p.title, perf.size_text(sizes), us(ref_ms), us(fast_ms), us(eager_ms), us(compiled_ms),
+               floor_ms * 1000, bound, ref_err, fast_err, notes)
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _error(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1e}"
+
+
+def markdown(rows: list[Row], header: str) -> str:
+    lines = ["| puzzle | size | reference us | fast reference us | eager us | torch.compile us | floor us | "
+             "best / compiled | rel. error (ref, fast) | notes |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        ratio = r.best_vs_compiled
+        verdict = "—" if ratio is None else f"{ratio:.2f}x" + (" (slower)" if ratio > NOISE else "")
+        lines.append(f"| {r.number} {r.title} | {r.size} | {_num(r.reference_us)} | {_num(r.fast_reference_us)} | "
+                     f"{_num(r.eager_us)} | {_num(r.compiled_us)} | {_num(r.floor_us)} ({r.bound}) | {verdict} | "
+                     f"{_error(r.reference_error)}, {_error(r.fast_reference_error)} | "
+                     f"{r.notes} |")
+    return header + "\n" + "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--puzzle", type=int, action="append", help="only this puzzle (repeatable)")
+    args = parser.parse_args()
+
+    if not torch.cuda.is_available():
+        print("benchmarks/compile_baseline.py needs a CUDA GPU: none here, nothing measured.")
+        return 0
+
+    import triton
+
+
+    limits = perf.device_limits(refresh=True)
+    rows = []
+    for p in catalog.all_puzzles():
+        if p.perf_size is None or (args.puzzle and p.number not in args.puzzle):
+            continue
+        row = measure(p, limits)
+        rows.append(row)
+        print(f"{row.number:2d} {row.title:36s} ref {_num(row.reference_us)} us, "
+              f"fast {_num(row.fast_reference_us)} us, "
+              f"eager {_num(row.eager_us)} us, compiled {_num(row.compiled_us)} us, floor {_num(row.floor_us)} us "
+              f"({row.bound}) {row.notes}", flush=True)
+
+    device_dir = args.out / re.sub(r"[^A-Za-z0-9]+", "-", limits.device).strip("-").lower()
+    device_dir.mkdir(parents=True, exist_ok=True)
+    command = "python benchmarks/compile_baseline.py" + "".join(f" --puzzle {n}" for n in args.puzzle or [])
+    versions = {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()}
+    header = (f"Device: {limits.device}; torch {versions['torch']}, triton {versions['triton']}, "
+              f"python {versions['python']}\n"
+              f"Measured ceilings: read {limits.read_gbps:.0f} GB/s, write {limits.written_gbps:.0f} GB/s, fp16 matmul "
+              f"{limits.matmul_tflops:.0f} TFLOP/s, launch floor {limits.launch_us:.1f} us\n"
+              f"Command: {command}\n"
+              "Times: median of triton.testing.do_bench; torch.compile's first call (the compile) not counted.\n"
+              "'best / compiled': the faster of the two references over torch.compile (at most 1: as fast or "
+              "faster).\n")
+    (device_dir / "compile_baseline.md").write_text(markdown(rows, header))
+    payload = {"command": command, "device": limits.device, **versions, "limits": asdict(limits),
+               "rows": [{**asdict(r), "best_vs_compiled": r.best_vs_compiled} for r in rows]}
+    (device_dir / "compile_baseline.json").write_text(json.dumps(payload, indent=1) + "\n")
+    print("\n" + markdown(rows, header))
+    print(f"wrote {device_dir}/compile_baseline.{{md,json}}")
+    wrong = [r.number for r in rows if any(e is not None and e > 1e-2 for e in (r.reference_error,
+                                                                                 r.fast_reference_error))]
+    slow = [r.number for r in rows if r.best_vs_compiled is not None and r.best_vs_compiled > NOISE]
+    if wrong or slow:
+        print(f"wrong: {wrong or 'none'}; slower than torch.compile: {slow or 'none'}")
+    return 1 if wrong or slow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Puzzle 25: layer norm, forward, over rows wider than one block."""
+
+import torch
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.course import mistakes_dropout_norm as slips
+from puzzles.course.bug_inputs import layernorm_rows
+from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal
+
+
+def layernorm_spec(x: Float32[Tensor, "M N"], w: Float32[Tensor, "N"], b: Float32[Tensor, "N"], *,
+                   eps: float) -> Float32[Tensor, "M N"]:
+    """z[m, n] = (x[m, n] - mean_m) / sqrt(var_m + eps) * w[n] + b[n], mean and (biased) var over row m"""
+    mean = x.mean(1, keepdim=True)
+    centred = x - mean
+    var = (centred * centred).mean(1, keepdim=True)  # divided by N, not N - 1
+    return centred / torch.sqrt(var + eps) * w + b
+
+
+PUZZLE = Puzzle(
+    number=25,
+    slug="layernorm_forward",
+    title="Layer norm, forward",
+    kernel_name="layernorm_kernel",
+    spec=layernorm_spec,
+    reduction=Reduction("N", KSlice("x", 1)),  # a loop over the row that stops early is named
+    statement=r"""
+Layer normalisation, as `torch.nn.functional.layer_norm(x, (N,), w, b, eps)` computes it: each row of
+the `M × N` matrix `x` is centred on its mean, divided by its standard deviation, then scaled and
+shifted per column by the weight `w` and the bias `b`:
+
+$$\mu_m = \frac{1}{N}\sum_{n} x_{m,n}, \qquad
+\sigma^2_m = \frac{1}{N}\sum_{n} (x_{m,n} - \mu_m)^2, \qquad
+z_{m,n} = \frac{x_{m,n} - \mu_m}{\sqrt{\sigma^2_m + \varepsilon}}\; w_n + b_n$$
+
+Three details decide whether the numbers match:
+- the variance is the **biased** one, divided by `N` (not `N − 1`, as `torch.var` does by default);
+- `eps` goes **under** the square root: it keeps a row of (nearly) equal values from dividing by zero,
+  and one of the graded sizes has rows whose variance is far below `eps`;
+- the statistics are kept in float32, and the variance is computed from the centred values
+  `x − μ`: the shortcut `E[x²] − μ²` cancels catastrophically when the mean is large beside the spread
+  (the same size has rows around 30).
+
+**Rows wider than one block.** One program normalises one row (the grid is `(M,)`), but `N` is larger
+than the block `BN` and need not be a multiple of it: walk the row in chunks of `BN`, as in puzzles 7
+and 8. Two passes gather the statistics (the sum for the mean, then the sum of squared deviations) and
+a third writes `z`; the masked-off lanes of the last chunk must add nothing to either sum (`(0 − μ)²` is
+not zero). A one-pass alternative (Welford's running mean and variance) is accepted too.
+
+This kernel writes `z` only. Triton's tutorial also stores each row's `μ` and `1/σ` (the "rstd"), for
+the backward pass to reuse: puzzle 26 receives them as inputs.
+""",
+    sizes=(
+        {"M": 4, "N": 200, "eps": 1e-5, "BN": 64},
+        {"M": 6, "N": 97, "eps": 1e-3, "BN": 32},  # a last chunk of one column; eps large enough to matter
+        {"M": 3, "N": 256, "eps": 1e-5, "BN": 128},  # N a multiple of BN: a loop that stops a chunk early fails
+        {"M": 9, "N": 300, "eps": 1e-5, "BN": 128},  # the shaped rows (layernorm_rows)
+    ),
+    hints=(
+        "`row = tl.program_id(0)`; a chunk is `cols = n0 + tl.arange(0, BN)` for `n0` in `range(0, N, BN)`, loaded "
+        "from `x_ptr + row * N + cols` with `mask=cols < N, other=0.0`.",
+        "Pass 1: `acc += x` over the chunks, then `mean = tl.sum(acc, axis=0) / N`. Pass 2: "
+        "`d = tl.where(cols < N, x - mean, 0.0)` and `acc += d * d`; `rstd = 1 / tl.sqrt(var + eps)`.",
+        "Pass 3: load `x`, `w[cols]` and `b[cols]` and store `(x - mean) * rstd * w + b` at `z_ptr + row * N + cols`.",
+    ),
+    grid=lambda s: (s["M"],),
+    draw_inputs=layernorm_rows,
+    likely_mistakes=(
+        Mistake("the variance is divided by N - 1: layer norm's variance is the biased one, the mean of the "
+                "squared deviations (divided by N)", slips.layernorm_unbiased),
+        Mistake("eps is added after the square root: 1 / sqrt(var + eps), with eps under it (it matters where the "
+                "variance is small beside eps)", slips.layernorm_eps_outside),
+        Mistake("the masked-off lanes of the last chunk count in the variance: loaded as 0, each adds (0 - mean)²; "
+                "keep them out with tl.where(cols < N, x - mean, 0.0)", slips.layernorm_padding_in_variance),
+        Mistake("the sums are divided by the padded width (N rounded up to whole blocks of BN): divide by N",
+                slips.layernorm_padded_count),
+        Mistake("the weight and the bias are swapped: z = x̂ · w + b", slips.layernorm_affine_swapped),
+    ),
+    # Sums of a few hundred float32 terms, in any order: off by about 1e-6 of the row; a variance off by
+    # 1/N (N - 1 instead of N) or computed in float16 must fail.
+    rtol=1e-4,
+    atol=1e-4,
+    perf_size={"M": 4096, "N": 8192, "eps": 1e-5, "BN": 1024},
+    speed_goal=SpeedGoal(
+        vs_compile=1.0, roofline=0.6,
+        levers="BN of 1024 to 4096 with num_warps 8 (fewer chunks per row), and the row's later passes reading "
+               "from L2 (a 32 KB row is still there); where a row fits in one block, one pass keeps it in "
+               "registers and reads x once"),
+)

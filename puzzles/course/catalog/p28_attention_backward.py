@@ -1,0 +1,104 @@
+"""Puzzle 28: attention backward for one head, recomputed from the saved logsumexp."""
+
+import torch
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.course import mistakes_training as slips
+from puzzles.course.bug_inputs import attention_backward_inputs
+from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor
+from puzzles.course.puzzle import Mistake, Puzzle, ScalarWork, SpeedGoal, cdiv
+
+
+def attention_backward_spec(q: Float32[Tensor, "T D"], k: Float32[Tensor, "T D"], v: Float32[Tensor, "T D"],
+                            o: Float32[Tensor, "T D"], do: Float32[Tensor, "T D"],
+                            lse: Float32[Tensor, "T"]) -> Float32[Tensor, "3 T D"]:
+    """z = (dq, dk, dv) = (ds k, ds^T q, p^T do) · (c, c, 1); p = exp(c q k^T - lse), ds = p (do v^T - Σ_d do o)
+
+    c = 1/sqrt(D); the sum over d (each row's dO · O) is subtracted from each row."""
+    scale = q.shape[1] ** -0.5
+    p = torch.exp(q @ k.T * scale - lse[:, None])
+    ds = p * (do @ v.T - (do * o).sum(1, keepdim=True))
+    return torch.stack([ds @ k * scale, ds.T @ q * scale, p.T @ do])
+
+
+PUZZLE = Puzzle(
+    number=28,
+    slug="attention_backward",
+    title="Attention backward",
+    kernel_name="attention_backward_kernel",
+    spec=attention_backward_spec,
+    statement=r"""
+One head of attention over `T` tokens with head dimension `D` (no mask): the forward pass
+computed
+
+$$S = \frac{Q K^\top}{\sqrt{D}}, \qquad P = \mathrm{softmax}(S) \text{ (each row)}, \qquad O = P V$$
+
+and, as flash attention does, saved `O` and each row's logsumexp `lse_i = log Σ_j exp(S_ij)`
+(natural log), never `P`, which is `T × T`. Given the gradient `dO` of the loss with respect to
+`O`, the backward pass computes `dQ`, `dK` and `dV`:
+
+$$dV = P^\top dO, \qquad dP = dO\, V^\top, \qquad dS_{ij} = P_{ij}\,(dP_{ij} - \Delta_i), \quad
+\Delta_i = \textstyle\sum_d dO_{i,d}\, O_{i,d},$$
+$$dQ = \frac{dS\, K}{\sqrt{D}}, \qquad dK = \frac{dS^\top Q}{\sqrt{D}}.$$
+
+`P` is **recomputed** tile by tile from the saved logsumexp, `P_ij = exp(S_ij - lse_i)`: no
+maximum and no sum are needed, since `lse` already normalises each row. `Δ_i` (which equals
+`Σ_j P_ij dP_ij`) is the softmax's own backward: without it `dS` is the gradient of `exp`, not of
+softmax.
+
+**The kernel.** Program `j` (grid `(cdiv(T, B1),)`) owns the keys `j·B1 … j·B1 + B1 - 1`: it
+loads their `K` and `V` once, walks every query block of `B0` rows, and accumulates its `dK`
+and `dV` in registers (`tl.dot` for each product: `B0`, `B1` and `D` are powers of two and at
+least 16). Each query block also gets a share of `dQ` from every program, so `dQ` is summed
+**across programs**: add each share with `tl.atomic_add` (the grader fills the output with zeros
+first). A plain load, add and store loses updates on a GPU, where programs run at once; the
+grader names it as a race. (The other way: a second pass in which program `j` owns queries
+instead and loops over the keys, with no atomics; it is accepted too.)
+
+**The output.** One tensor of shape `3 × T × D`, like a packed `dqkv` buffer: `z[0]` is `dQ`,
+`z[1]` is `dK`, `z[2]` is `dV`, so `dK` starts at `dqkv_ptr + T * D`. `T` need not be a
+multiple of `B0` or `B1`. On a GPU `tl.dot` of float32 tiles uses TF32, whose rounding the
+tolerance allows.
+""",
+    sizes=(
+        {"T": 64, "D": 16, "B0": 16, "B1": 32},
+        {"T": 50, "D": 16, "B0": 32, "B1": 16},  # ragged: the last query and key blocks are partial
+        {"T": 37, "D": 32, "B0": 16, "B1": 16},
+        {"T": 80, "D": 32, "B0": 32, "B1": 32},
+    ),
+    hints=(
+        "Per query block: `s = tl.dot(q, tl.trans(k)) * scale`, `p = tl.exp(s - lse[:, None])`, zeroed with "
+        "`tl.where` outside `rows < T` and `keys < T`; `dv += tl.dot(tl.trans(p), do)`.",
+        "`dp = tl.dot(do, tl.trans(v))`, `delta = tl.sum(do * o, 1)`, `ds = p * (dp - delta[:, None])`; "
+        "`dk += tl.dot(tl.trans(ds), q)`.",
+        "`tl.atomic_add(dqkv_ptr + rows[:, None] * D + cols[None, :], tl.dot(ds, k) * scale, mask=...)`; after the "
+        "loop store `dk * scale` at `dqkv_ptr + T * D + ...` and `dv` at `dqkv_ptr + 2 * T * D + ...`.",
+        "`scale = 1.0 / (D ** 0.5)`: `D` is a `tl.constexpr`, so this is a number when the kernel compiles.",
+    ),
+    grid=lambda s: (cdiv(s["T"], s["B1"]),),
+    output_init="zeros",
+    draw_inputs=attention_backward_inputs,
+    looped_along=LoopedAlong(("q", "o", "do", "lse"), "T", "B0"),  # every program walks all the queries
+    register_tensor=RegisterTensor("P", ("T", "T"), caption="recomputed from lse, in registers only"),
+    likely_mistakes=(
+        Mistake("the scale 1/sqrt(D) is missing: the scores are q k^T / sqrt(D), and by the chain rule dq and dk "
+                "carry the same factor", slips.attention_backward_without_scale),
+        Mistake("dq and dk miss the factor 1/sqrt(D): the scores were scaled, so by the chain rule dq = ds k / sqrt(D) "
+                "and dk = ds^T q / sqrt(D)", slips.attention_backward_scale_in_scores_only),
+        Mistake("p is recomputed as exp(s), not exp(s - lse): the saved logsumexp is what normalises each row "
+                "into a softmax", slips.attention_backward_without_lse),
+        Mistake("dS lacks the term rowsum(dO * O): ds = p * (dp - delta[:, None]) with delta = tl.sum(do * o, 1), "
+                "the softmax's own backward", slips.attention_backward_without_delta),
+    ),
+    perf_size={"T": 8192, "D": 64, "B0": 64, "B1": 64},
+    flops=lambda s: 10 * s["T"] * s["T"] * s["D"],  # five T × T × D products: s, dv, dp, dq, dk
+    scalar_work=lambda s: ScalarWork(fmas=4 * s["T"] * s["T"], exps=s["T"] * s["T"]),
+    speed_goal=SpeedGoal(vs_compile=1.0, levers=(
+        "blocks of 64 to 128 keys and queries with num_warps 4 to 8 and num_stages 2 to 3; delta computed once "
+        "per query block; float16 or bfloat16 tiles into tl.dot (twice TF32's rate)")),
+    # On a GPU tl.dot of float32 tiles rounds its inputs to TF32 (10 bits): dS = P (dP - Δ) cancels terms near 2,
+    # and correct kernels on the H100 were off by 1.2e-3 on gradients near 0.02 (puzzle 11 allows as much).
+    rtol=1e-2,
+    atol=1e-2,
+)

@@ -1,0 +1,38 @@
+"""Likely slips of puzzle 22's fused epilogue (z = relu(x @ w + b)), computed as puzzles/course/mistakes.py
+computes the others: each function returns what the spec gives with that one slip, from the same inputs."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from puzzles.course.puzzle import Sizes
+
+Inputs = dict[str, Tensor]
+
+
+def _product(i: Inputs) -> Tensor:
+    """x @ w summed in float32, as tl.dot sums fp16 tiles."""
+    return i["x"].float() @ i["w"].float()
+
+
+def linear_without_bias(i: Inputs, sizes: Sizes) -> Tensor:
+    return torch.relu(_product(i)).half()
+
+
+def linear_without_relu(i: Inputs, sizes: Sizes) -> Tensor:
+    return (_product(i) + i["b"].float()).half()
+
+
+def linear_bias_after_relu(i: Inputs, sizes: Sizes) -> Tensor:
+    return (torch.relu(_product(i)) + i["b"].float()).half()
+
+
+def linear_bias_by_row(i: Inputs, sizes: Sizes) -> Tensor:
+    """b indexed by the row m instead of the column n; where M > N that reads past b and the out-of-bounds
+    check tells it, so the right output stands in (never named)."""
+    product, b = _product(i), i["b"].float()
+    rows = product.shape[0]
+    if rows > b.shape[0]:
+        return torch.relu(product + b).half()
+    return torch.relu(product + b[:rows, None]).half()
