@@ -17,7 +17,7 @@ import pytest
 from puzzles import compiled, test
 from puzzles.course import catalog
 from puzzles.running.compiled_code import Compiled, target_number
-from puzzles.running.compiled_code.reading import global_accesses
+from puzzles.running.compiled_code.reading import files_placer, global_accesses, placer
 
 TARGETS = ("sm_75", "sm_80", "sm_90")
 
@@ -222,5 +222,16 @@ def test_a_load_inside_a_library_function_is_credited_to_the_learners_line():
                      "@%p1 ld.global.v2.b32 { %r3, %r4 }, [ %rd1 + 0 ];",
                      ".loc 1 9 4", "st.global.b16 [ %rd2 + 0 ], { %rs1 };",
                      "cp.async.cg.shared.global [ %r7 + 0 ], [ %rd8 + 0 ], 0x10, %r8;"])
-    found = [(a.kind, a.bits, a.line) for a in global_accesses(ptx, {"/me/cell.py"})]
+    found = [(a.kind, a.bits, a.line) for a in global_accesses(ptx, files_placer({"/me/cell.py"}))]
     assert found == [("load", 64, 7), ("store", 16, 9), ("async copy", 128, 9)]
+
+
+def test_a_listing_compiled_under_another_file_name_is_placed_where_the_kernel_is_now():
+    # Triton's cache and the compile check's are keyed by source: a re-run notebook cell (a new file name, the
+    # kernel two lines lower) gets the listing compiled for the old cell, whose PTX names the old file and lines.
+    ptx = "\n".join(['.file 1 "/tmp/ipykernel/111.py"', ".loc 1 12 3", "ld.global.b32 { %r1 }, [ %rd1 + 0 ];",
+                     ".loc 1 13 3", "st.global.b32 [ %rd2 + 0 ], { %r1 };"])
+    then = [{"name": "k", "filename": "/tmp/ipykernel/111.py", "first_line": 9, "def_line": 10, "lines": 5}]
+    now = {"k": {"name": "k", "filename": "/tmp/ipykernel/222.py", "def_line": 12}}
+    found = [(a.kind, a.filename, a.line) for a in global_accesses(ptx, placer(then, now))]
+    assert found == [("load", "/tmp/ipykernel/222.py", 14), ("store", "/tmp/ipykernel/222.py", 15)]

@@ -293,3 +293,140 @@ def layernorm_one_block(x_ptr, w_ptr, b_ptr, z_ptr, M, N, eps, BN: tl.constexpr)
 def test_a_row_taken_as_one_block_leaves_the_rest_unwritten():
     result = grade(25, layernorm_one_block)
     assert not result.passed and result.first_failure.status == "unwritten", str(result)
+
+
+# -- puzzle 26: layer norm backward ------------------------------------------------------------------------
+
+
+@triton.jit
+def layernorm_backward_with(x_ptr, w_ptr, dy_ptr, mean_ptr, rstd_ptr, z_ptr, M, N, BM: tl.constexpr,
+                            BN: tl.constexpr, SUM: tl.constexpr, NO_MEANS: tl.constexpr, NO_WEIGHT: tl.constexpr,
+                            BLOCK_COUNT: tl.constexpr, DW_FROM_X: tl.constexpr):
+    """The reference with one change switched on. SUM says how the programs' partial dw and db reach z:
+    0 one atomic per column after the loop (the reference), 1 an atomic per row inside the loop (right, slower),
+    2 a load, an add and a plain store (a race), 3 a plain store of the partial sums (a race: the last wins)."""
+    cols = tl.arange(0, BN)
+    col_in = cols < N
+    w = tl.load(w_ptr + cols, mask=col_in, other=0.0)
+    dw = tl.zeros([BN], dtype=tl.float32)
+    db = tl.zeros([BN], dtype=tl.float32)
+    count = BN if BLOCK_COUNT else N
+    for r in range(BM):
+        row = tl.program_id(0) * BM + r
+        mask = col_in & (row < M)
+        x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+        dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0)
+        mean = tl.load(mean_ptr + row, mask=row < M, other=0.0)
+        rstd = tl.load(rstd_ptr + row, mask=row < M, other=0.0)
+        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+        wdy = dy if NO_WEIGHT else w * dy
+        c1 = tl.sum(xhat * wdy, axis=0) / count
+        c2 = tl.sum(wdy, axis=0) / count
+        dx = wdy * rstd if NO_MEANS else (wdy - (xhat * c1 + c2)) * rstd
+        tl.store(z_ptr + row * N + cols, dx, mask=mask)
+        dw_row = dy * x if DW_FROM_X else dy * xhat
+        if SUM == 1:
+            tl.atomic_add(z_ptr + M * N + cols, dw_row, mask=mask)
+            tl.atomic_add(z_ptr + (M + 1) * N + cols, dy, mask=mask)
+        dw += dw_row
+        db += dy
+    if SUM == 0:
+        tl.atomic_add(z_ptr + M * N + cols, dw, mask=col_in)
+        tl.atomic_add(z_ptr + (M + 1) * N + cols, db, mask=col_in)
+    elif SUM == 2:
+        old_dw = tl.load(z_ptr + M * N + cols, mask=col_in, other=0.0)
+        old_db = tl.load(z_ptr + (M + 1) * N + cols, mask=col_in, other=0.0)
+        tl.store(z_ptr + M * N + cols, old_dw + dw, mask=col_in)
+        tl.store(z_ptr + (M + 1) * N + cols, old_db + db, mask=col_in)
+    elif SUM == 3:
+        tl.store(z_ptr + M * N + cols, dw, mask=col_in)
+        tl.store(z_ptr + (M + 1) * N + cols, db, mask=col_in)
+
+
+def layernorm_backward_variant(**flag):
+    flags = {"SUM": 0, "NO_MEANS": False, "NO_WEIGHT": False, "BLOCK_COUNT": False, "DW_FROM_X": False, **flag}
+    return triton.heuristics({name: (lambda args, v=value: v) for name, value in flags.items()})(
+        layernorm_backward_with)
+
+
+@pytest.mark.parametrize(("flag", "words"), [
+    ("NO_MEANS", "dx lacks its two row means"),
+    ("NO_WEIGHT", "dx uses dy where w · dy belongs"),
+    ("BLOCK_COUNT", "divided by BN, the block's width"),
+    ("DW_FROM_X", "dw sums dy · x"),
+])
+def test_a_layernorm_backward_slip_is_named(flag, words):
+    assert_slip(grade(26, layernorm_backward_variant(**{flag: True})), words)
+
+
+@pytest.mark.parametrize("how", [2, 3], ids=["load-add-store", "plain-store"])
+def test_partial_sums_added_without_atomics_are_a_race(how):
+    """Right under the interpreter (its programs run one after another) for the load-add-store, wrong for the
+    plain store; on a GPU both lose other programs' rows. Either way the verdict is a race at the plain store."""
+    result = grade(26, layernorm_backward_variant(SUM=how))
+    assert not result.passed
+    failure = result.first_failure
+    assert failure.status == "race", str(result)
+    assert "plain tl.store" in failure.error.message and "tl.store(z_ptr + M * N + cols" in failure.error.source
+    assert all(o.status == "race" for o in result.outcomes), str(result)  # every size runs several programs
+
+
+def test_atomics_per_row_pass():
+    assert grade(26, layernorm_backward_variant(SUM=1)).passed
+
+
+@triton.jit
+def layernorm_backward_tile(x_ptr, w_ptr, dy_ptr, mean_ptr, rstd_ptr, z_ptr, M, N, BM: tl.constexpr,
+                            BN: tl.constexpr):
+    """Right in another style: the program's BM rows as one BM × BN tile, its partial dw and db summed down
+    the tile (tl.sum over axis 0) and added with one atomic per column."""
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    mask = (rows < M)[:, None] & (cols < N)[None, :]
+    tile = rows[:, None] * N + cols[None, :]
+    x = tl.load(x_ptr + tile, mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + tile, mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
+    mean = tl.load(mean_ptr + rows, mask=rows < M, other=0.0)
+    rstd = tl.load(rstd_ptr + rows, mask=rows < M, other=0.0)
+    xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+    wdy = w[None, :] * dy
+    c1 = tl.sum(xhat * wdy, axis=1) / N
+    c2 = tl.sum(wdy, axis=1) / N
+    tl.store(z_ptr + tile, (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None], mask=mask)
+    tl.atomic_add(z_ptr + M * N + cols, tl.sum(dy * xhat, axis=0), mask=cols < N)
+    tl.atomic_add(z_ptr + (M + 1) * N + cols, tl.sum(dy, axis=0), mask=cols < N)
+
+
+def test_layernorm_backward_as_one_tile_passes():
+    assert grade(26, layernorm_backward_tile).passed
+
+
+@triton.jit
+def layernorm_backward_no_row_mask(x_ptr, w_ptr, dy_ptr, mean_ptr, rstd_ptr, z_ptr, M, N, BM: tl.constexpr,
+                                   BN: tl.constexpr):
+    cols = tl.arange(0, BN)
+    w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
+    dw = tl.zeros([BN], dtype=tl.float32)
+    db = tl.zeros([BN], dtype=tl.float32)
+    for r in range(BM):
+        row = tl.program_id(0) * BM + r  # rows past M are read too: M need not be a multiple of BM
+        mask = cols < N
+        x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+        dy = tl.load(dy_ptr + row * N + cols, mask=mask, other=0.0)
+        xhat = tl.where(mask, (x - tl.load(mean_ptr + row)) * tl.load(rstd_ptr + row), 0.0)
+        wdy = w * dy
+        dx = (wdy - (xhat * tl.sum(xhat * wdy, axis=0) / N + tl.sum(wdy, axis=0) / N)) * tl.load(rstd_ptr + row)
+        tl.store(z_ptr + row * N + cols, dx, mask=mask)
+        dw += dy * xhat
+        db += dy
+    tl.atomic_add(z_ptr + M * N + cols, dw, mask=cols < N)
+    tl.atomic_add(z_ptr + (M + 1) * N + cols, db, mask=cols < N)
+
+
+@interpreted_only
+def test_rows_past_m_are_out_of_bounds():
+    result = grade(26, layernorm_backward_no_row_mask)
+    failure = result.first_failure
+    assert failure.status == "out of bounds", str(result)
+    assert failure.sizes["M"] % failure.sizes["BM"] != 0

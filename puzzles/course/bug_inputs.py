@@ -83,6 +83,16 @@ def layernorm_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, 
     return {"x": torch.where((kind == 2)[:, None], x + 30.0, x)}
 
 
+def layernorm_saved_statistics(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 26, at every size (and at the speed size): the mean and the rstd that the forward pass saved for
+    these rows of x (eps = 1e-5), not random numbers beside them, so that x̂ = (x - mean) · rstd is the
+    normalised row and dx sums to zero along it, as a real backward pass sees it."""
+    x = torch.rand((sizes["M"], sizes["N"]), generator=gen) * 2 - 1
+    mean = x.mean(1)
+    variance = ((x - mean[:, None]) ** 2).mean(1)
+    return {"x": x, "mean": mean, "rstd": 1 / torch.sqrt(variance + 1e-5)}
+
+
 def cross_entropy_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
     """Puzzle 27, at every size (and at the speed size, index -1): targets that are classes in [0, V), with
     about one row in four set to IGNORE_INDEX (row 1 always, row 0 never, so the mean's count is neither

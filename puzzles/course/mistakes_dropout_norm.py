@@ -104,3 +104,38 @@ def layernorm_padded_count(i: Inputs, sizes: Sizes) -> Tensor:
 
 def layernorm_affine_swapped(i: Inputs, sizes: Sizes) -> Tensor:
     return _layernorm(i, sizes, swap_affine=True)
+
+
+# -- puzzle 26: layer norm backward ------------------------------------------------------------------------
+
+def _layernorm_backward(i: Inputs, sizes: Sizes, *, mean_terms: bool = True, weight_in_dx: bool = True,
+                        divisor: int | None = None, dw_from_x: bool = False) -> Tensor:
+    """Puzzle 26's output (dx, then the rows dw and db) in float64, rounded once, with one step changed: dx
+    without its two row means (`mean_terms`), with dy where w · dy belongs (`weight_in_dx`), the row means
+    divided by `divisor` instead of N, or dw summed from x instead of x̂."""
+    x, w, dy = i["x"].double(), i["w"].double(), i["dy"].double()
+    mean, rstd = i["mean"].double()[:, None], i["rstd"].double()[:, None]
+    xhat = (x - mean) * rstd
+    wdy = w * dy if weight_in_dx else dy
+    count = divisor or x.shape[1]
+    c1 = (xhat * wdy).sum(1, keepdim=True) / count
+    c2 = wdy.sum(1, keepdim=True) / count
+    dx = (wdy - (xhat * c1 + c2)) * rstd if mean_terms else wdy * rstd
+    dw = (dy * (x if dw_from_x else xhat)).sum(0, keepdim=True)
+    return torch.cat([dx, dw, dy.sum(0, keepdim=True)]).float()
+
+
+def layernorm_dx_without_means(i: Inputs, sizes: Sizes) -> Tensor:
+    return _layernorm_backward(i, sizes, mean_terms=False)
+
+
+def layernorm_dx_without_weight(i: Inputs, sizes: Sizes) -> Tensor:
+    return _layernorm_backward(i, sizes, weight_in_dx=False)
+
+
+def layernorm_dx_means_over_block(i: Inputs, sizes: Sizes) -> Tensor:
+    return _layernorm_backward(i, sizes, divisor=sizes["BN"])
+
+
+def layernorm_dw_from_x(i: Inputs, sizes: Sizes) -> Tensor:
+    return _layernorm_backward(i, sizes, dw_from_x=True)

@@ -59,6 +59,18 @@ class SlidingWindow:
 
 
 @dataclass(frozen=True)
+class SharedRows:
+    """The output is per-row results followed by rows that every program adds into (puzzle 26: `dx`, then
+    `dw` and `db`, summed over all rows with atomics). `rows` names the size of the per-row part, `names` the
+    shared rows after it, in order; `block` the size key of the rows one program owns. The diagram draws
+    the program's own rows and the shared rows as its block, and says that every program adds into them."""
+
+    rows: str
+    names: tuple[str, ...]
+    block: str
+
+
+@dataclass(frozen=True)
 class LoopedAlong:
     """Tensors each program walks whole, in loop steps of `block` along `dim`, while the grid tiles the same
     dimension of the other tensors (attention backward: a program owns `B1` keys and loops over every query,

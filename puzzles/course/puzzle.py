@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor, SlidingWindow, TileOrder
+from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor, SharedRows, SlidingWindow, TileOrder
 from puzzles.course.solution_source import kernel_signature
 from puzzles.course.spec import ParsedSpec, parse_spec
 
@@ -238,6 +238,8 @@ class Puzzle:
     register_tensor: RegisterTensor | None = None
     # A loop over output pixels, each from a window of the input (convolution): the diagram shows one step.
     sliding_window: SlidingWindow | None = None
+    # Output rows that every program adds into after its per-row results (puzzle 26's dw and db).
+    shared_rows: SharedRows | None = None
     # Shown under the memory picture's launch-order view (the widget): what the order means here.
     launch_order_note: str = ""
     # -- grading hooks that few puzzles need ------------------------------------------------------------

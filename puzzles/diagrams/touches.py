@@ -7,6 +7,7 @@ puzzle's own records ask (fields of `Puzzle`, never its number):
 * `split_k`: which part takes which of K's chunks (the split-K matmuls);
 * `strided_inputs`: a strided view drawn as its channel planes, its strides in words;
 * `autotune`: the block size is the autotuner's to pick;
+* `shared_rows`: output rows that every program adds into, after the rows each program owns;
 * `tile_order`, `tensor_lists`: a picture of their own (tile_order.py, multi_tensor.py).
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor, SlidingWindow
+from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor, SharedRows, SlidingWindow
 from puzzles.course.puzzle import SplitK, cdiv
 from puzzles.diagrams.multi_tensor import draw_multi_tensor
 from puzzles.diagrams.scene import Item, Scene, size_names
@@ -36,6 +37,8 @@ def apply_touches(scene: Scene) -> None:
         _show_strided(scene)
     if puzzle.autotune:
         _note_autotuned_block(scene)
+    if puzzle.shared_rows is not None:
+        _show_shared_rows(scene, puzzle.shared_rows)
     if puzzle.tile_order is not None:  # the order of the tiles, not the placeholder tensors
         scene.custom = draw_tile_order
     if puzzle.tensor_lists is not None:  # the spec's flat tensors hide the lesson
@@ -146,3 +149,28 @@ def _note_autotuned_block(scene: Scene) -> None:
     """B0 comes from the autotuner's configs; the drawn one is only an example."""
     scene.notes.append(f"B0 = {scene.sizes['B0']} is drawn as an example: the autotuner picks B0 from the "
                        "kernel's configs (each config's B0 is graded), and the grid asks for it with meta[\"B0\"]")
+
+
+def _show_shared_rows(scene: Scene, shared: SharedRows) -> None:
+    """The output's rows past `shared.rows` are no block of their own: the program's block there is its own
+    rows plus the shared rows, which every program adds into. A whole row in one block (BN >= N) is drawn in
+    elements, not as one cell."""
+    s = scene.sizes
+    rows, block = s[shared.rows], s[shared.block]
+    own = scene.dims.get(shared.rows)
+    output = next((i for i in scene.items if i.role == "output"), None)
+    if own is None or output is None or len(output.dims) != 2:
+        return
+    first = own.strong[0][0] if own.strong else 0
+    height, width = output.dims
+    height.block, height.block_name, height.kind, height.unit = block, shared.block, "grid", own.unit
+    height.strong = [(first, min(first + block, rows)), (rows, rows + len(shared.names))]
+    for dim in scene.dims.values():
+        if dim.kind == "loop" and dim.block and dim.block >= dim.size:  # the row in one block
+            dim.kind, dim.light, dim.strong, dim.unit = "full", None, [(0, dim.size)], cdiv(dim.size, 10)
+    names = " and ".join(shared.names)
+    scene.notes.append(
+        f"rows {first}…{min(first + block, rows) - 1} are this program's own ({shared.block} = {block} rows); rows "
+        f"{rows}…{rows + len(shared.names) - 1} of {output.name} ({names}) are every program's: each adds its "
+        "rows' partial sums into them with tl.atomic_add"
+    )

@@ -187,10 +187,10 @@ class Check:
             return None, Unchecked("its listing was not kept (the compile cache could not be written)", target)
         return listing, None
 
-    def own_files(self) -> set[str]:
-        """The files of the learner's functions (not the course's helpers, such as print_if)."""
+    def own_functions(self) -> dict[str, dict]:
+        """The learner's functions as they are now, by name (not the course's helpers, such as print_if)."""
         course = str(Path(__file__).resolve().parents[2])  # the puzzles package
-        return {e["filename"] for e in self.spec["functions"].values() if not e["filename"].startswith(course)}
+        return {e["name"]: e for e in self.spec["functions"].values() if not e["filename"].startswith(course)}
 
     def _place(self, function: str | None, offset: int | None) -> tuple[int | None, str | None]:
         """The file line of an error stored as (function, lines after its `def`)."""
@@ -267,7 +267,7 @@ class Check:
             if isinstance(why, Unchecked):
                 report.unchecked.append(Unchecked(f"its compiled code could not be read: {why.why}", why.target, every))
             return
-        verdict = judge(self.rule, from_listing(listing, self.kernel_name, self.rule.target, self.own_files()))
+        verdict = judge(self.rule, from_listing(listing, self.kernel_name, self.rule.target, self.own_functions()))
         if verdict.problem is None:
             report.notes.append(verdict.note)
         else:

@@ -32,7 +32,7 @@ def from_check(check: Check, target: int, sizes: dict[str, int]) -> Compiled:
 
     listing, why = check.listing(target)
     if listing is not None:
-        return from_listing(listing, check.kernel_name, target, check.own_files(), sizes)
+        return from_listing(listing, check.kernel_name, target, check.own_functions(), sizes)
     if isinstance(why, CompileProblem):
         source = linecache.getline(why.filename, why.line) if why.filename and why.line else ""
         error = KernelError("compile", why.message, why.line, source, why.filename)

@@ -280,6 +280,11 @@ def check_item(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover -
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return {"error": {"message": f"{type(exc).__name__}: {message}"}}
     listing = listing_of(compiled)
+    # Where each function was when compiled: the PTX's lines are these (Triton's own cache keys a kernel by its
+    # source and first line, not its file: its `.file` paths may be an earlier cell's), and a later grading of
+    # the same source elsewhere (a re-run cell, a line added above it) reads the listing from the cache.
+    listing["functions"] = [{k: e[k] for k in ("name", "filename", "first_line", "def_line")} |
+                            {"lines": len(e["source"].splitlines())} for e in built["by_src"].values()]
     return {"notes": needs(compiled, item["target"], listing["resources"]), "listing": listing}
 
 

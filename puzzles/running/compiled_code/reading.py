@@ -3,16 +3,22 @@ per instruction and the source line it comes from, what `tl.dot` became (wgmma, 
 ptxas's registers, stack and spills. Pure text in, records out: nothing here compiles.
 
 The PTX says where each instruction comes from with `.loc FILE LINE COLUMN` lines (the files are numbered by
-`.file N "path"`): the worker compiled the learner's functions at their own file and lines, so a `.loc` in
-the learner's file is their line. An instruction that Triton's library made (a `tl.sum`'s shuffles) carries a
+`.file N "path"`): the worker compiled the learner's functions at their own file and lines. Those may be where
+the functions were when first compiled (Triton's cache and the compile check's are keyed by source, not by
+file: a re-run notebook cell has a new file name), so `placer` maps them onto where the functions are now, by
+function and line within it. An instruction that Triton's library made (a `tl.sum`'s shuffles) carries a
 `.loc` in Triton's own files; it is credited to the last line of the learner's seen before it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+# (a PTX file path, a line in it) -> (the learner's file, their line now), or None for another file's line
+Place = Callable[[str, int], "tuple[str, int] | None"]
 
 # The bits of one element for PTX's type suffixes (.b32, .f16, .u8 ...).
 _TYPE_BITS = re.compile(r"\.[bfsu](8|16|32|64|128)\b")
@@ -106,12 +112,44 @@ def files_of(ptx: str) -> dict[int, str]:
     return {int(number): path.replace('\\"', '"') for number, path in _FILE.findall(ptx)}
 
 
-def placed_instructions(ptx: str, own_files: Iterable[str]) -> list[tuple[str, str, int | None, str | None]]:
+def library_dirs() -> tuple[str, ...]:
+    """Triton's package and the course's: their lines are not the learner's."""
+    import triton
+
+    return str(Path(triton.__file__).resolve().parent), str(Path(__file__).resolve().parents[2])
+
+
+def placer(then: list[dict], now: dict[str, dict]) -> Place:
+    """Where a PTX line is in the learner's code now. `then`: the functions as compiled (name, filename,
+    first_line, def_line, lines: worker.py's listing); `now`: the learner's functions today by name (their
+    filename and def_line). A PTX path none of `then` has (a compile Triton's cache kept from another file
+    name) is taken for the learner's file when it is no library's."""
+    library = library_dirs()
+
+    def place(path: str, line: int) -> tuple[str, int] | None:
+        if path.startswith(library):
+            return None
+        candidates = [e for e in then if e["filename"] == path] or [
+            e for e in then if not e["filename"].startswith(library)]
+        for entry in candidates:
+            current = now.get(entry["name"])
+            if current is not None and entry["first_line"] <= line < entry["first_line"] + entry["lines"]:
+                return current["filename"], current["def_line"] + line - entry["def_line"]
+        return None
+
+    return place
+
+
+def files_placer(own_files: set[str]) -> Place:
+    """Lines of `own_files` are the learner's as they are (a listing compiled where the learner's code still is)."""
+    return lambda path, line: (path, line) if path in own_files else None
+
+
+def placed_instructions(ptx: str, place: Place) -> list[tuple[str, str, int | None, str | None]]:
     """Every instruction of the PTX as (mnemonic, operands, line, file), placed at the learner's line: a
-    `.loc` in one of `own_files` (or the line it was inlined at, where the PTX says), else the last of the
-    learner's lines seen before it."""
+    `.loc` that `place` puts in the learner's code (or the line it was inlined at, where the PTX says), else
+    the last of the learner's lines seen before it."""
     files = files_of(ptx)
-    own = set(own_files)
     line: int | None = None
     filename: str | None = None
     out = []
@@ -122,8 +160,9 @@ def placed_instructions(ptx: str, own_files: Iterable[str]) -> list[tuple[str, s
         loc = _LOC.match(text)
         if loc:
             for number, at in ((loc.group(1), loc.group(2)), (loc.group(3), loc.group(4))):
-                if number is not None and files.get(int(number)) in own:
-                    filename, line = files[int(number)], int(at)
+                found = place(files.get(int(number), ""), int(at)) if number is not None else None
+                if found is not None:
+                    filename, line = found
                     break
             continue
         if stripped.startswith("."):
@@ -161,11 +200,11 @@ def _kind(mnemonic: str) -> str | None:
     return None
 
 
-def global_accesses(ptx: str, own_files: Iterable[str]) -> list[Access]:
+def global_accesses(ptx: str, place: Place) -> list[Access]:
     """The kernel's global memory instructions, grouped by kind, mnemonic and line, in the order they first
     appear."""
     groups: dict[tuple, int] = {}
-    for mnemonic, operands, line, filename in placed_instructions(ptx, own_files):
+    for mnemonic, operands, line, filename in placed_instructions(ptx, place):
         kind = _kind(mnemonic)
         if kind is None:
             continue
@@ -175,14 +214,13 @@ def global_accesses(ptx: str, own_files: Iterable[str]) -> list[Access]:
             for (kind, mnemonic, bits, line, filename), count in groups.items()]
 
 
-def dot_uses(ptx: str, ttir: str, own_files: Iterable[str]) -> list[DotUse]:
+def dot_uses(ptx: str, ttir: str, place: Place) -> list[DotUse]:
     """What each tl.dot became: its tensor-core instructions per line, and for a tl.dot of the Triton IR
     that left none in the PTX (Triton uses no tensor cores for it on this target), "fma" at its line."""
     from puzzles.running.compile_check.worker import ops_in_ir
 
-    own = set(own_files)
     groups: dict[tuple, int] = {}
-    for mnemonic, _operands, line, filename in placed_instructions(ptx, own):
+    for mnemonic, _operands, line, filename in placed_instructions(ptx, place):
         if mnemonic.startswith("wgmma.mma_async"):
             key = ("wgmma", mnemonic, line, filename)
         elif mnemonic.startswith("mma.sync"):
@@ -192,8 +230,8 @@ def dot_uses(ptx: str, ttir: str, own_files: Iterable[str]) -> list[DotUse]:
         groups[key] = groups.get(key, 0) + 1
     uses = [DotUse(kind, mnemonic, count, line, filename) for (kind, mnemonic, line, filename), count in groups.items()]
     if not uses:
-        placed = sorted({(f, line) for _name, f, line in ops_in_ir(ttir, ["dot"]) if f in own} or
-                        ({(None, None)} if re.search(r"= tt\.dot\b", ttir) else set()), key=str)
+        found = {place(f, line) for _name, f, line in ops_in_ir(ttir, ["dot"])} - {None}
+        placed = sorted(found or ({(None, None)} if re.search(r"= tt\.dot\b", ttir) else set()), key=str)
         uses = [DotUse("fma", "", 1, line, filename) for filename, line in placed]
     return uses
 

@@ -73,15 +73,17 @@ class Compiled:
         return summary_html(self)
 
 
-def from_listing(listing: dict[str, Any], kernel: str, target: int, own_files: set[str],
+def from_listing(listing: dict[str, Any], kernel: str, target: int, functions: dict[str, dict],
                  sizes: dict[str, int] | None = None) -> Compiled:
-    """The record of a full compile's listing (puzzles/running/compile_check/worker.py's listing_of)."""
+    """The record of a full compile's listing (puzzles/running/compile_check/worker.py's listing_of), its
+    lines placed in the learner's `functions` as they are now (name -> filename and def_line)."""
     ptx, ttir, sass = listing.get("ptx", ""), listing.get("ttir", ""), listing.get("sass", "")
+    place = reading.placer(listing.get("functions") or [], functions)
     return Compiled(kernel=kernel, target=target, sizes=dict(sizes or {}), ttir=ttir, ttgir=listing.get("ttgir", ""),
                     ptx=ptx, sass=sass, num_warps=int(listing.get("num_warps") or 0),
                     num_stages=int(listing.get("num_stages") or 0), shared=int(listing.get("shared") or 0),
                     resources=reading.resources(listing.get("resources", ""), sass, ptx),
-                    accesses=reading.global_accesses(ptx, own_files), dots=reading.dot_uses(ptx, ttir, own_files))
+                    accesses=reading.global_accesses(ptx, place), dots=reading.dot_uses(ptx, ttir, place))
 
 
 def not_compiled(kernel: str, target: int, error: Any, sizes: dict[str, int] | None = None) -> Compiled:

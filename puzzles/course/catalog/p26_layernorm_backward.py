@@ -1,0 +1,108 @@
+"""Puzzle 26: layer norm, backward (dx per row; dw and db summed across rows by many programs)."""
+
+import torch
+from jaxtyping import Float32
+from torch import Tensor
+
+from puzzles.course import mistakes_dropout_norm as slips
+from puzzles.course.bug_inputs import layernorm_saved_statistics
+from puzzles.course.catalog.tracks import TRAINING_ORDER_NOTE
+from puzzles.course.picture_hooks import SharedRows
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, cdiv
+
+
+def layernorm_backward_spec(x: Float32[Tensor, "M N"], w: Float32[Tensor, "N"], dy: Float32[Tensor, "M N"],
+                            mean: Float32[Tensor, "M"], rstd: Float32[Tensor, "M"]) -> Float32[Tensor, "M+2 N"]:
+    """z[:M] = dx = rstd * (w*dy - mean_n(w*dy) - xhat * mean_n(w*dy*xhat)); z[M] = dw = sum_m dy*xhat; z[M+1] = db"""
+    xhat = (x - mean[:, None]) * rstd[:, None]
+    wdy = w * dy
+    dx = (wdy - xhat * (xhat * wdy).mean(1, keepdim=True) - wdy.mean(1, keepdim=True)) * rstd[:, None]
+    dw = (dy * xhat).sum(0, keepdim=True)  # summed over the rows: every program holds a share
+    db = dy.sum(0, keepdim=True)
+    return torch.cat([dx, dw, db])
+
+
+PUZZLE = Puzzle(
+    number=26,
+    slug="layernorm_backward",
+    title="Layer norm, backward",
+    kernel_name="layernorm_backward_kernel",
+    spec=layernorm_backward_spec,
+    statement=r"""
+The backward pass of puzzle 25's layer norm. The forward pass saved each row's mean $\mu_m$ and
+$r_m = 1/\sqrt{\sigma^2_m + \varepsilon}$ (the "rstd"); with them, $\hat x_{m,n} = (x_{m,n} - \mu_m)\,r_m$
+is the normalised row and $z = \hat x\, w + b$. Given the incoming gradient `dy` (`M × N`), three
+gradients come back:
+
+$$dx_{m,n} = r_m\Big(w_n\,dy_{m,n} - \frac{1}{N}\sum_{k} w_k\,dy_{m,k}
+- \hat x_{m,n}\,\frac{1}{N}\sum_{k} w_k\,dy_{m,k}\,\hat x_{m,k}\Big), \qquad
+dw_n = \sum_{m} dy_{m,n}\,\hat x_{m,n}, \qquad db_n = \sum_{m} dy_{m,n}$$
+
+(the two row means are there because every $\hat x_{m,k}$ depends on every $x_{m,n}$ of its row,
+through $\mu_m$ and $r_m$).
+
+**Two directions of reduction.** `dx` reduces along each row, like the forward pass: one program can
+own whole rows. `dw` and `db` reduce down the columns, over **all** `M` rows, and those rows are
+spread over many programs. Each program sums its own rows' terms (its *partial* sums), and the
+partial sums of all programs must then be added up. Ways to do it:
+- **atomics**: each program adds its partial `dw` and `db` into the output with `tl.atomic_add`
+  (the grader starts `z` at zero, as `torch.zeros` would); one atomic per column per program;
+- **a buffer and a second reduction**, as Triton's tutorial does: partial sums into a
+  `GROUP × N` buffer (rows taken under a lock, `tl.atomic_cas`), then a second kernel sums the
+  buffer; with one buffer row per program and no lock it is also bit-reproducible, which float
+  atomics are not (their order changes from run to run).
+
+This puzzle grades one launch, so its second reduction is the atomics. What does **not** work is a
+load, an add and a store into `dw` by each program: on a GPU the programs run at the same time, two
+of them read the same old value, and one program's rows are lost. Triton's interpreter runs the
+programs one after another, so the sum comes out right there: the grader reports such a kernel as a
+race, with the line of its plain store.
+
+**Layout.** `x`, `dy` are `M × N`; `w` has `N` elements; `mean` and `rstd` have `M` (the grader
+computes them from `x`, as the forward pass would). The output `z` is `(M + 2) × N`: rows `0 … M−1`
+hold `dx`, row `M` holds `dw` (at `z_ptr + M*N`), row `M + 1` holds `db`. The grid is
+`(cdiv(M, BM),)`: program `p` owns rows `p·BM … p·BM + BM − 1` (`M` need not be a multiple of `BM`).
+A row fits in one block: `BN` is a power of two at least `N`, so mask the columns `n < N`.
+""",
+    sizes=(
+        {"M": 30, "N": 100, "BM": 4, "BN": 128},
+        {"M": 17, "N": 33, "BM": 8, "BN": 64},
+        {"M": 64, "N": 64, "BM": 16, "BN": 64},
+        # Twenty programs adding into the same dw and db: a lost update is no rare event here.
+        {"M": 40, "N": 200, "BM": 2, "BN": 256},
+    ),
+    hints=(
+        "Columns `cols = tl.arange(0, BN)`, `cols < N`; `w` loaded once. Loop `for r in range(BM)` over the "
+        "program's rows, `row = tl.program_id(0) * BM + r`, masked by `row < M` as well.",
+        "Per row: `xhat = tl.where(mask, (x - mean) * rstd, 0.0)`, `wdy = w * dy`, "
+        "`c1 = tl.sum(xhat * wdy, axis=0) / N`, `c2 = tl.sum(wdy, axis=0) / N`; store "
+        "`(wdy - (xhat * c1 + c2)) * rstd` at `z_ptr + row * N + cols`.",
+        "Keep `dw += dy * xhat` and `db += dy` in registers over the loop, then after it "
+        "`tl.atomic_add(z_ptr + M * N + cols, dw, mask=cols < N)` (and `db` one row further).",
+    ),
+    grid=lambda s: (cdiv(s["M"], s["BM"]),),
+    output_init="zeros",
+    draw_inputs=layernorm_saved_statistics,
+    launch_order_note=TRAINING_ORDER_NOTE,
+    shared_rows=SharedRows("M", ("dw", "db"), "BM"),
+    likely_mistakes=(
+        Mistake("dx lacks its two row means: dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂)), because every x̂ "
+                "of a row depends on every x of it", slips.layernorm_dx_without_means),
+        Mistake("dx uses dy where w · dy belongs (the gradient reaching x̂ is w · dy, in all three terms)",
+                slips.layernorm_dx_without_weight),
+        Mistake("the row means of dx are divided by BN, the block's width: divide by N (the masked lanes hold no "
+                "element)", slips.layernorm_dx_means_over_block),
+        Mistake("dw sums dy · x: the weight multiplies the normalised x̂ = (x − mean) · rstd, so dw = Σ dy · x̂",
+                slips.layernorm_dw_from_x),
+    ),
+    # dw and db are sums of up to 40 float32 terms added by atomics in any order, dx a difference of row
+    # means: off by about 1e-6; a term left out, or float16 arithmetic, must fail.
+    rtol=1e-4,
+    atol=1e-4,
+    perf_size={"M": 8192, "N": 1024, "BM": 16, "BN": 1024},
+    speed_goal=SpeedGoal(
+        vs_compile=1.0, roofline=0.5,
+        levers="BM, the rows per program: enough programs to fill every multiprocessor, few enough that the "
+               "atomics into each column of dw and db stay cheap (512 programs at the perf size); num_warps 4 to 8 "
+               "for a BN of 1024; x and dy read once, dx written once"),
+)
