@@ -134,7 +134,7 @@ def test_a_correct_kernel_without_atomics_compiles_for_every_target():
 def _attention_backward_body(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_ptr, T, D: tl.constexpr,
                              B0: tl.constexpr, B1: tl.constexpr, SLIP: tl.constexpr):
     """The reference with one slip, chosen by SLIP: "no scale", "scale in scores only", "no lse", "no delta",
-    "dq by load and store", "no row mask"."""
+    "dq by load and store", "no row mask", "no dv"."""
     scale = 1.0 / (D ** 0.5)
     if SLIP == "no scale":
         scale = 1.0
@@ -179,7 +179,8 @@ def _attention_backward_body(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_p
     if SLIP == "scale in scores only":
         dk = dk / scale
     tl.store(dqkv_ptr + T * D + keys[:, None] * D + cols[None, :], dk * scale, mask=keys_in[:, None])
-    tl.store(dqkv_ptr + 2 * T * D + keys[:, None] * D + cols[None, :], dv, mask=keys_in[:, None])
+    if SLIP != "no dv":
+        tl.store(dqkv_ptr + 2 * T * D + keys[:, None] * D + cols[None, :], dv, mask=keys_in[:, None])
 
 
 @triton.jit
@@ -220,6 +221,12 @@ def attention_backward_without_row_mask(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_
     _attention_backward_body(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_ptr, T, D, B0, B1, "no row mask")
 
 
+@triton.jit
+def attention_backward_without_dv(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_ptr, T, D: tl.constexpr,
+        B0: tl.constexpr, B1: tl.constexpr):
+    _attention_backward_body(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_ptr, T, D, B0, B1, "no dv")
+
+
 @pytest.mark.parametrize(("kernel", "slip"), [
     (attention_backward_without_scale, "the scale 1/sqrt(D) is missing"),
     (attention_backward_scale_in_scores_only, "dq and dk miss the factor 1/sqrt(D)"),
@@ -248,3 +255,11 @@ def test_query_rows_past_t_read_out_of_bounds():
     result = grade(attention_backward_without_row_mask)
     failure = result.first_failure
     assert failure is not None and failure.status == "out of bounds", str(result)
+
+
+@interpreted_only
+def test_dv_never_stored_is_unwritten_though_the_output_starts_at_zero():
+    result = grade(attention_backward_without_dv)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "unwritten", str(result)
+    assert all(index[0] == 2 for index in failure.unwritten), failure.unwritten  # z[2] is dv

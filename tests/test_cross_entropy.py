@@ -147,7 +147,7 @@ def test_a_correct_kernel_in_another_style_compiles_for_every_target():
 def _cross_entropy_body(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_INDEX, B0: tl.constexpr, B1: tl.constexpr,
                         SLIP: tl.constexpr):
     """The reference's two passes with one slip, chosen by SLIP: "no max", "count all rows", "grad not divided",
-    "no one-hot", "ignore -100", "stride V", "no column mask"."""
+    "no one-hot", "ignore -100", "stride V", "no column mask", "no loss"."""
     kept_lanes = tl.zeros([B1], dtype=tl.int32)
     for r0 in range(0, N0, B1):
         r = r0 + tl.arange(0, B1)
@@ -187,7 +187,8 @@ def _cross_entropy_body(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_INDEX, B0:
             m = m_new
         x_t += tl.sum(tl.where(cols[None, :] == target[:, None], x, 0.0), 1)
     lse = m + tl.log(l)
-    tl.store(z_ptr + rows * out_stride + V, tl.where(kept, (lse - x_t) / n, 0.0), mask=rows_in)
+    if SLIP != "no loss":
+        tl.store(z_ptr + rows * out_stride + V, tl.where(kept, (lse - x_t) / n, 0.0), mask=rows_in)
     for j0 in range(0, V, B1):
         cols = j0 + tl.arange(0, B1)
         inside = rows_in[:, None] & (cols[None, :] < V)
@@ -242,6 +243,12 @@ def cross_entropy_without_column_mask(logits_ptr, targets_ptr, z_ptr, N0, V, IGN
     _cross_entropy_body(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_INDEX, B0, B1, "no column mask")
 
 
+@triton.jit
+def cross_entropy_without_loss(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_INDEX,
+        B0: tl.constexpr, B1: tl.constexpr):
+    _cross_entropy_body(logits_ptr, targets_ptr, z_ptr, N0, V, IGNORE_INDEX, B0, B1, "no loss")
+
+
 @pytest.mark.parametrize(("kernel", "size", "slip"), [
     (cross_entropy_no_max, LARGE_LOGITS, "does not subtract the maximum"),
     (cross_entropy_counting_ignored_rows, 0, "ignored rows are counted in the mean"),
@@ -277,3 +284,11 @@ def test_the_last_chunk_without_its_column_mask_reads_out_of_bounds():
     failure = result.first_failure
     assert failure is not None and failure.status == "out of bounds", str(result)
     assert "logits" in failure.reason(), failure.reason()
+
+
+def test_the_loss_column_never_stored_is_unwritten():
+    result = grade(cross_entropy_without_loss)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "unwritten", str(result)
+    width = failure.sizes["V"]
+    assert all(index[1] == width for index in failure.unwritten), failure.unwritten  # column V holds the loss

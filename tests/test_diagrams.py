@@ -143,6 +143,58 @@ def test_the_packing_legend_explains_every_packed_tensor() -> None:
     painter = Recorder()
     draw_packing_inset(painter, diagrams.scene_for(catalog.get(12)), 0, 0, 12.0)
     legend = " ".join(painter.texts)
-    assert "weight: word w holds MID = 8w … 8w + 7" in legend, legend
-    assert "offset: one value per group g = MID // 8; nibble n of word w holds group g = 8w + n" in legend, legend
-    assert "MID = 64w + 8n … 64w + 8n + 7" in legend, legend
+    assert "weight: word w holds the values at index 8w … 8w + 7 along MID, index 8w + n in nibble n" in legend, legend
+    assert ("offset: one value per group of 8 along MID (group g = index // 8); nibble n of word w holds group "
+            "g = 8w + n") in legend, legend
+    assert "(index 64w + 8n … 64w + 8n + 7)" in legend, legend
+
+
+@pytest.mark.parametrize("puzzle", catalog.all_puzzles(), ids=lambda p: p.id)
+def test_no_label_overlaps_another_or_is_struck_through_by_a_guide(puzzle) -> None:
+    """Text boxes as matplotlib lays them out (puzzle 14's "K = 64" was struck through by the guide line from
+    qweight, beside the "32" tick and "blocks of BK = 32")."""
+    assert diagrams.overlapping_labels(diagrams.draw(puzzle)) == []
+
+
+def test_the_overlap_check_finds_overlaps() -> None:
+    from matplotlib.figure import Figure
+
+    from puzzles.diagrams.style import GUIDE
+
+    fig = Figure(figsize=(4, 2))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, 4)
+    ax.set_ylim(0, 2)
+    ax.text(1, 1, "K = 64")
+    ax.text(1.2, 1.02, "32")
+    ax.text(3, 0.5, "N = 8")
+    ax.plot([2.5, 3.8], [0.55, 0.55], color=GUIDE)  # through "N = 8"
+    assert diagrams.overlapping_labels(fig) == [("K = 64", "32"), ("N = 8", "a guide line")]
+
+
+def test_tensors_stacked_above_read_in_the_signatures_order() -> None:
+    """Puzzle 20's x and y over z: x on top, as in silu_mul_kernel(x_ptr, y_ptr, ...)."""
+    from matplotlib.figure import Figure
+
+    from puzzles.diagrams.generic import draw_generic
+
+    scene = diagrams.scene_for(catalog.get(20))
+    draw_generic(Figure(), scene)
+    top = {item.name: item.fy for item in scene.items}
+    assert top["x"] > top["y"] > top["z"], top
+
+
+@pytest.mark.parametrize("number", [12, 13, 14, 18])
+def test_the_packing_inset_names_no_size_as_an_index(number) -> None:
+    """"nibble n: MID = 8w + n" used a size's name as an index; positions along a size are "index … along MID"."""
+    from matplotlib.figure import Figure
+
+    from puzzles.diagrams.paint import Painter, draw_packing_inset
+
+    scene = diagrams.scene_for(catalog.get(number))
+    fig = Figure()
+    draw_packing_inset(Painter(fig, 1, 1), scene, 0, 0, 6.0)
+    text = " ".join(t.get_text() for t in fig.axes[0].texts)
+    sizes = set(catalog.get(number).canonical)
+    assert not re.search(rf"\b({'|'.join(sizes)}) = \d+w", text), text
+    assert "index" in text, text

@@ -12,7 +12,7 @@ import wrong_kernels as wrong
 from puzzles import on_gpu, test
 from puzzles.course import catalog
 from puzzles.course.solution_source import starter_source
-from puzzles.grading.cases import unknown_sizes_note
+from puzzles.grading.cases import size_list, unknown_sizes_note
 from puzzles.grading.inputs import build_arena, poison_, random_tensor, unwritten_mask
 
 # Debugging and the in-process interpreter path exist only where kernels are interpreted; on a GPU
@@ -275,6 +275,30 @@ def test_nelem_and_block_override_the_canonical_size():
     result = test(p.reference(), p.spec, nelem={"N0": 77}, B={"B0": 8}, quiet=True)
     assert result.outcomes[0].sizes == {"N0": 77, "B0": 8} and result.passed
     assert not any("not a size" in n for n in result.notes)
+
+
+def test_a_grading_cell_with_edited_sizes_still_grades_every_canonical_size():
+    """Puzzle 19's cell edited to another size: the crop layout (S0=3, SC=1, the first canonical size) is still
+    graded, each canonical size with its own inputs, and the cell's size is graded first."""
+    p = catalog.get(19)
+    edited = {"N0": 25, "N1": 7}
+    result = test(p.reference(), p.spec, nelem=edited, quiet=True, seed=5)
+    graded = [o.sizes for o in result.outcomes]
+    assert graded == [{**p.canonical, **edited}, *p.sizes], graded
+    assert result.passed and not result.partial and str(result).startswith("PASSED Puzzle 19"), str(result)
+    plain = test(p.reference(), p.spec, quiet=True, seed=5)  # the same inputs at the canonical sizes
+    assert all(torch.equal(a.expected, b.expected) for a, b in zip(result.outcomes[1:], plain.outcomes, strict=True))
+    assert size_list(p, {"N0": 20}, None, None) == list(p.sizes)  # the canonical value itself: no extra size
+
+
+def test_sizes_given_on_purpose_are_said_not_to_be_a_pass_of_the_puzzle():
+    p = catalog.get(19)
+    result = test(p.reference(), p.spec, sizes=[p.sizes[1]], quiet=True)
+    assert result.passed and [o.sizes for o in result.outcomes] == [p.sizes[1]]
+    assert "not a pass of puzzle 19" in result.partial and "S0=3 SC=1" in result.partial, result.partial
+    assert str(result).startswith("PASSED ONLY THE SIZES GIVEN") and "not a pass of puzzle 19" in str(result)
+    assert "Passed only the sizes given" in result._repr_html_()
+    assert not test(p.reference(), p.spec, sizes=list(p.sizes), quiet=True).partial  # every size: a pass
 
 
 def test_a_size_name_the_puzzle_does_not_have_is_named():

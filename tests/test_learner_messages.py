@@ -729,3 +729,51 @@ def sum_without_creating_the_accumulator(x_ptr, z_ptr, N0, N1, T, B0: tl.constex
 def test_an_accumulator_added_to_before_it_exists_is_told_to_be_created_before_the_loop():
     reason = grade(7, sum_without_creating_the_accumulator).reason()
     assert "acc is added to before it has a value: create it before the loop" in reason, reason
+
+
+# -- an out-of-bounds access named by the axis that overflows (issue: puzzle 10's column mask) ---------------------
+
+@triton.jit
+def conv2d_without_the_column_mask(x_ptr, k_ptr, z_ptr, N0, H, W, KH: tl.constexpr, KW: tl.constexpr,
+                                   B0: tl.constexpr):
+    images = tl.program_id(0) * B0 + tl.arange(0, B0)
+    images_in = images < N0
+    a = tl.arange(0, KH)
+    b = tl.arange(0, KW)
+    kernel = tl.load(k_ptr + a[:, None] * KW + b[None, :])
+    for h in range(0, H):
+        for w in range(0, W):
+            at = images[:, None, None] * H * W + (h + a)[None, :, None] * W + (w + b)[None, None, :]
+            inside = images_in[:, None, None] & (h + a < H)[None, :, None]  # the columns w + b < W left out
+            window = tl.load(x_ptr + at, mask=inside, other=0.0)
+            tl.store(z_ptr + images * H * W + h * W + w, tl.sum(tl.sum(window * kernel[None, :, :], axis=2), axis=1),
+                     mask=images_in)
+
+
+@interpreted_only
+def test_an_access_past_a_rows_end_is_named_by_its_column_not_as_the_next_image():
+    """Without the column mask, x[3, 7, 7 + 1] is flat index 256 of a 4×8×8 x, which the flat index alone names
+    x[4, 0, 0], an image the kernel does mask. The block says which axis ran over, and the wrong elements' shared
+    columns are named."""
+    result = grade(10, conv2d_without_the_column_mask)
+    failure = result.first_failure
+    assert failure.status == "out of bounds", str(result)
+    assert "load of x[3, 7, 8] (x is 4×8×8) out of bounds (column 8 of a row 8 wide)" in result.reason(), str(result)
+    assert "x[4, 0, 0]" not in str(result)
+    assert "every wrong element is in columns 5…7 (of 0…7) of z: z[:, :, 5…7]" in failure.note, failure.note
+    assert "(column 5 of a row 5 wide)" in result.outcomes[2].reason()  # four images a program: the same axis
+
+
+def test_block_coordinates_follow_the_block_not_the_flat_index():
+    import numpy as np
+
+    from puzzles.running.recording import block_coordinates
+
+    rows, cols = np.arange(4)[:, None], np.arange(4)[None, :]
+    elements = (6 + rows) * 8 + (5 + cols)  # rows 6…9, columns 5…8 of an 8×8 tensor
+    active = np.ones_like(elements, dtype=bool)
+    assert block_coordinates(elements, active, (1, 3), (8, 8)) == (7, 8)  # 64: not [8, 0]
+    assert block_coordinates(elements, active, (2, 0), (8, 8)) == (8, 5)
+    assert block_coordinates(elements * 0 + 70, active, (0, 0), (8, 8)) is None  # no lane inside
+    access = InvalidAccess("load", "x", 64, (0, 0, 0), None, shape=(8, 8), coords=(7, 8))
+    assert "x[7, 8] (x is 8×8) out of bounds (column 8 of a row 8 wide)" in access.describe()

@@ -232,3 +232,55 @@ def test_tables_for_real_tensors_point_at_them():
     assert addresses.tolist() == [[t.data_ptr() for t in params], [t.data_ptr() for t in moms]]
     assert numels.tolist() == [5, 64, 65]
     assert chunks.tolist() == [[0, 0], [1, 0], [2, 0], [2, 1]]
+
+
+@triton.jit
+def grey_kernel_channels_one_apart(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    mask = (j[:, None] < N1) & (i[None, :] < N0)
+    pixel = x_ptr + j[:, None] * S1 + i[None, :] * S0
+    r = tl.load(pixel, mask=mask).to(tl.float32)
+    g = tl.load(pixel + 1, mask=mask).to(tl.float32)  # SC hard-coded as 1
+    b = tl.load(pixel + 2, mask=mask).to(tl.float32)
+    tl.store(z_ptr + j[:, None] * N0 + i[None, :], 0.2989 * r + 0.5870 * g + 0.1140 * b, mask=mask)
+
+
+@interpreted_only
+def test_grey_with_the_channel_stride_hard_coded_is_named_and_its_reads_of_row_padding_reported():
+    """+1, +2 instead of SC, 2·SC: right in the crop (SC = 1), the next pixels' red bytes channels-first (the slip is
+    named), and the row padding past the last column where rows are padded (reported with element and line)."""
+    result = grade(19, grey_kernel_channels_one_apart)
+    crop, permuted, padded = result.outcomes
+    assert crop.passed and permuted.status == "wrong", str(result)
+    assert "the output is what this slip gives: green and blue are read at pixel + 1 and pixel + 2" in permuted.note
+    assert padded.status == "out of bounds", str(result)
+    gap = padded.invalid_accesses[0]
+    assert gap.tensor == "x" and gap.line is not None and "tl.load(pixel + 1" in gap.source, gap.describe()
+    assert "load of x_ptr + 30, which is no element of x (1 after x[0, 29, 0];" in gap.describe(), gap.describe()
+
+
+@pytest.mark.skipif(on_gpu(), reason="the never-written elements are the interpreter's recording")
+def test_a_failing_autotuned_verdict_shows_the_graders_configs_and_explains_every_unwritten_row():
+    """The grader's own configs are graded and shown whatever the learner's gave (the statement promises them),
+    and each config whose blocks leave gaps (pid * 128 under B0 = 32) gets the hint its overlapping ones get."""
+    from puzzles.grading.autotune_configs import grader_configs, tuning_rules
+
+    p = catalog.get(20)
+    result = grade(20, silu_mul_kernel_one_config)
+    theirs = grader_configs(list(silu_mul_kernel_one_config.configs), tuning_rules(p))
+    assert {o.sizes["B0"] for o in result.outcomes} == {32, 128, 1024} | {c.kwargs["B0"] for c in theirs}
+    assert sum(n.startswith("grader's config ") for n in result.notes) == len(theirs), result.notes
+    for o in result.outcomes:
+        if o.status == "unwritten":
+            assert "pid * B0" in o.note, (o.sizes, o.note)
+
+
+def test_one_still_running_note_with_every_target():
+    from puzzles.running.compile_check import merge_pending_notes, pending_note
+
+    notes = ["config 1 of 2 (B0=32, num_warps=1): passed", pending_note(["sm_80", "sm_90"]), "another note",
+             pending_note(["sm_75", "sm_90"])]
+    merged = merge_pending_notes(notes)
+    assert merged == [notes[0], pending_note(["sm_75", "sm_80", "sm_90"]), "another note"]
+    assert merge_pending_notes(notes[:3]) == notes[:3]

@@ -1,5 +1,6 @@
 """Common slips, computed: what the spec gives with one mistake in it (the quantization track's, and the
-first puzzles' blocks, the loops over a long axis of puzzles 7, 8, 9, 11 and 17, and puzzle 21's update).
+first puzzles' blocks, the loops over a long axis of puzzles 7, 8, 9, 11 and 17, puzzle 19's strides and
+puzzle 21's update).
 
 A wrong matmul output says nothing about its cause: every element is off by some amount. So a puzzle
 may list `Mistake`s (its catalog record, `likely_mistakes`): each is a sentence for the learner and one
@@ -288,12 +289,14 @@ def gemv_without_scale(i: Inputs, sizes: Sizes) -> Tensor:
 
 # -- puzzle 18: GPTQ, qweight packed along K, qzeros along N -------------------------------------------
 
-def _gptq(i: Inputs, zero: Tensor | None, *, scales: bool = True, group: int | None = None) -> Tensor:
-    """a @ W with W = (q - zero) * scale; `zero` is K x N (None: 0), `group` the rows per scale."""
+def _gptq(i: Inputs, zero: Tensor | None, *, scales: bool = True, group: int | None = None,
+          rows_of: Tensor | None = None) -> Tensor:
+    """a @ W with W = (q - zero) * scale; `zero` is K x N (None: 0), `group` the rows per scale, or `rows_of` the
+    group of each row."""
     a, qweight, s = i["a"], i["qweight"], i["scales"]
     k = a.shape[1]
     group = group or k // s.shape[0]
-    rows = torch.arange(k) // group
+    rows = torch.arange(k) // group if rows_of is None else rows_of
     q = _nibbles(qweight, 0).double()
     w = q - (zero.double() if zero is not None else 0)
     if scales:
@@ -350,6 +353,49 @@ def gptq_group_by_block(i: Inputs, sizes: Sizes) -> Tensor:
 def gptq_group_of_64(i: Inputs, sizes: Sizes) -> Tensor:
     """The group of row k taken as k // 64, a fixed group size (puzzle 12's offset word), instead of k // G."""
     return _gptq_groups_of(i, 64)
+
+
+def _chunk_groups(sizes: Sizes) -> Tensor:
+    """For each row k of K, the group of its chunk's first row: ⌊k0 / G⌋ with k0 = ⌊k / BK⌋ · BK (every part's
+    chunks start at a multiple of BK)."""
+    return (torch.arange(sizes["K"]) // sizes["BK"] * sizes["BK"]) // sizes["G"]
+
+
+def gptq_group_of_chunk_start(i: Inputs, sizes: Sizes) -> Tensor:
+    """`g = k0 // G` for the whole chunk: every row of a chunk takes the group of the chunk's first row (where G is
+    a multiple of BK no chunk holds two groups: the right output, which the verdict never names)."""
+    zero = _nibbles(i["qzeros"], 1)
+    groups = _chunk_groups(sizes)
+    return _gptq(i, zero[groups] + 1, rows_of=groups)
+
+
+def gptq_chunks_across_groups(sizes: Sizes) -> str:
+    """Which rows of which chunks took the wrong group at these sizes: the chunks that hold rows of two groups."""
+    k, block, group = sizes["K"], sizes["BK"], sizes["G"]
+    wrong = []
+    for k0 in range(0, k, block):
+        last = min(k0 + block, k) - 1
+        if last // group != k0 // group:
+            first_wrong = (k0 // group + 1) * group
+            groups = f"{first_wrong // group}" + (f"…{last // group}" if last // group > first_wrong // group else "")
+            wrong.append(f"chunk k0 = {k0} (rows {k0}…{last}) took group {k0 // group} for its rows "
+                         f"{first_wrong}…{last}, which are in group {groups}")
+    if not wrong:
+        return ""
+    more = f", and {len(wrong) - 2} more chunk{'s' if len(wrong) > 3 else ''}" if len(wrong) > 2 else ""
+    return (f"here (G = {group}, BK = {block}) {'; '.join(wrong[:2])}{more}: the group of row k is k // G, with k "
+            "the row's own index (k0 + tl.arange(0, BK))")
+
+
+# -- puzzle 19: colour to grey through strides ---------------------------------------------------------
+
+def grey_channels_one_apart(i: Inputs, sizes: Sizes) -> Tensor:
+    """The green and blue bytes read at pixel + 1 and pixel + 2 (the channel stride taken as 1, a packed
+    image's) instead of pixel + SC and pixel + 2·SC: channels-first, those are the next pixels' red bytes (where
+    they fall between the view's elements, the access check reports them; SC = 1 gives the right output)."""
+    x = i["x"]  # a view of the whole storage (cases.make_case keeps it so for slips like this one)
+    packed = torch.as_strided(x, x.shape, (sizes["S1"], sizes["S0"], 1))
+    return 0.2989 * packed[..., 0].float() + 0.5870 * packed[..., 1].float() + 0.1140 * packed[..., 2].float()
 
 
 # -- puzzle 16: grouped tile order (no inputs: the sizes alone) ---------------------------------------

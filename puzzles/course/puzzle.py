@@ -91,10 +91,17 @@ class CompiledRule:
 @dataclass(frozen=True)
 class Mistake:
     """A common slip, computed (puzzles/course/mistakes.py): `output(inputs by name, sizes)` is what the spec
-    gives with the slip in it; a wrong output that matches it gets `text` in its verdict."""
+    gives with the slip in it; a wrong output that matches it gets `text` in its verdict, followed by
+    `where(sizes)` when given: what the slip did at that size (which rows took the wrong group)."""
 
     text: str
     output: Callable[[dict[str, Any], Sizes], Any]
+    where: Callable[[Sizes], str] | None = None
+
+    def text_at(self, sizes: Sizes) -> str:
+        """The sentence for a verdict at these sizes."""
+        detail = self.where(sizes) if self.where is not None else ""
+        return f"{self.text}; {detail}" if detail else self.text
 
 
 Grid = Callable[[Sizes], tuple[int, ...]]

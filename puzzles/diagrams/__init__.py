@@ -97,6 +97,46 @@ def draw(puzzle: Puzzle) -> Figure:
         return fig
 
 
+def overlapping_labels(fig: Figure, slack: float = 0.5) -> list[tuple[str, str]]:
+    """What makes a drawn diagram's text hard to read: pairs of texts whose boxes overlap by more than `slack`
+    pixels (at 100 dpi) each way (a label written over a tick, two lines of an axis label too close), and texts
+    that a guide line strikes through where they have no background of their own to stop it ("a guide line" as
+    the second of the pair). Each text is measured as matplotlib lays it out (rotation and alignment included)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import same_color
+
+    from puzzles.diagrams.style import GUIDE
+
+    with _rc():
+        canvas = FigureCanvasAgg(fig)
+        fig.set_dpi(100)
+        renderer = canvas.get_renderer()
+        texts = [t for ax in fig.axes for t in ax.texts if t.get_text().strip() and t.get_visible()]
+        boxes = [t.get_window_extent(renderer) for t in texts]
+        guides = [line.get_transform().transform(line.get_xydata()) for ax in fig.axes for line in ax.lines
+                  if same_color(line.get_color(), GUIDE)]
+    found = []
+    for i, (a, box_a) in enumerate(zip(texts, boxes, strict=True)):
+        for b, box_b in zip(texts[i + 1:], boxes[i + 1:], strict=True):
+            wide = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+            high = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+            if wide > slack and high > slack:
+                found.append((a.get_text(), b.get_text()))
+        if a.get_bbox_patch() is None and any(_crosses(points, box_a, slack) for points in guides):
+            found.append((a.get_text(), "a guide line"))
+    return found
+
+
+def _crosses(points: object, box: object, slack: float) -> bool:
+    """Does a straight guide line (its two end points, in pixels) pass through the inside of a text's box?"""
+    (x0, y0), (x1, y1) = points[0], points[-1]
+    if abs(y1 - y0) < 1e-6:  # across
+        return box.y0 + slack < y0 < box.y1 - slack and min(x0, x1) < box.x1 - slack and max(x0, x1) > box.x0 + slack
+    if abs(x1 - x0) < 1e-6:  # down
+        return box.x0 + slack < x0 < box.x1 - slack and min(y0, y1) < box.y1 - slack and max(y0, y1) > box.y0 + slack
+    return False
+
+
 def save(fig: Figure, path: Path | str, title: str | None = None) -> None:
     """Write a diagram as SVG (or any format by the suffix) with deterministic bytes."""
     path = Path(path)

@@ -175,7 +175,7 @@ def _shares(dim: Dim | None, own: Dim | None) -> bool:
 @dataclass
 class Layout:
     left: list[Item] = field(default_factory=list)  # right to left: the last is the outermost
-    above: list[Item] = field(default_factory=list)  # bottom to top
+    above: list[Item] = field(default_factory=list)  # bottom to top (the signature's last tensor first)
     above_row: list[Item] = field(default_factory=list)  # beside the first tensor above, left to right
     left_col: list[Item] = field(default_factory=list)  # under the nearest tensor on the left, top to bottom
     right: list[Item] = field(default_factory=list)
@@ -214,9 +214,11 @@ def arrange(scene: Scene, fold_left: bool = False, fold_above: bool = False) -> 
         else:
             (lay.right if item.role == "output" else left).append(item)
     lay.left = left
-    if fold_above and len(lay.above) >= 2:
+    if fold_above and len(lay.above) >= 2:  # read left to right in the signature's order
         lay.above, lay.above_row = lay.above[:1], lay.above[1:]
         lay.cols -= {id(i) for i in lay.above_row}
+    else:  # read top to bottom in the signature's order: its first tensor on top, the nearest to the anchor last
+        lay.above.reverse()
     if fold_left and len(lay.left) >= 2:
         lay.left, lay.left_col = lay.left[-1:], lay.left[:-1]
         lay.rows -= {id(i) for i in lay.left_col}

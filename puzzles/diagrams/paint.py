@@ -37,6 +37,7 @@ from puzzles.diagrams.style import (
     GUIDE,
     INPUT_EDGE,
     INPUT_FILL,
+    LABEL_GROUND,
     LIGHT,
     MASK_EDGE,
     MAX_LAYERS,
@@ -46,6 +47,8 @@ from puzzles.diagrams.style import (
     STRONG,
     STRONG_EDGE,
     TEXT,
+    TICK_GROUND_ACROSS,
+    TICK_GROUND_DOWN,
     VIRTUAL_EDGE,
     VIRTUAL_FILL,
 )
@@ -192,15 +195,15 @@ def draw_item(p: Painter, item: Item, c: float) -> None:
     for i, line in enumerate(reversed(lab.col_lines)):
         small = i < len(lab.col_lines) - 1
         p.text(item.fx + nc * c / 2, y, line, fontsize=FS_AXIS - (0.5 if small else 0), color=MUTED, ha="center",
-               va="bottom", zorder=6)
+               va="bottom", zorder=6, bbox=LABEL_GROUND)
         y += LINE_H
     name, caption = name_text(item)
     name_color = VIRTUAL_EDGE if item.role == "virtual" else edge
     p.text(item.fx, y + 0.02, name, fontsize=FS_NAME, fontweight="bold", va="bottom", ha="left", zorder=6,
-           color=name_color)
-    if caption:
-        p.text(item.fx + text_width(name, FS_NAME, "bold"), y + 0.035, "  " + caption, fontsize=FS_SMALL, color=MUTED,
-               va="bottom", ha="left", zorder=6)
+           color=name_color, bbox=LABEL_GROUND)
+    if caption:  # after two spaces' room (not spaces in the text, whose box would run into the name's)
+        p.text(item.fx + text_width(name, FS_NAME, "bold") + text_width("  ", FS_SMALL), y + 0.035, caption,
+               fontsize=FS_SMALL, color=MUTED, va="bottom", ha="left", zorder=6, bbox=LABEL_GROUND)
     if lab.row_ticks:
         _tick_row(p, [item.fy - t / unit_r * c for t in lab.row_ticks], lab.row_ticks, item.fx - 0.04,
                   horizontal=False)
@@ -210,11 +213,12 @@ def draw_item(p: Painter, item: Item, c: float) -> None:
         size = FS_AXIS - (0.5 if i < len(lab.row_lines) - 1 else 0)
         if lab.row_rotated:
             p.text(x, middle, line, fontsize=size, color=MUTED, rotation=90, ha="center", va="bottom",
-                   rotation_mode="anchor", zorder=6)
+                   rotation_mode="anchor", zorder=6, bbox=LABEL_GROUND)
             x -= LINE_H
         else:
             offset = (len(lab.row_lines) / 2 - i - 0.5) * LINE_H
-            p.text(x, middle - offset, line, fontsize=size, color=MUTED, ha="right", va="center", zorder=6)
+            p.text(x, middle - offset, line, fontsize=size, color=MUTED, ha="right", va="center", zorder=6,
+                   bbox=LABEL_GROUND)
     # per-cell labels (split-K parts)
     for d, labels in item.cell_labels.items():
         for i, text in enumerate(labels):
@@ -236,9 +240,11 @@ def _tick_row(p: Painter, positions: list[float], values: list[int], at: float, 
             continue
         last = pos
         if horizontal:
-            p.text(pos, at, text, fontsize=FS_TICK, color=MUTED, ha="center", va="bottom", zorder=6)
+            p.text(pos, at, text, fontsize=FS_TICK, color=MUTED, ha="center", va="bottom", zorder=6,
+                   bbox=TICK_GROUND_ACROSS)
         else:
-            p.text(at, pos, text, fontsize=FS_TICK, color=MUTED, ha="right", va="center", zorder=6)
+            p.text(at, pos, text, fontsize=FS_TICK, color=MUTED, ha="right", va="center", zorder=6,
+                   bbox=TICK_GROUND_DOWN)
 
 
 def draw_guides(p: Painter, scene: Scene, lay: Layout, c: float) -> None:
@@ -425,10 +431,12 @@ def draw_packing_inset(p: Painter, scene: Scene, x: float, y: float, width: floa
     lines = wrap(head, FS_SMALL, width - (tx - x))
     for item, base, per in packed:
         group = per // 8  # elements of `base` that one nibble stands for
-        text = (f"{item.name}: word w holds {base} = {per}w … {per}w + {per - 1} (nibble n: {base} = {per}w + n)"
+        # Positions along the size `base` are "index i along MID": a size's name is never an index's.
+        text = (f"{item.name}: word w holds the values at index {per}w … {per}w + {per - 1} along {base}, "
+                f"index {per}w + n in nibble n"
                 if group == 1 else
-                f"{item.name}: one value per group g = {base} // {group}; nibble n of word w holds group "
-                f"g = 8w + n ({base} = {per}w + {group}n … {per}w + {group}n + {group - 1})")
+                f"{item.name}: one value per group of {group} along {base} (group g = index // {group}); nibble n "
+                f"of word w holds group g = 8w + n (index {per}w + {group}n … {per}w + {group}n + {group - 1})")
         lines += wrap(text, FS_SMALL, width - (tx - x))
     for i, line in enumerate(lines):
         p.text(tx, y - 0.02 - 0.16 * i, line, fontsize=FS_SMALL, color=TEXT if i == 0 else MUTED, ha="left", va="top")

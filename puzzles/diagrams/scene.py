@@ -258,9 +258,13 @@ def build_scene(puzzle: Puzzle) -> Scene:
             n = blocked[0]
             key, kind = block_of[n]
             block = _eval(e, {**sizes, **{b: block_env[b] for b in blocked}})
+            # A dimension one column longer ("V+1": a row's values, then its loss) steps as its base does.
+            offset = re.fullmatch(rf"\s*{re.escape(n)}\s*[+-]\s*\d+\s*", e) is not None
+            if offset:
+                block = block_env[n]
             if block > 0:
                 dim.block, dim.kind = block, kind
-                dim.block_name = key if e == n else e.replace(n, key)
+                dim.block_name = key if e == n or offset else e.replace(n, key)
                 dim.grid_axis = axis_of.get(n) if kind == "grid" else None
         dims[e] = dim
 

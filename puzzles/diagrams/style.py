@@ -32,6 +32,13 @@ MASK_EDGE = "#8a8a8a"
 GRID_LINE = "#ffffff"
 TEXT, MUTED, FORMULA = "#1f1f1f", "#5f5f5f", "#3a2a6a"
 GUIDE = "#c7793a"
+# Behind the labels of an axis (its size, its ticks): a guide line from a neighbouring tensor stops at them
+# instead of striking them through.
+LABEL_GROUND = {"boxstyle": "square,pad=0.3", "facecolor": "white", "edgecolor": "none"}
+# ... and behind ticks: little room over a face's top edge (the ticks across sit 0.03 in above it), more on the
+# left of the ticks down a face, where a guide line comes in (so that "- 32" does not read as a minus sign).
+TICK_GROUND_ACROSS = {**LABEL_GROUND, "boxstyle": "square,pad=0.1"}
+TICK_GROUND_DOWN = {**LABEL_GROUND, "boxstyle": "square,pad=0.25"}
 
 FIG_W = 8.0  # inches: 768 px in a notebook at 96 dpi
 MAX_H = 4.8  # inches for the tensors (title, formula and legend come on top)

@@ -142,7 +142,8 @@ def _show_strided(scene: Scene) -> None:
         item.caption = "red; green and blue behind"
         values = ", ".join(f"{st} = {scene.sizes[st]}" for st in strides)
         scene.notes.append(f"{item.name} is a strided view ({values}), not a packed array: between its pixels lie "
-                           "other bytes of the storage, which the grader guards; the kernel steps by the strides")
+                           "other bytes of the storage, and the grader reports a read of any of them; the kernel "
+                           "steps by the strides")
 
 
 def _note_autotuned_block(scene: Scene) -> None:

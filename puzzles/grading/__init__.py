@@ -27,7 +27,7 @@ from typing import Any
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import SpecError
 from puzzles.grading.autotune_configs import is_autotuned
-from puzzles.grading.cases import Case, make_case, unknown_sizes_note
+from puzzles.grading.cases import Case, input_stream, make_case, unknown_sizes_note
 from puzzles.grading.configs import autotune_missing, grade_every_config
 from puzzles.grading.job import GradingJob, make_job
 from puzzles.grading.judging import judge_runs
@@ -207,7 +207,8 @@ def _cases(job: GradingJob) -> tuple[list[Case], KernelError | None]:
     if job.size_problem is not None:
         return [], KernelError("sizes", job.size_problem)
     try:
-        return [make_case(job.spec, job.puzzle, s, job.seed, i) for i, s in enumerate(job.run_sizes)], None
+        return [make_case(job.spec, job.puzzle, s, job.seed, input_stream(job.puzzle, s, i))
+                for i, s in enumerate(job.run_sizes)], None
     except (SpecError, TypeError, ValueError) as err:
         return [], KernelError("spec", f"cannot build inputs from the spec: {err}")
 

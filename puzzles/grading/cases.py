@@ -15,7 +15,8 @@ import torch
 from puzzles.course.puzzle import Puzzle, Reduction, Sizes, SplitK, default_grid
 from puzzles.course.spec import SpecError, call_spec, spec_signature
 from puzzles.grading.inputs import build_arena, poison_, random_tensor
-from puzzles.grading.layouts import storage_numel, strided_view, strides_of
+from puzzles.grading.layouts import storage_numel, strided_layout, strided_view, strides_of
+from puzzles.running.recording import StridedLayout
 
 
 @dataclass
@@ -37,12 +38,18 @@ class Case:
     # What the spec gives for a contiguous reading of the strided inputs (puzzle 19): a kernel that
     # ignores the strides it is given writes this.
     contiguous_expected: torch.Tensor | None = None
+    # The strided inputs' layouts: the access check reports a read between a view's elements.
+    layouts: dict[str, StridedLayout] = field(default_factory=dict)
     # The puzzle's likely mistakes and the output each gives on these inputs (a wrong output matching one
     # is told which slip it is).
     mistaken: list[tuple[str, torch.Tensor]] = field(default_factory=list)
 
 
 def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:
+    """The sizes to grade: `sizes` exactly where given (sizes_given_note says what that leaves out); else the
+    grading cell's size (nelem, B: the canonical size with the values the cell gives) first where it is none of
+    the puzzle's, then every one of the puzzle's sizes. Editing the cell never shrinks what a pass covers; each
+    canonical size keeps its inputs (input_stream)."""
     if sizes is not None:
         return [dict(s) for s in sizes]
     given = {**(nelem or {}), **(B or {})}
@@ -50,9 +57,31 @@ def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: lis
         if not given:
             raise ValueError("an unknown puzzle needs its sizes: test(kernel, spec, nelem={...}, B={...})")
         return [given]
-    canonical = _follow_rules(p, given)
-    rest = [dict(s) for s in p.sizes[1:] if s != canonical]
-    return [canonical] + rest
+    cell = _follow_rules(p, given)
+    canonical = [dict(s) for s in p.sizes]
+    return ([cell] if cell not in canonical else []) + canonical
+
+
+def input_stream(p: Puzzle | None, sizes: Sizes, position: int) -> int:
+    """The index a size's inputs are drawn by (make_case): a size of the puzzle's its own place in the puzzle's
+    list, whatever else is graded beside it (its input scale and shaped inputs go by that place too); any other
+    size its position in the list graded (the grading cell's edited size, first, the canonical's 0)."""
+    return p.sizes.index(sizes) if p is not None and sizes in p.sizes else position
+
+
+def sizes_given_note(p: Puzzle | None, sizes: list[Sizes] | None) -> str:
+    """Where test(..., sizes=[...]) leaves out sizes of the puzzle on purpose: what its verdict is not ("" where
+    every size of the puzzle is among them, or the puzzle is unknown)."""
+    if p is None or sizes is None:
+        return ""
+    missing = [s for s in p.sizes if dict(s) not in [dict(t) for t in sizes]]
+    if not missing:
+        return ""
+    shown = "; ".join(" ".join(f"{k}={v}" for k, v in s.items()) for s in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return (f"graded only the sizes given to test(sizes=...), which leave out {len(missing)} of the puzzle's "
+            f"{len(p.sizes)} sizes ({shown}{more}): this is not a pass of puzzle {p.number}; without sizes= "
+            "test() grades every size, as the scoreboard (python -m puzzles grade) does")
 
 
 def unknown_sizes_note(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None) -> str | None:
@@ -112,7 +141,8 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         count = len(TensorLists.lengths(sizes))  # each list end to end, as the spec sees it
         flat = {name: torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(count)]) for name in p.tensor_lists.lists}
         return Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
-                     guarded=guarded, relink=relink, mistaken=_mistaken_outputs(p, flat, sizes))
+                     guarded=guarded, relink=relink,
+                     mistaken=_mistaken_outputs(p, lambda: {n: t.clone() for n, t in flat.items()}, sizes))
     inputs, out = spec_signature(spec)
     shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
     shapes[out.name] = (out.shape(sizes), out.dtype)
@@ -152,24 +182,29 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
         if all(t is not None for t in read.values()):
             contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
-    mistaken = _mistaken_outputs(p, {t.name: seen.get(t.name, arena.tensors[t.name]) for t in inputs}, sizes)
+    # A slip may read a strided input's gaps (a hard-coded stride): its inputs are views of a copy of the storage.
+    mistaken = _mistaken_outputs(p, lambda: {t.name: strided_view(arena.tensors[t.name].clone(), views[t.name][0],
+                                                                  strided[t.name]) if t.name in strided
+                                             else arena.tensors[t.name].clone() for t in inputs}, sizes)
+    layouts = {n: strided_layout(views[n][0], p.strided_inputs[n], sizes) for n in strided} if p else {}
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
-                 mistaken=mistaken, reduction=p.reduced_axis if p else None)
+                 mistaken=mistaken, reduction=p.reduced_axis if p else None, layouts=layouts)
 
 
-def _mistaken_outputs(p: Puzzle | None, inputs: dict[str, torch.Tensor],
+def _mistaken_outputs(p: Puzzle | None, inputs: Callable[[], dict[str, torch.Tensor]],
                       sizes: Sizes) -> list[tuple[str, torch.Tensor]]:
-    """What each of the puzzle's likely slips gives on these inputs. A slip that cannot be computed at these
-    sizes (sizes given to test() outside the puzzle's rules) is left out: it only ever adds a note."""
+    """What each of the puzzle's likely slips gives on these inputs (`inputs()`: a fresh copy of them, by name). A
+    slip that cannot be computed at these sizes (sizes given to test() outside the puzzle's rules) is left out:
+    it only ever adds a note."""
     found = []
     for m in p.likely_mistakes if p is not None else ():
         try:
-            out = m.output({name: t.clone() for name, t in inputs.items()}, sizes)
+            out = m.output(inputs(), sizes)
         except Exception:  # noqa: BLE001 - a note we cannot make is no failure
             continue
         if isinstance(out, torch.Tensor):
-            found.append((m.text, out))
+            found.append((m.text_at(sizes), out))
     return found
 
 

@@ -36,6 +36,7 @@ from puzzles.grading.autotune_configs import (
 from puzzles.grading.job import GradingJob
 from puzzles.grading.result import TestResult
 from puzzles.grading.verdict import build_result
+from puzzles.running.compile_check import merge_pending_notes
 from puzzles.running.errors import KernelError
 from puzzles.running.kernel import on_gpu
 
@@ -57,13 +58,13 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
     """One verdict over every config of an autotuned kernel, the learner's and then the grader's own.
 
     Every config's runs start at once and are read in order: their interpreted runs (on a GPU, the
-    access checks) work side by side on the machine's cores. The grader's configs start too; their
-    runs are ended unread when one of the learner's configs already fails."""
-    kernel, puzzle, sizes, nelem = job.kernel, job.puzzle, job.sizes, job.nelem
-    base = list(sizes) if sizes is not None else (
-        [dict(s) for s in puzzle.sizes] if puzzle is not None else [dict(nelem or {})])
-    if nelem and sizes is None:
-        base[0] = {**base[0], **nelem}
+    access checks) work side by side on the machine's cores. The grader's configs start too, and their
+    rows are shown whatever the learner's configs gave (only a kernel that cannot be called at all ends
+    them unread)."""
+    kernel, puzzle = job.kernel, job.puzzle
+    if job.size_problem is not None:
+        return build_result(job, error=KernelError("sizes", job.size_problem), seconds=time.perf_counter() - started)
+    base = list(job.run_sizes)  # every size of the puzzle, and the grading cell's where it differs
     tuner = autotuner_of(kernel)
     configs = list(tuner.configs)
 
@@ -85,7 +86,7 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
     for begun in mine[len(results):]:
         begun.cancel()
     theirs: list[tuple[triton.Config, TestResult]] = []
-    if all(r.passed for _, r in results):  # a failure under the learner's own configs already decides
+    if results[-1][1].error is None:  # a failing verdict shows the grader's configs too: the statement says so
         theirs = _finish_grader_configs(theirs_started, len(base))
     else:
         for _, begun in theirs_started:
@@ -96,19 +97,20 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
     for i, (config, r) in enumerate(results, 1):
         notes.append(f"config {i} of {len(configs)} ({describe(config)}): {_config_verdict(r)}")
     failed = [(config, r) for config, r in theirs if not r.passed]
-    if failed:
+    if failed and all(r.passed for _, r in results):
+        for config, r in failed:  # the failing sizes say whose config failed (the notes below say it otherwise)
+            whose = f"under the grader's own config ({describe(config)}), not one of yours"
+            for outcome in r.outcomes:
+                if not outcome.passed:
+                    outcome.note = "; ".join(filter(None, [outcome.note, whose]))
         config, r = failed[0]
-        whose = f"under the grader's own config ({describe(config)}), not one of yours"
-        for outcome in r.outcomes:  # the failing sizes say whose config failed
-            if not outcome.passed:
-                outcome.note = "; ".join(filter(None, [outcome.note, whose]))
         notes.insert(0, f"right under each of your configs, but wrong under a config of the grader's own "
                      f"({describe(config)}; it picks configs within the puzzle's rules: "
                      f"{describe_rules(rules)}): the autotuner may be given other configs, so the kernel must "
                      "be right under any of them (a number where a block size belongs?)")
     for i, (config, r) in enumerate(theirs, 1):
         notes.append(f"grader's config {i} of {len(theirs)} ({describe(config)}): {_config_verdict(r)}")
-    notes += sorted({n for _, r in everything for n in r.notes})
+    notes += merge_pending_notes(sorted({n for _, r in everything for n in r.notes}))
     return build_result(job, [o for _, r in everything for o in r.outcomes],
                         error=next((r.error for _, r in everything if r.error is not None), None), notes=notes,
                         perf=_fastest_perf(results),

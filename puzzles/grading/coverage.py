@@ -17,7 +17,40 @@ def unwritten_notes(trace: Trace, unwritten: torch.Tensor) -> list[str]:
     overlap = _overlap(trace, tuple(unwritten.shape))
     if overlap:
         return [overlap]
+    if unwritten.dim() == 1:
+        return [_gap_between_blocks(trace, unwritten)]
     return [_lines_never_written(unwritten, trace.grid)]
+
+
+def _gap_between_blocks(trace: Trace, unwritten: torch.Tensor) -> str:
+    """Two programs, one after the other, whose blocks of a vector z leave unwritten elements between them: the
+    blocks start further apart than they are long (pid * 128 where the block is B0 = 32)."""
+    gx, gy, _ = trace.grid
+    spans: dict[int, tuple[tuple[int, int, int], int, int]] = {}
+    for access in trace.accesses:
+        if access.tensor != "z" or access.op == "load" or not access.elements.size:
+            continue
+        program = access.program[0] + gx * (access.program[1] + gy * access.program[2])
+        low, high = int(access.elements.min()), int(access.elements.max())
+        _, was_low, was_high = spans.get(program, (access.program, low, high))
+        spans[program] = (access.program, min(low, was_low), max(high, was_high))
+    ordered = [spans[p] for p in sorted(spans)]
+    for (first, _, first_end), (second, second_start, _) in zip(ordered, ordered[1:], strict=False):
+        if second_start > first_end + 1 and bool(unwritten[first_end + 1:second_start].all()):
+            return (f"programs {first} and {second} store up to z[{first_end}] and from z[{second_start}]: "
+                    f"no program stores z[{first_end + 1}…{second_start - 1}] between their blocks, which start "
+                    "further apart than they are long. Does each program's block start at its program id times "
+                    "the block size (pid * B0)?")
+    gz = trace.grid[2]
+    silent = [p for p in range(gx * gy * gz) if p not in spans]
+    end = max((high for _, _, high in ordered), default=-1)
+    if ordered and silent and end + 1 < unwritten.numel() and bool(unwritten[end + 1:].all()):
+        names = [str(tuple(int(c) for c in np.unravel_index(p, trace.grid, order="F"))) for p in silent]
+        which = f"programs {names[0]} … {names[-1]}" if len(names) > 1 else f"program {names[0]}"
+        return (f"{which} store nothing (their lanes all masked off: their blocks start past the end), and no "
+                f"program stores z[{end + 1}…{unwritten.numel() - 1}]. Does each program's block start at its "
+                "program id times the block size (pid * B0)?")
+    return ""
 
 
 def _where(element: int, shape: tuple[int, ...]) -> str:
@@ -105,3 +138,27 @@ def _lines_never_written(unwritten: torch.Tensor, grid: tuple[int, int, int]) ->
         return " and ".join(parts) + f": one program writes all of z here; check that {address}"
     return (" and ".join(parts) + f": do the programs' blocks reach them? The grid is {_grid_text(grid)}; check "
             f"which tl.program_id axis gives the columns and which the rows, and that {address}")
+
+
+def shared_indices_note(wrong: torch.Tensor) -> str:
+    """Where every wrong element of a matrix (or a batch of them) shares some indices: `every wrong element is in
+    columns 5…7 (of 0…7) of z: z[:, :, 5…7]`. A mask or an offset slip shows on one axis, and that axis is what
+    the learner fixes; "" where each axis has wrong elements at every index, or fewer than two are wrong."""
+    if wrong.dim() < 2 or int(wrong.sum()) < 2:
+        return ""
+    parts, pattern = [], []
+    for axis, length in enumerate(wrong.shape):
+        others = [d for d in range(wrong.dim()) if d != axis]
+        at = torch.nonzero(wrong.any(dim=others[0]) if len(others) == 1 else wrong.permute(axis, *others).flatten(1)
+                           .any(1)).flatten().tolist()
+        if length < 2 or len(at) == length:
+            pattern.append(":")
+            continue
+        text = rows_text(at)
+        pattern.append(text if "," not in text else f"{{{text}}}")
+        name = ("columns" if axis == wrong.dim() - 1 else "rows" if axis == wrong.dim() - 2
+                else "matrices" if wrong.dim() == 3 else f"indices of axis {axis}")
+        parts.append(f"{name} {rows_text(at)} (of 0…{length - 1})")
+    if not parts:
+        return ""
+    return f"every wrong element is in {' and '.join(parts)} of z: z[{', '.join(pattern)}]"

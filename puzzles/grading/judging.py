@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from puzzles.grading.cases import Case
-from puzzles.grading.coverage import unwritten_notes
+from puzzles.grading.coverage import shared_indices_note, unwritten_notes
 from puzzles.grading.inputs import unwritten_mask
 from puzzles.grading.job import GradingJob
 from puzzles.grading.result import MAX_SHOWN, SLIP_NOTE, Mismatch, SizeOutcome
@@ -86,6 +86,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     if o.mismatch_count and case.row_tolerance and expected.dim() >= 2:
         o.note = _row_summary(torch.where(unwritten, 0, out), expected, wrong)
     if o.mismatch_count:
+        _add_notes(o, [shared_indices_note(wrong)])
         _explain_wrong(o, out, expected, wrong, case, run.trace)
         if recorded and case.reduction is not None:
             _add_notes(o, [_unread_note(run.trace, case)])

@@ -151,6 +151,8 @@ class TestResult:
     notes: list[str] = field(default_factory=list)
     perf: Any = None  # a puzzles.grading.perf.PerfReport when speed was measured (GPU)
     compiled: Any = None  # a puzzles.running.compiled_code.Compiled: test(..., compiled=True)
+    # Where test(sizes=[...]) left out sizes of the puzzle: why a pass here is not a pass of the puzzle.
+    partial: str = ""
     _shown_in: Any = None
 
     __test__ = False  # not a pytest test class
@@ -183,7 +185,10 @@ class TestResult:
         head = f"{self.puzzle} · {self.kernel}"
         if self.passed:
             sizes = ", ".join(o.size_text() for o in self.outcomes)
-            return f"PASSED {head}: {len(self.outcomes)} sizes ({sizes}) in {self.seconds:.2f} s"
+            count = f"{len(self.outcomes)} size{'s' if len(self.outcomes) != 1 else ''}"
+            if self.partial:
+                return f"PASSED ONLY THE SIZES GIVEN {head}: {count} ({sizes}) in {self.seconds:.2f} s"
+            return f"PASSED {head}: {count} ({sizes}) in {self.seconds:.2f} s"
         return f"NOT YET {head}: {self.reason()}"
 
     def __str__(self) -> str:
@@ -203,7 +208,7 @@ class TestResult:
             lines += ["  " + line for line in self.perf.lines()]
         if failure is not None:
             lines.append(f"  reproduce with seed={failure.seed}")
-        lines += [f"  note: {n}" for n in self.notes]
+        lines += [f"  note: {n}" for n in ([self.partial] if self.partial else []) + self.notes]
         if self.compiled is not None:
             lines += ["  " + line for line in self.compiled.summary().splitlines()]
         return "\n".join(lines)
@@ -433,7 +438,7 @@ _NOWRAP = ' style="text-align:left;vertical-align:top;padding:2px 8px;white-spac
 def render_html(result: TestResult) -> str:
     ok = result.passed
     color = "#2e7d32" if ok else "#c62828"
-    title = "Passed" if ok else "Not yet"
+    title = ("Passed only the sizes given" if result.partial else "Passed") if ok else "Not yet"
     e = html.escape
     parts = [f'<div style="border-left:6px solid {color};padding:6px 12px;font-family:sans-serif">',
              f'<div style="font-size:1.1em;color:{color}"><b>{title}</b> · {e(result.puzzle)} · '
@@ -470,7 +475,7 @@ def render_html(result: TestResult) -> str:
         speed, *goal = result.perf.lines()
         parts.append(f"<div>speed: {e(speed)}</div>")
         parts += [f"<div><b>{e(line.split(':', 1)[0])}</b>:{e(line.split(':', 1)[1])}</div>" for line in goal]
-    for n in result.notes:
+    for n in ([result.partial] if result.partial else []) + result.notes:
         parts.append(f"<div><i>note: {e(n)}</i></div>")
     if result.compiled is not None:
         parts.append(f'<div style="margin-top:6px">{result.compiled._repr_html_()}</div>')

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from puzzles.course.puzzle import Sizes
+from puzzles.grading.autotune_configs import ConfigLaunch
 from puzzles.grading.cases import Case
 from puzzles.grading.inputs import build_arena
 from puzzles.grading.job import GradingJob
@@ -43,7 +44,8 @@ class PendingRuns:
     on the machine's cores. `collect()` waits for the results; `cancel()` ends the children unread."""
 
     def __init__(self, kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
-                 record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None) -> None:
+                 record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None,
+                 spread: bool = False) -> None:
         self.kernel, self.args_for, self.cases, self.timeout = kernel, args_for, cases, timeout
         if run_compiled is None and on_gpu():
             run_compiled = functools.partial(run_in_gpu_worker, timeout=timeout)
@@ -65,12 +67,18 @@ class PendingRuns:
             # cores (every size checked at once keeps a warm grading cell within a second), else one child
             # for all (interpreted, each child would pay the interpreter's warm-up again).
             per_size = self.gpu and len(self.jobs) > 1 and (os.cpu_count() or 1) >= _CORES_FOR_A_CHILD_PER_SIZE
-            groups = [[job] for job in self.jobs] if per_size else [self.jobs]
+            # Without a GPU, a launch that has the machine to itself (`spread`: not one config among several)
+            # deals its sizes out to a child per core, round robin: each child is forked from a process whose
+            # interpreter is warm, so it pays no warm-up, and the sizes run side by side.
+            count = len(self.jobs) if per_size else (
+                min(len(self.jobs), os.cpu_count() or 1) if spread and not self.gpu else 1)
+            groups = [self.jobs[k::count] for k in range(count)] if count > 1 else [self.jobs]
             self.children = [run_in_child(group, timeout + _CHILD_GRACE) for group in groups]
 
     def _from_child(self, i: int, stopped: str) -> tuple[str, RunOutput]:
-        """Size i's interpreted run, from its child (one child for all sizes is read in order)."""
-        child = self.children[i] if len(self.children) > 1 else self.children[0]
+        """Size i's interpreted run, from its child: size i is the (i // children)-th result of child
+        i % children (one child for all sizes is read in order)."""
+        child = self.children[i % len(self.children)]
         status, payload = next(child, ("crash", stopped))
         return status, payload if status == "ok" else RunOutput(error=KernelError(status, payload))
 
@@ -139,7 +147,9 @@ def start_runs(job: GradingJob, args_for: Callable, cases: list[Case]) -> Pendin
     """Start one run per size (without a GPU: interpreted in a forked child where the OS can fork;
     on a GPU: compiled in the GPU worker, checked under the interpreter); `collect()` the results.
     The runs get the job's `KernelHandle` as their kernel: nothing about it is resolved again per size."""
-    return PendingRuns(job.handle, args_for, cases, job.timeout, job.isolate, job.record)
+    # One config of an autotuned kernel shares the machine with the other configs' runs: one child for it.
+    return PendingRuns(job.handle, args_for, cases, job.timeout, job.isolate, job.record,
+                       spread=not isinstance(job.kernel, ConfigLaunch))
 
 
 def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool = True,
@@ -176,7 +186,8 @@ def run_interpreted(kernel: Any, args_for: Callable, case: Case, record: bool, c
                    if n not in aliases},
                   tuple(case.grid) + (1,) * (3 - len(case.grid)), recorded=record)
     recorder = Recorder(arena.regions(), {n: t.element_size() for n, t in arena.tensors.items()},
-                        set(case.guarded or case.input_names), trace, kernel_file(kernel), record=record)
+                        set(case.guarded or case.input_names), trace, kernel_file(kernel), record=record,
+                        layouts=case.layouts)
     out = io.StringIO()
     started = time.perf_counter()
     with contextlib.redirect_stdout(out) if capture else contextlib.nullcontext():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from puzzles.grading.cases import sizes_given_note
 from puzzles.grading.job import GradingJob
 from puzzles.grading.presenting import device_name
 from puzzles.grading.result import SizeOutcome, TestResult
@@ -20,4 +21,5 @@ def build_result(job: GradingJob, outcomes: list[SizeOutcome] | None = None, *, 
     `compiled`: what the kernel compiles to (puzzles.running.compiled_code.Compiled), shown under the verdict."""
     kept = [note for note in notes if note]
     return TestResult(job.title, job.kernel_name, list(outcomes or []), seconds, job.seed, error=error,
-                      device=device_name() if device is None else device, notes=kept, perf=perf, compiled=compiled)
+                      device=device_name() if device is None else device, notes=kept, perf=perf, compiled=compiled,
+                      partial=sizes_given_note(job.puzzle, job.sizes))

@@ -58,28 +58,100 @@ class InvalidAccess:
 
     kind: str = "out of bounds"  # or "store to an input"
     shape: tuple[int, ...] = ()  # the tensor's shape, to name the element by its coordinates
+    # The element's coordinates as the kernel's block walked them (block_coordinates): the column of a row that
+    # a missing column mask ran past, where the flat index alone would read as the next row's (None: not known).
+    coords: tuple[int, ...] | None = None
+    # For an input read through strides (StridedLayout): where in its storage the lane landed, between the
+    # view's elements ("" for any other access).
+    between: str = ""
 
     def describe(self) -> str:
         where = f"line {self.line}: {self.source.strip()}" if self.line else "kernel"
         more = f" (and {self.count - 1} more lane{'s' if self.count > 2 else ''})" if self.count > 1 else ""
+        if self.between:
+            return (f"{self.op} of {self.tensor}_ptr + {self.element}, which is no element of {self.tensor} "
+                    f"({self.between}), in program {self.program}{more}, at {where}")
         what = "out of bounds" if self.kind == "out of bounds" else "writes into an input tensor"
-        return f"{self.op} of {self.tensor}{self.index_text()} {what} in program {self.program}{more}, at {where}"
+        axes = self.overflow_text() if self.kind == "out of bounds" else ""
+        return (f"{self.op} of {self.tensor}{self.index_text()} {what}{f' ({axes})' if axes else ''} "
+                f"in program {self.program}{more}, at {where}")
 
-    def index_text(self) -> str:
-        """`[70, 40] (z is 64×128)` for element 9000 of a 64×128 tensor (its first coordinate may run past
-        the tensor, or below zero, as the pointer did), `[9000]` for a vector."""
-        if len(self.shape) < 2:
-            # A single lane just past the end: the off-by-one of a mask written <= where < is meant.
-            past = " (one past its end)" if self.shape and self.element == self.shape[0] and self.count == 1 else ""
-            return f"[{self.element}]{past}"
+    def coordinates(self) -> tuple[int, ...]:
+        """The element's coordinates: as the kernel's block walked them where known, else from the flat index
+        (its first coordinate running past the tensor, or below zero, as the pointer did)."""
+        if self.coords is not None:
+            return self.coords
         coords, rest = [], self.element
         for dim in reversed(self.shape[1:]):
             rest, c = divmod(rest, max(1, dim))
             coords.append(c)
         coords.append(rest)
-        shape = "×".join(str(d) for d in self.shape)
-        return f"[{', '.join(str(c) for c in reversed(coords))}] ({self.tensor} is {shape})"
+        return tuple(reversed(coords))
 
+    def index_text(self) -> str:
+        """`[70, 40] (z is 64×128)` for element 9000 of a 64×128 tensor, `[9000]` for a vector."""
+        if len(self.shape) < 2:
+            # A single lane just past the end: the off-by-one of a mask written <= where < is meant.
+            past = " (one past its end)" if self.shape and self.element == self.shape[0] and self.count == 1 else ""
+            return f"[{self.element}]{past}"
+        shape = "×".join(str(d) for d in self.shape)
+        return f"[{', '.join(str(c) for c in self.coordinates())}] ({self.tensor} is {shape})"
+
+    def overflow_text(self) -> str:
+        """The axes the element's coordinates run past, as a learner fixes them: `column 8 of a row 8 wide`
+        ("" for a vector, or where the coordinates are not known from the block)."""
+        if self.coords is None or len(self.shape) < 2:
+            return ""
+        parts = []
+        for axis, (c, n) in enumerate(zip(self.coords, self.shape, strict=True)):
+            if 0 <= c < n:
+                continue
+            if axis == len(self.shape) - 1:
+                parts.append(f"column {c} of a row {n} wide")
+            elif axis == len(self.shape) - 2:
+                parts.append(f"row {c} of {n} row{'s' if n != 1 else ''}")
+            else:
+                parts.append(f"index {c} of axis {axis}, which has {n}")
+        return " and ".join(parts)
+
+
+
+@dataclass(frozen=True)
+class StridedLayout:
+    """An input the kernel reads through strides of the grader's own (puzzle 19): its storage holds bytes that
+    belong to no element of the view (row padding, pixels outside a crop). Reading one is reported as an access
+    outside the tensor, with the element it lies after."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    stride_names: tuple[str, ...]  # the kernel's arguments that hold them (S1, S0, SC)
+    storage_numel: int
+
+    def offsets(self) -> np.ndarray:
+        """The storage offset of every element of the view, in the view's row-major order."""
+        grids = np.meshgrid(*[np.arange(n) for n in self.shape], indexing="ij")
+        return sum(g * s for g, s in zip(grids, self.strides, strict=True)).ravel().astype(np.int64)
+
+    def in_view(self) -> np.ndarray:
+        """True for each storage element that is an element of the view."""
+        mask = np.zeros(self.storage_numel, dtype=bool)
+        mask[self.offsets()] = True
+        return mask
+
+    def describe_gap(self, offset: int, name: str) -> str:
+        """Where storage element `offset` lies: after which element of the view, and how the view is laid out."""
+        offsets = self.offsets()
+        order = np.argsort(offsets, kind="stable")
+        before = order[np.searchsorted(offsets[order], offset, side="right") - 1] if offset > offsets.min() else None
+        at = " + ".join(f"{i}·{n}" for i, n in zip("jicdef", self.stride_names, strict=False))
+        values = ", ".join(f"{n} = {s}" for n, s in zip(self.stride_names, self.strides, strict=True))
+        place = ""
+        if before is not None:
+            coords = np.unravel_index(int(before), self.shape)
+            gap = offset - int(offsets[before])
+            place = f"{gap} after {name}[{', '.join(str(int(c)) for c in coords)}]; "
+        return (f"{place}{name}[{', '.join('jicdef'[:len(self.shape)])}] is at {name}_ptr + {at}, with {values}: "
+                "the bytes between are row padding or pixels outside the view, which the kernel must not read")
 
 
 @dataclass
@@ -121,7 +193,8 @@ class Recorder:
     """Context manager that wraps the interpreter's memory ops for one run."""
 
     def __init__(self, regions: list[tuple[int, int, str]], element_sizes: dict[str, int],
-                 inputs: set[str], trace: Trace, kernel_file: str | None, record: bool = True) -> None:
+                 inputs: set[str], trace: Trace, kernel_file: str | None, record: bool = True,
+                 layouts: dict[str, StridedLayout] | None = None) -> None:
         self.starts = np.array([r[0] for r in regions], dtype=np.uint64)
         self.ends = np.array([r[1] for r in regions], dtype=np.uint64)
         self.names = [r[2] for r in regions]
@@ -131,6 +204,10 @@ class Recorder:
         self.kernel_file = kernel_file
         self.record = record
         self._saved: dict[str, object] = {}
+        # Inputs read through strides: which of their storage's elements belong to the view.
+        self.layouts = layouts or {}
+        self._in_view = {self.names.index(n): (layout, layout.in_view()) for n, layout in self.layouts.items()
+                         if n in self.names}
         self._saved_semantic_load: Any = None
 
     # -- the wrapped builder methods --------------------------------------------------------
@@ -259,7 +336,10 @@ class Recorder:
         if self.record or not inside.all():
             line = self._kernel_line()
         if not inside.all():
-            self._report(op, flat_addr[~inside], slot[~inside], program, line)
+            self._report(op, flat_addr[~inside], slot[~inside], program, line,
+                         np.flatnonzero(active.ravel())[~inside], addresses, active)
+        if self._in_view and inside.any():
+            inside = inside & ~self._outside_views(op, flat_addr, slot, inside, program, line)
         safe_active = active.copy()
         safe_active[active] = inside
         if self.record and inside.any():
@@ -285,7 +365,10 @@ class Recorder:
                                               int(addresses.size - active.sum()), line, tuple(addresses.shape), rmw))
         return _interp.TensorHandle(safe_active, triton.language.int1)
 
-    def _report(self, op: str, addr: np.ndarray, slot: np.ndarray, program, line) -> None:
+    def _report(self, op: str, addr: np.ndarray, slot: np.ndarray, program, line, lanes: np.ndarray,
+                block: np.ndarray, active: np.ndarray) -> None:
+        """Record the out-of-bounds lanes (`addr`, at flat positions `lanes` of the op's `block` of addresses,
+        whose `active` lanes the mask let through)."""
         named = self._pointer_named(_source_line(self.kernel_file, line))
         if named is not None:
             # The line reads through one tensor's pointer: an overshoot past the tensors beyond it is still
@@ -297,10 +380,39 @@ class Recorder:
             size = self.element_sizes[name]
             element = (sel.astype(np.int64) - np.int64(self.starts[s])) // size
             # Report the first offending lane (the one nearest the tensor), with how many more.
-            first = int(element[np.argmin(np.abs(element))])
+            nearest = int(np.argmin(np.abs(element)))
+            first = int(element[nearest])
+            shape = self._shape(name)
+            coords = None
+            if len(shape) >= 2 and np.prod(shape):
+                elements = (block.astype(np.int64) - np.int64(self.starts[s])) // size
+                lane = np.unravel_index(int(lanes[slot == s][nearest]), block.shape)
+                coords = block_coordinates(elements, active, tuple(int(i) for i in lane), shape)
             self.trace.invalid.append(InvalidAccess(
                 op, name, first, program, line, _source_line(self.kernel_file, line), int(sel.size), element,
-                shape=self._shape(name)))
+                shape=shape, coords=coords))
+
+    def _outside_views(self, op: str, addr: np.ndarray, slot: np.ndarray, inside: np.ndarray, program,
+                       line: int | None) -> np.ndarray:
+        """The lanes that land in a strided input's storage between its view's elements (to be masked off, as
+        one past its end is), each such op reported as an access outside the tensor."""
+        between = np.zeros_like(inside)
+        for s, (layout, in_view) in self._in_view.items():
+            here = inside & (slot == s)
+            if not here.any():
+                continue
+            elements = ((addr[here] - self.starts[s]) // np.uint64(self.element_sizes[self.names[s]])).astype(np.int64)
+            gap = ~in_view[elements]
+            if not gap.any():
+                continue
+            name = self.names[s]
+            line = line if line is not None else self._kernel_line()
+            self.trace.invalid.append(InvalidAccess(
+                op, name, int(elements[gap][0]), program, line, _source_line(self.kernel_file, line),
+                int(gap.sum()), elements[gap], shape=self._shape(name),
+                between=layout.describe_gap(int(elements[gap][0]), name)))
+            between[np.flatnonzero(here)[gap]] = True
+        return between
 
     def _pointer_named(self, source: str) -> int | None:
         """The slot of the one tensor whose pointer (`<name>_ptr`) the kernel line names, if exactly one.
@@ -324,6 +436,41 @@ class Recorder:
                     return frame.f_lineno
             frame = frame.f_back
         return None
+
+
+def block_coordinates(elements: np.ndarray, active: np.ndarray, lane: tuple[int, ...],
+                      shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The coordinates of the element that `lane` of a block of flat element indices points at, as the block
+    walks the tensor: from the active lane inside the tensor nearest the block's origin (the program's own
+    start, whose coordinates the flat index gives right), each axis of the block moves one axis of the tensor
+    (the outermost whose stride its step is a multiple of). A column mask left out sends `x[3, 7, 7 + 1]` to
+    flat index 256 of a 4×8×8 tensor, which the flat index alone reads as x[4, 0, 0]; the block says it is
+    column 8 of row 7. None where the block is not a grid of constant steps, or no lane is inside."""
+    numel = int(np.prod(shape))
+    inside = (elements >= 0) & (elements < numel) & active
+    if not inside.any() or elements.ndim == 0:
+        return None
+    strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+    steps = []
+    for k in range(elements.ndim):
+        if elements.shape[k] < 2:
+            steps.append(0)
+            continue
+        step = np.diff(elements, axis=k)
+        if not (step == step.flat[0]).all():
+            return None
+        steps.append(int(step.flat[0]))
+    positions = np.argwhere(inside)
+    anchor = positions[np.argmin(positions.sum(1))]  # row-major order breaks ties
+    coords = list(np.unravel_index(int(elements[tuple(anchor)]), shape))
+    for k, step in enumerate(steps):
+        moved = lane[k] - int(anchor[k])
+        if not moved or not step:
+            continue
+        # The outermost axis whose stride the step is a multiple of: a step of W moves a row, not W columns.
+        axis = min((d for d in range(len(shape)) if step % strides[d] == 0 and shape[d] > 1), default=len(shape) - 1)
+        coords[axis] += moved * step // strides[axis]
+    return tuple(int(c) for c in coords)
 
 
 # Atomic operations by the interpreter's enum name; integer and float adds are both "add".

@@ -132,6 +132,9 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
         Mistake("the scales are left out: W = (q − (zero + 1)) · scale[g, n]", mistakes.gptq_without_scales),
         Mistake("the group of row k is taken as k // BK (its chunk); it is k // G, and a chunk may hold rows of "
                 "several groups", mistakes.gptq_group_by_block),
+        Mistake("every row of a chunk takes the group of the chunk's first row (g = k0 // G), but a chunk may hold "
+                "rows of two or three groups", mistakes.gptq_group_of_chunk_start,
+                where=mistakes.gptq_chunks_across_groups),
         Mistake("the group of row k is taken as k // 64, a fixed size (in puzzle 12, 64 values shared an offset "
                 "word); here it is k // G, with G an argument of the kernel", mistakes.gptq_group_of_64),
     ),

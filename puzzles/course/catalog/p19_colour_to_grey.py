@@ -3,7 +3,8 @@
 from jaxtyping import Float32, UInt8
 from torch import Tensor
 
-from puzzles.course.puzzle import Puzzle, SpeedGoal
+from puzzles.course import mistakes
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 
 
 def grey_spec(x: UInt8[Tensor, "N1 N0 3"]) -> Float32[Tensor, "N1 N0"]:
@@ -29,7 +30,10 @@ $$z_{j,i} = 0.2989\,x_{j,i,0} + 0.5870\,x_{j,i,1} + 0.1140\,x_{j,i,2}$$
 (`3 × N1 × N0`, permuted to `N1 × N0 × 3`), or with padded rows. The grader passes such a
 view: element `x[j, i, c]` sits at `x_ptr + j*S1 + i*S0 + c*SC`, with the three strides (in
 elements, as `tensor.stride()` gives them) passed to the kernel. Between the pixels lie other
-bytes of the storage; a kernel that assumes `S1 = 3*N0, S0 = 3, SC = 1` reads them.
+bytes of the storage (row padding, pixels outside the crop); a kernel that assumes
+`S1 = 3*N0, S0 = 3, SC = 1` reads them, and the grader reports every read of a byte that is no
+element of `x` as it reports an access past a tensor's end, with the element it lies after and
+the line.
 
 `z` is contiguous: `z[j, i]` sits at `z_ptr + j*N0 + i`. Grid axis 0 walks the columns in
 blocks of `B0`, axis 1 the rows in blocks of `B1`; neither `N0` nor `N1` need be a multiple of
@@ -51,6 +55,10 @@ its block, so mask both axes. Convert the loaded bytes to `float32` before the a
         "Store at `z_ptr + j[:, None] * N0 + i[None, :]` with the same mask.",
     ),
     strided_inputs={"x": ("S1", "S0", "SC")},
+    likely_mistakes=(
+        Mistake("green and blue are read at pixel + 1 and pixel + 2, the channel stride of a packed image; here "
+                "the channels are SC apart: load pixel + SC and pixel + 2 * SC", mistakes.grey_channels_one_apart),
+    ),
     # Three float32 products of positive terms: any order (or a GPU's fused multiply-add) is off by a few
     # units in the last place; a float16 computation is off by 1e-4 of the value and must fail.
     rtol=1e-5,

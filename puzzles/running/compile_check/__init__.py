@@ -56,10 +56,11 @@ from puzzles.running.compile_check.settings import (
     enabled,
     targets_for,
 )
-from puzzles.running.compile_check.verdict import begin, fold
+from puzzles.running.compile_check.verdict import begin, fold, merge_pending_notes, pending_note
 
 __all__ = [
     "ALWAYS_TARGETS", "BUDGET", "FRONT_WAIT", "FULL_GRACE", "T4", "VERSION", "WORKERS", "Check", "CompileProblem",
-    "CompileReport", "Worker", "begin", "cache_dir", "describe_args", "enabled", "fold", "start",
+    "CompileReport", "Worker", "begin", "cache_dir", "describe_args", "enabled", "fold", "merge_pending_notes",
+    "pending_note", "start",
     "start_worker_and_wait", "targets_for", "USER_VARIABLE", "wait_idle", "warm_up", "worker_for",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,9 +94,29 @@ def fold(check: Check | NotStarted | None, outcomes: list[Any], title: str, star
     notes += [n for n in report.notes if n not in notes]
     # A verdict that fails already gets nothing from "still compiling": the learner re-runs anyway.
     if report.pending and not report.problems and all(o.status == "passed" for o in outcomes):
-        notes.append(f"compiles for a GPU; the full compile for {', '.join(sorted(set(report.pending)))} is "
-                            "still running: a re-run shows its notes (`python -m puzzles grade` waits for it)")
+        notes.append(pending_note(report.pending))
     return notes
+
+
+_PENDING = ("compiles for a GPU; the full compile for ", " is still running: a re-run shows its notes "
+            "(`python -m puzzles grade` waits for it)")
+
+
+def pending_note(targets: Iterable[str]) -> str:
+    """The note of a pass whose full compile for `targets` goes on in the background."""
+    return f"{_PENDING[0]}{', '.join(sorted(set(targets)))}{_PENDING[1]}"
+
+
+def merge_pending_notes(notes: list[str]) -> list[str]:
+    """One "still running" note for the targets of all of them (an autotuned kernel's verdict gathers one per
+    config, each with the targets its own compile had left), where the first of them stood."""
+    pending = [n for n in notes if n.startswith(_PENDING[0]) and n.endswith(_PENDING[1])]
+    if len(pending) < 2:
+        return notes
+    targets = {t for n in pending for t in n[len(_PENDING[0]):-len(_PENDING[1])].split(", ")}
+    first = notes.index(pending[0])
+    kept = [n for n in notes if n not in pending]
+    return kept[:first] + [pending_note(targets)] + kept[first:]
 
 
 def fail_outcome(outcome: Any, problem: CompileProblem, error: Any, where: str, unplaced: list[str]) -> None:
