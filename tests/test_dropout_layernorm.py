@@ -438,3 +438,23 @@ def test_a_longer_row_takes_the_fast_layernorm_three_pass_path():
     sizes = [{"M": 3, "N": 300, "eps": 1e-5, "BN": 32}, {"M": 2, "N": 257, "eps": 1e-3, "BN": 16}]
     result = test(p.fast_reference_kernel(), p.spec, sizes=sizes, quiet=True)
     assert result.passed, str(result)
+
+
+def test_the_notebooks_autograd_wrapper_regenerates_the_mask_with_another_block():
+    """Notebook 24's SeededDropout (forward launched with B0=1024, backward with B0=256) run with the reference:
+    the forward is the spec's, and the gradient is zero exactly where the output is."""
+    import re
+
+    from puzzles.course.catalog.p24_seeded_dropout import BACKWARD_TEXT
+    from solutions.p24_seeded_dropout import dropout_kernel
+
+    code = re.search(r"```python\n(.*?)```", BACKWARD_TEXT, re.S).group(1)
+    device = "cuda" if on_gpu() else "cpu"
+    x = torch.rand(3, 1300, device=device, requires_grad=True)
+    namespace = {"torch": torch, "triton": triton, "dropout_kernel": dropout_kernel, "x": x}
+    exec(code, namespace)  # noqa: S102 - the notebook's own cell text
+    y, seeds = namespace["y"], namespace["seeds"]
+    expected = catalog.get(24).spec(x.detach().cpu(), seeds.cpu(), p=0.1)
+    assert torch.allclose(y.detach().cpu(), expected, rtol=1e-5, atol=1e-6)
+    y.backward(torch.rand_like(y) + 0.5)
+    assert torch.equal(x.grad != 0, y.detach() != 0)

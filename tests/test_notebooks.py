@@ -99,9 +99,11 @@ class _Executions(dict):
 @pytest.fixture(scope="module")
 def executed(request) -> dict[str, nbformat.NotebookNode | Exception]:
     """Run the selected notebooks once each, two at a time (each in its own kernel). Under pytest-xdist
-    every worker collects every test but runs only some: there each notebook runs when a test asks."""
+    every worker collects every test but runs only some: there each notebook runs when a test asks,
+    unless whole files go to one worker (`--dist loadfile`, as `make test` runs)."""
     results = _Executions()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    whole_files = request.config.getoption("dist", "no") in ("no", "loadfile")
+    if os.environ.get("PYTEST_XDIST_WORKER") and not whole_files:
         return results
     wanted = sorted({item.callspec.params.get("name") for item in request.session.items
                      if item.module is request.module and hasattr(item, "callspec")} & set(NAMES))

@@ -17,6 +17,41 @@ def dropout_spec(x: Float32[Tensor, "N1 N0"], seeds: Int32[Tensor, "N1"], *, p: 
     return torch.where(keep, x / (1 - p), 0.0)
 
 
+BACKWARD_TEXT = """\
+## The backward pass, in a training step
+
+Your kernel is both passes. Wrapped for autograd, the forward launch keeps the `N1` seeds (not a mask of
+`N1 × N0` bytes) and the backward launch draws the same mask from them, here with another block size:
+
+```python
+class SeededDropout(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, seeds, p):
+        z = torch.empty_like(x)
+        dropout_kernel[(triton.cdiv(x.shape[1], 1024), x.shape[0])](x, seeds, z, x.shape[1], x.shape[0], p, B0=1024)
+        ctx.save_for_backward(seeds)
+        ctx.p = p
+        return z
+
+    @staticmethod
+    def backward(ctx, dz):
+        (seeds,) = ctx.saved_tensors
+        dx = torch.empty_like(dz)
+        dropout_kernel[(triton.cdiv(dz.shape[1], 256), dz.shape[0])](dz, seeds, dx, dz.shape[1], dz.shape[0],
+                                                                       ctx.p, B0=256)
+        return dx, None, None
+
+
+# Each training step draws new seeds (one per row); the same seeds must reach the backward pass.
+seeds = torch.randint(-2**31, 2**31, (x.shape[0],), dtype=torch.int32, device=x.device)
+y = SeededDropout.apply(x, seeds, 0.1)
+```
+
+The grader's exact check is what makes this safe: a mask that depended on the launch (the lane within
+the block, the flat index under another grid) would differ between the two launches.
+"""
+
+
 PUZZLE = Puzzle(
     number=24,
     slug="seeded_dropout",
@@ -88,6 +123,7 @@ The grid is `(cdiv(N0, B0), N1)`: program `(c, j)` handles columns `c·B0 … c�
     # division (within 2 units in the last place) and x * (1 / (1 - p)) round differently.
     rtol=1e-5,
     atol=1e-6,
+    notebook_cells=(("markdown", BACKWARD_TEXT),),
     perf_size={"N0": 8192, "N1": 4096, "p": 0.5, "B0": 1024},
     speed_goal=SpeedGoal(
         vs_compile=1.0, roofline=0.7,
