@@ -161,6 +161,27 @@ def test_a_slip_that_cannot_be_computed_is_left_out():
     assert result.passed, str(result)
 
 
+def test_the_likely_slips_are_computed_only_for_a_wrong_output():
+    """Puzzle 18's eight slips took over a second a grading; a passing run needs none of them."""
+    import dataclasses
+
+    from puzzles.course.puzzle import Mistake
+    from puzzles.grading.cases import make_case
+
+    calls = []
+
+    def counted(inputs, sizes):
+        calls.append(sizes)
+        raise ValueError("counted only")
+
+    p = catalog.get(15)
+    p = dataclasses.replace(p, likely_mistakes=(Mistake("counted", counted),))
+    assert test(p.reference(), p.spec, puzzle=p, quiet=True, seed=1234).passed and calls == []
+    case = make_case(p.spec, p, p.canonical, 1234, 0)
+    assert case.mistaken == [] and len(calls) == 1  # asked for: computed once, then kept
+    assert case.mistaken == [] and len(calls) == 1
+
+
 @triton.jit
 def add_reading_two_tensors_past_x(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)

@@ -6,6 +6,7 @@ grid, and what the spec returns for those inputs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,9 +41,15 @@ class Case:
     contiguous_expected: torch.Tensor | None = None
     # The strided inputs' layouts: the access check reports a read between a view's elements.
     layouts: dict[str, StridedLayout] = field(default_factory=dict)
-    # The puzzle's likely mistakes and the output each gives on these inputs (a wrong output matching one
-    # is told which slip it is).
-    mistaken: list[tuple[str, torch.Tensor]] = field(default_factory=list)
+    # Computes the puzzle's likely mistakes and the output each gives on these inputs (a wrong output matching
+    # one is told which slip it is): only when an output is wrong, never for a passing run (puzzle 12's slips
+    # were most of its cases' time). `mistaken` holds the result.
+    slips: Callable[[], list[tuple[str, torch.Tensor]]] | None = None
+
+    @functools.cached_property
+    def mistaken(self) -> list[tuple[str, torch.Tensor]]:
+        """(the slip's sentence at these sizes, the output it gives), for each likely slip computable here."""
+        return self.slips() if self.slips is not None else []
 
 
 def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:
@@ -142,7 +149,7 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         flat = {name: torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(count)]) for name in p.tensor_lists.lists}
         return Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
                      guarded=guarded, relink=relink,
-                     mistaken=_mistaken_outputs(p, lambda: {n: t.clone() for n, t in flat.items()}, sizes))
+                     slips=_slips(p, flat, {}, sizes))
     inputs, out = spec_signature(spec)
     shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
     shapes[out.name] = (out.shape(sizes), out.dtype)
@@ -182,30 +189,43 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
         if all(t is not None for t in read.values()):
             contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
-    # A slip may read a strided input's gaps (a hard-coded stride): its inputs are views of a copy of the storage.
-    mistaken = _mistaken_outputs(p, lambda: {t.name: strided_view(arena.tensors[t.name].clone(), views[t.name][0],
-                                                                  strided[t.name]) if t.name in strided
-                                             else arena.tensors[t.name].clone() for t in inputs}, sizes)
+    # A slip may read a strided input's gaps (a hard-coded stride): it gets a view of the whole storage.
+    slips = _slips(p, {t.name: arena.tensors[t.name] for t in inputs},
+                   {n: (views[n][0], strided[n]) for n in strided}, sizes)
     layouts = {n: strided_layout(views[n][0], p.strided_inputs[n], sizes) for n in strided} if p else {}
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
-                 mistaken=mistaken, reduction=p.reduced_axis if p else None, layouts=layouts)
+                 slips=slips, reduction=p.reduced_axis if p else None, layouts=layouts)
 
 
-def _mistaken_outputs(p: Puzzle | None, inputs: Callable[[], dict[str, torch.Tensor]],
-                      sizes: Sizes) -> list[tuple[str, torch.Tensor]]:
-    """What each of the puzzle's likely slips gives on these inputs (`inputs()`: a fresh copy of them, by name). A
-    slip that cannot be computed at these sizes (sizes given to test() outside the puzzle's rules) is left out:
-    it only ever adds a note."""
-    found = []
-    for m in p.likely_mistakes if p is not None else ():
-        try:
-            out = m.output(inputs(), sizes)
-        except Exception:  # noqa: BLE001 - a note we cannot make is no failure
-            continue
-        if isinstance(out, torch.Tensor):
-            found.append((m.text_at(sizes), out))
-    return found
+def _slips(p: Puzzle | None, inputs: dict[str, torch.Tensor],
+           strided: dict[str, tuple[tuple[int, ...], tuple[int, ...]]],
+           sizes: Sizes) -> Callable[[], list[tuple[str, torch.Tensor]]] | None:
+    """What each of the puzzle's likely slips gives on these inputs, computed when called (None: no slips). The
+    inputs are copied now, as the kernel is given them (a kernel run in this process may store into them); a
+    strided input by its storage, seen through its view (`strided`: name -> shape, strides). A slip that cannot
+    be computed at these sizes (sizes given to test() outside the puzzle's rules) is left out: it only ever adds
+    a note."""
+    if p is None or not p.likely_mistakes:
+        return None
+    kept = {name: t.clone() for name, t in inputs.items()}
+
+    def fresh() -> dict[str, torch.Tensor]:
+        return {name: strided_view(t.clone(), *strided[name]) if name in strided else t.clone()
+                for name, t in kept.items()}
+
+    def compute() -> list[tuple[str, torch.Tensor]]:
+        found = []
+        for m in p.likely_mistakes:
+            try:
+                out = m.output(fresh(), sizes)
+            except Exception:  # noqa: BLE001 - a note we cannot make is no failure
+                continue
+            if isinstance(out, torch.Tensor):
+                found.append((m.text_at(sizes), out))
+        return found
+
+    return compute
 
 
 def _contiguous_reading(storage: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor | None:

@@ -20,7 +20,6 @@ from typing import Any
 import torch
 
 from puzzles.course.puzzle import Sizes
-from puzzles.grading.autotune_configs import ConfigLaunch
 from puzzles.grading.cases import Case
 from puzzles.grading.inputs import build_arena
 from puzzles.grading.job import GradingJob
@@ -44,8 +43,7 @@ class PendingRuns:
     on the machine's cores. `collect()` waits for the results; `cancel()` ends the children unread."""
 
     def __init__(self, kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
-                 record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None,
-                 spread: bool = False) -> None:
+                 record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None) -> None:
         self.kernel, self.args_for, self.cases, self.timeout = kernel, args_for, cases, timeout
         if run_compiled is None and on_gpu():
             run_compiled = functools.partial(run_in_gpu_worker, timeout=timeout)
@@ -67,18 +65,12 @@ class PendingRuns:
             # cores (every size checked at once keeps a warm grading cell within a second), else one child
             # for all (interpreted, each child would pay the interpreter's warm-up again).
             per_size = self.gpu and len(self.jobs) > 1 and (os.cpu_count() or 1) >= _CORES_FOR_A_CHILD_PER_SIZE
-            # Without a GPU, a launch that has the machine to itself (`spread`: not one config among several)
-            # deals its sizes out to a child per core, round robin: each child is forked from a process whose
-            # interpreter is warm, so it pays no warm-up, and the sizes run side by side.
-            count = len(self.jobs) if per_size else (
-                min(len(self.jobs), os.cpu_count() or 1) if spread and not self.gpu else 1)
-            groups = [self.jobs[k::count] for k in range(count)] if count > 1 else [self.jobs]
+            groups = [[job] for job in self.jobs] if per_size else [self.jobs]
             self.children = [run_in_child(group, timeout + _CHILD_GRACE) for group in groups]
 
     def _from_child(self, i: int, stopped: str) -> tuple[str, RunOutput]:
-        """Size i's interpreted run, from its child: size i is the (i // children)-th result of child
-        i % children (one child for all sizes is read in order)."""
-        child = self.children[i % len(self.children)]
+        """Size i's interpreted run, from its child (one child for all sizes is read in order)."""
+        child = self.children[i] if len(self.children) > 1 else self.children[0]
         status, payload = next(child, ("crash", stopped))
         return status, payload if status == "ok" else RunOutput(error=KernelError(status, payload))
 
@@ -147,9 +139,7 @@ def start_runs(job: GradingJob, args_for: Callable, cases: list[Case]) -> Pendin
     """Start one run per size (without a GPU: interpreted in a forked child where the OS can fork;
     on a GPU: compiled in the GPU worker, checked under the interpreter); `collect()` the results.
     The runs get the job's `KernelHandle` as their kernel: nothing about it is resolved again per size."""
-    # One config of an autotuned kernel shares the machine with the other configs' runs: one child for it.
-    return PendingRuns(job.handle, args_for, cases, job.timeout, job.isolate, job.record,
-                       spread=not isinstance(job.kernel, ConfigLaunch))
+    return PendingRuns(job.handle, args_for, cases, job.timeout, job.isolate, job.record)
 
 
 def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool = True,
