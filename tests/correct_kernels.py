@@ -8,6 +8,7 @@ tests/test_handwritten_kernels.py grades them."""
 
 from __future__ import annotations
 
+import correct_kernels_training
 import triton
 import triton.language as tl
 
@@ -879,3 +880,5 @@ VARIANTS = {
     20: (silu_mul_exp, silu_mul_grid_stride),
     21: (sgd_int64_addresses, sgd_helper_early_return),
 }
+# The practitioner's puzzles and the training track: their kernels live beside their puzzles' own tests.
+VARIANTS.update(correct_kernels_training.VARIANTS)

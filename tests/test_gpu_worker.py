@@ -250,3 +250,15 @@ def test_on_a_gpu_what_the_kernel_prints_comes_back_with_the_verdict():
     result = test(add_mask2_kernel_device_print, catalog.get(2).spec, quiet=True)
     assert result.passed
     assert "from the GPU, program" in result.outcomes[0].stdout
+
+
+def test_a_heuristic_with_a_default_value_is_shipped_with_it():
+    """`triton.heuristics({"B0": lambda args, v=32: v})` reads its value from the lambda's defaults: the
+    kernel rebuilt in the worker keeps them (without, every launch there failed on a missing argument)."""
+    from puzzles.running import gpu_worker
+
+    kernel = triton.heuristics({"B0": lambda args, v=32: v, "WIDE": lambda args, w=False: w})(
+        catalog.get(2).reference())
+    landed = gpu_worker.land(gpu_worker.ship(kernel))
+    assert isinstance(landed, triton.runtime.Heuristics)
+    assert {name: rule({}) for name, rule in landed.values.items()} == {"B0": 32, "WIDE": False}

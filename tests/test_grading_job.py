@@ -84,7 +84,10 @@ def test_a_warm_test_reads_the_kernel_and_the_spec_once(monkeypatch):
     signatures at most 4 times: the kernel, the spec and the puzzle are resolved once, into the job."""
     import ast
     import inspect
+    import sys
+    from pathlib import Path
 
+    import puzzles
     from puzzles import test
 
     p = catalog.get(11)
@@ -92,16 +95,20 @@ def test_a_warm_test_reads_the_kernel_and_the_spec_once(monkeypatch):
     assert test(kernel, p.spec, quiet=True, seed=3).passed  # warm: imports, caches, the compile check's
     counts = {"parse": 0, "signature": 0}
     parse, signature = ast.parse, inspect.signature
+    course = str(Path(puzzles.__file__).parent)
+
+    def by_the_grader() -> bool:  # torch's and Triton's own calls (on a GPU, CUDA's set-up) are not counted
+        return sys._getframe(2).f_code.co_filename.startswith(course)
 
     def counting_parse(*args, **kwargs):
-        counts["parse"] += 1
+        counts["parse"] += by_the_grader()
         return parse(*args, **kwargs)
 
     def counting_signature(*args, **kwargs):
-        counts["signature"] += 1
+        counts["signature"] += by_the_grader()
         return signature(*args, **kwargs)
 
     monkeypatch.setattr(ast, "parse", counting_parse)
     monkeypatch.setattr(inspect, "signature", counting_signature)
     assert test(kernel, p.spec, quiet=True, seed=3).passed
-    assert counts["parse"] <= 2 and counts["signature"] <= 4, counts
+    assert 1 <= counts["parse"] <= 2 and 1 <= counts["signature"] <= 4, counts  # read once, not never

@@ -121,8 +121,9 @@ def ship(kernel: Any) -> ShippedKernel:
     return ShippedKernel(description, layers)
 
 
-def _ship_function(fn: Any) -> tuple[bytes, dict]:
-    """A heuristic (usually a lambda): its code object and the globals it names."""
+def _ship_function(fn: Any) -> tuple[bytes, dict, tuple]:
+    """A heuristic (usually a lambda): its code object, the globals it names and its default values
+    (`lambda args, v=4: v` reads its value from there)."""
     from puzzles.running import kernel_source
 
     if getattr(fn, "__closure__", None):
@@ -134,7 +135,8 @@ def _ship_function(fn: Any) -> tuple[bytes, dict]:
 
     names = {n: kernel_source.encode_global(fn.__globals__[n], no_jit)
              for n in fn.__code__.co_names if n in fn.__globals__}
-    return marshal.dumps(fn.__code__), names
+    defaults = tuple(kernel_source.encode_global(v, no_jit) for v in (fn.__defaults__ or ()))
+    return marshal.dumps(fn.__code__), names, defaults
 
 
 def land(shipped: ShippedKernel) -> Any:
@@ -155,9 +157,10 @@ def land(shipped: ShippedKernel) -> Any:
                                      restore_value=data["restore_value"] or None)(kernel)
         elif kind == "heuristics":
             values = {}
-            for name, (code, names) in data.items():
+            for name, (code, names, defaults) in data.items():
                 scope = {"__builtins__": __builtins__, **{n: kernel_source.decode_global(v) for n, v in names.items()}}
-                values[name] = types.FunctionType(marshal.loads(code), scope)
+                values[name] = types.FunctionType(marshal.loads(code), scope, None,
+                                                  tuple(kernel_source.decode_global(v) for v in defaults) or None)
             kernel = triton.heuristics(values)(kernel)
     return kernel
 
