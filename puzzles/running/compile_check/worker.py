@@ -149,8 +149,15 @@ def become_user(uid: str) -> None:  # pragma: no cover - runs in the worker proc
     process that cannot is no compiler: it exits, and the kernels it would check fail unchecked."""
     kernel_source()
     messages()
-    import ast  # noqa: F401 - what the checks import later, loaded while the files are readable
+    # What the checks import later, loaded while the files are readable (a Python under /root is not,
+    # to that user): the cache's gzip, the listings' tempfile and re among them.
+    import ast  # noqa: F401
+    import gzip  # noqa: F401
+    import importlib.util  # noqa: F401
     import linecache  # noqa: F401
+    import re  # noqa: F401
+    import shutil  # noqa: F401
+    import tempfile  # noqa: F401
     import textwrap  # noqa: F401
     import traceback  # noqa: F401
 
