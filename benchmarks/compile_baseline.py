@@ -39,15 +39,13 @@ import torch  # noqa: E402
 
 from puzzles.course import catalog  # noqa: E402
 from puzzles.course.puzzle import Puzzle, ScalarWork, Sizes  # noqa: E402
-from puzzles.course.spec import call_spec, spec_input_names  # noqa: E402
+from puzzles.course.spec import call_spec  # noqa: E402
 from puzzles.grading import perf  # noqa: E402
 from puzzles.grading.cases import Case  # noqa: E402
-from puzzles.grading.inputs import draw_inputs  # noqa: E402
 from puzzles.grading.job import make_job  # noqa: E402
-from puzzles.grading.presenting import strided_inputs  # noqa: E402
-from puzzles.grading.runs import ArenaNames, ArenaTensor  # noqa: E402
+from puzzles.grading.presenting import bound_launch, speed_tensors  # noqa: E402
+from puzzles.grading.runs import ArenaNames  # noqa: E402
 from puzzles.grading.signature import bind_arguments  # noqa: E402
-from puzzles.grading.tensor_lists import build  # noqa: E402
 
 # A kernel counts as "at least as fast as torch.compile" within this measuring noise of do_bench's median.
 NOISE = 1.03
@@ -94,24 +92,9 @@ def kernel_launch(p: Puzzle, kernel: Any, sizes: Sizes, seed: int, device: str =
     if job.handle.supplied:  # an autotuned kernel (puzzle 20): its config gives the blocks, and the grid asks for them
         kwargs = {k: v for k, v in kwargs.items() if k not in job.handle.supplied}
         grid = lambda meta: tuple(p.grid({**sizes, **meta}))  # noqa: E731
-    inputs, out = draw_inputs(p.spec, sizes, seed, device=device)
-    if p.strided_inputs:  # the strided views the kernel is asked to read (puzzle 19)
-        inputs = strided_inputs(p, p.spec, inputs, sizes)
-    if p.tensor_lists is not None:  # the kernel gets each tensor on its own, and tables
-        tensors = build(p.spec, p.tensor_lists, sizes, seed, 1.0, device=device)[0].tensors
-    else:
-        tensors = {**dict(zip(spec_input_names(p.spec), inputs, strict=True)), "z": out}
-    out = tensors["z"]
-    args = [tensors[a.name] if isinstance(a, ArenaTensor) else a for a in args]
-    kwargs = {k: tensors[v.name] if isinstance(v, ArenaTensor) else v for k, v in kwargs.items()}
-    zero = p.output_init == "zeros"
-
-    def launch() -> None:
-        if zero:  # accumulating kernels start from zero on every launch
-            out.zero_()
-        kernel[grid](*args, **kwargs)
-
-    return launch, out, inputs
+    inputs, tensors = speed_tensors(p, p.spec, sizes, seed, device=device)
+    launch = bound_launch(kernel, grid, args, kwargs, tensors, p.output_init == "zeros")
+    return launch, tensors["z"], inputs
 
 
 def relative_error(out: torch.Tensor, expected: torch.Tensor) -> float | None:
@@ -134,7 +117,7 @@ def time_kernel(p: Puzzle, kernel: Any, sizes: Sizes) -> tuple[float, float | No
 def time_spec(p: Puzzle, sizes: Sizes) -> tuple[float, float | None, str]:
     """(eager ms, compiled ms, why the compiled spec was not timed), timed as `test(..., perf=True)` times
     them (perf.time_compiled: the first call compiles and is not counted)."""
-    inputs, _ = draw_inputs(p.spec, sizes, seed=p.number, device="cuda")
+    inputs, _ = speed_tensors(p, p.spec, sizes, p.number)  # the inputs test(..., perf=True) times the spec on
     # A spec with no tensor inputs (sizes alone) makes its tensors on the GPU too, as the kernel does.
     with contextlib.nullcontext() if inputs else torch.device("cuda"):
         eager = perf.bench(lambda: call_spec(p.spec, inputs, sizes))

@@ -66,11 +66,24 @@ def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any]
     fresh inputs; a PerfReport."""
     from puzzles.course import catalog
     from puzzles.grading import perf as _perf
-    from puzzles.grading.inputs import draw_inputs
 
     p = catalog.get(number) if number is not None else None
     spec = p.spec if p is not None else spec
-    inputs, out = draw_inputs(spec, sizes, seed, device="cuda")  # as the spec sees them (torch's time)
+    inputs, tensors = speed_tensors(p, spec, sizes, seed)
+    launch = bound_launch(kernel, grid, args, kwargs, tensors, zero)
+    if p is None:
+        return _perf.measure(launch, spec, inputs, sizes, flops)
+    return _perf.measure(launch, spec, inputs, sizes, flops, p.baseline,
+                         p.scalar_work(sizes) if p.scalar_work else None, p.speed_goal, compile_key=p.number)
+
+
+def speed_tensors(p: Puzzle | None, spec: Callable[..., Any], sizes: Sizes, seed: int,
+                  device: str = "cuda") -> tuple[list[Any], dict[str, Any]]:
+    """The inputs a kernel is timed on (the spec's, as the spec sees them: torch's time), and the kernel's
+    tensors by name (`z` its output): what `test(..., perf=True)` and benchmarks/compile_baseline.py time."""
+    from puzzles.grading.inputs import draw_inputs
+
+    inputs, out = draw_inputs(spec, sizes, seed, device=device)
     if p is not None and p.draw_inputs is not None:  # inputs a random draw cannot make (class indices, a saved
         # logsumexp): the puzzle draws them, at index -1 (the speed size; no grading size's bug shaping)
         import torch
@@ -84,9 +97,14 @@ def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any]
     if p is not None and p.tensor_lists is not None:  # the kernel gets each tensor on its own, and tables
         from puzzles.grading.tensor_lists import build
 
-        tensors = build(spec, p.tensor_lists, sizes, seed, 1.0, device="cuda")[0].tensors
-    else:
-        tensors = {**dict(zip(spec_input_names(spec), inputs, strict=True)), "z": out}
+        return inputs, build(spec, p.tensor_lists, sizes, seed, 1.0, device=device)[0].tensors
+    return inputs, {**dict(zip(spec_input_names(spec), inputs, strict=True)), "z": out}
+
+
+def bound_launch(kernel: Any, grid: Any, args: list[Any], kwargs: dict[str, Any], tensors: dict[str, Any],
+                 zero: bool) -> Callable[[], None]:
+    """One launch of the kernel on `tensors`: the arguments bound by name (`ArenaTensor`) become those
+    tensors; an output that accumulates (`zero`) starts from zero on every launch."""
     out = tensors["z"]
     args = [tensors[a.name] if isinstance(a, ArenaTensor) else a for a in args]
     kwargs = {k: tensors[v.name] if isinstance(v, ArenaTensor) else v for k, v in kwargs.items()}
@@ -96,10 +114,7 @@ def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any]
             out.zero_()
         kernel[grid](*args, **kwargs)
 
-    if p is None:
-        return _perf.measure(launch, spec, inputs, sizes, flops)
-    return _perf.measure(launch, spec, inputs, sizes, flops, p.baseline,
-                         p.scalar_work(sizes) if p.scalar_work else None, p.speed_goal, compile_key=p.number)
+    return launch
 
 
 def strided_inputs(p: Puzzle, spec: Callable[..., Any], inputs: list[Any], sizes: Sizes) -> list[Any]:

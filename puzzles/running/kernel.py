@@ -127,8 +127,3 @@ class KernelHandle:
         """The jitted function as source plus the globals it reads (puzzles/running/kernel_source.py), for
         another process to rebuild: the compile check's workers and the GPU worker get this one."""
         return kernel_source.describe_kernel(self.fn, self.source)
-
-
-def handle_of(kernel: Any) -> KernelHandle:
-    """A kernel as a `KernelHandle` (one already resolved is returned as it is)."""
-    return KernelHandle.of(kernel)
