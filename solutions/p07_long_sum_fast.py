@@ -5,13 +5,16 @@ Same signature, grid and result as solutions/p07_long_sum.py. Two changes:
   a program has its whole step's loads in flight together instead of one chunk's.
 - The running sum is a B0 x (8·B1) tile added element by element; the sum across it is taken once
   after the loop (the teaching reference sums across each chunk, a reduction across threads per chunk).
-The loads are marked evict_first: each value is read once, so it need not stay in the cache.
+The loads are marked evict_first: each value is read once, so it need not stay in the cache. And
+16 warps per program, set with a one-config @triton.autotune (`test()` launches a kernel with Triton's
+default of 4): the more threads share a row, the more of its loads are in flight at once.
 """
 
 import triton
 import triton.language as tl
 
 
+@triton.autotune(configs=[triton.Config({}, num_warps=16)], key=[])
 @triton.jit
 def sum_kernel(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
     STEP: tl.constexpr = 8 * B1

@@ -59,7 +59,9 @@ the last chunk. `N1` is passed for compatibility with the classic course and is 
         "8·B1` tile added element by element, summed across once after the loop; the teaching kernel sums "
         "across each chunk inside the loop, a reduction across threads per chunk that the next load waits "
         "for. The loads are marked `eviction_policy=\"evict_first\"`: each value is read once, so it need not "
-        "stay in the cache."),
+        "stay in the cache. And a program runs 16 warps, set with a one-config `@triton.autotune` (`test()` "
+        "launches a kernel with Triton's default of 4): 4096 programs of one row each, the more threads to "
+        "a row the more of its loads in flight at once."),
     # A float32 sum of a few hundred values in [-1, 1) is off by about 1e-6 whatever its order; a float16
     # accumulator is off by 1e-3 and must fail.
     rtol=1e-4,

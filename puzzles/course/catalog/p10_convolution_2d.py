@@ -53,16 +53,20 @@ are contiguous: `x[n, h, w]` sits at `x_ptr + n·H·W + h·W + w` (as `z[n, h, w
         "value per image, and store it at `z_ptr + n * H * W + h * W + w`, masked by `n < N0`.",
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
-    perf_size={"N0": 1024, "H": 64, "W": 64, "KH": 4, "KW": 4, "B0": 8},
+    # B0=2: 512 programs, enough to fill an H100's 132 multiprocessors with loads in flight (at B0=8 the
+    # grid is 128 programs, one per multiprocessor, and any kernel of this grid waits on memory).
+    perf_size={"N0": 1024, "H": 64, "W": 64, "KH": 4, "KW": 4, "B0": 2},
     fast_reference=FastReference(
         "The teaching kernel computes one output pixel of its `B0` images per step: 4096 dependent steps per "
         "program at the speed size, each a few loads. The fast one computes 512 pixels of the `B0` images per "
-        "step (pixel `p` of an image is row `p // W`, column `p % W`): for each tap `(a, b)` of the filter, "
-        "one load of the `B0 × 512` inputs shifted by `a·W + b`, times the tap, added to the accumulator. The "
-        "taps' loads overlap, so after the first they come from the L1 cache. And the grid is only `cdiv(N0, "
-        "B0)` programs (128 at the speed size, for 132 multiprocessors), so each program runs 16 warps, set "
-        "with a one-config `@triton.autotune` (`test()` launches a kernel with Triton's default of 4 warps), "
-        "to keep enough loads in flight."),
+        "step (pixel `p` of an image is row `p // W`, column `p % W`), as groups of four neighbouring pixels "
+        "that one thread holds. For each filter row `a` it makes two loads per group: the group's four inputs "
+        "`a` rows down, and the next group's four. Where `W` is a multiple of 4 each is one aligned 128-bit "
+        "load; a load shifted by the filter's column `b` would be four 32-bit loads. Output `j` of the group "
+        "under tap `(a, b)` is component `j + b` of those eight values, picked in registers (zeroed where "
+        "`w + b` passes the end of the row), and the four sums go out in one 128-bit store. So a step makes "
+        "`2·KH` loads per group where the direct form makes `KH·KW·4`. Eight warps per program, set with a "
+        "one-config `@triton.autotune` (`test()` launches a kernel with Triton's default of 4)."),
     sliding_window=SlidingWindow("x", rows="H", cols="W", height="KH", width="KW"),
     # At most 16 float32 products summed: off by a few units in the last place in any order; float16 products
     # are off by 5e-4 and must fail.
