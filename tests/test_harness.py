@@ -632,3 +632,51 @@ def test_warming_the_interpreter_leaves_triton_as_it_was(monkeypatch):
     assert torch.cuda.is_initialized() == cuda_was_initialized
     assert ({n: getattr(tl, n) for n in names}, JITFunction.__call__) == before
     assert test(catalog.get(2).reference(), catalog.get(2).spec, quiet=True).passed
+
+
+from puzzles.running.child import run_in_child as running_run_in_child  # noqa: E402
+
+
+@pytest.fixture(params=[1, 2, 3])
+def idle(request, monkeypatch):
+    """Without a GPU the sizes go to a child per idle core: as many idle cores as the parameter."""
+    import puzzles.grading.runs as running
+
+    monkeypatch.setattr(running, "idle_cores", lambda: request.param)
+    return request.param
+
+
+def test_sizes_dealt_to_children_by_their_programs():
+    from puzzles.grading.runs import deal
+
+    grids = [(4,), (2,), (2,), (1, 3), (8, 1)]
+    cases = [type("Case", (), {"grid": g})() for g in grids]
+    assert deal(cases, 1) == [[0, 1, 2, 3, 4]]
+    # Largest first, each to the less loaded child: 8 | 4, then 3 and 2 to the 4 (9), the last 2 to the 8.
+    assert deal(cases, 2) == [[2, 4], [0, 1, 3]]  # each child's sizes in order
+    assert len(deal(cases, 9)) == 5  # never an empty child
+
+
+@pytest.mark.parametrize("kernel, number", [(None, 10), (wrong.add_mask2_kernel_no_mask, 2), (None, 18)])
+def test_a_verdict_is_the_same_however_many_children_run_the_sizes(kernel, number, idle, monkeypatch):
+    import puzzles.grading.runs as running
+
+    forked = []
+    monkeypatch.setattr(running, "run_in_child", lambda jobs, timeout: forked.append(len(jobs)) or
+                        running_run_in_child(jobs, timeout))
+    p = catalog.get(number)
+    result = test(kernel or p.reference(), p.spec, quiet=True, seed=11)
+    assert sum(forked) == len(p.sizes) and len(forked) == min(idle, len(p.sizes)), forked
+    assert [o.sizes for o in result.outcomes] == [{**s, **{k: v for k, v in o.sizes.items() if k not in s}}
+                                                  for s, o in zip(p.sizes, result.outcomes, strict=True)]
+    if kernel is None:
+        assert result.passed, str(result)
+    else:
+        assert [o.status for o in result.outcomes] == [
+            "out of bounds" if s["N0"] % s["B0"] else "passed" for s in p.sizes], str(result)
+
+
+def test_a_timeout_at_one_size_stops_the_grading_whichever_child_ran_it(idle):
+    p = catalog.get(2)
+    result = test(wrong.add_mask2_kernel_forever, p.spec, quiet=True, timeout=1.0)
+    assert not result.passed and "time" in str(result).lower()

@@ -773,14 +773,14 @@ def conv2d_without_the_column_mask(x_ptr, k_ptr, z_ptr, N0, H, W, KH: tl.constex
 
 @interpreted_only
 def test_an_access_past_a_rows_end_is_named_by_its_column_not_as_the_next_image():
-    """Without the column mask, x[3, 7, 7 + 1] is flat index 256 of a 4×8×8 x, which the flat index alone names
-    x[4, 0, 0], an image the kernel does mask. The block says which axis ran over, and the wrong elements' shared
+    """Without the column mask, x[1, 7, 7 + 1] is flat index 128 of a 2×8×8 x, which the flat index alone names
+    x[2, 0, 0], an image the kernel does mask. The block says which axis ran over, and the wrong elements' shared
     columns are named."""
     result = grade(10, conv2d_without_the_column_mask)
     failure = result.first_failure
     assert failure.status == "out of bounds", str(result)
-    assert "load of x[3, 7, 8] (x is 4×8×8) out of bounds (column 8 of a row 8 wide)" in result.reason(), str(result)
-    assert "x[4, 0, 0]" not in str(result)
+    assert "load of x[1, 7, 8] (x is 2×8×8) out of bounds (column 8 of a row 8 wide)" in result.reason(), str(result)
+    assert "x[2, 0, 0]" not in str(result)
     assert "every wrong element is in columns 5…7 (of 0…7) of z: z[:, :, 5…7]" in failure.note, failure.note
     assert "(column 5 of a row 5 wide)" in result.outcomes[2].reason()  # four images a program: the same axis
 

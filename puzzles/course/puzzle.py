@@ -42,14 +42,25 @@ class SpeedGoal:
     """What "fast" means for a puzzle on a GPU, at its perf size: at least `vs_compile` times the speed
     of `torch.compile(spec)` (1.0: as fast), and, where the roofline is the real bound, at least
     `roofline` of it (a fraction, 0.6 = 60%). `levers` says what usually closes the gap here (block
-    sizes, num_warps, fusion, tl.dot, vector width), in the words the speed report shows."""
+    sizes, num_warps, fusion, tl.dot, vector width), in the words the speed report shows. A puzzle whose
+    kernel cannot be compared with torch.compile's (its grid is the lesson) has `vs_compile=0` and says
+    why in `compile_note`: torch.compile's time is still reported, beside the note."""
 
     vs_compile: float = 1.0
     roofline: float | None = None
     levers: str = ""
+    compile_note: str = ""
+
+    def __post_init__(self) -> None:
+        if bool(self.compile_note) == bool(self.vs_compile):
+            raise ValueError("a SpeedGoal without a torch.compile part says why (compile_note), and only then")
+        if not self.vs_compile and not self.roofline:
+            raise ValueError("a SpeedGoal needs a torch.compile part or a roofline part")
 
     def text(self) -> str:
         """The goal in words: `at least torch.compile's speed and 60% of the roofline`."""
+        if not self.vs_compile:
+            return f"at least {self.roofline:.0%} of the roofline (torch.compile is no goal here: {self.compile_note})"
         speed = "torch.compile's speed" if self.vs_compile == 1.0 else f"{self.vs_compile:g}x torch.compile's speed"
         return f"at least {speed}" + (f" and {self.roofline:.0%} of the roofline" if self.roofline else "")
 

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from puzzles.course.puzzle import Sizes
+from puzzles.grading.autotune_configs import ConfigLaunch
 from puzzles.grading.cases import Case
 from puzzles.grading.inputs import build_arena
 from puzzles.grading.job import GradingJob
@@ -43,7 +44,8 @@ class PendingRuns:
     on the machine's cores. `collect()` waits for the results; `cancel()` ends the children unread."""
 
     def __init__(self, kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
-                 record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None) -> None:
+                 record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None,
+                 spread: bool = False) -> None:
         self.kernel, self.args_for, self.cases, self.timeout = kernel, args_for, cases, timeout
         if run_compiled is None and on_gpu():
             run_compiled = functools.partial(run_in_gpu_worker, timeout=timeout)
@@ -65,12 +67,21 @@ class PendingRuns:
             # cores (every size checked at once keeps a warm grading cell within a second), else one child
             # for all (interpreted, each child would pay the interpreter's warm-up again).
             per_size = self.gpu and len(self.jobs) > 1 and (os.cpu_count() or 1) >= _CORES_FOR_A_CHILD_PER_SIZE
-            groups = [[job] for job in self.jobs] if per_size else [self.jobs]
-            self.children = [run_in_child(group, timeout + _CHILD_GRACE) for group in groups]
+            # Without a GPU, a launch that has the machine to itself (`spread`: not one config among several)
+            # deals its sizes out to a child per idle core: each child is forked from a process whose
+            # interpreter is warm, so it pays no warm-up, and the sizes run side by side. Where no core is
+            # idle (a class graded in parallel, a test suite) a second child only adds a fork: one child.
+            count = len(self.jobs) if per_size else (
+                min(len(self.jobs), idle_cores()) if spread and not self.gpu else 1)
+            groups = deal(self.cases, count) if count > 1 else [list(range(len(self.jobs)))]
+            self.child_of = {i: child for child, group in enumerate(groups) for i in group}
+            self.children = [run_in_child([self.jobs[i] for i in group], timeout + _CHILD_GRACE)
+                             for group in groups]
 
     def _from_child(self, i: int, stopped: str) -> tuple[str, RunOutput]:
-        """Size i's interpreted run, from its child (one child for all sizes is read in order)."""
-        child = self.children[i] if len(self.children) > 1 else self.children[0]
+        """Size i's interpreted run, from the child it was dealt to (each child's results come in the
+        order of its sizes, which are read in order)."""
+        child = self.children[self.child_of[i]]
         status, payload = next(child, ("crash", stopped))
         return status, payload if status == "ok" else RunOutput(error=KernelError(status, payload))
 
@@ -139,7 +150,9 @@ def start_runs(job: GradingJob, args_for: Callable, cases: list[Case]) -> Pendin
     """Start one run per size (without a GPU: interpreted in a forked child where the OS can fork;
     on a GPU: compiled in the GPU worker, checked under the interpreter); `collect()` the results.
     The runs get the job's `KernelHandle` as their kernel: nothing about it is resolved again per size."""
-    return PendingRuns(job.handle, args_for, cases, job.timeout, job.isolate, job.record)
+    # One config of an autotuned kernel shares the machine with the other configs' runs: one child for it.
+    return PendingRuns(job.handle, args_for, cases, job.timeout, job.isolate, job.record,
+                       spread=not isinstance(job.kernel, ConfigLaunch))
 
 
 def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool = True,
@@ -149,6 +162,35 @@ def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: floa
     runs each size, the interpreter checks it."""
     compiled_run = run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout)
     return PendingRuns(kernel, args_for, cases, timeout, isolate, record, compiled_run).collect()
+
+
+def idle_cores() -> int:
+    """Cores with nothing to run now, this process's own counted busy (at least 1): on Linux from the
+    processes runnable at this moment, elsewhere from the load over the last minute."""
+    cores = os.cpu_count() or 1
+    try:
+        with open("/proc/loadavg") as stat:  # "0.52 0.58 0.59 2/345 12345": 2 runnable, this one among them
+            others = int(stat.read().split()[3].split("/")[0]) - 1
+    except (OSError, IndexError, ValueError):
+        try:
+            others = max(0, round(os.getloadavg()[0] - 1))
+        except OSError:  # no load average on this OS: take the machine as busy
+            return 1
+    return max(1, cores - others)
+
+
+def deal(cases: list[Case], count: int) -> list[list[int]]:
+    """The sizes' indices dealt to `count` children, each to the least loaded so far, largest first, by
+    programs in the grid (the interpreter's time grows with the programs it runs); each child's in
+    order."""
+    loads = [0] * count
+    groups: list[list[int]] = [[] for _ in range(count)]
+    programs = [functools.reduce(lambda a, b: a * (b if isinstance(b, int) else 1), case.grid, 1) for case in cases]
+    for i in sorted(range(len(cases)), key=lambda i: -programs[i]):
+        child = loads.index(min(loads))
+        groups[child].append(i)
+        loads[child] += programs[i]
+    return [sorted(group) for group in groups if group]
 
 
 def _timed(timeout: float, job: Callable[[], RunOutput]) -> RunOutput:

@@ -40,7 +40,7 @@ are contiguous: `x[n, h, w]` sits at `x_ptr + n·H·W + h·W + w` (as `z[n, h, w
 `KW` and `B0` are powers of two; `H` and `W` are any sizes.
 """,
     sizes=(
-        {"N0": 4, "H": 8, "W": 8, "KH": 4, "KW": 4, "B0": 1},
+        {"N0": 2, "H": 8, "W": 8, "KH": 4, "KW": 4, "B0": 1},
         {"N0": 3, "H": 5, "W": 7, "KH": 2, "KW": 4, "B0": 2},
         {"N0": 8, "H": 4, "W": 5, "KH": 4, "KW": 2, "B0": 4},
     ),
