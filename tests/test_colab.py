@@ -169,6 +169,17 @@ def test_an_install_without_network_says_what_failed_and_what_to_do(tmp_path):
     assert "reaches the internet" in proc.stderr and "TRITON_PUZZLES_PIP" in proc.stderr
 
 
+def test_a_notebook_in_a_checkout_without_an_install_finds_the_checkout():
+    # A GPU box with its own torch, the course cloned and not installed: the set-up cell finds the checkout
+    # above the notebook (by its pyproject.toml and puzzles/__init__.py) and imports the course from there.
+    code = ("import importlib.util\nimportlib.util.find_spec = lambda name, *a, **k: None  # not installed\n"
+            + notebooks.SETUP_SOURCE + "\nimport puzzles\nprint(puzzles.__file__)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "notebooks",
+                          env={**os.environ, "PYTHONPATH": ""}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(ROOT / "puzzles" / "__init__.py")
+
+
 def test_progress_in_a_folder_without_notebooks_says_what_it_looked_for(tmp_path, monkeypatch):
     from puzzles.cli import grade
 

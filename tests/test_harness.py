@@ -657,6 +657,7 @@ def test_sizes_dealt_to_children_by_their_programs():
     assert len(deal(cases, 9)) == 5  # never an empty child
 
 
+@pytest.mark.skipif(on_gpu(), reason="without a GPU only (on a GPU the interpreter's runs are the access checks)")
 @pytest.mark.parametrize("kernel, number", [(None, 10), (wrong.add_mask2_kernel_no_mask, 2), (None, 18)])
 def test_a_verdict_is_the_same_however_many_children_run_the_sizes(kernel, number, idle, monkeypatch):
     import puzzles.grading.runs as running

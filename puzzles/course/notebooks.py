@@ -90,7 +90,7 @@ from pathlib import Path
 
 if importlib.util.find_spec("puzzles") is None:
     _course = next((d for d in [Path.cwd(), *Path.cwd().parents]
-                    if (d / "pyproject.toml").is_file() and (d / "puzzles" / "catalog").is_dir()), None)
+                    if (d / "pyproject.toml").is_file() and (d / "puzzles" / "__init__.py").is_file()), None)
     if _course is not None:
         sys.path.insert(0, str(_course))
     elif "google.colab" in sys.modules or "TRITON_PUZZLES_PIP" in os.environ:

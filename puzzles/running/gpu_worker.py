@@ -394,8 +394,11 @@ def warm_up() -> None:
 
 
 def _ready_then_spare(w: Worker) -> None:
-    with w.lock:
-        w.ready()  # starts the spare once the worker has loaded
+    try:
+        with w.lock:
+            w.ready()  # starts the spare once the worker has loaded
+    except (OSError, ValueError, AttributeError):  # the worker was stopped under it: the process is ending
+        pass
 
 
 def call(target: str, *args: Any, timeout: float = 60.0, **kwargs: Any) -> Reply:
