@@ -98,7 +98,8 @@ class _Executions(dict):
 
 @pytest.fixture(scope="module")
 def executed(request) -> dict[str, nbformat.NotebookNode | Exception]:
-    """Run the selected notebooks once each, two at a time (each in its own kernel). Under pytest-xdist
+    """Run the selected notebooks once each, two at a time (each in its own kernel; on a machine of many cores,
+    one per two cores, up to eight: the GPU box). Under pytest-xdist
     every worker collects every test but runs only some: there each notebook runs when a test asks,
     unless whole files go to one worker (`--dist loadfile`, as `make test` runs)."""
     results = _Executions()
@@ -107,7 +108,7 @@ def executed(request) -> dict[str, nbformat.NotebookNode | Exception]:
         return results
     wanted = sorted({item.callspec.params.get("name") for item in request.session.items
                      if item.module is request.module and hasattr(item, "callspec")} & set(NAMES))
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=min(8, max(2, (os.cpu_count() or 2) // 2))) as pool:
         results.update(zip(wanted, pool.map(_run, wanted), strict=True))
     return results
 
