@@ -646,15 +646,19 @@ def idle(request, monkeypatch):
     return request.param
 
 
-def test_sizes_dealt_to_children_by_their_programs():
-    from puzzles.grading.runs import deal
+def test_sizes_dealt_to_children_by_their_programs_then_by_what_they_took():
+    from puzzles.grading import runs
+    from puzzles.running.interpreter import RunOutput
 
     grids = [(4,), (2,), (2,), (1, 3), (8, 1)]
-    cases = [type("Case", (), {"grid": g})() for g in grids]
-    assert deal(cases, 1) == [[0, 1, 2, 3, 4]]
+    cases = [type("Case", (), {"grid": g, "sizes": {"N0": 100 + i}})() for i, g in enumerate(grids)]
+    assert runs.deal(cases, 1) == [[0, 1, 2, 3, 4]]
     # Largest first, each to the less loaded child: 8 | 4, then 3 and 2 to the 4 (9), the last 2 to the 8.
-    assert deal(cases, 2) == [[2, 4], [0, 1, 3]]  # each child's sizes in order
-    assert len(deal(cases, 9)) == 5  # never an empty child
+    assert runs.deal(cases, 2) == [[2, 4], [0, 1, 3]]  # each child's sizes in order
+    assert len(runs.deal(cases, 9)) == 5  # never an empty child
+    # Once they have run, what each took: size 1 (two programs, each a long loop) was the slow one.
+    runs.remember_seconds(cases, [RunOutput(seconds=t) for t in (0.1, 0.5, 0.1, 0.1, 0.2)])
+    assert runs.deal(cases, 2) == [[1], [0, 2, 3, 4]]
 
 
 @pytest.mark.skipif(on_gpu(), reason="without a GPU only (on a GPU the interpreter's runs are the access checks)")

@@ -113,6 +113,7 @@ class PendingRuns:
                     break  # the interpreter stops at the first size that times out
         finally:
             self.cancel()
+        remember_seconds(self.cases, runs)
         return runs
 
     def _collect_gpu(self) -> list[RunOutput]:
@@ -165,32 +166,46 @@ def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: floa
 
 
 def idle_cores() -> int:
-    """Cores with nothing to run now, this process's own counted busy (at least 1): on Linux from the
-    processes runnable at this moment, elsewhere from the load over the last minute."""
-    cores = os.cpu_count() or 1
+    """Cores that other work left idle over the last minute (at least 1): the machine's cores less its load
+    average, this process's own share taken out (a learner's notebook leaves both cores of a laptop to its
+    grading; a class graded in parallel, or a test suite, keeps them busy)."""
     try:
-        with open("/proc/loadavg") as stat:  # "0.52 0.58 0.59 2/345 12345": 2 runnable, this one among them
-            others = int(stat.read().split()[3].split("/")[0]) - 1
-    except (OSError, IndexError, ValueError):
-        try:
-            others = max(0, round(os.getloadavg()[0] - 1))
-        except OSError:  # no load average on this OS: take the machine as busy
-            return 1
-    return max(1, cores - others)
+        others = max(0.0, os.getloadavg()[0] - 1.0)
+    except OSError:  # no load average on this OS: take the machine as busy
+        return 1
+    return max(1, (os.cpu_count() or 1) - round(others))
+
+
+# Seconds each size took the last time it ran in this process (by its sizes and grid): a warm cell deals its
+# sizes by what they cost last time, a first one by the programs in their grids.
+_LAST_SECONDS: dict[tuple, float] = {}
+
+
+def _size_key(case: Case) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in case.sizes.items())), tuple(map(repr, case.grid))
 
 
 def deal(cases: list[Case], count: int) -> list[list[int]]:
-    """The sizes' indices dealt to `count` children, each to the least loaded so far, largest first, by
-    programs in the grid (the interpreter's time grows with the programs it runs); each child's in
-    order."""
-    loads = [0] * count
-    groups: list[list[int]] = [[] for _ in range(count)]
+    """The sizes' indices dealt to `count` children, each to the least loaded so far, the costliest first
+    (what a size took the last time it ran here, else the programs in its grid, whose count the
+    interpreter's time grows with); each child's in order."""
     programs = [functools.reduce(lambda a, b: a * (b if isinstance(b, int) else 1), case.grid, 1) for case in cases]
-    for i in sorted(range(len(cases)), key=lambda i: -programs[i]):
+    known = [_LAST_SECONDS.get(_size_key(case)) for case in cases]
+    costs = known if all(k is not None for k in known) else programs
+    loads = [0.0] * count
+    groups: list[list[int]] = [[] for _ in range(count)]
+    for i in sorted(range(len(cases)), key=lambda i: -costs[i]):
         child = loads.index(min(loads))
         groups[child].append(i)
-        loads[child] += programs[i]
+        loads[child] += costs[i]
     return [sorted(group) for group in groups if group]
+
+
+def remember_seconds(cases: list[Case], runs: list[RunOutput]) -> None:
+    """Keep what each size took, for the next grading's `deal`."""
+    for case, run in zip(cases, runs, strict=False):
+        if run.seconds:
+            _LAST_SECONDS[_size_key(case)] = run.seconds
 
 
 def _timed(timeout: float, job: Callable[[], RunOutput]) -> RunOutput:

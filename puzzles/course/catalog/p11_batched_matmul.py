@@ -34,7 +34,7 @@ but the first the shapes are not square, and `MID` need not be a multiple of `B_
 index and every mask matters.
 """,
     sizes=(
-        {"N0": 32, "N1": 32, "N2": 4, "MID": 64, "B0": 16, "B1": 16, "B2": 1, "B_MID": 16},
+        {"N0": 32, "N1": 32, "N2": 2, "MID": 64, "B0": 16, "B1": 16, "B2": 1, "B_MID": 16},
         {"N0": 40, "N1": 24, "N2": 3, "MID": 48, "B0": 32, "B1": 16, "B2": 1, "B_MID": 32},
         {"N0": 16, "N1": 48, "N2": 2, "MID": 33, "B0": 16, "B1": 32, "B2": 1, "B_MID": 16},  # a last chunk of one
         # B_MID differs from B0 and B1 where their axes run several programs: a block written as another fails.
