@@ -166,13 +166,19 @@ def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: floa
 
 
 def idle_cores() -> int:
-    """Cores that other work left idle over the last minute (at least 1): the machine's cores less its load
-    average, this process's own share taken out (a learner's notebook leaves both cores of a laptop to its
-    grading; a class graded in parallel, or a test suite, keeps them busy)."""
+    """Cores that other work leaves idle (at least 1), this process's own share taken out: the fewer of
+    the processes runnable elsewhere now (Linux) and over the last minute (the load average, which lags:
+    it still counts work that has just ended). A learner's notebook leaves a laptop's cores to its grading;
+    a class graded in parallel, or a test suite, keeps them busy by both counts."""
     try:
         others = max(0.0, os.getloadavg()[0] - 1.0)
     except OSError:  # no load average on this OS: take the machine as busy
         return 1
+    try:
+        with open("/proc/loadavg") as stat:  # "0.52 0.58 0.59 2/345 12345": 2 runnable now, this one among them
+            others = min(others, int(stat.read().split()[3].split("/")[0]) - 1)
+    except (OSError, IndexError, ValueError):
+        pass
     return max(1, (os.cpu_count() or 1) - round(others))
 
 
