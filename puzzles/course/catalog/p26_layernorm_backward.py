@@ -67,7 +67,7 @@ A row fits in one block: `BN` is a power of two at least `N`, so mask the column
     sizes=(
         {"M": 30, "N": 100, "BM": 4, "BN": 128},
         {"M": 17, "N": 33, "BM": 8, "BN": 64},
-        {"M": 64, "N": 64, "BM": 16, "BN": 64},
+        {"M": 48, "N": 64, "BM": 16, "BN": 64},
         # Twenty programs adding into the same dw and db: a lost update is no rare event here.
         {"M": 40, "N": 200, "BM": 2, "BN": 256},
     ),
