@@ -1,0 +1,70 @@
+"""Without a GPU, a grading's sizes run in a forked child per idle core (puzzles/grading/runs.py: idle_cores,
+deal): the verdict is the same however many children run them, the sizes are dealt by what they cost, and a
+timeout stops the grading whichever child met it. And the interpreter's dtype table lasts one launch."""
+
+import pytest
+import wrong_kernels as wrong
+
+from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+from puzzles.course import catalog
+from puzzles.running.child import run_in_child as running_run_in_child
+
+
+@pytest.fixture(params=[1, 2, 3])
+def idle(request, monkeypatch):
+    """Without a GPU the sizes go to a child per idle core: as many idle cores as the parameter."""
+    import puzzles.grading.runs as running
+
+    monkeypatch.setattr(running, "idle_cores", lambda: request.param)
+    return request.param
+
+
+def test_sizes_dealt_to_children_by_their_programs_then_by_what_they_took():
+    from puzzles.grading import runs
+    from puzzles.running.interpreter import RunOutput
+
+    grids = [(4,), (2,), (2,), (1, 3), (8, 1)]
+    cases = [type("Case", (), {"grid": g, "sizes": {"N0": 100 + i}})() for i, g in enumerate(grids)]
+    assert runs.deal(cases, 1) == [[0, 1, 2, 3, 4]]
+    # Largest first, each to the less loaded child: 8 | 4, then 3 and 2 to the 4 (9), the last 2 to the 8.
+    assert runs.deal(cases, 2) == [[2, 4], [0, 1, 3]]  # each child's sizes in order
+    assert len(runs.deal(cases, 9)) == 5  # never an empty child
+    # Once they have run, what each took: size 1 (two programs, each a long loop) was the slow one.
+    runs.remember_seconds(cases, [RunOutput(seconds=t) for t in (0.1, 0.5, 0.1, 0.1, 0.2)])
+    assert runs.deal(cases, 2) == [[1], [0, 2, 3, 4]]
+
+
+@pytest.mark.skipif(on_gpu(), reason="without a GPU only (on a GPU the interpreter's runs are the access checks)")
+@pytest.mark.parametrize("kernel, number", [(None, 10), (wrong.add_mask2_kernel_no_mask, 2), (None, 18)])
+def test_a_verdict_is_the_same_however_many_children_run_the_sizes(kernel, number, idle, monkeypatch):
+    import puzzles.grading.runs as running
+
+    forked = []
+    monkeypatch.setattr(running, "run_in_child", lambda jobs, timeout: forked.append(len(jobs)) or
+                        running_run_in_child(jobs, timeout))
+    p = catalog.get(number)
+    result = test(kernel or p.reference(), p.spec, quiet=True, seed=11)
+    assert sum(forked) == len(p.sizes) and len(forked) == min(idle, len(p.sizes)), forked
+    assert [o.sizes for o in result.outcomes] == [{**s, **{k: v for k, v in o.sizes.items() if k not in s}}
+                                                  for s, o in zip(p.sizes, result.outcomes, strict=True)]
+    if kernel is None:
+        assert result.passed, str(result)
+    else:
+        assert [o.status for o in result.outcomes] == [
+            "out of bounds" if s["N0"] % s["B0"] else "passed" for s in p.sizes], str(result)
+
+
+def test_a_timeout_at_one_size_stops_the_grading_whichever_child_ran_it(idle):
+    p = catalog.get(2)
+    result = test(wrong.add_mask2_kernel_forever, p.spec, quiet=True, timeout=1.0)
+    assert not result.passed and "time" in str(result).lower()
+
+
+def test_the_interpreters_dtype_table_lives_for_one_launch():
+    # The interpreter's _get_np_dtype is answered from a table within a launch, and Triton's own is back after it.
+    from triton.runtime import interpreter as triton_interpreter
+
+    original = triton_interpreter._get_np_dtype
+    p = catalog.get(5)
+    assert test(p.reference(), p.spec, quiet=True, isolate=False).passed
+    assert triton_interpreter._get_np_dtype is original
