@@ -267,7 +267,9 @@ class Check:
             if isinstance(why, Unchecked):
                 report.unchecked.append(Unchecked(f"its compiled code could not be read: {why.why}", why.target, every))
             return
-        verdict = judge(self.rule, from_listing(listing, self.kernel_name, self.rule.target, self.own_functions()))
+        # The rule reads the PTX's loads and stores: the SASS is not disassembled for it.
+        verdict = judge(self.rule, from_listing(listing, self.kernel_name, self.rule.target, self.own_functions(),
+                                                with_sass=False))
         if verdict.problem is None:
             report.notes.append(verdict.note)
         else:

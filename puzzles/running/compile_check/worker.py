@@ -152,6 +152,7 @@ def become_user(uid: str) -> None:  # pragma: no cover - runs in the worker proc
     # What the checks import later, loaded while the files are readable (a Python under /root is not,
     # to that user): the cache's gzip, the listings' tempfile and re among them.
     import ast  # noqa: F401
+    import base64  # noqa: F401
     import gzip  # noqa: F401
     import importlib.util  # noqa: F401
     import linecache  # noqa: F401
@@ -345,9 +346,10 @@ def ops_in_ir(text: str, names: list[str]) -> list[tuple[str, str, int]]:
 
 def listing_of(compiled: Any) -> dict[str, Any]:  # pragma: no cover - runs in the worker process
     """The compiled kernel as text, for `puzzles.compiled()` (puzzles/running/compiled_code/): each stage's
-    listing, the SASS that ptxas made of the PTX (disassembled by the nvdisasm that Triton's wheel bundles,
-    with the source line of each instruction), ptxas's resource usage (registers, stack) and the launch
-    options the compile used."""
+    listing, ptxas's resource usage (registers, stack), the launch options the compile used, and the cubin
+    (base64): its SASS is disassembled only where a listing is read (`compiled_code.record.from_listing`),
+    not for every kernel the compile check compiles (nvdisasm takes about half a second a kernel)."""
+    import base64
     import tempfile
 
     meta = compiled.metadata
@@ -359,6 +361,7 @@ def listing_of(compiled: Any) -> dict[str, Any]:  # pragma: no cover - runs in t
     cubin = compiled.asm.get("cubin")
     if not cubin:
         return listing
+    listing["cubin"] = base64.b64encode(cubin).decode("ascii")
     try:
         from triton.backends.nvidia import __file__ as nvidia_dir
 
@@ -366,14 +369,9 @@ def listing_of(compiled: Any) -> dict[str, Any]:  # pragma: no cover - runs in t
         with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
             f.write(cubin)
             f.flush()
-
-            def run(*command: str) -> str:
-                done = subprocess.run([str(tools / command[0]), *command[1:], f.name], capture_output=True,
-                                      text=True, timeout=60)
-                return done.stdout if done.returncode == 0 else ""
-
-            listing["resources"] = run("cuobjdump", "--dump-resource-usage")
-            listing["sass"] = run("nvdisasm", "-c", "-g") or run("cuobjdump", "-sass")
+            done = subprocess.run([str(tools / "cuobjdump"), "--dump-resource-usage", f.name], capture_output=True,
+                                  text=True, timeout=60)
+            listing["resources"] = done.stdout if done.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError, ImportError):
         pass
     return listing

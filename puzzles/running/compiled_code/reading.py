@@ -236,6 +236,32 @@ def dot_uses(ptx: str, ttir: str, place: Place) -> list[DotUse]:
     return uses
 
 
+def disassemble(cubin_b64: str) -> str:
+    """The SASS of a cubin (base64, as the compile check's listing keeps it), by the nvdisasm that Triton's
+    wheel bundles (its source line at each instruction), else cuobjdump; "" where neither runs."""
+    if not cubin_b64:
+        return ""
+    import base64
+    import subprocess
+    import tempfile
+
+    try:
+        from triton.backends.nvidia import __file__ as nvidia_dir
+
+        tools = Path(nvidia_dir).parent / "bin"
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(base64.b64decode(cubin_b64))
+            f.flush()
+            for command in (["nvdisasm", "-c", "-g"], ["cuobjdump", "-sass"]):
+                done = subprocess.run([str(tools / command[0]), *command[1:], f.name], capture_output=True, text=True,
+                                      timeout=60)
+                if done.returncode == 0 and done.stdout:
+                    return done.stdout
+    except (OSError, ValueError, subprocess.SubprocessError, ImportError):
+        pass
+    return ""
+
+
 def resources(usage: str, sass: str, ptx: str) -> Resources:
     """Registers and stack from cuobjdump's resource usage; spill stores and loads counted in the SASS."""
     registers = re.search(r"\bREG:(\d+)", usage)

@@ -74,10 +74,13 @@ class Compiled:
 
 
 def from_listing(listing: dict[str, Any], kernel: str, target: int, functions: dict[str, dict],
-                 sizes: dict[str, int] | None = None) -> Compiled:
+                 sizes: dict[str, int] | None = None, with_sass: bool = True) -> Compiled:
     """The record of a full compile's listing (puzzles/running/compile_check/worker.py's listing_of), its
-    lines placed in the learner's `functions` as they are now (name -> filename and def_line)."""
-    ptx, ttir, sass = listing.get("ptx", ""), listing.get("ttir", ""), listing.get("sass", "")
+    lines placed in the learner's `functions` as they are now (name -> filename and def_line). The SASS is
+    disassembled from the listing's cubin here, unless `with_sass` is False (a compiled rule reads the PTX
+    alone: no SASS, no spill instructions counted)."""
+    ptx, ttir = listing.get("ptx", ""), listing.get("ttir", "")
+    sass = listing.get("sass") or (reading.disassemble(listing.get("cubin", "")) if with_sass else "")
     place = reading.placer(listing.get("functions") or [], functions)
     return Compiled(kernel=kernel, target=target, sizes=dict(sizes or {}), ttir=ttir, ttgir=listing.get("ttgir", ""),
                     ptx=ptx, sass=sass, num_warps=int(listing.get("num_warps") or 0),
