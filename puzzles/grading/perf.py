@@ -222,6 +222,8 @@ def within_noise(ms: float, other_ms: float) -> bool:
     """`ms` is no slower than `other_ms` as far as timing can tell (5%, or a microsecond at the launch floor):
     the one rule of "as fast as" for the speed goal, the report and benchmarks/compile_baseline.py."""
     return ms <= max(other_ms * (1 + TIMING_NOISE), other_ms + TIMING_NOISE_MS)
+
+
 GENERIC_LEVERS = ("larger blocks (fewer, fuller programs) with num_warps to match (4 for a 1-2K-element block, 8 "
                   "above); one pass that fuses what the spec does in several, so each byte is read once; tl.dot "
                   "for products of blocks; loads and stores along the contiguous axis, wide enough for 16-byte "

@@ -73,7 +73,7 @@ class PendingRuns:
             # idle (a class graded in parallel, a test suite) a second child only adds a fork: one child.
             count = len(self.jobs) if per_size else (
                 min(len(self.jobs), idle_cores()) if spread and not self.gpu else 1)
-            groups = deal(self.cases, count) if count > 1 else [list(range(len(self.jobs)))]
+            groups = deal(self.cases, count)
             self.child_of = {i: child for child, group in enumerate(groups) for i in group}
             self.children = [run_in_child([self.jobs[i] for i in group], timeout + _CHILD_GRACE)
                              for group in groups]

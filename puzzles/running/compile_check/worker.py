@@ -13,7 +13,6 @@ import inspect
 import json
 import os
 import pickle
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -161,6 +160,8 @@ def become_user(uid: str) -> None:  # pragma: no cover - runs in the worker proc
     import tempfile  # noqa: F401
     import textwrap  # noqa: F401
     import traceback  # noqa: F401
+
+    import puzzles.running.cubin_tools  # noqa: F401 - the listings' tools
 
     try:
         os.setgroups([])
@@ -350,7 +351,8 @@ def listing_of(compiled: Any) -> dict[str, Any]:  # pragma: no cover - runs in t
     (base64): its SASS is disassembled only where a listing is read (`compiled_code.record.from_listing`),
     not for every kernel the compile check compiles (nvdisasm takes about half a second a kernel)."""
     import base64
-    import tempfile
+
+    from puzzles.running.cubin_tools import run_on_cubin
 
     meta = compiled.metadata
     listing: dict[str, Any] = {
@@ -359,21 +361,9 @@ def listing_of(compiled: Any) -> dict[str, Any]:  # pragma: no cover - runs in t
         "name": getattr(meta, "name", ""), "num_warps": getattr(meta, "num_warps", 0),
         "num_stages": getattr(meta, "num_stages", 0), "shared": getattr(meta, "shared", 0) or 0}
     cubin = compiled.asm.get("cubin")
-    if not cubin:
-        return listing
-    listing["cubin"] = base64.b64encode(cubin).decode("ascii")
-    try:
-        from triton.backends.nvidia import __file__ as nvidia_dir
-
-        tools = Path(nvidia_dir).parent / "bin"
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-            f.write(cubin)
-            f.flush()
-            done = subprocess.run([str(tools / "cuobjdump"), "--dump-resource-usage", f.name], capture_output=True,
-                                  text=True, timeout=60)
-            listing["resources"] = done.stdout if done.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError, ImportError):
-        pass
+    if cubin:
+        listing["cubin"] = base64.b64encode(cubin).decode("ascii")
+        listing["resources"] = run_on_cubin(cubin, ["cuobjdump", "--dump-resource-usage"])
     return listing
 
 

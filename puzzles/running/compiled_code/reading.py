@@ -242,24 +242,15 @@ def disassemble(cubin_b64: str) -> str:
     if not cubin_b64:
         return ""
     import base64
-    import subprocess
-    import tempfile
+    import binascii
+
+    from puzzles.running.cubin_tools import run_on_cubin
 
     try:
-        from triton.backends.nvidia import __file__ as nvidia_dir
-
-        tools = Path(nvidia_dir).parent / "bin"
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-            f.write(base64.b64decode(cubin_b64))
-            f.flush()
-            for command in (["nvdisasm", "-c", "-g"], ["cuobjdump", "-sass"]):
-                done = subprocess.run([str(tools / command[0]), *command[1:], f.name], capture_output=True, text=True,
-                                      timeout=60)
-                if done.returncode == 0 and done.stdout:
-                    return done.stdout
-    except (OSError, ValueError, subprocess.SubprocessError, ImportError):
-        pass
-    return ""
+        cubin = base64.b64decode(cubin_b64)
+    except (binascii.Error, ValueError):
+        return ""
+    return run_on_cubin(cubin, ["nvdisasm", "-c", "-g"], ["cuobjdump", "-sass"])
 
 
 def resources(usage: str, sass: str, ptx: str) -> Resources:
