@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="merge a newer course into your copies, keeping your kernels and grading cells")
     w.add_argument("--dir", type=Path, help="the workspace folder (default: my-notebooks/)")
 
-    sub.add_parser("diagrams", help="redraw assets/ from the puzzles' shapes")
+    d = sub.add_parser("diagrams", help="redraw assets/ from the puzzles' shapes")
+    d.add_argument("--force", action="store_true",
+                   help="also redraw the PNGs whose SVG did not change (after a change to how PNGs are drawn)")
 
     args = parser.parse_args(argv)
     if args.command == "grade":
@@ -135,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "diagrams":
         from puzzles import diagrams
 
-        for path in diagrams.write_all():
+        for path in diagrams.write_all(force=args.force):
             print(f"wrote {path}")
         return 0
     return 2

@@ -199,3 +199,15 @@ def test_the_packing_inset_names_no_size_as_an_index(number) -> None:
     sizes = set(catalog.get(number).canonical)
     assert not re.search(rf"\b({'|'.join(sizes)}) = \d+w", text), text
     assert "index" in text, text
+
+
+def test_a_png_drawn_from_the_same_svg_is_kept_unless_forced(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(diagrams, "all_puzzles", lambda: [catalog.get(1)])
+    svg, png = tmp_path / f"{catalog.get(1).id}.svg", tmp_path / f"{catalog.get(1).id}.png"
+    assert diagrams.write_all(tmp_path) == [svg, png]
+    assert diagrams.write_all(tmp_path) == [svg]  # the SVG is the same: its PNG is not rasterized again
+    assert diagrams.write_all(tmp_path, force=True) == [svg, png]
+    # A PNG drawn from another SVG (the shapes changed since) is redrawn.
+    diagrams.save_png(diagrams.draw(catalog.get(2)), png, "an older drawing")
+    assert diagrams.write_all(tmp_path) == [svg, png]
+    assert diagrams.png_source(png) == f"{svg.name} {diagrams.svg_digest(svg.read_bytes())}"

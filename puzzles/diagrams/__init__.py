@@ -172,8 +172,10 @@ def png_source(path: Path | str) -> str | None:
         return image.text.get(SOURCE_KEY)
 
 
-def write_all(directory: Path | str = ASSETS, png: bool = True) -> list[Path]:
-    """Write `<directory>/<puzzle id>.svg` (and `.png`, the one notebooks embed) for every puzzle."""
+def write_all(directory: Path | str = ASSETS, png: bool = True, force: bool = False) -> list[Path]:
+    """Write `<directory>/<puzzle id>.svg` (and `.png`, the one notebooks embed) for every puzzle; return
+    the files written. A PNG whose `Source` names the SVG just drawn is kept (rasterizing is most of the
+    time, and its bytes would not change); `force` redraws it too (after a change to `save_png` itself)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
@@ -182,16 +184,18 @@ def write_all(directory: Path | str = ASSETS, png: bool = True) -> list[Path]:
         fig = draw(puzzle)
         save(fig, path, title=f"Puzzle {puzzle.number}: {puzzle.title}")
         written.append(path)
-        if png:
-            save_png(fig, path.with_suffix(".png"), f"{path.name} {svg_digest(path.read_bytes())}")
-            written.append(path.with_suffix(".png"))
+        picture, source = path.with_suffix(".png"), f"{path.name} {svg_digest(path.read_bytes())}"
+        if png and (force or not picture.exists() or png_source(picture) != source):
+            save_png(fig, picture, source)
+            written.append(picture)
     return written
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m puzzles.diagrams [DIRECTORY]`: write every diagram (default: assets/)."""
+    """`python -m puzzles.diagrams [DIRECTORY] [--force]`: write every diagram (default: assets/)."""
     args = sys.argv[1:] if argv is None else argv
-    for path in write_all(args[0] if args else ASSETS):
+    folders = [a for a in args if a != "--force"]
+    for path in write_all(folders[0] if folders else ASSETS, force="--force" in args):
         print(f"wrote {path}")
     return 0
 

@@ -1,4 +1,4 @@
-"""`python -m puzzles.diagrams [DIRECTORY]`: write every diagram (default: assets/)."""
+"""`python -m puzzles.diagrams [DIRECTORY] [--force]`: write every diagram (default: assets/)."""
 
 import sys
 
