@@ -359,3 +359,40 @@ def test_a_kernel_calling_a_plain_python_function_never_runs(monkeypatch):
     failure = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").first_failure
     assert failure.status == "compile error" and "_plus_ten_plain is a plain Python function" in failure.error.message
     assert failure.error.line == bad_line(kernel)
+
+
+GROUP_CHILDREN = """
+import os
+from pathlib import Path
+import puzzles
+from puzzles.course import catalog
+from puzzles.running import compile_check
+
+p = catalog.get(1)
+assert puzzles.test(p.reference(), p.spec, quiet=True).passed
+assert compile_check.wait_idle(120)
+me, group = os.getpid(), os.getpgrp()
+kids = []
+for stat in Path("/proc").glob("[0-9]*/stat"):
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    if int(fields[1]) == me and int(fields[2]) == group:
+        kids.append(stat.parent.name)
+print("children in my group:", kids)
+"""
+
+
+def test_the_compilers_leave_a_jupyter_kernels_process_group(tmp_path):
+    # A Jupyter kernel that shuts down signals every child in its process group and waits until none is left,
+    # and a child that died unreaped counts: a compiler there held every kernel restart until Jupyter killed it.
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", GROUP_CHILDREN], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PUZZLES_COMPILE_CACHE": str(tmp_path / "cache")},
+                          start_new_session=True)  # a group of its own, as a kernel's
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "children in my group: []" in done.stdout, done.stdout

@@ -3,6 +3,7 @@ ends and one for the full compiles; they run puzzles/running/compile_check/worke
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import subprocess
@@ -27,7 +28,12 @@ class Worker:
             # path (a notebook folder may hold anything); the grader's own path follows later.
             [sys.executable, "-c", "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
              f"import runpy; runpy.run_path({str(Path(__file__).with_name('worker.py'))!r}, run_name='__main__')"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            # A session of its own: a Jupyter kernel that shuts down signals the children in its process group
+            # and waits until none is left, and it counts one that died and was not yet reaped (it waited
+            # until Jupyter killed it, seconds later). This one ends with this process (stop(), or its stdin
+            # closing) and is reaped by its reader.
+            start_new_session=True)
         self.lock = threading.Condition()
         self.replies: dict[tuple[int, int], dict] = {}
         self.next_job = 0
@@ -76,6 +82,8 @@ class Worker:
         with self.lock:
             self.dead = True
             self.lock.notify_all()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self.proc.wait(timeout=60)  # it closed its output: reap it now, not at the next start
 
     def wait(self, job: int, indices: list[int], seconds: float, into: dict[int, dict]) -> None:
         deadline = time.monotonic() + seconds
