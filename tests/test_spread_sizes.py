@@ -68,3 +68,28 @@ def test_the_interpreters_dtype_table_lives_for_one_launch():
     p = catalog.get(5)
     assert test(p.reference(), p.spec, quiet=True, isolate=False).passed
     assert triton_interpreter._get_np_dtype is original
+
+
+def test_block_types_built_within_a_launch_are_tritons_own_and_the_constructor_is_back_after(monkeypatch):
+    # Within a launch a block type of an element type and shape seen before copies that one's attributes: they must
+    # be what Triton computes, for every type a kernel builds, and Triton's constructor is restored after the launch.
+    import triton.language as tl
+
+    original = tl.core.block_type.__init__
+    built: list = []
+
+    def new(cls, *args, **kwargs):  # every block type, whether its constructor computed it or copied it
+        block = object.__new__(cls)
+        built.append((block, args))
+        return block
+
+    monkeypatch.setattr(tl.core.block_type, "__new__", new)
+    for number in (5, 9, 17):  # broadcasts, reductions and dots, split-K's atomics
+        p = catalog.get(number)
+        assert test(p.reference(), p.spec, quiet=True, isolate=False, compile_check=False).passed
+        assert tl.core.block_type.__init__ is original
+    assert len(built) > 100
+    for block, (element_ty, shape) in built:
+        fresh = object.__new__(tl.core.block_type)
+        original(fresh, element_ty, shape)
+        assert vars(fresh) == vars(block), (vars(fresh), vars(block))

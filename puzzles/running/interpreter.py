@@ -133,13 +133,50 @@ def _memoized_np_dtypes() -> Iterator[None]:
         _interp._get_np_dtype = original
 
 
+@contextlib.contextmanager
+def _memoized_block_types() -> Iterator[None]:
+    """Within one launch, give a block type the attributes computed for the last one of the same element
+    type and shape: the interpreter builds one per operation of every program, unwrapping, validating and
+    naming its shape each time (about a seventh of an interpreted kernel's time). Those attributes are
+    immutable values (the shape tuple, its element count, its name), so each block type stays an object
+    of its own; whatever a Triton's constructor sets is what is kept. A shape that cannot be a key (an
+    unhashable entry) is built as Triton builds it."""
+    block_type = getattr(tl.core, "block_type", None)
+    if block_type is None:
+        yield
+        return
+    original = block_type.__init__
+    table: dict[tuple, dict[str, Any]] = {}
+
+    def init(self: Any, element_ty: Any, shape: Any) -> None:
+        try:
+            key = (type(element_ty), element_ty, *shape)
+            found = table.get(key)
+        except TypeError:
+            key = found = None
+        if found is None:
+            original(self, element_ty, shape)
+            if key is not None:
+                table[key] = {k: v for k, v in vars(self).items() if k != "element_ty"}
+            return
+        self.__dict__.update(found)
+        self.element_ty = element_ty
+
+    block_type.__init__ = init
+    try:
+        yield
+    finally:
+        block_type.__init__ = original
+
+
 def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],
                        recorder: Recorder) -> KernelError | None:
     """Run under the interpreter with every access checked; return the error, if any."""
     fn = interpreted(kernel)
     try:
         # Masked-off lanes legitimately compute things like -inf - -inf: no numpy warnings.
-        with (_interpret_nested_jit(), _patch_language_once(), _memoized_np_dtypes(), recorder,
+        with (_interpret_nested_jit(), _patch_language_once(), _memoized_np_dtypes(), _memoized_block_types(),
+              recorder,
               np.errstate(all="ignore")):
             fn[grid](*args, **kwargs)
     except KernelTimeout as exc:
