@@ -72,24 +72,29 @@ def test_the_interpreters_dtype_table_lives_for_one_launch():
 
 def test_block_types_built_within_a_launch_are_tritons_own_and_the_constructor_is_back_after(monkeypatch):
     # Within a launch a block type of an element type and shape seen before copies that one's attributes: they must
-    # be what Triton computes, for every type a kernel builds, and Triton's constructor is restored after the launch.
+    # be what Triton computes. The keys are those of three references' launches (each key's first block type runs
+    # the constructor, which records it); each is then built again within the memo, where it is copied.
     import triton.language as tl
 
+    from puzzles.running.interpreter import memoized_block_types
+
     original = tl.core.block_type.__init__
-    built: list = []
+    keys: list = []
 
-    def new(cls, *args, **kwargs):  # every block type, whether its constructor computed it or copied it
-        block = object.__new__(cls)
-        built.append((block, args))
-        return block
+    def record(self, element_ty, shape):
+        original(self, element_ty, shape)
+        keys.append((element_ty, list(shape)))
 
-    monkeypatch.setattr(tl.core.block_type, "__new__", new)
+    monkeypatch.setattr(tl.core.block_type, "__init__", record)
     for number in (5, 9, 17):  # broadcasts, reductions and dots, split-K's atomics
         p = catalog.get(number)
         assert test(p.reference(), p.spec, quiet=True, isolate=False, compile_check=False).passed
-        assert tl.core.block_type.__init__ is original
-    assert len(built) > 100
-    for block, (element_ty, shape) in built:
-        fresh = object.__new__(tl.core.block_type)
-        original(fresh, element_ty, shape)
-        assert vars(fresh) == vars(block), (vars(fresh), vars(block))
+        assert tl.core.block_type.__init__ is record  # the launch put back what it found
+    monkeypatch.undo()
+    assert len(keys) > 20
+    with memoized_block_types():
+        built = [(tl.core.block_type(*key), tl.core.block_type(*key)) for key in keys]
+    assert tl.core.block_type.__init__ is original
+    for (element_ty, shape), (first, copied) in zip(keys, built, strict=True):
+        own = tl.core.block_type(element_ty, shape)
+        assert vars(first) == vars(copied) == vars(own) and copied is not first, (vars(own), vars(copied))

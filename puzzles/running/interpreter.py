@@ -134,7 +134,7 @@ def _memoized_np_dtypes() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _memoized_block_types() -> Iterator[None]:
+def memoized_block_types() -> Iterator[None]:
     """Within one launch, give a block type the attributes computed for the last one of the same element
     type and shape: the interpreter builds one per operation of every program, unwrapping, validating and
     naming its shape each time (about a seventh of an interpreted kernel's time). Those attributes are
@@ -175,7 +175,7 @@ def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwar
     fn = interpreted(kernel)
     try:
         # Masked-off lanes legitimately compute things like -inf - -inf: no numpy warnings.
-        with (_interpret_nested_jit(), _patch_language_once(), _memoized_np_dtypes(), _memoized_block_types(),
+        with (_interpret_nested_jit(), _patch_language_once(), _memoized_np_dtypes(), memoized_block_types(),
               recorder,
               np.errstate(all="ignore")):
             fn[grid](*args, **kwargs)
