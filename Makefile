@@ -24,7 +24,7 @@ workspace: setup  ## make my-notebooks/, your copy of the notebooks (copies miss
 
 test: setup  ## (maintainers) the whole suite: engine, puzzles, notebooks, grading command, lint
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadgroup  # both cores; tests/conftest.py says which files stay whole
+	$(PY) -m pytest -n 2 --dist loadfile  # both cores; a file's tests stay on one worker (order: tests/conftest.py)
 
 grade: setup  ## your scoreboard over my-notebooks/ (notebooks/ when you have no copy yet)
 	$(PY) -m puzzles grade

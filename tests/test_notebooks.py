@@ -101,10 +101,9 @@ def executed(request) -> dict[str, nbformat.NotebookNode | Exception]:
     """Run the selected notebooks once each, two at a time (each in its own kernel; on a machine of many cores,
     one per two cores, up to eight: the GPU box). Under pytest-xdist
     every worker collects every test but runs only some: there each notebook runs when a test asks,
-    unless whole files go to one worker (`--dist loadfile`, or `--dist loadgroup` as `make test` runs: this file is
-    one group, tests/conftest.py)."""
+    unless whole files go to one worker (`--dist loadfile`, as `make test` runs)."""
     results = _Executions()
-    whole_files = request.config.getoption("dist", "no") in ("no", "loadfile", "loadgroup")
+    whole_files = request.config.getoption("dist", "no") in ("no", "loadfile")
     if os.environ.get("PYTEST_XDIST_WORKER") and not whole_files:
         return results
     wanted = sorted({item.callspec.params.get("name") for item in request.session.items

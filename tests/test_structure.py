@@ -220,10 +220,9 @@ def test_old_module_paths_still_import_as_the_same_modules():
 
 
 def test_the_suites_schedule_names_test_files_that_exist():
-    """tests/conftest.py's lists (files spread over the workers, files started first) drift silently: a renamed
-    file would only make the suite slower."""
+    """tests/conftest.py's list of the files started first drifts silently: a renamed file would only make the
+    suite slower."""
     import conftest
 
     names = {path.name for path in Path(__file__).parent.glob("test_*.py")}
-    assert conftest.SPREAD_FILES <= names and set(conftest.LONGEST_FIRST) <= names
-    assert not conftest.SPREAD_FILES & set(conftest.LONGEST_FIRST)  # a spread file has no start of its own
+    assert set(conftest.LONGEST_FIRST) <= names and len(set(conftest.LONGEST_FIRST)) == len(conftest.LONGEST_FIRST)
