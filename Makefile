@@ -24,7 +24,7 @@ workspace: setup  ## make my-notebooks/, your copy of the notebooks (copies miss
 
 test: setup  ## (maintainers) the whole suite: engine, puzzles, notebooks, grading command, lint
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder  # both cores, a file on one worker, longest first (tests/conftest.py)
+	$(PY) -m pytest -n 2 --dist loadfile  # both cores; a file's tests stay on one worker
 
 grade: setup  ## your scoreboard over my-notebooks/ (notebooks/ when you have no copy yet)
 	$(PY) -m puzzles grade

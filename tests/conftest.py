@@ -52,20 +52,3 @@ def copy_checkout(dest: Path) -> None:
         if source.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
-
-
-# -- how `make test` spreads the suite over two cores (pytest -n 2 --dist loadfile --no-loadscope-reorder) --------
-# Each file runs whole on one worker (its module fixtures run once: the executed notebooks, the wheel, ...). The
-# files that take longest start first, longest first, and the short ones fill the gaps at the end: a long file
-# started last runs alone while the other worker idles (the README's commands did, 52 s). Only the suite's speed
-# depends on this list; --no-loadscope-reorder keeps it (pytest-xdist otherwise puts the files of most tests
-# first). (`--dist loadgroup` would spread single tests, but pytest-xdist 3.8 cannot mark a group
-# under pytest 9: it renames an attribute pytest no longer reads.)
-LONGEST_FIRST = ["test_notebooks.py", "test_grade_class.py", "test_judging_holes_split_k.py", "test_judging_holes.py",
-                 "test_gptq.py", "test_readme.py", "test_workspace.py", "test_handwritten_kernels.py",
-                 "test_grade.py", "test_harness.py", "test_colab.py", "test_browser.py"]
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order

@@ -217,12 +217,3 @@ def test_old_module_paths_still_import_as_the_same_modules():
     assert PUZZLE.number == 20 and callable(sweep) and callable(progress) and callable(compare_with_loop)
     assert importlib.import_module("puzzles.catalog.p20_autotune").__spec__.name == \
         "puzzles.course.catalog.p20_autotune"
-
-
-def test_the_suites_schedule_names_test_files_that_exist():
-    """tests/conftest.py's list of the files started first drifts silently: a renamed file would only make the
-    suite slower."""
-    import conftest
-
-    names = {path.name for path in Path(__file__).parent.glob("test_*.py")}
-    assert set(conftest.LONGEST_FIRST) <= names and len(set(conftest.LONGEST_FIRST)) == len(conftest.LONGEST_FIRST)
