@@ -15,16 +15,10 @@ import pytest
 import triton
 import triton.language as tl
 import wrong_kernels as wrong
+from judging import SEEDS, grade, interpreted_only
 
 from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
 from puzzles.course import catalog
-
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses and poison")
-SEEDS = range(1, 21)
-
-
-def grade(number: int, kernel, seed: int = 1234, **kwargs):
-    return test(kernel, catalog.get(number).spec, quiet=True, seed=seed, compile_check=False, **kwargs)
 
 
 def _power_of_two(v: int) -> bool:

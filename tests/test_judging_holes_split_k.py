@@ -9,17 +9,9 @@ from __future__ import annotations
 import pytest
 import triton
 import triton.language as tl
+from judging import SEEDS, grade, interpreted_only
 
-from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
 from puzzles.course import catalog
-
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses and poison")
-SEEDS = range(1, 21)
-
-
-def grade(number: int, kernel, seed: int = 1234, **kwargs):
-    return test(kernel, catalog.get(number).spec, quiet=True, seed=seed, compile_check=False, **kwargs)
-
 
 # -- 1. puzzle 18's group where it does not divide the block (the size rules: tests/test_judging_holes.py) --------
 
