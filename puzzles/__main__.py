@@ -137,9 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "diagrams":
         from puzzles import diagrams
 
-        for path in diagrams.write_all(force=args.force):
-            print(f"wrote {path}")
-        return 0
+        return diagrams.main(["--force"] if args.force else [])
     return 2
 
 

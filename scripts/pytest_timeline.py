@@ -20,18 +20,19 @@ import pytest
 
 FOLDER = Path(os.environ.get("PYTEST_TIMELINE_DIR", "/tmp/pytest-timeline"))
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
-RECORDING = [True]  # False in xdist's controller: it hears every worker's tests again
+recording = True  # False in xdist's controller: it hears every worker's tests again
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global recording
     if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller, or a run without workers
         shutil.rmtree(FOLDER, ignore_errors=True)
-        RECORDING[0] = not getattr(config.option, "numprocesses", None)
+        recording = not getattr(config.option, "numprocesses", None)
     FOLDER.mkdir(parents=True, exist_ok=True)
 
 
 def _write(kind: str, nodeid: str) -> None:
-    if not RECORDING[0]:
+    if not recording:
         return
     with (FOLDER / f"{WORKER}.log").open("a") as log:
         log.write(f"{time.time():.2f} {kind} {nodeid}\n")

@@ -184,10 +184,11 @@ def test_readme_commands_work_as_written_on_a_fresh_clone(tmp_path):
         if expect in ("GPU", "CUDA") and torch.cuda.is_available():
             continue  # a GPU benchmark of minutes: here only its no-GPU message is checked, on a CPU
         for form in [command, *EXTRA_FORMS.get(command, [])]:
-            if (_runnable(form), expect) in ran:
+            runnable = _runnable(form)
+            if (runnable, expect) in ran:
                 continue  # a synopsis whose plain form another page writes out: the same command, run once
-            ran.add((_runnable(form), expect))
-            proc = subprocess.run(_runnable(form), shell=True, cwd=clone, env=env, capture_output=True, text=True,
+            ran.add((runnable, expect))
+            proc = subprocess.run(runnable, shell=True, cwd=clone, env=env, capture_output=True, text=True,
                                   timeout=600)
             out = proc.stdout + proc.stderr
             board = "not attempted" in out and " grade" in form  # a fresh clone: nothing attempted yet

@@ -40,6 +40,7 @@ the entry points.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import io
 import sys
@@ -192,10 +193,14 @@ def write_all(directory: Path | str = ASSETS, png: bool = True, force: bool = Fa
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m puzzles.diagrams [DIRECTORY] [--force]`: write every diagram (default: assets/)."""
-    args = sys.argv[1:] if argv is None else argv
-    folders = [a for a in args if a != "--force"]
-    for path in write_all(folders[0] if folders else ASSETS, force="--force" in args):
+    """`python -m puzzles.diagrams [DIRECTORY] [--force]`: write every diagram (default: assets/); also what
+    `python -m puzzles diagrams` runs."""
+    parser = argparse.ArgumentParser(prog="python -m puzzles.diagrams", description="redraw the puzzles' diagrams")
+    parser.add_argument("directory", nargs="?", type=Path, default=ASSETS, help="where to write (default: assets/)")
+    parser.add_argument("--force", action="store_true",
+                        help="also redraw the PNGs whose SVG did not change (after a change to how PNGs are drawn)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    for path in write_all(args.directory, force=args.force):
         print(f"wrote {path}")
     return 0
 

@@ -135,9 +135,9 @@ def _memoized_np_dtypes() -> Iterator[None]:
 
 @contextlib.contextmanager
 def memoized_block_types() -> Iterator[None]:
-    """Within one launch, give a block type the attributes computed for the last one of the same element
+    """Within one launch, give a block type the attributes computed for the first one of the same element
     type and shape: the interpreter builds one per operation of every program, unwrapping, validating and
-    naming its shape each time (about a seventh of an interpreted kernel's time). Those attributes are
+    naming its shape each time (about an eighth of an interpreted split-K grading's time). Those attributes are
     immutable values (the shape tuple, its element count, its name), so each block type stays an object
     of its own; whatever a Triton's constructor sets is what is kept. A shape that cannot be a key (an
     unhashable entry) is built as Triton builds it."""
