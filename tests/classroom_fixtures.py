@@ -7,15 +7,22 @@ reach the layers behind the rules with allowed constructs only: a loop in C whil
 loader cannot interrupt (the worker's deadline), a huge list (the memory limits), a truncated
 notebook, a submission that switches the compile check off. What no allowed construct can do any
 more (a worker killed mid-puzzle, a forged pass, a write outside its folder, a hoarding child) is
-triggered from the test side: see `worker_trigger` in tests/test_grade_class.py.
+triggered from the test side: see `worker_trigger` below.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+import textwrap
 from pathlib import Path
 
+import pytest
+
 from puzzles import on_gpu
+from puzzles.classroom import isolation
 from puzzles.course import catalog, notebooks
 from puzzles.course.solution_source import reference_source, starter_source
 
@@ -170,3 +177,32 @@ def build_class(root: Path) -> Path:
     whole = (folder / "truncated" / f"{P1.id}.ipynb").read_text()
     (folder / "truncated" / f"{P1.id}.ipynb").write_text(whole[: len(whole) * 2 // 3])
     return folder
+
+
+@pytest.fixture
+def worker_trigger(monkeypatch):
+    """`worker_trigger(code)`: test-side code that every grading worker started from then on runs at
+    its start (a sitecustomize on its path; a worker forked from a launcher, puzzles/classroom/launcher.py,
+    runs it as its launcher did at its own start), in place of a submission: what the load rules no longer
+    let a submission do (kill its worker, forge a pass, write outside its folder, fork a hoarder), to
+    show that the layers behind them still hold. `worker_trigger.folder`: where every worker's user may write."""
+    folder = Path(tempfile.mkdtemp(prefix="worker-trigger-"))
+    folder.chmod(0o777)  # read by the worker, written by it as a user of its own
+    real = isolation.worker_environment
+
+    def install(code: str) -> Path:
+        guarded = "import sys\nif 'puzzles.classroom.worker' in sys.orig_argv:  # a worker or its launcher\n"
+        (folder / "sitecustomize.py").write_text(guarded + textwrap.indent(textwrap.dedent(code), "    "))
+        (folder / "sitecustomize.py").chmod(0o644)
+
+        def with_trigger(worker_folder: Path) -> dict[str, str]:
+            env = real(worker_folder)
+            env["PYTHONPATH"] = f"{folder}{os.pathsep}{env['PYTHONPATH']}"
+            return env
+
+        monkeypatch.setattr(isolation, "worker_environment", with_trigger)
+        return folder
+
+    install.folder = folder
+    yield install
+    shutil.rmtree(folder, ignore_errors=True)

@@ -8,11 +8,8 @@ import csv
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -20,7 +17,6 @@ import classroom_fixtures as fixtures
 import pytest
 import torch
 
-from puzzles.classroom import isolation
 from puzzles.classroom.isolation import GIB, UID_BASE, Limits, can_switch_user, job_uid
 from puzzles.classroom.roster import check_evidence
 from puzzles.classroom.worker import encode_tensor
@@ -31,6 +27,7 @@ from puzzles.grading.cases import make_case, size_list
 
 ROOT = Path(__file__).resolve().parent.parent
 P1_ID = catalog.get(1).id
+worker_trigger = fixtures.worker_trigger  # the fixture, found here by pytest
 FAST = ["--puzzle", "1", "--puzzle", "2", "--timeout", "2", "--seed", "7"]
 
 
@@ -287,34 +284,6 @@ def test_without_a_user_of_its_own_grading_works_and_says_what_is_missing(tmp_pa
     # the process count is per user: on the grader's own user it would count the grader's processes too
     assert not any(a.startswith("processes limit") for a in result.protections)
     assert any(m.startswith("processes limit") for m in result.missing_protections)
-
-
-@pytest.fixture
-def worker_trigger(monkeypatch):
-    """`worker_trigger(code)`: test-side code that every grading worker started from then on runs at
-    its start (a sitecustomize on its path), in place of a submission: what the load rules no longer
-    let a submission do (kill its worker, forge a pass, write outside its folder, fork a hoarder), to
-    show that the layers behind them still hold. `worker_trigger.folder`: where every worker's user may write."""
-    folder = Path(tempfile.mkdtemp(prefix="worker-trigger-"))
-    folder.chmod(0o777)  # read by the worker, written by it as a user of its own
-    real = isolation.worker_environment
-
-    def install(code: str) -> Path:
-        guarded = "import sys\nif 'puzzles.classroom.worker' in sys.orig_argv:  # not the compiler's processes\n"
-        (folder / "sitecustomize.py").write_text(guarded + textwrap.indent(textwrap.dedent(code), "    "))
-        (folder / "sitecustomize.py").chmod(0o644)
-
-        def with_trigger(worker_folder: Path) -> dict[str, str]:
-            env = real(worker_folder)
-            env["PYTHONPATH"] = f"{folder}{os.pathsep}{env['PYTHONPATH']}"
-            return env
-
-        monkeypatch.setattr(isolation, "worker_environment", with_trigger)
-        return folder
-
-    install.folder = folder
-    yield install
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_the_memory_watch_stops_a_process_tree_past_its_limit(tmp_path, worker_trigger):

@@ -2,7 +2,8 @@
 memory watch, and a line-by-line report read with deadlines.
 
 The trusted grader starts `python -m puzzles.classroom.worker` in a new session (process group)
-with a working copy of the submission as its folder. Before it runs any submitted code the
+with a working copy of the submission as its folder (on a machine without CUDA it is forked, set up the
+same way, from a launcher that has imported the grader once: launcher.py). Before it runs any submitted code the
 worker applies `Limits` to itself: resource limits (file size, CPU time, address space where no
 CUDA is in use), the network cut (a new network namespace, where the OS lets it), and, when it was
 started as root, a switch to an unprivileged user of its own (no write access to anything but its
@@ -33,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from puzzles.classroom.launcher import can_fork_workers, launch
 from puzzles.course.solution_source import ROOT
 
 GIB = 1 << 30
@@ -164,11 +166,12 @@ class Worker:
         self.folder = folder
         self.memory_limit = int(request.get("limits", {}).get("memory_bytes") or 0)
         self.memory_used = 0  # bytes, when the watch killed the tree for passing memory_limit
-        log = open(folder / "worker.log", "wb")  # noqa: SIM115 - kept for the process's life
-        self.process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "puzzles.classroom.worker"], cwd=folder, env=worker_environment(folder),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
-        log.close()
+        env = worker_environment(folder)
+        with open(folder / "worker.log", "wb") as log:
+            # Forked from a launcher that has imported torch and the grader (launcher.py), or started here.
+            self.process = (launch(folder, env, log.fileno()) if can_fork_workers() else None) or subprocess.Popen(
+                [sys.executable, "-P", "-m", "puzzles.classroom.worker"], cwd=folder, env=env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
         self.uid = request.get("limits", {}).get("uid")
         self.buffer = b""
         self.received = 0

@@ -1,6 +1,7 @@
 """`python -m puzzles.classroom.worker`: grades one submission inside the sandbox (puzzles/classroom/isolation.py).
 
-Started by the class grader with a JSON request on stdin. In order, before any submitted code
+Started by the class grader with a JSON request on stdin (or forked, set up the same way, from
+`python -m puzzles.classroom.worker --launcher`: puzzles/classroom/launcher.py). In order, before any submitted code
 runs: apply the limits (and drop to its own user), import the grader, and say so; then load the
 submission's definitions and grade each puzzle, reporting one JSON line per step on the channel
 it was started with (what the submission prints goes to a log instead).
@@ -31,7 +32,7 @@ def encode_tensor(tensor: Any) -> dict:
     return {"dtype": str(array.dtype), "shape": list(array.shape), "data": base64.b64encode(array.tobytes()).decode()}
 
 
-WORKER_PID = os.getpid()
+WORKER_PID = 0  # set by main(): a worker forked from the launcher (launcher.py) is not the process that imported this
 
 
 def _emit(channel: TextIO, event: str, **fields: Any) -> None:
@@ -69,6 +70,8 @@ def _start_compilers(uid: int | None) -> None:
 
 
 def main() -> int:
+    global WORKER_PID
+    WORKER_PID = os.getpid()
     request = json.loads(sys.stdin.read())
     channel = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # the submission's prints go to the log, never to the report channel
@@ -107,5 +110,20 @@ def main() -> int:
     os._exit(0)  # skip whatever exit handlers the submission registered
 
 
+def serve_as_launcher() -> None:
+    """`--launcher`: import what a worker imports before it reads its request, then fork a worker per
+    request of the grader (puzzles/classroom/launcher.py). Nothing imported here starts a thread."""
+    import puzzles.classroom.isolation
+    import puzzles.cli.grade
+    import puzzles.course.catalog
+    import puzzles.running.compile_check  # noqa: F401
+    from puzzles.classroom import launcher
+
+    launcher.serve(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[1:] == ["--launcher"]:
+        serve_as_launcher()
+    else:
+        sys.exit(main())

@@ -1,0 +1,235 @@
+"""A warm parent for the class grader's workers, on a machine without CUDA.
+
+A worker started as `python -m puzzles.classroom.worker` spends about 3 s of CPU importing torch,
+Triton and the grader before it grades anything: per student, and again after every crash. The
+launcher (`python -m puzzles.classroom.worker --launcher`, started once by the grader with the workers'
+environment) imports all that once and forks one worker per request. The child then becomes what
+a freshly started worker would be: it closes the launcher's channel (nothing leads back to the
+launcher or the grader), starts a session of its own, takes the folder, environment and standard
+streams it was sent, and runs `worker.main()`, which applies the limits and drops to the worker's
+own user before any submitted code runs, as a started worker does.
+
+The grader and the launcher talk over a Unix socket pair (one message per request, the standard
+streams passed as file descriptors); the launcher answers with a pidfd of the child, which the
+grader waits on (it is not the child's parent). Not on a CUDA machine: a process that forks after
+loading CUDA's driver gets a broken copy of it (isolation.Worker starts each worker itself there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+MESSAGE_BYTES = 1 << 20  # one request: a folder and an environment
+# The entries of a worker's environment that name its own folder; the rest is the launcher's too.
+FOLDER_VARIABLES = ("HOME", "XDG_CACHE_HOME", "TRITON_CACHE_DIR", "TMPDIR")
+
+
+@functools.cache
+def can_fork_workers() -> bool:
+    """Whether this machine can fork workers from a launcher: Linux with pidfds, no CUDA, not turned off
+    (PUZZLES_FORK_WORKERS=0)."""
+    if os.environ.get("PUZZLES_FORK_WORKERS", "1") == "0" or not hasattr(os, "pidfd_open") \
+            or not hasattr(socket, "send_fds"):
+        return False
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+class LaunchedProcess:
+    """A forked worker, seen from the grader: what isolation.Worker reads of a `subprocess.Popen`."""
+
+    def __init__(self, pid: int, pidfd: int, stdin: int, stdout: int) -> None:
+        self.pid = pid
+        self.pidfd = pidfd
+        self.stdin = os.fdopen(stdin, "wb")
+        self.stdout = os.fdopen(stdout, "rb", buffering=0)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self.pidfd], [], [], 0)[0]:
+            self._ended()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not select.select([self.pidfd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired("worker", timeout)
+            self._ended()
+        return self.returncode
+
+    def _ended(self) -> None:
+        # The launcher reaps it and keeps the status; here only the end is known.
+        self.returncode = -1
+        os.close(self.pidfd)
+
+
+class Launcher:
+    """The grader's side of one launcher process (started on first use, for one base environment)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        """`env`: the workers' environment less the entries that name a worker's folder."""
+        self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.channel.settimeout(START_SECONDS)
+        self.lock = threading.Lock()
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", "-m", "puzzles.classroom.worker", "--launcher"], env=env, cwd="/",
+            stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        theirs.close()
+
+    def start(self, folder: Path, env: dict[str, str], fds: list[int]) -> tuple[int, int]:
+        """Fork a worker in `folder` with `env` and these standard streams; its (pid, pidfd). Raises OSError
+        when the launcher is gone."""
+        request = json.dumps({"folder": str(folder), "env": env}).encode()
+        with self.lock:
+            socket.send_fds(self.channel, [request], fds)
+            reply, pidfds, _, _ = socket.recv_fds(self.channel, MESSAGE_BYTES, 1)
+        if not reply or len(pidfds) != 1:
+            for fd in pidfds:
+                os.close(fd)
+            raise OSError("the workers' launcher did not answer")
+        return json.loads(reply)["pid"], pidfds[0]
+
+    def stop(self) -> None:
+        """End the launcher (the workers it forked live on: they are their own sessions)."""
+        self.channel.close()  # it ends when its channel closes
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+LAUNCHERS: dict[tuple, Launcher | None] = {}  # by base environment; None: it failed, workers are started instead
+LAUNCHERS_LOCK = threading.Lock()
+MAX_LAUNCHERS = 2  # each holds torch and Triton in memory; the least recently used one stops
+START_SECONDS = 180.0  # the first request waits for the launcher's imports
+
+
+def launch(folder: Path, env: dict[str, str], log: int) -> LaunchedProcess | None:
+    """A worker forked from the launcher for this environment (started now if none runs), writing what it
+    prints to `log`; None where the launcher failed (the caller starts the worker itself)."""
+    base = {k: v for k, v in env.items() if k not in FOLDER_VARIABLES}
+    key = tuple(sorted(base.items()))
+    with LAUNCHERS_LOCK:
+        known = key in LAUNCHERS
+        launcher = LAUNCHERS.pop(key, None)
+        if not known or (launcher is not None and launcher.process.poll() is not None):
+            if not LAUNCHERS:
+                import atexit
+
+                atexit.register(stop_all)
+            launcher = Launcher(base)
+        LAUNCHERS[key] = launcher  # the most recently used last
+        while len(LAUNCHERS) > MAX_LAUNCHERS:
+            oldest = LAUNCHERS.pop(next(iter(LAUNCHERS)))
+            if oldest is not None:
+                oldest.stop()
+    if launcher is None:
+        return None
+    request_read, request_write = os.pipe()
+    report_read, report_write = os.pipe()
+    try:
+        pid, pidfd = launcher.start(folder, env, [request_read, report_write, log])
+    except OSError:
+        for fd in (request_write, report_read):
+            os.close(fd)
+        with LAUNCHERS_LOCK:
+            if LAUNCHERS.get(key) is launcher:
+                LAUNCHERS[key] = None
+        launcher.stop()
+        return None
+    finally:
+        for fd in (request_read, report_write):
+            os.close(fd)
+    return LaunchedProcess(pid, pidfd, request_write, report_read)
+
+
+def stop_all() -> None:
+    with LAUNCHERS_LOCK:
+        for launcher in LAUNCHERS.values():
+            if launcher is not None:
+                launcher.stop()
+        LAUNCHERS.clear()
+
+
+# -- the launcher process --------------------------------------------------------------------------
+
+def serve(run: Callable[[], int]) -> None:
+    """The launcher process (its channel is its standard input): fork a child per request, which becomes a
+    worker and calls `run`, until the grader closes the channel. The caller has imported what `run` needs."""
+    channel = socket.socket(fileno=os.dup(0))
+    # Reap each worker as it ends; the grader holds a pidfd, which stays readable after the reaping.
+    signal.signal(signal.SIGCHLD, lambda *_: reap())
+    while True:
+        try:
+            request, fds, _, _ = socket.recv_fds(channel, MESSAGE_BYTES, 3)
+        except OSError:
+            return
+        if not request:
+            return  # the grader is gone
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            channel.send(b"")
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # SIGCHLD waits until the child's pidfd is open: a child that ends at once is reaped only after.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        pid = os.fork()
+        if pid == 0:
+            become_worker(channel, json.loads(request), fds, run)
+        pidfd = os.pidfd_open(pid)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        for fd in fds:
+            os.close(fd)
+        socket.send_fds(channel, [json.dumps({"pid": pid}).encode()], [pidfd])
+        os.close(pidfd)
+
+
+def reap() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def become_worker(channel: socket.socket, request: dict, fds: list[int], run: Callable[[], int]) -> None:
+    """In the forked child: what `subprocess.Popen(..., cwd=folder, env=env, start_new_session=True)` of a
+    worker gives, then `run` (the worker itself). Never returns."""
+    code = 70
+    try:
+        channel.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        os.setsid()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+        os.chdir(request["folder"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        import tempfile
+
+        tempfile.tempdir = None  # TMPDIR is the worker's folder now
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the request, read by the worker
+        code = run()
+    except SystemExit as end:
+        code = end.code if isinstance(end.code, int) else 1
+    except BaseException:  # noqa: BLE001 - said in the worker's log, which the grader shows
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code or 0)
