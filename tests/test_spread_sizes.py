@@ -98,3 +98,38 @@ def test_block_types_built_within_a_launch_are_tritons_own_and_the_constructor_i
     for (element_ty, shape), (first, copied) in zip(keys, built, strict=True):
         own = tl.core.block_type(element_ty, shape)
         assert vars(first) == vars(copied) == vars(own) and copied is not first, (vars(own), vars(copied))
+
+
+def test_tensors_built_within_a_launch_have_tritons_own_shapes_and_the_constructor_is_back_after(monkeypatch):
+    # Within a launch a tensor of a shape seen before copies that one's shape attributes: they must be what
+    # Triton computes, beside its own handle, type and element type. The types are those of three references'
+    # launches (scalars, pointers, blocks of every rank they use).
+    import triton.language as tl
+
+    from puzzles.running.interpreter import memoized_tensor_shapes
+
+    original = tl.core.tensor.__init__
+    types: list = []
+
+    def record(self, handle, type):  # noqa: A002 - Triton's parameter name
+        original(self, handle, type)
+        types.append(type)
+
+    monkeypatch.setattr(tl.core.tensor, "__init__", record)
+    for number in (5, 9, 17):
+        p = catalog.get(number)
+        assert test(p.reference(), p.spec, quiet=True, isolate=False, compile_check=False).passed
+        assert tl.core.tensor.__init__ is record
+    monkeypatch.undo()
+    assert len({repr(t) for t in types}) > 10
+
+    def described(value) -> dict:
+        return {k: (v if k in ("handle", "type") else repr(v)) for k, v in vars(value).items()}
+
+    with memoized_tensor_shapes():
+        built = [(tl.core.tensor(object(), t), tl.core.tensor(object(), t)) for t in types]
+    assert tl.core.tensor.__init__ is original
+    for t, (first, copied) in zip(types, built, strict=True):
+        own = tl.core.tensor(copied.handle, t)
+        assert described(copied) == described(own) and copied.type is t and copied.dtype == t.scalar
+        assert first.handle is not copied.handle

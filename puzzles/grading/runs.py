@@ -26,7 +26,7 @@ from puzzles.grading.inputs import build_arena
 from puzzles.grading.job import GradingJob
 from puzzles.running.child import ChildResults, can_fork, run_in_child
 from puzzles.running.errors import KernelError, timeout_message
-from puzzles.running.interpreter import RunOutput, launch_interpreted
+from puzzles.running.interpreter import RunOutput, launch_interpreted, rewrite_before_forking
 from puzzles.running.kernel import kernel_file, on_gpu
 from puzzles.running.limits import KernelTimeout, time_limit
 from puzzles.running.recording import Recorder, Trace
@@ -73,6 +73,7 @@ class PendingRuns:
             # idle (a class graded in parallel, a test suite) a second child only adds a fork: one child.
             count = len(self.jobs) if per_size else (
                 min(len(self.jobs), idle_cores()) if spread and not self.gpu else 1)
+            rewrite_before_forking(kernel)
             groups = deal(self.cases, count)
             self.child_of = {i: child for child, group in enumerate(groups) for i in group}
             self.children = [run_in_child([self.jobs[i] for i in group], timeout + _CHILD_GRACE)

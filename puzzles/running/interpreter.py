@@ -42,6 +42,33 @@ def interpreted(kernel: Any) -> _interp.InterpretedFunction:
     return _interp.InterpretedFunction(unwrap_kernel(kernel))  # a KernelHandle's function, already resolved
 
 
+def rewrite_before_forking(kernel: Any) -> None:
+    """Triton's interpreter rewrites the syntax tree of a kernel, and of each @triton.jit helper it calls, on
+    its first call in a process and keeps the result (`InterpretedFunction.rewritten_fn`, by function). Run in
+    a forked child, that work went with the child: a kernel graded again (another seed, each config of an
+    autotuned kernel, another test) paid it every time, about a tenth of a small kernel's grading. Done here,
+    in the process that forks, its children find it done. Not for a notebook's kernel (globals of `__main__`):
+    the rewrite copies names of the interpreter's module into the function's globals, which there are the
+    learner's own; nor where this Triton has no such cache."""
+    cache = getattr(_interp.InterpretedFunction, "rewritten_fn", None)
+    rewriter = getattr(_interp, "FunctionRewriter", None)
+    if not isinstance(cache, dict) or rewriter is None:
+        return
+    todo, seen = [unwrap_kernel(kernel)], set()
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen or not hasattr(fn, "__code__") or fn.__globals__.get("__name__") == "__main__":
+            continue
+        seen.add(fn)
+        if fn not in cache:
+            try:
+                cache[fn] = rewriter(fn).rewrite_ast()
+            except Exception:  # noqa: BLE001 - the child meets it again and reports it where it happens
+                continue
+        todo += [helper.fn for name in fn.__code__.co_names
+                 if isinstance(helper := fn.__globals__.get(name), (JITFunction, _interp.InterpretedFunction))]
+
+
 @contextlib.contextmanager
 def _interpret_nested_jit() -> Iterator[None]:
     """Let a kernel compiled for the GPU call its @triton.jit helpers under the interpreter."""
@@ -169,6 +196,43 @@ def memoized_block_types() -> Iterator[None]:
         block_type.__init__ = original
 
 
+@contextlib.contextmanager
+def memoized_tensor_shapes() -> Iterator[None]:
+    """Within one launch, give a tensor the shape attributes computed for the first tensor of the same
+    shape: Triton's `tl.tensor` constructor builds its element count and a tuple of constexprs of its shape
+    for every value of every operation of every program (about a seventh of an interpreted grading's time).
+    What is kept is what Triton's constructor set besides the handle, the type and the element type, which
+    are each tensor's own; a type without a name is built as Triton builds it."""
+    tensor = getattr(tl.core, "tensor", None)
+    if tensor is None:
+        yield
+        return
+    original = tensor.__init__
+    table: dict[str, dict[str, Any]] = {}
+    own = ("handle", "type", "dtype")
+
+    def init(self: Any, handle: Any, type: Any) -> None:  # noqa: A002 - Triton's parameter name
+        # A block type's name holds its shape (its shape is Triton's own tuple, hashed by identity); a scalar's
+        # shape is ().
+        key = getattr(type, "name", None) if type.is_block() else ""
+        found = table.get(key) if isinstance(key, str) else None
+        if found is None:
+            original(self, handle, type)
+            if isinstance(key, str):
+                table[key] = {k: v for k, v in vars(self).items() if k not in own}
+            return
+        self.__dict__.update(found)
+        self.handle = handle
+        self.type = type
+        self.dtype = type.scalar
+
+    tensor.__init__ = init
+    try:
+        yield
+    finally:
+        tensor.__init__ = original
+
+
 def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],
                        recorder: Recorder) -> KernelError | None:
     """Run under the interpreter with every access checked; return the error, if any."""
@@ -176,7 +240,7 @@ def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwar
     try:
         # Masked-off lanes legitimately compute things like -inf - -inf: no numpy warnings.
         with (_interpret_nested_jit(), _patch_language_once(), _memoized_np_dtypes(), memoized_block_types(),
-              recorder,
+              memoized_tensor_shapes(), recorder,
               np.errstate(all="ignore")):
             fn[grid](*args, **kwargs)
     except KernelTimeout as exc:

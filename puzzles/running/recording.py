@@ -323,14 +323,16 @@ class Recorder:
 
     def _check(self, op: str, ptrs, mask, rmw: str = "", stored=None):
         addresses = np.asarray(ptrs.data, dtype=np.uint64)
-        active = np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)
+        active = np.asarray(mask.data, dtype=bool)
+        if active.shape != addresses.shape:
+            active = np.broadcast_to(active, addresses.shape)
         program = tuple(int(i) for i in _interp.interpreter_builder.grid_idx)
         flat_addr = addresses[active]
         # Each address belongs to the nearest tensor that starts at or below it; guard zones
         # between tensors make that its own tensor for any plausible overshoot.
         slot = np.searchsorted(self.starts, flat_addr, side="right").astype(np.int64) - 1
         below_all = slot < 0
-        slot = np.clip(slot, 0, len(self.names) - 1)
+        np.maximum(slot, 0, out=slot)  # searchsorted's largest answer is len(starts): the last slot at most
         inside = ~below_all & (flat_addr < self.ends[slot])
         line = None
         if self.record or not inside.all():
@@ -343,7 +345,9 @@ class Recorder:
         safe_active = active.copy()
         safe_active[active] = inside
         if self.record and inside.any():
-            for s in np.unique(slot[inside]):
+            touched = slot[inside]
+            # Nearly every access stays within one tensor: np.unique sorts, a comparison does not.
+            for s in (touched[:1] if (touched == touched[0]).all() else np.unique(touched)):
                 name = self.names[s]
                 sel = inside & (slot == s)
                 elements = ((flat_addr[sel] - self.starts[s]) // np.uint64(self.element_sizes[name])).astype(np.int64)
