@@ -133,3 +133,28 @@ def test_tensors_built_within_a_launch_have_tritons_own_shapes_and_the_construct
         own = tl.core.tensor(copied.handle, t)
         assert described(copied) == described(own) and copied.type is t and copied.dtype == t.scalar
         assert first.handle is not copied.handle
+
+
+def test_a_kernel_and_its_helpers_are_rewritten_once_in_the_forking_process_never_a_notebooks(tmp_path):
+    # Triton's interpreter rewrites a function's syntax tree on its first call in a process: done before forking,
+    # a kernel graded again (another seed, another test) finds it done in its child. A notebook's kernel is left to
+    # the child: the rewrite would copy the interpreter's names into the learner's own globals.
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from puzzles.running.interpreter import rewrite_before_forking
+
+    source = ("import triton\nimport triton.language as tl\n\n@triton.jit\ndef twice(x):\n    return x + x\n\n"
+              "@triton.jit\ndef kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):\n"
+              "    i = tl.arange(0, B0)\n    tl.store(z_ptr + i, twice(tl.load(x_ptr + i, i < N0)), i < N0)\n")
+    for name in ("a_module", "__main__"):
+        path = tmp_path / f"{name.strip('_')}.py"
+        path.write_text(source)
+        scope = {"__name__": name, "__file__": str(path)}
+        exec(compile(source, str(path), "exec"), scope)
+        before = set(scope)
+        rewrite_before_forking(scope["kernel"])
+        functions = [scope["kernel"].fn, scope["twice"].fn]
+        done = [fn in InterpretedFunction.rewritten_fn for fn in functions]
+        assert done == ([True, True] if name == "a_module" else [False, False]), name
+        if name == "__main__":
+            assert set(scope) == before  # the learner's globals as they were
