@@ -1,6 +1,7 @@
 """Without a GPU, a grading's sizes run in a forked child per idle core (puzzles/grading/runs.py: idle_cores,
 deal): the verdict is the same however many children run them, the sizes are dealt by what they cost, and a
-timeout stops the grading whichever child met it. And the interpreter's dtype table lasts one launch."""
+timeout stops the grading whichever child met it. And the interpreter's memos (dtypes, block types, tensor
+shapes) last one launch and give what Triton gives; a kernel is rewritten once before forking."""
 
 import pytest
 import wrong_kernels as wrong

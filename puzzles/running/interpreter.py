@@ -142,16 +142,18 @@ def _memoized_np_dtypes() -> Iterator[None]:
     if original is None:
         yield
         return
-    table: dict[Any, Any] = {}
+    table: dict[tuple, Any] = {}
 
     def get_np_dtype(tt_dtype: Any) -> Any:
+        # By the type's name (a pointer type cannot be hashed): a name is one scalar type or pointer.
+        key = (type(tt_dtype), getattr(tt_dtype, "name", None))
         try:
-            return table[tt_dtype]
+            return table[key]
         except KeyError:
-            table[tt_dtype] = found = original(tt_dtype)
+            found = original(tt_dtype)
+            if key[1] is not None:
+                table[key] = found
             return found
-        except TypeError:  # an unhashable type: as Triton does it
-            return original(tt_dtype)
 
     _interp._get_np_dtype = get_np_dtype
     try:
@@ -177,9 +179,10 @@ def memoized_block_types() -> Iterator[None]:
 
     def init(self: Any, element_ty: Any, shape: Any) -> None:
         try:
-            key = (type(element_ty), element_ty, *shape)
+            # By the element type's name: a pointer type cannot be hashed (it compares by value, hashes by none).
+            key = (type(element_ty), element_ty.name, *shape)
             found = table.get(key)
-        except TypeError:
+        except (TypeError, AttributeError):
             key = found = None
         if found is None:
             original(self, element_ty, shape)
