@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bdb
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,77 +163,80 @@ def _memoized_np_dtypes() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def memoized_block_types() -> Iterator[None]:
+def _constructor_replaced(cls: Any, make_init: Callable[[Callable[..., None]], Callable[..., None]]) -> Iterator[None]:
+    """`cls.__init__` replaced by `make_init(original)` for the duration (nothing where this Triton has no such
+    class): the memos below build their tables within one launch."""
+    if cls is None:
+        yield
+        return
+    original = cls.__init__
+    cls.__init__ = make_init(original)
+    try:
+        yield
+    finally:
+        cls.__init__ = original
+
+
+def memoized_block_types() -> contextlib.AbstractContextManager[None]:
     """Within one launch, give a block type the attributes computed for the first one of the same element
     type and shape: the interpreter builds one per operation of every program, unwrapping, validating and
     naming its shape each time (about an eighth of an interpreted split-K grading's time). Those attributes are
     immutable values (the shape tuple, its element count, its name), so each block type stays an object
-    of its own; whatever a Triton's constructor sets is what is kept. A shape that cannot be a key (an
-    unhashable entry) is built as Triton builds it."""
-    block_type = getattr(tl.core, "block_type", None)
-    if block_type is None:
-        yield
-        return
-    original = block_type.__init__
-    table: dict[tuple, dict[str, Any]] = {}
+    of its own; whatever a Triton's constructor sets is what is kept. An element type without a name or a
+    shape that cannot be a key (an unhashable entry) is built as Triton builds it."""
 
-    def init(self: Any, element_ty: Any, shape: Any) -> None:
-        try:
-            # By the element type's name: a pointer type cannot be hashed (it compares by value, hashes by none).
-            key = (type(element_ty), element_ty.name, *shape)
-            found = table.get(key)
-        except (TypeError, AttributeError):
-            key = found = None
-        if found is None:
-            original(self, element_ty, shape)
-            if key is not None:
-                table[key] = {k: v for k, v in vars(self).items() if k != "element_ty"}
-            return
-        self.__dict__.update(found)
-        self.element_ty = element_ty
+    def make_init(original: Callable[..., None]) -> Callable[..., None]:
+        table: dict[tuple, dict[str, Any]] = {}
 
-    block_type.__init__ = init
-    try:
-        yield
-    finally:
-        block_type.__init__ = original
+        def init(self: Any, element_ty: Any, shape: Any) -> None:
+            try:
+                # By the element type's name: a pointer type cannot be hashed (it compares by value, hashes by none).
+                key = (type(element_ty), element_ty.name, *shape)
+                found = table.get(key)
+            except (TypeError, AttributeError):
+                key = found = None
+            if found is None:
+                original(self, element_ty, shape)
+                if key is not None:
+                    table[key] = {k: v for k, v in vars(self).items() if k != "element_ty"}
+                return
+            self.__dict__.update(found)
+            self.element_ty = element_ty
+
+        return init
+
+    return _constructor_replaced(getattr(tl.core, "block_type", None), make_init)
 
 
-@contextlib.contextmanager
-def memoized_tensor_shapes() -> Iterator[None]:
+def memoized_tensor_shapes() -> contextlib.AbstractContextManager[None]:
     """Within one launch, give a tensor the shape attributes computed for the first tensor of the same
     shape: Triton's `tl.tensor` constructor builds its element count and a tuple of constexprs of its shape
     for every value of every operation of every program (about a seventh of an interpreted grading's time).
     What is kept is what Triton's constructor set besides the handle, the type and the element type, which
     are each tensor's own; a type without a name is built as Triton builds it."""
-    tensor = getattr(tl.core, "tensor", None)
-    if tensor is None:
-        yield
-        return
-    original = tensor.__init__
-    table: dict[str, dict[str, Any]] = {}
     own = ("handle", "type", "dtype")
 
-    def init(self: Any, handle: Any, type: Any) -> None:  # noqa: A002 - Triton's parameter name
-        # A block type's name holds its shape (its shape is Triton's own tuple, hashed by identity); a scalar's
-        # shape is ().
-        key = getattr(type, "name", None) if type.is_block() else ""
-        found = table.get(key) if isinstance(key, str) else None
-        if found is None:
-            original(self, handle, type)
-            if isinstance(key, str):
-                table[key] = {k: v for k, v in vars(self).items() if k not in own}
-            return
-        self.__dict__.update(found)
-        self.handle = handle
-        self.type = type
-        self.dtype = type.scalar
+    def make_init(original: Callable[..., None]) -> Callable[..., None]:
+        table: dict[str, dict[str, Any]] = {}
 
-    tensor.__init__ = init
-    try:
-        yield
-    finally:
-        tensor.__init__ = original
+        def init(self: Any, handle: Any, type: Any) -> None:  # noqa: A002 - Triton's parameter name
+            # A block type's name holds its shape (its shape is Triton's own tuple, hashed by identity); a
+            # scalar's shape is ().
+            key = getattr(type, "name", None) if type.is_block() else ""
+            found = table.get(key) if isinstance(key, str) else None
+            if found is None:
+                original(self, handle, type)
+                if isinstance(key, str):
+                    table[key] = {k: v for k, v in vars(self).items() if k not in own}
+                return
+            self.__dict__.update(found)
+            self.handle = handle
+            self.type = type
+            self.dtype = type.scalar
+
+        return init
+
+    return _constructor_replaced(getattr(tl.core, "tensor", None), make_init)
 
 
 def launch_interpreted(kernel: Any, grid: tuple[int, ...], args: list[Any], kwargs: dict[str, Any],
