@@ -107,12 +107,6 @@ def test_the_benchmark_launches_kernels_as_the_grader_binds_them():
 
 
 @pytest.mark.skipif(on_gpu(), reason="measures on a GPU")
-def test_the_benchmark_says_it_needs_a_gpu():
-    done = subprocess.run([sys.executable, "benchmarks/compile_baseline.py"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.returncode == 0 and "needs a CUDA GPU" in done.stdout, done.stdout + done.stderr
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")
 @pytest.mark.parametrize("p", FAST, ids=lambda p: p.id)
