@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
+from forked_kernels import kernels_forked_from_a_warm_parent
 from nbclient import NotebookClient
 
 from puzzles.course import catalog, notebooks
@@ -98,8 +99,9 @@ class _Executions(dict):
 
 @pytest.fixture(scope="module")
 def executed(request) -> dict[str, nbformat.NotebookNode | Exception]:
-    """Run the selected notebooks once each, two at a time (each in its own kernel; on a machine of many cores,
-    one per two cores, up to eight: the GPU box). Under pytest-xdist
+    """Run the selected notebooks once each, two at a time (each in its own kernel, forked from a process that has
+    imported torch: tests/forked_kernels.py; on a machine of many cores, one per two cores, up to eight: the GPU
+    box). Under pytest-xdist
     every worker collects every test but runs only some: there each notebook runs when a test asks,
     unless whole files go to one worker (`--dist loadfile`, as `make test` runs)."""
     results = _Executions()
@@ -108,7 +110,8 @@ def executed(request) -> dict[str, nbformat.NotebookNode | Exception]:
         return results
     wanted = sorted({item.callspec.params.get("name") for item in request.session.items
                      if item.module is request.module and hasattr(item, "callspec")} & set(NAMES))
-    with ThreadPoolExecutor(max_workers=min(8, max(2, (os.cpu_count() or 2) // 2))) as pool:
+    with kernels_forked_from_a_warm_parent(), \
+            ThreadPoolExecutor(max_workers=min(8, max(2, (os.cpu_count() or 2) // 2))) as pool:
         results.update(zip(wanted, pool.map(_run, wanted), strict=True))
     return results
 

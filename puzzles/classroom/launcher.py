@@ -78,20 +78,22 @@ class LaunchedProcess:
 class Launcher:
     """The grader's side of one launcher process (started on first use, for one base environment)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        """`env`: the workers' environment less the entries that name a worker's folder."""
+    def __init__(self, env: dict[str, str], command: list[str] | None = None) -> None:
+        """`env`: the workers' environment less the entries that name a worker's folder. `command`: another
+        program that calls `serve` (the tests fork notebook kernels this way)."""
         self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.channel.settimeout(START_SECONDS)
         self.lock = threading.Lock()
         self.process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "puzzles.classroom.worker", "--launcher"], env=env, cwd="/",
+            command or [sys.executable, "-P", "-m", "puzzles.classroom.worker", "--launcher"], env=env, cwd="/",
             stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         theirs.close()
 
-    def start(self, folder: Path, env: dict[str, str], fds: list[int]) -> tuple[int, int]:
-        """Fork a worker in `folder` with `env` and these standard streams; its (pid, pidfd). Raises OSError
-        when the launcher is gone."""
-        request = json.dumps({"folder": str(folder), "env": env}).encode()
+    def start(self, folder: Path, env: dict[str, str], fds: list[int],
+              argv: list[str] | None = None) -> tuple[int, int]:
+        """Fork a worker in `folder` with `env`, these standard streams and `argv` as its sys.argv (default: the
+        launcher's); its (pid, pidfd). Raises OSError when the launcher is gone."""
+        request = json.dumps({"folder": str(folder), "env": env, "argv": argv}).encode()
         with self.lock:
             socket.send_fds(self.channel, [request], fds)
             reply, pidfds, _, _ = socket.recv_fds(self.channel, MESSAGE_BYTES, 1)
@@ -190,11 +192,18 @@ def serve(run: Callable[[], int]) -> None:
         sys.stderr.flush()
         # SIGCHLD waits until the child's pidfd is open: a child that ends at once is reaped only after.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+        session_read, session_write = os.pipe()
         pid = os.fork()
         if pid == 0:
-            become_worker(channel, json.loads(request), fds, run)
+            os.close(session_read)
+            become_worker(channel, json.loads(request), fds, run, session_write)
+        os.close(session_write)
         pidfd = os.pidfd_open(pid)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        # Answer once the child leads a session of its own (or died): signals sent to its process group then
+        # reach it alone, never this process's group.
+        os.read(session_read, 1)
+        os.close(session_read)
         for fd in fds:
             os.close(fd)
         socket.send_fds(channel, [json.dumps({"pid": pid}).encode()], [pidfd])
@@ -207,15 +216,19 @@ def reap() -> None:
             pass
 
 
-def become_worker(channel: socket.socket, request: dict, fds: list[int], run: Callable[[], int]) -> None:
+def become_worker(channel: socket.socket, request: dict, fds: list[int], run: Callable[[], int],
+                  session_written: int) -> None:
     """In the forked child: what `subprocess.Popen(..., cwd=folder, env=env, start_new_session=True)` of a
-    worker gives, then `run` (the worker itself). Never returns."""
+    worker gives, then `run` (the worker itself). Says on `session_written` when it leads a session of its
+    own. Never returns."""
     code = 70
     try:
         channel.close()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         os.setsid()
+        os.write(session_written, b"s")
+        os.close(session_written)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
@@ -225,6 +238,8 @@ def become_worker(channel: socket.socket, request: dict, fds: list[int], run: Ca
         import tempfile
 
         tempfile.tempdir = None  # TMPDIR is the worker's folder now
+        if request.get("argv"):
+            sys.argv = list(request["argv"])
         sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the request, read by the worker
         code = run()
     except SystemExit as end:

@@ -1,0 +1,127 @@
+"""Notebook kernels forked from a warm parent, for the notebook executions of tests/test_notebooks.py.
+
+Each notebook runs in a kernel of its own; a kernel started as `python -m ipykernel_launcher` spends 2-3 s of
+CPU importing torch when the notebook imports `puzzles`. Within `kernels_forked_from_a_warm_parent()`,
+jupyter_client's local launch of such a kernel asks a process that has imported torch (and not `puzzles` or
+Triton: the notebook's own `import puzzles` still chooses the interpreter before Triton loads) to fork it
+instead: puzzles/classroom/launcher.py's fork server, loaded by
+path. The child is what jupyter_client would have started: a session of its own, the kernel's folder,
+environment and arguments, then ipykernel's own entry point; jupyter_client signals, waits for and kills it as
+it would its own process. One difference: torch's thread pool has one thread there (the server imports torch
+with OMP_NUM_THREADS=1, as a fork cannot carry a pool), which only the speed of a notebook's torch calls sees.
+Where any of that is not available here (no pidfd, another jupyter_client), kernels start as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+TESTS = Path(__file__).resolve().parent
+LAUNCHER_FILE = TESTS.parent / "puzzles" / "classroom" / "launcher.py"
+
+
+def launcher_module() -> ModuleType:
+    """puzzles/classroom/launcher.py without the `puzzles` package (whose import loads torch, Triton and the
+    compile check's processes: the fork server must not)."""
+    spec = importlib.util.spec_from_file_location("puzzles_launcher_by_path", LAUNCHER_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def serve() -> None:
+    """The fork server: import torch, which every kernel imports first, then fork a kernel per request. Not
+    ipykernel: its modules read the kernel's environment when imported (JPY_PARENT_PID, which makes the kernel
+    end with its client)."""
+    import torch  # noqa: F401
+
+    launcher_module().serve(run_kernel)
+
+
+def run_kernel() -> int:
+    """In the forked child: `python -m ipykernel_launcher` (which puts the kernel's folder first on the path)."""
+    sys.path[0] = os.getcwd()
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance()
+    return 0
+
+
+class ForkedKernel:
+    """What jupyter_client's local provisioner reads of the kernel's `subprocess.Popen`."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int, pidfd: int) -> None:
+        self.pid, self.pidfd = pid, pidfd
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self.pidfd], [], [], 0)[0]:
+            self.returncode = -1  # its parent, the fork server, has the status
+            os.close(self.pidfd)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and not select.select([self.pidfd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired("kernel", timeout)
+        return self.poll()
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def kernels_forked_from_a_warm_parent() -> Iterator[None]:
+    try:
+        from jupyter_client.provisioning import local_provisioner
+
+        real = local_provisioner.launch_kernel
+        launcher = launcher_module()
+        entry = importlib.util.find_spec("ipykernel_launcher").origin
+    except (ImportError, AttributeError):
+        yield
+        return
+    if not hasattr(os, "pidfd_open") or entry is None:
+        yield
+        return
+    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); import forked_kernels; forked_kernels.serve()"
+    # One OpenMP thread: torch's import otherwise starts a pool, and a fork copies one thread only (the server
+    # refuses to fork a process of several threads).
+    server = launcher.Launcher({**os.environ, "OMP_NUM_THREADS": "1"}, [sys.executable, "-c", code])
+
+    def launch_kernel(cmd: list[str], stdin: int | None = None, stdout: int | None = None,
+                      stderr: int | None = None, env: dict[str, str] | None = None, independent: bool = False,
+                      cwd: str | None = None, **kw: object) -> object:
+        plain = stdin is None and stdout is None and stderr is None  # nbclient's: the kernel writes where we do
+        if plain and cmd[1:3] == ["-m", "ipykernel_launcher"] and server.process.poll() is None:
+            # As jupyter_client's own launch: the kernel ends when this process does (unless independent).
+            kernel_env = {**(env or os.environ), **({} if independent else {"JPY_PARENT_PID": str(os.getpid())})}
+            with open(os.devnull, "rb") as nothing, contextlib.suppress(OSError):
+                pid, pidfd = server.start(Path(cwd or os.getcwd()).resolve(), kernel_env,
+                                          [nothing.fileno(), 1, 2], [entry, *cmd[3:]])
+                return ForkedKernel(pid, pidfd)
+        return real(cmd, stdin=stdin, stdout=stdout, stderr=stderr, env=env, independent=independent, cwd=cwd, **kw)
+
+    local_provisioner.launch_kernel = launch_kernel
+    try:
+        yield
+    finally:
+        local_provisioner.launch_kernel = real
+        server.stop()
