@@ -48,8 +48,9 @@ def serve() -> None:
 
 
 def run_kernel() -> int:
-    """In the forked child: `python -m ipykernel_launcher` (which puts the kernel's folder first on the path)."""
-    sys.path[0] = os.getcwd()
+    """In the forked child: `python -m ipykernel_launcher`, whose path lacks the folder it starts in (IPython
+    puts '' back) and, here, this folder."""
+    sys.path[:] = [entry for entry in sys.path if entry not in ("", str(TESTS))]
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance()

@@ -4,6 +4,7 @@ launcher's; a launcher that died is replaced; one that cannot start leaves the g
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -105,22 +106,26 @@ def test_a_launcher_that_cannot_start_is_not_tried_again(tmp_path, monkeypatch):
 
 
 def test_a_notebook_kernel_forked_from_the_warm_parent_is_set_up_as_a_started_one(tmp_path):
-    # tests/forked_kernels.py (the notebook executions' kernels): the kernel is a session of its own in the
-    # notebook's folder, first on its path; torch is loaded, Triton and `puzzles` are not (the notebook's
-    # `import puzzles` chooses the interpreter before Triton loads); its parent is the fork server, and it knows
-    # its client's process (it ends with it, as a kernel started by jupyter_client does).
+    # tests/forked_kernels.py (the notebook executions' kernels): the same folder, path and client's pid (it ends
+    # with its client) as a kernel jupyter_client starts; besides, a session of its own whose parent is the fork
+    # server, with torch loaded and neither Triton nor `puzzles` (the notebook's `import puzzles` chooses the
+    # interpreter before Triton loads).
     import nbformat
     from forked_kernels import kernels_forked_from_a_warm_parent
     from nbclient import NotebookClient
 
-    code = ("import os, sys\nprint(os.getppid(), os.getsid(0) == os.getpid(), 'triton' in sys.modules, "
-            "'puzzles' in sys.modules, 'torch' in sys.modules, os.getcwd(), sys.path[0])\n"
-            "print(type(get_ipython().kernel).__module__, get_ipython().kernel.parent.parent_handle)")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-    with kernels_forked_from_a_warm_parent():
-        NotebookClient(nb, timeout=120, kernel_name="python3",
-                       resources={"metadata": {"path": str(tmp_path)}}).execute()
-    parent, leader, triton, puzzles, torch, folder, first, kernel, client = nb.cells[0].outputs[0]["text"].split()
-    assert int(parent) != os.getpid() and (leader, triton, puzzles, torch) == ("True", "False", "False", "True")
-    assert folder == first == str(tmp_path)
-    assert kernel == "ipykernel.ipkernel" and int(client) == os.getpid()  # it ends with its client, as a started one
+    code = ("import json, os, sys\nprint(json.dumps({'cwd': os.getcwd(), 'path': sys.path, 'client': "
+            "get_ipython().kernel.parent.parent_handle, 'parent': os.getppid(), 'leader': os.getsid(0) == os.getpid(), "
+            "'loaded': [m in sys.modules for m in ('torch', 'triton', 'puzzles')]}))")
+
+    def kernel(forked: bool) -> dict:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+        with kernels_forked_from_a_warm_parent() if forked else contextlib.nullcontext():
+            NotebookClient(nb, timeout=120, kernel_name="python3",
+                           resources={"metadata": {"path": str(tmp_path)}}).execute()
+        return json.loads(nb.cells[0].outputs[0]["text"])
+
+    started, forked = kernel(False), kernel(True)
+    assert [forked[k] for k in ("cwd", "path", "client")] == [started[k] for k in ("cwd", "path", "client")]
+    assert started["parent"] == os.getpid() != forked["parent"] and forked["leader"]
+    assert forked["loaded"] == [True, False, False]
