@@ -17,9 +17,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import select
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,37 +54,6 @@ def run_kernel() -> int:
     return 0
 
 
-class ForkedKernel:
-    """What jupyter_client's local provisioner reads of the kernel's `subprocess.Popen`."""
-
-    stdin = stdout = stderr = None
-
-    def __init__(self, pid: int, pidfd: int) -> None:
-        self.pid, self.pidfd = pid, pidfd
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        if self.returncode is None and select.select([self.pidfd], [], [], 0)[0]:
-            self.returncode = -1  # its parent, the fork server, has the status
-            os.close(self.pidfd)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None and not select.select([self.pidfd], [], [], timeout)[0]:
-            raise subprocess.TimeoutExpired("kernel", timeout)
-        return self.poll()
-
-    def send_signal(self, signum: int) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, signum)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-
 @contextlib.contextmanager
 def kernels_forked_from_a_warm_parent() -> Iterator[None]:
     try:
@@ -117,7 +83,7 @@ def kernels_forked_from_a_warm_parent() -> Iterator[None]:
             with open(os.devnull, "rb") as nothing, contextlib.suppress(OSError):
                 pid, pidfd = server.start(Path(cwd or os.getcwd()).resolve(), kernel_env,
                                           [nothing.fileno(), 1, 2], [entry, *cmd[3:]])
-                return ForkedKernel(pid, pidfd)
+                return launcher.LaunchedProcess(pid, pidfd)
         return real(cmd, stdin=stdin, stdout=stdout, stderr=stderr, env=env, independent=independent, cwd=cwd, **kw)
 
     local_provisioner.launch_kernel = launch_kernel

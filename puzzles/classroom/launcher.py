@@ -48,31 +48,39 @@ def can_fork_workers() -> bool:
 
 
 class LaunchedProcess:
-    """A forked worker, seen from the grader: what isolation.Worker reads of a `subprocess.Popen`."""
+    """A forked process, seen from its caller (not its parent: the launcher reaps it): what isolation.Worker,
+    and jupyter_client for the tests' notebook kernels, read of a `subprocess.Popen`. `stdin` and `stdout`:
+    the caller's ends of the child's pipes, if any."""
 
-    def __init__(self, pid: int, pidfd: int, stdin: int, stdout: int) -> None:
+    stderr = None
+
+    def __init__(self, pid: int, pidfd: int, stdin: int | None = None, stdout: int | None = None) -> None:
         self.pid = pid
         self.pidfd = pidfd
-        self.stdin = os.fdopen(stdin, "wb")
-        self.stdout = os.fdopen(stdout, "rb", buffering=0)
+        self.stdin = os.fdopen(stdin, "wb") if stdin is not None else None
+        self.stdout = os.fdopen(stdout, "rb", buffering=0) if stdout is not None else None
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None and select.select([self.pidfd], [], [], 0)[0]:
-            self._ended()
+            self.returncode = -1  # the launcher reaped it and has its status; here only its end is known
+            os.close(self.pidfd)
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            if not select.select([self.pidfd], [], [], timeout)[0]:
-                raise subprocess.TimeoutExpired("worker", timeout)
-            self._ended()
-        return self.returncode
+        if self.returncode is None and not select.select([self.pidfd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired("launched process", timeout)
+        return self.poll()
 
-    def _ended(self) -> None:
-        # The launcher reaps it and keeps the status; here only the end is known.
-        self.returncode = -1
-        os.close(self.pidfd)
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
 
 
 class Launcher:
