@@ -52,3 +52,14 @@ def copy_checkout(dest: Path) -> None:
         if source.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
+
+
+@pytest.fixture
+def memoized_launches():
+    """The production kernels' tests (`pytestmark = pytest.mark.usefixtures("memoized_launches")`): each launch of
+    Triton's interpreter patched and memoized as grading's are (puzzles/running/interpreter.py), about a third of
+    the plain interpreter's time. Not for the tests of the interpreter's memos themselves (test_spread_sizes.py)."""
+    from puzzles.running.interpreter import memoized_plain_launches
+
+    with memoized_plain_launches():
+        yield

@@ -46,8 +46,11 @@ def serve() -> None:
 
 def run_kernel() -> int:
     """In the forked child: `python -m ipykernel_launcher`, whose path lacks the folder it starts in (IPython
-    puts '' back) and, here, this folder."""
-    sys.path[:] = [entry for entry in sys.path if entry not in ("", str(TESTS))]
+    puts '' back) and, here, this folder; a relative PYTHONPATH entry, which Python made absolute against the
+    server's folder ("/"), is resolved against the kernel's own, as in a kernel started there."""
+    relative = {"//" + os.path.normpath(entry): os.path.abspath(entry)  # "scripts" and "./scripts": "//scripts"
+                for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry and not os.path.isabs(entry)}
+    sys.path[:] = [relative.get(entry, entry) for entry in sys.path if entry not in ("", str(TESTS))]
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance()

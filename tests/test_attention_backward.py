@@ -14,6 +14,8 @@ from puzzles import on_gpu, test  # conftest imports puzzles first: the interpre
 from puzzles.course import catalog
 from puzzles.grading.result import SLIP_NOTE
 
+pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
+
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
 
 

@@ -45,6 +45,8 @@ from solutions.gptq.configs import (  # noqa: E402
     select_method,
 )
 
+pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
+
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
 

@@ -27,6 +27,8 @@ from solutions.gptq.decode_kernels import add_rms_norm, greedy_pick, rope_attend
 from solutions.gptq.layer import quantize_linears  # noqa: E402
 from solutions.gptq.matmul import accumulates  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
+
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None

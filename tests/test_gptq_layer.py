@@ -25,6 +25,8 @@ from solutions.gptq import dequantize, gptq_matmul, load_gptq_layer, quantize_rt
 from solutions.gptq.layer import GPTQLinear, dequantize_linears, op_args, quantize_linears  # noqa: E402
 from solutions.gptq.loader import repack_for_mma, unrepack_for_mma  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
+
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
 TOL = 1e-2

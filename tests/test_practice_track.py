@@ -10,6 +10,8 @@ import triton.language as tl
 from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
 from puzzles.course import catalog
 
+pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
+
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
 
 

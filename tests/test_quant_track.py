@@ -13,6 +13,8 @@ from puzzles import on_gpu, test  # conftest imports puzzles first: the interpre
 from puzzles.course import catalog
 from puzzles.course.solution_source import starter_source
 
+pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
+
 TRACK = [catalog.get(n) for n in range(13, 19)]
 # The verdicts below rely on the interpreter's recording: compiled on a GPU, an out-of-bounds load goes unseen and a
 # zero-initialised output cannot tell "never written" from "wrong" (tests/test_gpu.py covers the references there).
