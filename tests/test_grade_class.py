@@ -28,6 +28,7 @@ from puzzles.grading.cases import make_case, size_list
 ROOT = Path(__file__).resolve().parent.parent
 P1_ID = catalog.get(1).id
 worker_trigger = fixtures.worker_trigger  # the fixture, found here by pytest
+without_compile_check = fixtures.without_compile_check  # the fixture, found here by pytest
 FAST = ["--puzzle", "1", "--puzzle", "2", "--timeout", "2", "--seed", "7"]
 
 
@@ -96,6 +97,7 @@ def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_pa
     assert "students" in proc.stderr  # the progress bar
 
 
+@pytest.mark.usefixtures("without_compile_check")
 def test_per_student_jobs_merged_give_the_roster_gradebook(tmp_path):
     folder = tmp_path / "class"
     whole = fixtures.build_class(tmp_path / "all")
@@ -221,6 +223,7 @@ def test_a_renamed_kernel_is_named(tmp_path):
     assert f"no kernel named {p.kernel_name}; found my_kernel with the same parameters" in g.reason
 
 
+@pytest.mark.usefixtures("without_compile_check")
 @pytest.mark.parametrize("flag", ["--isolate"])
 def test_one_learner_isolated_keeps_the_scoreboard(tmp_path, flag):
     (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(catalog.get(1)))
@@ -273,6 +276,7 @@ def test_the_grader_confirms_right_outputs_of_every_puzzle(number):
     assert check_evidence(p, 3, poisoned) is not None
 
 
+@pytest.mark.usefixtures("without_compile_check")
 def test_without_a_user_of_its_own_grading_works_and_says_what_is_missing(tmp_path):
     from puzzles.classroom.roster import Options, Student, grade_student
 
@@ -286,6 +290,7 @@ def test_without_a_user_of_its_own_grading_works_and_says_what_is_missing(tmp_pa
     assert any(m.startswith("processes limit") for m in result.missing_protections)
 
 
+@pytest.mark.usefixtures("without_compile_check")
 def test_the_memory_watch_stops_a_process_tree_past_its_limit(tmp_path, worker_trigger):
     """A CUDA machine's memory limit (no address-space limit there), tested on any machine: the grader
     finds a child process that hoards memory in the worker's tree (64 MiB every 50 ms, up to 16 GiB,
@@ -324,6 +329,7 @@ def test_the_memory_watch_stops_a_process_tree_past_its_limit(tmp_path, worker_t
     assert_stopped(int(pid_file.read_text()), "the hoarding child")
 
 
+@pytest.mark.usefixtures("without_compile_check")
 def test_a_worker_killed_mid_puzzle_fails_that_puzzle_and_a_fresh_one_grades_the_rest(tmp_path, worker_trigger):
     """The first worker forks a child that would outlive it, then kills itself while grading puzzle 1:
     puzzle 1 fails with that reason, a fresh worker grades puzzle 2, the child is gone. As root the
@@ -379,6 +385,7 @@ def test_a_worker_killed_mid_puzzle_fails_that_puzzle_and_a_fresh_one_grades_the
         assert not job_processes(os.getpid())
 
 
+@pytest.mark.usefixtures("without_compile_check")
 def test_a_forged_pass_from_the_worker_is_not_confirmed(tmp_path, worker_trigger):
     """The parent's evidence check, behind the load rules: a worker whose `test` says "passed" with no
     output (puzzle 1), and one whose judge passes every output of a kernel that writes nothing

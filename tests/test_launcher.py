@@ -21,6 +21,7 @@ from puzzles.course.solution_source import reference_source
 
 pytestmark = pytest.mark.skipif(not launcher.can_fork_workers(), reason="workers are forked only without CUDA")
 worker_trigger = fixtures.worker_trigger  # the fixture, found here by pytest
+without_compile_check = fixtures.without_compile_check  # the fixture, found here by pytest
 P1 = catalog.get(1)
 
 # In the worker, when it grades: what a started worker and a forked one must agree on.
@@ -81,6 +82,7 @@ def test_a_forked_worker_is_set_up_as_a_started_one(tmp_path, worker_trigger, mo
     assert forked_record["uid"] == started_record["uid"]
 
 
+@pytest.mark.usefixtures("without_compile_check")
 def test_a_launcher_that_died_is_replaced(tmp_path):
     (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(P1))
     student = Student("ada", [tmp_path / "a.py"])

@@ -17,6 +17,8 @@ from puzzles.course import catalog
 from puzzles.course.solution_source import reference_source
 from puzzles.grading import on_gpu
 
+without_compile_check = fixtures.without_compile_check  # the fixture, found here by pytest
+
 GOAL_2 = "goal (at least torch.compile's speed and 80% of the roofline)"
 
 
@@ -107,6 +109,7 @@ def graded_for_speed(tmp_path, number: int) -> StudentResult:
                          seed=1, uid=None)
 
 
+@pytest.mark.usefixtures("without_compile_check")
 @pytest.mark.skipif(on_gpu(), reason="on a GPU the kernel is timed (the test below)")
 def test_a_student_graded_for_speed_where_no_gpu_times_it_gets_no_speed_points(tmp_path):
     # The request's speed flag reaches the sandboxed worker; off a GPU test(perf=True) measures nothing.
