@@ -1,15 +1,14 @@
 """Notebook kernels forked from a warm parent, for the notebook executions of tests/test_notebooks.py.
 
-Each notebook runs in a kernel of its own; a kernel started as `python -m ipykernel_launcher` spends 2-3 s of
-CPU importing torch when the notebook imports `puzzles`. Within `kernels_forked_from_a_warm_parent()`,
-jupyter_client's local launch of such a kernel asks a process that has imported torch (and not `puzzles` or
-Triton: the notebook's own `import puzzles` still chooses the interpreter before Triton loads) to fork it
-instead: puzzles/classroom/launcher.py's fork server, loaded by
-path. The child is what jupyter_client would have started: a session of its own, the kernel's folder,
-environment and arguments, then ipykernel's own entry point; jupyter_client signals, waits for and kills it as
-it would its own process. One difference: torch's thread pool has one thread there (the server imports torch
-with OMP_NUM_THREADS=1, as a fork cannot carry a pool), which only the speed of a notebook's torch calls sees.
-Where any of that is not available here (no pidfd, another jupyter_client), kernels start as usual.
+Each notebook runs in a kernel of its own; a kernel started as `python -m ipykernel_launcher` spends 2-3 s of CPU
+importing torch when the notebook imports `puzzles`. Within `kernels_forked_from_a_warm_parent()`, jupyter_client's
+local launch of such a kernel asks a process that has imported torch and Triton (not `puzzles`, whose import
+chooses the interpreter and starts the compile check's process) to fork it instead: puzzles/classroom/launcher.py's
+fork server, loaded by path. The child is what jupyter_client would have started: a session of its own, the
+kernel's folder, environment and arguments, then ipykernel's own entry point; jupyter_client signals, waits for and
+kills it as it would its own process. One difference: torch's thread pool has one thread there (the server imports
+torch with OMP_NUM_THREADS=1, as a fork cannot carry a pool), which only the speed of a notebook's torch calls
+sees. Where any of that is not available here (no pidfd, another jupyter_client), kernels start as usual.
 """
 
 from __future__ import annotations
@@ -36,10 +35,16 @@ def launcher_module() -> ModuleType:
 
 
 def serve() -> None:
-    """The fork server: import torch, which every kernel imports first, then fork a kernel per request. Not
-    ipykernel: its modules read the kernel's environment when imported (JPY_PARENT_PID, which makes the kernel
-    end with its client)."""
+    """The fork server: import what every kernel imports (torch, Triton, and jupyter_client and IPython, which
+    ipykernel builds on), then fork a kernel per request. Triton reads TRITON_INTERPRET when a kernel is
+    decorated or launched, not when it is imported: the notebook's `import puzzles` still chooses the mode. Not
+    ipykernel itself: its modules read the kernel's environment when imported (JPY_PARENT_PID, which makes the
+    kernel end with its client)."""
+    import IPython.core.interactiveshell  # noqa: F401
+    import jupyter_client.session  # noqa: F401
     import torch  # noqa: F401
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
 
     launcher_module().serve(run_kernel)
 

@@ -100,10 +100,9 @@ class _Executions(dict):
 @pytest.fixture(scope="module")
 def executed(request) -> dict[str, nbformat.NotebookNode | Exception]:
     """Run the selected notebooks once each, two at a time (each in its own kernel, forked from a process that has
-    imported torch: tests/forked_kernels.py; on a machine of many cores, one per two cores, up to eight: the GPU
-    box). Under pytest-xdist
-    every worker collects every test but runs only some: there each notebook runs when a test asks,
-    unless whole files go to one worker (`--dist loadfile`, as `make test` runs)."""
+    imported torch and Triton: tests/forked_kernels.py; on a machine of many cores, one per two cores, up to eight:
+    the GPU box). Under pytest-xdist every worker collects every test but runs only some: there each notebook runs
+    when a test asks, unless whole files go to one worker (`--dist loadfile`, as `make test` runs)."""
     results = _Executions()
     whole_files = request.config.getoption("dist", "no") in ("no", "loadfile")
     if os.environ.get("PYTEST_XDIST_WORKER") and not whole_files:

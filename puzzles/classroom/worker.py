@@ -66,7 +66,7 @@ def _start_compilers(uid: int | None) -> None:
 
     if uid is not None:
         os.environ[compile_check.USER_VARIABLE] = str(uid)
-    compile_check.warm_up()
+    compile_check.warm_up(("front", "full"))  # both now: the verdicts cache is not read here, each kernel compiles
 
 
 def main() -> int:

@@ -21,7 +21,9 @@ interpreter patches `triton.language` while it runs. The workers start with the 
 rebuild the learner's functions from their source (at their own file and lines, so an error names
 the learner's line) and compile beside the interpreted run, on the other core: one does the front
 ends, one (at a lower CPU priority) the full compiles, so a slow full compile never holds up the
-next cell. `import puzzles` starts them, so the compiler is loaded before the first grading cell.
+next cell. `import puzzles` starts the front end's, so the compiler is loaded before the first grading cell;
+the full compiles' starts with the first full compile the cache cannot answer (the class grader's worker
+starts both before it becomes its job's user).
 
 No verdict is no pass: a size the compiler's process never answered (it stopped, or its front end
 ran past FRONT_WAIT), or could not rebuild the kernel for, fails, and so does a kernel the check

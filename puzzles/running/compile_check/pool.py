@@ -125,9 +125,13 @@ def wait_idle(seconds: float = 600.0) -> bool:
 start_worker_and_wait = wait_idle
 
 
-def warm_up() -> None:
-    """Start the worker now (it loads the compiler in the background)."""
+def warm_up(kinds: tuple[str, ...] = ("front",)) -> None:
+    """Start these compiler processes now (they load the compiler in the background). By default the front
+    end's, which a grading cell waits for; the full compiles' process starts with the first full compile the
+    cache cannot answer (a cell hardly waits for it, and most cells need none: every notebook kernel and
+    test process paid its start for nothing). The class grader's worker starts both before it becomes its
+    job's user (puzzles/classroom/worker.py)."""
     if enabled():
-        worker_for("front")
-        worker_for("full")
+        for kind in kinds:
+            worker_for(kind)
 
