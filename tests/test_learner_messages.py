@@ -17,8 +17,11 @@ from puzzles.running.recording import InvalidAccess
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
 
 
-def grade(number: int, kernel):
-    return test(kernel, catalog.get(number).spec, quiet=True, seed=1234)
+def grade(number: int, kernel, compile_check: bool = False):
+    """Graded as a cell grades, without the compile check unless a test's message comes from it (its verdicts:
+    tests/test_compile_check.py): the judging's messages are the same either way, and each kernel's compiles for
+    three targets cost more CPU than its grading."""
+    return test(kernel, catalog.get(number).spec, quiet=True, seed=1234, compile_check=compile_check)
 
 
 @triton.jit
@@ -275,7 +278,7 @@ def add_returning_its_result(x_ptr, z_ptr, N0, B0: tl.constexpr):
 
 @interpreted_only  # the compile check runs beside the interpreter
 def test_a_kernel_that_returns_its_result_is_told_so_not_asked_if_it_is_the_starter():
-    result = grade(1, add_returning_its_result)
+    result = grade(1, add_returning_its_result, compile_check=True)
     assert result.first_failure.status == "compile error", str(result)
     reason = result.reason()
     assert "cannot return a value" in reason and "write the result through a pointer with tl.store" in reason
@@ -296,7 +299,7 @@ def sum_over_the_wrong_axis(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.co
 @interpreted_only
 def test_an_accumulator_that_changes_shape_points_at_the_reduction_axis():
     """acc starts as tl.zeros([B0]) already: 'give it its final type (tl.zeros instead of 0.0)' was no help."""
-    reason = grade(7, sum_over_the_wrong_axis).reason()
+    reason = grade(7, sum_over_the_wrong_axis, compile_check=True).reason()
     assert "changes shape in the loop, from [1] to [32]" in reason and "wrong axis" in reason, reason
     assert "instead of 0.0" not in reason, reason
 
@@ -732,7 +735,7 @@ def splitk_with_a_float16_accumulator(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.const
 @interpreted_only
 def test_an_accumulator_widened_by_the_loop_is_told_to_start_as_float32():
     """'convert what the loop adds' would have sent the learner to round every tl.dot to float16."""
-    reason = grade(17, splitk_with_a_float16_accumulator).reason()
+    reason = grade(17, splitk_with_a_float16_accumulator, compile_check=True).reason()
     assert "changes dtype in the loop, from fp16 to fp32: start it as tl.zeros(..., dtype=tl.float32)" in reason, reason
 
 
@@ -748,7 +751,7 @@ def sum_without_creating_the_accumulator(x_ptr, z_ptr, N0, N1, T, B0: tl.constex
 
 @interpreted_only
 def test_an_accumulator_added_to_before_it_exists_is_told_to_be_created_before_the_loop():
-    reason = grade(7, sum_without_creating_the_accumulator).reason()
+    reason = grade(7, sum_without_creating_the_accumulator, compile_check=True).reason()
     assert "acc is added to before it has a value: create it before the loop" in reason, reason
 
 
