@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import time
 
 KINDS = [  # (kind, words of its command line), first match wins
@@ -23,14 +24,18 @@ KINDS = [  # (kind, words of its command line), first match wins
     ("class grader: launcher and its forked workers", "puzzles.classroom.worker --launcher"),
     ("class grader: started worker", "puzzles.classroom.worker"),
     ("pytest worker (and the children it forks)", "exec(eval(sys.stdin.readline()))"),
+    ("command line: python -m puzzles", "-m puzzles"),  # before pytest: its arguments name pytest's tmp_path
     ("pytest", "pytest"),
-    ("command line: python -m puzzles", "-m puzzles"),
     ("GPU worker", "gpu_worker"),
     ("ptxas, nvdisasm", "nvidia/bin/"),
     ("chromium", "chrom"),
     ("jupyter", "jupyter"),
     ("other python", "python"),
 ]
+
+
+# pytest's tmp_path and tempfile's folders differ in every run: folded so that one test's runs add up.
+TEMPORARY = re.compile(r"/tmp/\S*")
 
 
 def kind_of(command: str) -> str:
@@ -70,6 +75,8 @@ def sample(seconds: float, period: float = 0.3) -> dict[tuple[int, int], list]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=900.0, help="how long to sample (default 900)")
+    parser.add_argument("--commands", type=int, default=0, metavar="N",
+                        help="also print the N command lines that spent the most (temporary paths folded)")
     args = parser.parse_args()
     seen = sample(args.seconds)
     spent: collections.Counter = collections.Counter()
@@ -80,6 +87,16 @@ def main() -> None:
     print(f"{sum(spent.values()):8.0f} s of CPU in all, by kind of process:")
     for kind, cpu in spent.most_common():
         print(f"{cpu:8.0f} s  {count[kind]:5d} processes  {kind}")
+    if args.commands:
+        by_command: collections.Counter = collections.Counter()
+        runs: collections.Counter = collections.Counter()
+        for command, first, last in seen.values():
+            folded = TEMPORARY.sub("TMP", command)[:160]
+            by_command[folded] += last - first
+            runs[folded] += 1
+        print(f"the {args.commands} costliest command lines (CPU seconds, processes):")
+        for command, cpu in by_command.most_common(args.commands):
+            print(f"{cpu:8.1f} s  {runs[command]:5d}  {command}")
 
 
 if __name__ == "__main__":

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import subprocess
-import sys
 from pathlib import Path
 
 import torch
+from warm_forks import run_python
 
 from puzzles import on_gpu
 from puzzles.cli import doctor
@@ -16,8 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "puzzles", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
+    return run_python(["-m", "puzzles", *args], ROOT)  # forked from a warm parent: tests/warm_forks.py
 
 
 def test_doctor_passes_on_the_pinned_set():

@@ -24,6 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import pythonpath_without_checkout
+from warm_forks import run_python
 
 from puzzles.course import catalog, notebooks
 from puzzles.course.solution_source import reference_source
@@ -191,8 +192,7 @@ def test_an_install_without_network_says_what_failed_and_what_to_do(tmp_path):
             + notebooks.SETUP_SOURCE)
     offline = "--no-index --find-links /nonexistent triton-puzzles-course==0.0.0.dev0"
     environ = dict(os.environ, TRITON_PUZZLES_PIP=offline)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=environ,
-                          timeout=120)
+    proc = run_python(["-c", code], tmp_path, env=environ, timeout=120)
     assert proc.returncode != 0
     assert "CalledProcessError" not in proc.stderr, proc.stderr
     assert "could not install the course: `pip install --no-index" in proc.stderr, proc.stderr
@@ -205,8 +205,7 @@ def test_a_notebook_in_a_checkout_without_an_install_finds_the_checkout():
     # above the notebook (by its pyproject.toml and puzzles/__init__.py) and imports the course from there.
     code = ("import importlib.util\nimportlib.util.find_spec = lambda name, *a, **k: None  # not installed\n"
             + notebooks.SETUP_SOURCE + "\nimport puzzles\nprint(puzzles.__file__)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT / "notebooks",
-                          env={**os.environ, "PYTHONPATH": ""}, timeout=120)
+    proc = run_python(["-c", code], ROOT / "notebooks", env={**os.environ, "PYTHONPATH": ""}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(ROOT / "puzzles" / "__init__.py")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import wrong_kernels
+from warm_forks import run_python
 
 from puzzles.course import catalog
 from puzzles.course.solution_source import reference_source
@@ -19,8 +19,7 @@ HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 
 
 def run_grade(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "puzzles", "grade", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    return run_python(["-m", "puzzles", "grade", *args], ROOT)  # forked from a warm parent: tests/warm_forks.py
 
 
 def records(proc: subprocess.CompletedProcess) -> dict[int, dict]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import classroom_fixtures as fixtures
 import pytest
 import torch
+from warm_forks import run_python
 
 from puzzles.classroom.isolation import GIB, UID_BASE, Limits, can_switch_user, job_uid
 from puzzles.classroom.roster import check_evidence
@@ -33,12 +34,9 @@ FAST = ["--puzzle", "1", "--puzzle", "2", "--timeout", "2", "--seed", "7"]
 
 
 def run_grade(*args: str) -> subprocess.CompletedProcess:
-    with subprocess.Popen([sys.executable, "-m", "puzzles", "grade", *args], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, cwd=ROOT) as grader:
-        out, err = grader.communicate(timeout=600)
-    proc = subprocess.CompletedProcess(grader.args, grader.returncode, out, err)
-    proc.pid = grader.pid  # its jobs' users are job_uid(slot) of this pid
-    return proc
+    """The grading command, forked from a warm parent (tests/warm_forks.py); its `pid` gives its jobs' users
+    (job_uid(slot) of that pid)."""
+    return run_python(["-m", "puzzles", "grade", *args], ROOT, timeout=600)
 
 
 def rows(table: Path) -> list[dict]:
@@ -106,10 +104,9 @@ def test_per_student_jobs_merged_give_the_roster_gradebook(tmp_path):
         (whole / name).rename(folder / name)
     roster = run_grade(str(folder), *FAST, "--jobs", "2", "--out", str(tmp_path / "roster"))
     assert roster.returncode == 0, roster.stderr
-    jobs = [subprocess.Popen([sys.executable, "-m", "puzzles", "grade", "--student", str(d), *FAST,
-                              "--out", str(tmp_path / "results" / f"{d.name}.json")], cwd=ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for d in sorted(folder.iterdir())]
-    assert all(job.wait(timeout=600) == 0 for job in jobs)
+    jobs = [run_grade("--student", str(d), *FAST, "--out", str(tmp_path / "results" / f"{d.name}.json"))
+            for d in sorted(folder.iterdir())]  # a batch system's jobs, one after the other here
+    assert all(job.returncode == 0 for job in jobs), [job.stderr for job in jobs]
     merged = run_grade("--merge", str(tmp_path / "results"), "--out", str(tmp_path / "merged"))
     assert merged.returncode == 0, merged.stderr
 

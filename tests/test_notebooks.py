@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
-from forked_kernels import kernels_forked_from_a_warm_parent
 from nbclient import NotebookClient
+from warm_forks import kernels_forked_from_a_warm_parent
 
 from puzzles.course import catalog, notebooks
 from puzzles.course.solution_source import reference_source
@@ -100,7 +100,7 @@ class _Executions(dict):
 @pytest.fixture(scope="module")
 def executed(request) -> dict[str, nbformat.NotebookNode | Exception]:
     """Run the selected notebooks once each, two at a time (each in its own kernel, forked from a process that has
-    imported torch and Triton: tests/forked_kernels.py; on a machine of many cores, one per two cores, up to eight:
+    imported torch and Triton: tests/warm_forks.py; on a machine of many cores, one per two cores, up to eight:
     the GPU box). Under pytest-xdist every worker collects every test but runs only some: there each notebook runs
     when a test asks, unless whole files go to one worker (`--dist loadfile`, as `make test` runs)."""
     results = _Executions()

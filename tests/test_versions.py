@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
 import pytest
+from warm_forks import run_python
 
 from puzzles.cli import doctor
 from puzzles.course import catalog
@@ -130,5 +130,5 @@ def test_an_error_in_the_courses_own_module_is_not_hidden(tmp_path):
             "            raise ImportError('cannot import name x', name='puzzles.learner.debug')\n"
             "sys.meta_path.insert(0, Broken())\n"
             "import puzzles\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = run_python(["-c", code], ROOT, timeout=120)
     assert proc.returncode != 0 and "the course's own module failed to import" in proc.stderr

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 import io
-import subprocess
-import sys
 import time
 from dataclasses import replace
 
@@ -13,6 +11,7 @@ import numpy as np
 import pytest
 import wrong_kernels as wrong
 from PIL import Image
+from warm_forks import run_python
 
 from puzzles import test, viz
 from puzzles.course import catalog
@@ -414,7 +413,7 @@ def test_launch_triton_viz_serves_on_localhost_without_blocking():
     if compat.triton_viz_note():  # triton 3.8+: triton-viz does not import (tests/test_colab.py checks the message)
         pytest.skip(compat.triton_viz_note())
     pytest.importorskip("triton_viz")
-    done = subprocess.run([sys.executable, "-c", LAUNCH], capture_output=True, text=True, timeout=90)
+    done = run_python(["-c", LAUNCH], ".", timeout=90)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "served http://127.0.0.1:" in done.stdout
     assert "CDN" in done.stdout and "cloudflare" not in done.stdout.lower()
