@@ -34,6 +34,14 @@ from typing import Any
 
 # Runs from a checkout without an install (as on a GPU box with its own torch): the course's packages are here.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+NO_GPU = "benchmarks/compile_baseline.py needs a CUDA GPU: none here, nothing measured."
+
+if __name__ == "__main__":  # said before torch and the course load (seconds) where torch is its CPU build
+    from cuda_here import cuda_available
+
+    if not cuda_available():
+        print(NO_GPU)
+        sys.exit(0)
 
 import torch  # noqa: E402
 
@@ -183,7 +191,7 @@ def main() -> int:
     args = parser.parse_args()
 
     if not torch.cuda.is_available():
-        print("benchmarks/compile_baseline.py needs a CUDA GPU: none here, nothing measured.")
+        print(NO_GPU)
         return 0
 
     import triton

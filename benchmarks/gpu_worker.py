@@ -37,6 +37,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="also write the table (markdown) here")
     args = parser.parse_args()
 
+    from cuda_here import cuda_available
+
+    if not cuda_available():
+        print("no CUDA GPU here: the GPU worker runs only on one")
+        return 0
     started = time.perf_counter()
     from puzzles import on_gpu, test
     from puzzles.course import catalog

@@ -30,13 +30,13 @@ def main() -> int:
     parser.add_argument("--puzzle", type=int, action="append")
     args = parser.parse_args()
 
-    import torch
+    from cuda_here import cuda_available
 
-    if not torch.cuda.is_available():
+    if not cuda_available():
         print("make bench needs a CUDA GPU: none here, nothing measured. "
               "(On a CPU, `python benchmarks/grading_speed.py` times the grader.)")
         return 0
-
+    import torch
     import triton
 
     from puzzles.course import catalog

@@ -213,5 +213,5 @@ def without_compile_check(monkeypatch):
     """A class grading whose subject is not the compile check (the merge, the memory watch, a killed worker, a
     forged pass, the launcher): PUZZLES_COMPILE_CHECK=0, which the grader passes to its workers, spares each
     worker its two compiler processes (a third of a small class's grading here). The check in the sandbox is
-    graded by the hostile class (its switcher), tests/test_launcher.py's forked worker and test_compile_check.py."""
+    graded by test_grade_class.py's switcher, tests/test_launcher.py's forked worker and test_compile_check.py."""
     monkeypatch.setenv("PUZZLES_COMPILE_CHECK", "0")

@@ -8,6 +8,7 @@ import csv
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -65,19 +66,29 @@ def job_processes(grader_pid: int | None = None) -> list[str]:
     return left
 
 
-def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_path):
-    folder = fixtures.build_class(tmp_path)
-    before = digests(folder)
-    proc = run_grade(str(folder), *FAST, "--jobs", "2", "--out", str(tmp_path / "book"))
+def graded_class(folder: Path, book: Path, students: list[str]) -> subprocess.CompletedProcess:
+    """Grade the class folder with two jobs; check each student's verdicts and reasons (classroom_fixtures.py)."""
+    proc = run_grade(str(folder), *FAST, "--jobs", "2", "--out", str(book))
     assert proc.returncode == 0, proc.stdout + proc.stderr  # graded, though students failed
-    got = {(r["student"], int(r["puzzle"][:2])): r for r in rows(tmp_path / "book" / "grades.csv")}
-    for student, verdicts in fixtures.EXPECTED.items():
-        for number, status in verdicts.items():
+    got = {(r["student"], int(r["puzzle"][:2])): r for r in rows(book / "grades.csv")}
+    assert {student for student, _ in got} == set(students)
+    for student in students:
+        for number, status in fixtures.EXPECTED[student].items():
             row = got[(student, number)]
             assert row["status"] == status, (student, number, row)
             assert row["seed"] == "7"
     for (student, number), words in fixtures.REASONS.items():
-        assert words in got[(student, number)]["message"], (student, number, got[(student, number)])
+        if student in students:
+            assert words in got[(student, number)]["message"], (student, number, got[(student, number)])
+    return proc
+
+
+@pytest.mark.usefixtures("without_compile_check")  # graded in the sandbox by the test after this one
+def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_path):
+    folder = fixtures.build_class(tmp_path)
+    shutil.rmtree(folder / "switcher")  # its subject is the compile check: the next test
+    before = digests(folder)
+    proc = graded_class(folder, tmp_path / "book", [s for s in fixtures.EXPECTED if s != "switcher"])
     if can_switch_user():  # as root each worker is a user of its own: no write outside its folder
         assert digests(folder) == before
         assert not job_processes(proc.pid), "processes of the jobs' users were left behind"
@@ -93,6 +104,16 @@ def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_pa
     killer = (tmp_path / "book" / "feedback" / "killer.txt").read_text()
     assert "add_kernel uses TRAP, which grading does not define" in killer and fixtures.REFUSED in killer, killer
     assert "students" in proc.stderr  # the progress bar
+
+
+def test_a_student_who_switches_the_compile_check_off_is_still_checked_in_the_sandbox(tmp_path):
+    """The compile check runs in each student's sandbox (as the student's user, the submission loaded beside it):
+    the switcher's kernel, which the interpreter runs, fails it; the honest student's passes it."""
+    folder = fixtures.build_class(tmp_path)
+    for student in folder.iterdir():
+        if student.name not in ("switcher", "honest_ref"):
+            shutil.rmtree(student)
+    graded_class(folder, tmp_path / "book", ["switcher", "honest_ref"])
 
 
 @pytest.mark.usefixtures("without_compile_check")
