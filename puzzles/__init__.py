@@ -59,16 +59,17 @@ except ImportError as _err:
 else:
     import sys as _sys
 
-    # `python -m puzzles CMD` imports this package while sys.argv[0] is still "-m": only `grade`
-    # among the commands compiles kernels (the workers start on first use anyway).
-    _cli_without_grading = _sys.argv[:1] == ["-m"] and _sys.argv[1:2] != ["grade"]
-    if _os.environ.get("TRITON_INTERPRET") == "1" and not _cli_without_grading:
+    # `python -m puzzles CMD` imports this package while sys.argv[0] is still "-m". No command has a learner
+    # reading while a process loads: the compile check's processes start with the first compile the verdicts
+    # cache cannot answer (a grading of cached kernels starts none), and only `grade` uses the GPU worker.
+    _command = _sys.argv[:1] == ["-m"]
+    if _os.environ.get("TRITON_INTERPRET") == "1" and not _command:
         # Load the GPU compiler in its workers now, while the learner reads: the first grading cell
         # then finds it ready (see puzzles/running/compile_check/; PUZZLES_COMPILE_CHECK=0 turns it off).
         from puzzles.running import compile_check as _compile_check
 
         _compile_check.warm_up()
-    elif not _cli_without_grading and _os.environ.get("PUZZLES_IN_WORKER") != "1" and on_gpu():
+    elif (not _command or _sys.argv[1:2] == ["grade"]) and _os.environ.get("PUZZLES_IN_WORKER") != "1" and on_gpu():
         # Learner kernels compiled for the GPU run in a worker process with its own CUDA context (a
         # fault there cannot poison this one): start it now, it loads CUDA while the learner reads.
         from puzzles.running import gpu_worker as _gpu_worker
