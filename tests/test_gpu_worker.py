@@ -202,12 +202,15 @@ def test_on_a_gpu_the_cell_after_a_fault_is_as_fast_as_a_warm_cell():
     warm = time.perf_counter() - started
     w = gpu_worker.worker()
     assert w.spare is not None and w.spare.wait_ready() is not None
+    spare = w.spare
     assert not test(add_mask2_kernel_wild, spec, quiet=True).passed
     started = time.perf_counter()
     assert test(add_mask2_kernel, spec, quiet=True).passed
     after = time.perf_counter() - started
     print(f"warm cell {warm:.2f} s, the cell after a fault {after:.2f} s")
-    assert after <= max(1.0, warm + 0.5), (warm, after)
+    assert w.current is spare  # the spare took over: nothing restarted
+    # Alone here 0.1-0.2 s (a restart took 5-6 s); beside 15 other test processes on 16 cores, up to 1.2 s seen.
+    assert after <= max(2.5, warm + 0.5), (warm, after)
 
 
 @needs_gpu[0]
