@@ -24,7 +24,9 @@ workspace: setup  ## make my-notebooks/, your copy of the notebooks (copies miss
 
 test: setup  ## (maintainers) the whole suite: engine, puzzles, notebooks, grading command, lint
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n 2 --dist loadfile  # both cores; a file's tests stay on one worker
+# The suite starts a few hundred Pythons: each reads the course's modules compiled by the first, also where the
+# environment says not to write bytecode (PYTHONDONTWRITEBYTECODE; __pycache__/ is ignored by git).
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadfile  # both cores; a file's tests stay on one worker
 
 grade: setup  ## your scoreboard over my-notebooks/ (notebooks/ when you have no copy yet)
 	$(PY) -m puzzles grade
