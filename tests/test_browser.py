@@ -75,9 +75,13 @@ def _render_every_cell(settings: Path) -> None:
     tracker.write_text(json.dumps({"windowingMode": "none"}))
 
 
-@pytest.fixture
-def lab_and_browser(tmp_path):
+@pytest.fixture(scope="module")
+def lab_and_browser(tmp_path_factory):
+    """One JupyterLab and one browser for the module's tests (each opens its own notebook): a start of each is
+    about 10 s of CPU."""
     from browser import CDP, Chromium, Lab, find_chromium
+
+    tmp_path = tmp_path_factory.mktemp("browser")
 
     binary = find_chromium()
     if binary is None:
