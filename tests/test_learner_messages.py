@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import triton
 import triton.language as tl
+from judging import grade
 
 from puzzles import on_gpu, test
 from puzzles.course import catalog
@@ -15,13 +16,6 @@ from puzzles.running.recording import InvalidAccess
 
 # Out-of-bounds accesses and masked-off lanes are the interpreter's recording.
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
-
-
-def grade(number: int, kernel, compile_check: bool = False):
-    """Graded as a cell grades, without the compile check unless a test's message comes from it (its verdicts:
-    tests/test_compile_check.py): the judging's messages are the same either way, and each kernel's compiles for
-    three targets cost more CPU than its grading."""
-    return test(kernel, catalog.get(number).spec, quiet=True, seed=1234, compile_check=compile_check)
 
 
 @triton.jit

@@ -8,6 +8,7 @@ import torch
 import triton
 import triton.language as tl
 import wrong_kernels as wrong
+from judging import grade
 
 from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
 from puzzles.course import catalog
@@ -19,13 +20,6 @@ TRACK = [catalog.get(n) for n in range(13, 19)]
 # The verdicts below rely on the interpreter's recording: compiled on a GPU, an out-of-bounds load goes unseen and a
 # zero-initialised output cannot tell "never written" from "wrong" (tests/test_gpu.py covers the references there).
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
-
-
-def grade(number: int, kernel, **kwargs):
-    """Without the compile check unless asked (its verdicts: tests/test_compile_check.py; the judging is the same)."""
-    p = catalog.get(number)
-    kwargs.setdefault("compile_check", False)
-    return test(kernel, p.spec, quiet=True, seed=kwargs.pop("seed", 1234), **kwargs)
 
 
 # -- every reference passes, every starter fails -----------------------------------------------------------
