@@ -27,7 +27,7 @@ from pathlib import Path
 
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="gpu-worker-bench-"))  # a cold compile
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+NO_GPU = "no CUDA GPU here: the GPU worker runs only on one"
 
 
 def main() -> int:
@@ -40,7 +40,7 @@ def main() -> int:
     from cuda_here import cuda_available
 
     if not cuda_available():
-        print("no CUDA GPU here: the GPU worker runs only on one")
+        print(NO_GPU)
         return 0
     started = time.perf_counter()
     from puzzles import on_gpu, test
@@ -49,7 +49,7 @@ def main() -> int:
 
     imported = time.perf_counter() - started
     if not on_gpu():
-        print("no CUDA GPU here: the GPU worker runs only on one")
+        print(NO_GPU)
         return 0
     worker = gpu_worker.worker()
     worker.ready()

@@ -44,11 +44,11 @@ def launcher_module() -> ModuleType:
 
 
 def serve() -> None:
-    """The fork server: import what every kernel imports (torch, Triton, and jupyter_client and IPython, which
-    ipykernel builds on), then fork a kernel per request. Triton reads TRITON_INTERPRET when a kernel is
-    decorated or launched, not when it is imported: the notebook's `import puzzles` still chooses the mode. Not
-    ipykernel itself: its modules read the kernel's environment when imported (JPY_PARENT_PID, which makes the
-    kernel end with its client)."""
+    """The fork server: import what every kernel and command imports (torch, Triton, and jupyter_client and IPython,
+    which ipykernel builds on), then fork one per request. Triton's import reads TRITON_INTERPRET (triton.language
+    decorates its own functions then, as interpreted or compiled ones): the server has the test process's, and
+    `warm_parent` forks only for an environment with the same. Not ipykernel itself: its modules read the kernel's
+    environment when imported (JPY_PARENT_PID, which makes the kernel end with its client)."""
     import IPython.core.interactiveshell  # noqa: F401
     import jupyter_client.session  # noqa: F401
     import torch  # noqa: F401
@@ -163,7 +163,11 @@ def run_python(args: list[str], cwd: Path | str, env: dict[str, str] | None = No
             return _forked(server, args, Path(cwd).resolve(), env, timeout)
     with subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as proc:
-        out, err = proc.communicate(timeout=timeout)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # as subprocess.run: leaving the block would wait for it
+            raise
     done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     done.pid = proc.pid
     return done
