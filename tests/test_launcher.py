@@ -112,8 +112,8 @@ def test_a_launcher_that_cannot_start_is_not_tried_again(tmp_path, monkeypatch):
 def test_a_notebook_kernel_forked_from_the_warm_parent_is_set_up_as_a_started_one(tmp_path):
     # tests/warm_forks.py (the notebook executions' kernels): the same folder, path and client's pid (it ends
     # with its client) as a kernel jupyter_client starts; besides, a session of its own whose parent is the fork
-    # server, with torch and Triton loaded and not `puzzles` (the notebook's `import puzzles` chooses the
-    # interpreter, which Triton reads at a kernel's decoration and launch, not at its import).
+    # server, with torch and Triton loaded (under this process's TRITON_INTERPRET, which the kernel has too) and not
+    # `puzzles`.
     import nbformat
     from nbclient import NotebookClient
     from warm_forks import kernels_forked_from_a_warm_parent
