@@ -4,6 +4,7 @@ autotune configs and heuristics); a crash or a time limit ends the worker and th
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from puzzles.grading.job import make_job
 from puzzles.grading.judging import judge_runs
 from puzzles.grading.runs import run_on_gpu
 from puzzles.grading.signature import bind_arguments
-from puzzles.running import gpu_worker
+from puzzles.running import fork_server, gpu_worker, worker_processes
 
 SCALE = tl.constexpr(10.0)
 
@@ -129,10 +130,8 @@ def test_a_spare_worker_takes_over_after_a_crash_and_is_replaced_at_once(monkeyp
         assert spare.wait_ready() is not None  # loaded, as it would be a few seconds after the first cell
         assert w.call("worker_jobs:segfault").status == "crash"
         assert w.proc.pid == spare.proc.pid and w.spare is not None and w.spare.proc.pid != spare.proc.pid
-        started = time.perf_counter()
         reply = w.call("os:getpid")
         assert reply.status == "ok" and reply.value == spare.proc.pid
-        assert time.perf_counter() - started < 1.0
         # A spare that died meanwhile is not taken: a fresh worker starts instead, and the call still works.
         w.spare.end()
         assert w.call("worker_jobs:segfault").status == "crash"
@@ -142,13 +141,42 @@ def test_a_spare_worker_takes_over_after_a_crash_and_is_replaced_at_once(monkeyp
     assert w.proc is None and w.spare is None
 
 
+@pytest.mark.skipif(not fork_server.can_fork(), reason="workers are forked only where pidfds exist (Linux)")
+def test_several_crashes_in_a_row_each_find_a_forked_spare_loaded():
+    # Spares come from a fork server that has imported torch, Triton and the grader (never CUDA): a new spare is
+    # loaded as soon as it is forked, so each crash of a series is answered by a loaded spare, not a fresh start.
+    w = gpu_worker.Worker("cpu", spare=1)
+    try:
+        assert w.call("os:getpid").status == "ok"
+        for _ in range(3):
+            spare = w.spare
+            assert isinstance(spare.proc, fork_server.LaunchedProcess)  # forked, not started
+            assert spare.wait_ready() is not None
+            assert w.call("worker_jobs:segfault").status == "crash"
+            assert w.current is spare  # taken over at once: nothing started for the next call
+            reply = w.call("os:getpid")
+            assert reply.status == "ok" and reply.value == spare.proc.pid
+    finally:
+        w.stop()
+
+
+def test_workers_are_started_where_forking_is_turned_off(monkeypatch):
+    monkeypatch.setenv("PUZZLES_FORK_GPU_WORKERS", "0")
+    w = gpu_worker.Worker("cpu", spare=0)
+    try:
+        assert isinstance(w.proc, subprocess.Popen)
+        assert w.call("os:getpid").status == "ok"
+    finally:
+        w.stop()
+
+
 def test_a_spare_worker_is_kept_on_a_gpu_and_where_asked(monkeypatch):
     monkeypatch.delenv("PUZZLES_SPARE_WORKER", raising=False)
-    assert gpu_worker.spare_wanted("cuda") and not gpu_worker.spare_wanted("cpu")
+    assert worker_processes.spare_count("cuda") == 1 and worker_processes.spare_count("cpu") == 0
     monkeypatch.setenv("PUZZLES_SPARE_WORKER", "0")
-    assert not gpu_worker.spare_wanted("cuda")
-    monkeypatch.setenv("PUZZLES_SPARE_WORKER", "1")
-    assert gpu_worker.spare_wanted("cpu")
+    assert not worker_processes.spare_wanted("cuda")
+    monkeypatch.setenv("PUZZLES_SPARE_WORKER", "2")
+    assert worker_processes.spare_count("cpu") == 2
     from puzzles.classroom.isolation import worker_environment
 
     assert worker_environment(Path("/tmp"))["PUZZLES_SPARE_WORKER"] == "0"  # a class's memory limit counts it
@@ -193,7 +221,7 @@ def test_on_a_gpu_a_fault_then_a_correct_kernel_then_a_torch_op():
 
 @needs_gpu[0]
 @needs_gpu[1]
-def test_on_a_gpu_the_cell_after_a_fault_is_as_fast_as_a_warm_cell():
+def test_on_a_gpu_the_cell_after_a_fault_is_served_by_the_loaded_spare():
     # The spare worker has loaded CUDA before the fault, and takes over: no restart to wait for (5-6 s before).
     spec = catalog.get(2).spec
     assert test(add_mask2_kernel, spec, quiet=True).passed
@@ -207,10 +235,8 @@ def test_on_a_gpu_the_cell_after_a_fault_is_as_fast_as_a_warm_cell():
     started = time.perf_counter()
     assert test(add_mask2_kernel, spec, quiet=True).passed
     after = time.perf_counter() - started
-    print(f"warm cell {warm:.2f} s, the cell after a fault {after:.2f} s")
+    print(f"warm cell {warm:.2f} s, the cell after a fault {after:.2f} s")  # timed by gpu_fault_recovery.py
     assert w.current is spare  # the spare took over: nothing restarted
-    # Alone here 0.1-0.2 s (a restart took 5-6 s); beside 15 other test processes on 16 cores, up to 1.2 s seen.
-    assert after <= max(2.5, warm + 0.5), (warm, after)
 
 
 @needs_gpu[0]

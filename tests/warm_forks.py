@@ -3,7 +3,7 @@
 
 A kernel started as `python -m ipykernel_launcher`, or a `python -m puzzles` started, spends 2-3 s of CPU importing
 torch. Here a process that has imported torch and Triton (not `puzzles`, whose import chooses the interpreter and
-starts the compile check's process) forks them instead: puzzles/classroom/launcher.py's fork server, loaded by path,
+starts the compile check's process) forks them instead: puzzles/running/fork_server.py, loaded by path,
 one per test process (`warm_parent()`). The child is what would have started: a session of its own, the folder,
 environment, arguments and path of the started process, then the program's own entry point. One difference: torch's
 thread pool has one thread there (the server imports torch with OMP_NUM_THREADS=1, as a fork cannot carry a pool),
@@ -30,12 +30,12 @@ from pathlib import Path
 from types import ModuleType
 
 TESTS = Path(__file__).resolve().parent
-LAUNCHER_FILE = TESTS.parent / "puzzles" / "classroom" / "launcher.py"
+LAUNCHER_FILE = TESTS.parent / "puzzles" / "running" / "fork_server.py"
 
 
 @functools.cache
 def launcher_module() -> ModuleType:
-    """puzzles/classroom/launcher.py without the `puzzles` package (whose import loads torch, Triton and the
+    """puzzles/running/fork_server.py without the `puzzles` package (whose import loads torch, Triton and the
     compile check's processes: the fork server must not)."""
     spec = importlib.util.spec_from_file_location("puzzles_launcher_by_path", LAUNCHER_FILE)
     module = importlib.util.module_from_spec(spec)
@@ -133,7 +133,7 @@ def server_key(env: Mapping[str, str]) -> tuple[str, str]:
 
 
 def warm_parent(env: Mapping[str, str] | None = None) -> object | None:
-    """This test process's fork server (a puzzles/classroom/launcher.py `Launcher`), started on first use, for a
+    """This test process's fork server (a puzzles/running/fork_server.py `Launcher`), started on first use, for a
     process whose environment is `env` (default: this one's); None where the server's imports would differ from
     that process's own (another PYTHONPATH or TRITON_INTERPRET) or this machine cannot fork from one (no pidfd)."""
     key = server_key(os.environ)

@@ -9,28 +9,21 @@ launcher or the grader), starts a session of its own, takes the folder, environm
 streams it was sent, and runs `worker.main()`, which applies the limits and drops to the worker's
 own user before any submitted code runs, as a started worker does.
 
-The grader and the launcher talk over a Unix socket pair (one message per request, the standard
-streams passed as file descriptors); the launcher answers with a pidfd of the child, which the
-grader waits on (it is not the child's parent). Not on a CUDA machine: a process that forks after
-loading CUDA's driver gets a broken copy of it (isolation.Worker starts each worker itself there).
+The fork server itself (the socket pair, the pidfd, the child's set-up) is puzzles/running/fork_server.py. Not on
+a CUDA machine: the launcher imports the grader, and a class worker may load CUDA before it forks
+(isolation.Worker starts each worker itself there).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
 import os
-import select
-import signal
-import socket
-import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
-MESSAGE_BYTES = 1 << 20  # one request: a folder and an environment
+from puzzles.running.fork_server import LaunchedProcess, Launcher, can_fork
+
 # The entries of a worker's environment that name its own folder; the rest is the launcher's too.
 FOLDER_VARIABLES = ("HOME", "XDG_CACHE_HOME", "TRITON_CACHE_DIR", "TMPDIR")
 
@@ -39,92 +32,16 @@ FOLDER_VARIABLES = ("HOME", "XDG_CACHE_HOME", "TRITON_CACHE_DIR", "TMPDIR")
 def can_fork_workers() -> bool:
     """Whether this machine can fork workers from a launcher: Linux with pidfds, no CUDA, not turned off
     (PUZZLES_FORK_WORKERS=0)."""
-    if os.environ.get("PUZZLES_FORK_WORKERS", "1") == "0" or not hasattr(os, "pidfd_open") \
-            or not hasattr(socket, "send_fds"):
+    if os.environ.get("PUZZLES_FORK_WORKERS", "1") == "0" or not can_fork():
         return False
     import torch
 
     return not torch.cuda.is_available()
 
 
-class LaunchedProcess:
-    """A forked process, seen from its caller (not its parent: the launcher reaps it): what isolation.Worker,
-    and jupyter_client for the tests' notebook kernels, read of a `subprocess.Popen`. `stdin` and `stdout`:
-    the caller's ends of the child's pipes, if any."""
-
-    stderr = None
-
-    def __init__(self, pid: int, pidfd: int, stdin: int | None = None, stdout: int | None = None) -> None:
-        self.pid = pid
-        self.pidfd = pidfd
-        self.stdin = os.fdopen(stdin, "wb") if stdin is not None else None
-        self.stdout = os.fdopen(stdout, "rb", buffering=0) if stdout is not None else None
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        if self.returncode is None and select.select([self.pidfd], [], [], 0)[0]:
-            self.returncode = -1  # the launcher reaped it and has its status; here only its end is known
-            os.close(self.pidfd)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None and not select.select([self.pidfd], [], [], timeout)[0]:
-            raise subprocess.TimeoutExpired("launched process", timeout)
-        return self.poll()
-
-    def send_signal(self, signum: int) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, signum)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-
-class Launcher:
-    """The grader's side of one launcher process (started on first use, for one base environment)."""
-
-    def __init__(self, env: dict[str, str], command: list[str] | None = None) -> None:
-        """`env`: the workers' environment less the entries that name a worker's folder. `command`: another
-        program that calls `serve` (the tests fork notebook kernels this way)."""
-        self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.channel.settimeout(START_SECONDS)
-        self.lock = threading.Lock()
-        self.process = subprocess.Popen(
-            command or [sys.executable, "-P", "-m", "puzzles.classroom.worker", "--launcher"], env=env, cwd="/",
-            stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        theirs.close()
-
-    def start(self, folder: Path, env: dict[str, str], fds: list[int],
-              argv: list[str] | None = None) -> tuple[int, int]:
-        """Fork a worker in `folder` with `env`, these standard streams and `argv` as its sys.argv (default: the
-        launcher's); its (pid, pidfd). Raises OSError when the launcher is gone."""
-        request = json.dumps({"folder": str(folder), "env": env, "argv": argv}).encode()
-        with self.lock:
-            socket.send_fds(self.channel, [request], fds)
-            reply, pidfds, _, _ = socket.recv_fds(self.channel, MESSAGE_BYTES, 1)
-        if not reply or len(pidfds) != 1:
-            for fd in pidfds:
-                os.close(fd)
-            raise OSError("the workers' launcher did not answer")
-        return json.loads(reply)["pid"], pidfds[0]
-
-    def stop(self) -> None:
-        """End the launcher (the workers it forked live on: they are their own sessions)."""
-        self.channel.close()  # it ends when its channel closes
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
-
 LAUNCHERS: dict[tuple, Launcher | None] = {}  # by base environment; None: it failed, workers are started instead
 LAUNCHERS_LOCK = threading.Lock()
 MAX_LAUNCHERS = 2  # each holds torch and Triton in memory; the least recently used one stops
-START_SECONDS = 180.0  # the first request waits for the launcher's imports
 
 
 def launch(folder: Path, env: dict[str, str], log: int) -> LaunchedProcess | None:
@@ -140,7 +57,7 @@ def launch(folder: Path, env: dict[str, str], log: int) -> LaunchedProcess | Non
                 import atexit
 
                 atexit.register(stop_all)
-            launcher = Launcher(base)
+            launcher = Launcher(base, [sys.executable, "-P", "-m", "puzzles.classroom.worker", "--launcher"])
         LAUNCHERS[key] = launcher  # the most recently used last
         while len(LAUNCHERS) > MAX_LAUNCHERS:
             oldest = LAUNCHERS.pop(next(iter(LAUNCHERS)))
@@ -172,89 +89,3 @@ def stop_all() -> None:
             if launcher is not None:
                 launcher.stop()
         LAUNCHERS.clear()
-
-
-# -- the launcher process --------------------------------------------------------------------------
-
-def serve(run: Callable[[], int]) -> None:
-    """The launcher process (its channel is its standard input): fork a child per request, which becomes a
-    worker and calls `run`, until the grader closes the channel. The caller has imported what `run` needs."""
-    channel = socket.socket(fileno=os.dup(0))
-    if threading.active_count() > 1 or len(os.listdir("/proc/self/task")) > 1:
-        return  # a fork copies one thread only (whatever lock another held stays held): the grader starts workers
-    # Reap each worker as it ends; the grader holds a pidfd, which stays readable after the reaping.
-    signal.signal(signal.SIGCHLD, lambda *_: reap())
-    while True:
-        try:
-            request, fds, _, _ = socket.recv_fds(channel, MESSAGE_BYTES, 3)
-        except OSError:
-            return
-        if not request:
-            return  # the grader is gone
-        if len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            channel.send(b"")
-            continue
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # SIGCHLD waits until the child's pidfd is open: a child that ends at once is reaped only after.
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
-        session_read, session_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(session_read)
-            become_worker(channel, json.loads(request), fds, run, session_write)
-        os.close(session_write)
-        pidfd = os.pidfd_open(pid)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-        # Answer once the child leads a session of its own (or died): signals sent to its process group then
-        # reach it alone, never this process's group.
-        os.read(session_read, 1)
-        os.close(session_read)
-        for fd in fds:
-            os.close(fd)
-        socket.send_fds(channel, [json.dumps({"pid": pid}).encode()], [pidfd])
-        os.close(pidfd)
-
-
-def reap() -> None:
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
-
-
-def become_worker(channel: socket.socket, request: dict, fds: list[int], run: Callable[[], int],
-                  session_written: int) -> None:
-    """In the forked child: what `subprocess.Popen(..., cwd=folder, env=env, start_new_session=True)` of a
-    worker gives, then `run` (the worker itself). Says on `session_written` when it leads a session of its
-    own. Never returns."""
-    code = 70
-    try:
-        channel.close()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-        os.setsid()
-        os.write(session_written, b"s")
-        os.close(session_written)
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
-        os.chdir(request["folder"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        import tempfile
-
-        tempfile.tempdir = None  # TMPDIR is the worker's folder now
-        if request.get("argv"):
-            sys.argv = list(request["argv"])
-        sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the request, read by the worker
-        code = run()
-    except SystemExit as end:
-        code = end.code if isinstance(end.code, int) else 1
-    except BaseException:  # noqa: BLE001 - said in the worker's log, which the grader shows
-        import traceback
-
-        traceback.print_exc()
-    finally:
-        os._exit(code or 0)

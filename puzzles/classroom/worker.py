@@ -117,9 +117,9 @@ def serve_as_launcher() -> None:
     import puzzles.cli.grade
     import puzzles.course.catalog
     import puzzles.running.compile_check  # noqa: F401
-    from puzzles.classroom import launcher
+    from puzzles.running import fork_server
 
-    launcher.serve(main)
+    fork_server.serve(main)
 
 
 if __name__ == "__main__":

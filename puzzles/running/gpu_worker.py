@@ -17,11 +17,13 @@ A CUDA fault is an answer too (`status == "fault"`): the worker exits and a fres
 the background. A call that runs past its time limit (an endless loop on the GPU) ends the worker
 the same way. The next call finds a working worker: the notebook never needs a restart.
 
-A spare worker is kept warm beside the one in use (on a GPU; `PUZZLES_SPARE_WORKER=0` turns it off, `=1`
-on for the CPU device too): started once the first worker is ready, it has loaded torch, Triton and
+A spare worker is kept warm beside the one in use (on a GPU; `PUZZLES_SPARE_WORKER=0` turns it off, `=N`
+keeps N, on the CPU device too): started once the first worker is ready, it has loaded torch, Triton and
 CUDA by the time a fault or a time limit ends the worker in use, so it takes over at once, and the
-cell after a fault is as fast as any warm cell (a fresh start takes seconds). Its own replacement starts
-as soon as it is taken.
+cell after a fault is as fast as any warm cell. Its own replacement starts as soon as it is taken, and is
+ready within a second: workers are forked from a fork server (puzzles/running/fork_server.py) that has
+imported torch, Triton and the grader but never loads CUDA, so a forked worker loads only CUDA (a started
+Python takes 4-6 s), and several faults in a row each find a loaded spare (benchmarks/gpu_fault_recovery.py).
 
 `PUZZLES_WORKER_DEVICE=cpu` (or `Worker(device="cpu")`) runs the same worker under Triton's
 interpreter on CPU tensors: the test suite exercises the protocol without a GPU.
@@ -48,8 +50,8 @@ from typing import Any
 from puzzles.running.errors import KernelError
 from puzzles.running.frames import FrameReader, send_frame
 from puzzles.running.kernel import KernelHandle, unwrap_kernel
+from puzzles.running.worker_processes import START_LIMIT, WorkerProcess, launch, spare_count
 
-START_LIMIT = 300.0  # seconds a fresh worker may take to load torch, Triton and CUDA
 # Words of CUDA errors after which the worker's context is gone (the process must end).
 FAULT_WORDS = ("illegal memory access", "illegal address", "misaligned address", "unspecified launch failure",
                "operation not supported on global/shared address space", "an illegal instruction",
@@ -188,79 +190,31 @@ def _is_kernel(value: Any) -> bool:
 # -- the worker, seen from the notebook ----------------------------------------------------------------------
 
 
-@dataclass
-class WorkerProcess:
-    """One started worker process: the pipe it answers on, and its own stderr (outside calls), shown if it dies."""
-
-    proc: subprocess.Popen
-    reader: FrameReader
-    log: Any
-    started_at: float
-    name: str | None = None  # the device's name, once it has said "ready"
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def wait_ready(self, limit: float = START_LIMIT) -> str | None:
-        """Wait (up to `limit`) until it has loaded: the device's name, or None if it died or did not load."""
-        if self.name is None:
-            status, payload = self.reader.receive(limit)
-            if status == "ready":
-                self.name = payload
-        return self.name
-
-    def end(self, wait: bool = True) -> None:
-        """Kill it; `wait=False` reaps it in the background (a process whose CUDA context faulted can take
-        seconds to exit while the driver tears the context down)."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            if wait:
-                self.proc.wait()
-            else:
-                threading.Thread(target=self.proc.wait, daemon=True).start()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(OSError):
-                stream.close()
-
-
-def launch(device: str) -> WorkerProcess:
-    """Start a worker process; it loads torch, Triton and CUDA in the background and then says "ready"."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PUZZLES_WORKER_DEVICE=device, PUZZLES_COMPILE_CHECK="0", PUZZLES_IN_WORKER="1",
-               TRITON_INTERPRET="1" if device == "cpu" else "0", PYTHONUNBUFFERED="1")
-    env.pop("PYTHONSTARTUP", None)
-    code = (f"import sys; sys.path[:0] = [{root!r}]; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
-            "from puzzles.running.gpu_worker import serve; serve()")
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=log, env=env, start_new_session=True)
-    return WorkerProcess(proc, FrameReader(proc.stdout.fileno()), log, time.monotonic())
-
-
-def spare_wanted(device: str) -> bool:
-    """Keep a spare worker warm? PUZZLES_SPARE_WORKER=0/1 decides; by default on a GPU only (on the CPU
-    device the test suite's processes would double for nothing)."""
-    setting = os.environ.get("PUZZLES_SPARE_WORKER", "")
-    return setting == "1" if setting in ("0", "1") else device == "cuda"
-
-
 class Worker:
     """One worker process and the pipes to it; `call` runs one job there, one at a time. With `spare`, a
     second process is kept loaded to take over when this one ends (a fault, a time limit)."""
 
-    def __init__(self, device: str = "cuda", spare: bool | None = None) -> None:
+    def __init__(self, device: str = "cuda", spare: bool | int | None = None) -> None:
         self.device = device
-        self.keep_spare = spare_wanted(device) if spare is None else spare
-        self.lock = threading.Lock()
+        self.spares_kept = spare_count(device) if spare is None else int(spare)
+        self.lock = threading.RLock()  # one call at a time; ready() takes it too
         self.device_name: str | None = None  # set once this process has loaded: it is ready
         self.known_name: str | None = None  # the GPU's name as the last ready worker said (it outlives restarts)
         self.current: WorkerProcess | None = None
-        self.spare: WorkerProcess | None = None  # loading or loaded, not yet used
+        self.spares: list[WorkerProcess] = []  # loading or loaded, not yet used; the oldest first
         self.last_words = ""  # the stderr of a worker that died
         self.start_failure = ""  # the stderr of a worker that did not start
         self.start()
         atexit.register(self.stop)
+
+    @property
+    def keep_spare(self) -> bool:
+        return self.spares_kept > 0
+
+    @property
+    def spare(self) -> WorkerProcess | None:
+        """The spare that takes over next (the oldest), or None."""
+        return self.spares[0] if self.spares else None
 
     # The process in use, as the rest of the course reads it (benchmarks read `proc.pid`).
     @property
@@ -280,31 +234,31 @@ class Worker:
         return self.current.started_at if self.current is not None else 0.0
 
     def start(self) -> None:
-        """Take the spare if one is alive (it has loaded, or is loading, already), else start a fresh process;
+        """Take the oldest spare that is alive (it has loaded, or is loading, already), else start a fresh process;
         a spare taken is replaced at once."""
-        spare, self.spare = self.spare, None
-        if spare is not None and spare.alive:
-            self.current = spare
+        while self.spares and not self.spares[0].alive:
+            self.spares.pop(0).end()
+        if self.spares:
+            self.current = self.spares.pop(0)
             self.start_spare()
         else:
-            if spare is not None:
-                spare.end()
-            self.current = launch(self.device)  # the spare starts once this one is ready (not to slow its load)
+            self.current = launch(self.device)  # the spares start once this one is ready (not to slow its load)
         self.device_name = None
 
     def start_spare(self) -> None:
-        """Start the spare now, if one is wanted and none is alive."""
-        if self.keep_spare and (self.spare is None or not self.spare.alive):
-            if self.spare is not None:
-                self.spare.end()
-            self.spare = launch(self.device)
+        """Start spares now, up to the number wanted (a dead one is replaced)."""
+        for dead in [s for s in self.spares if not s.alive]:
+            self.spares.remove(dead)
+            dead.end()
+        while len(self.spares) < self.spares_kept:
+            self.spares.append(launch(self.device))
 
     def stop(self, wait: bool = True) -> None:
-        """End the worker and its spare."""
+        """End the worker and its spares."""
         self.stop_current(wait)
-        if self.spare is not None:
-            self.spare.end(wait)
-            self.spare = None
+        for spare in self.spares:
+            spare.end(wait)
+        self.spares = []
 
     def stop_current(self, wait: bool = True) -> None:
         """End the worker in use; `wait=False` reaps it in the background."""
@@ -319,6 +273,10 @@ class Worker:
 
     def ready(self, limit: float = START_LIMIT) -> bool:
         """Wait (up to `limit`) until the worker has loaded; False if it died or did not load."""
+        with self.lock:  # one reader of the worker's pipe at a time
+            return self.wait_loaded(limit)
+
+    def wait_loaded(self, limit: float) -> bool:
         if self.device_name is not None and self.proc is not None and self.proc.poll() is None:
             return True
         if self.proc is None or (self.device_name is not None and self.proc.poll() is not None):
@@ -446,6 +404,24 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
 
 
 _poisoned = False
+# The modules whose functions the grader calls in a worker ("module:function" targets): a fork server imports them once.
+CALLED_MODULES = ("puzzles.grading.runs", "puzzles.grading.presenting")
+
+
+def serve_forks() -> None:  # pragma: no cover - runs in the fork server's process
+    """The fork server's process: import what a worker's calls import (never CUDA: a child of a process that loaded
+    CUDA's driver gets a broken copy of it), then fork a worker per request."""
+    import torch
+    import triton.language  # noqa: F401
+
+    from puzzles.running import fork_server
+
+    for module in CALLED_MODULES:  # imported by name, as the worker imports each call's target
+        importlib.import_module(module)
+
+    if torch.cuda.is_initialized():
+        return  # the caller starts its workers instead
+    fork_server.serve(serve)
 
 
 def _answer(request: dict, landed: dict[bytes, Any], device: str) -> tuple[str, Any]:  # pragma: no cover
