@@ -103,11 +103,15 @@ class CompiledRule:
 class Mistake:
     """A common slip, computed (puzzles/course/mistakes.py): `output(inputs by name, sizes)` is what the spec
     gives with the slip in it; a wrong output that matches it gets `text` in its verdict, followed by
-    `where(sizes)` when given: what the slip did at that size (which rows took the wrong group)."""
+    `where(sizes)` when given: what the slip did at that size (which rows took the wrong group). `by_rows`: the
+    slip's values depend on rounding that the kernel's order of operations changes (a sum that cancels), so it is
+    recognised by the rows it gets wrong (the same rows as the kernel's, where those are the only wrong ones),
+    and only after every slip matched by its values."""
 
     text: str
     output: Callable[[dict[str, Any], Sizes], Any]
     where: Callable[[Sizes], str] | None = None
+    by_rows: bool = False
 
     def text_at(self, sizes: Sizes) -> str:
         """The sentence for a verdict at these sizes."""

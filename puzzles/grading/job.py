@@ -6,14 +6,18 @@ the kernel, reading a signature, parsing source or looking the puzzle up again."
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from puzzles.course import catalog
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import ParsedSpec, parse_spec
 from puzzles.grading.cases import size_list
+from puzzles.grading.operations import mentions_16_bit
 from puzzles.running.kernel import KernelHandle
 
 
@@ -62,6 +66,17 @@ class GradingJob:
     def title(self) -> str:
         p = self.puzzle
         return f"Puzzle {p.number}: {p.title}" if p else getattr(self.spec, "__name__", "kernel")
+
+    @functools.cached_property
+    def sixteen_bit(self) -> bool:
+        """Whether a 16-bit float type is in play: among the spec's tensors, or named in the kernel's source
+        (its helpers' included). Only then can a wrong output be the rounding of float16 or bfloat16."""
+        parsed = self.parsed_spec
+        if parsed is not None and parsed.tensors is not None:
+            inputs, result = parsed.tensors
+            if any(t.dtype in (torch.float16, torch.bfloat16) for t in (*inputs, result)):
+                return True
+        return mentions_16_bit(self.handle)
 
     @property
     def input_names(self) -> list[str]:

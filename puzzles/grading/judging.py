@@ -22,14 +22,16 @@ from puzzles.running.recording import Access, Trace
 
 def judge_runs(job: GradingJob, cases: list[Case], runs: list[RunOutput]) -> list[SizeOutcome]:
     """A verdict for each size; the sizes after a timeout were not run."""
-    outcomes = [judge_run(case, run, job.file) for case, run in zip(cases, runs, strict=False)]
+    outcomes = [judge_run(case, run, job.file, sixteen_bit=job.sixteen_bit)
+                for case, run in zip(cases, runs, strict=False)]
     _drop_unfounded_guesses(outcomes, runs)
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
     return outcomes
 
 
-def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
-    """One size's verdict from its run (`filename`: the kernel's file, whose lines errors quote)."""
+def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: bool = True) -> SizeOutcome:
+    """One size's verdict from its run (`filename`: the kernel's file, whose lines errors quote; `sixteen_bit`:
+    a 16-bit float type is in play, `GradingJob.sixteen_bit`, so a near miss may be its rounding)."""
     o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
                     output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected)
     if run.error is not None:
@@ -87,7 +89,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
         o.note = _row_summary(torch.where(unwritten, 0, out), expected, wrong)
     if o.mismatch_count:
         _add_notes(o, [shared_indices_note(wrong)])
-        _explain_wrong(o, out, expected, wrong, case, run.trace)
+        _explain_wrong(o, out, expected, wrong, case, run.trace, sixteen_bit)
         if recorded and case.reduction is not None:
             _add_notes(o, [_unread_note(run.trace, case)])
     if run.trace is not None and run.trace.invalid:
@@ -138,10 +140,11 @@ def _add_notes(o: SizeOutcome, notes: list[str]) -> None:
 
 
 def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: Case,
-                   trace: Trace | None) -> None:
+                   trace: Trace | None, sixteen_bit: bool = True) -> None:
     """Say what the wrong values look like when the run knows why: lanes a load left undefined, a
-    contiguous reading of an input that the kernel was given the strides of, or values all a rounding away
-    (a float16 computation where the spec's is float32)."""
+    contiguous reading of an input that the kernel was given the strides of, a likely slip, or values all a
+    rounding away (a float16 computation where the spec's is float32, where a 16-bit type is in play; a small
+    term or a constant otherwise)."""
     early = _output_read_before_written(trace, case) if trace is not None and trace.recorded else None
     if early is not None and out.is_floating_point() and bool((torch.isnan(out) & wrong).any()):
         _add_notes(o, [f"line {early.line} loads {early.tensor}, an output, where nothing was stored yet: an output "
@@ -159,11 +162,10 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
         _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a "
                        "packed array): address the elements with the strides the kernel is given"])
         return
-    for text, mistaken in case.mistaken:
-        if mistaken.shape == out.shape and not bool(_close(mistaken, expected, case).all()) \
-                and bool(_close(out, mistaken, case).all()):
-            _add_notes(o, [SLIP_NOTE + text])
-            return
+    slip = _matching_slip(out, expected, wrong, case)
+    if slip is not None:
+        _add_notes(o, [SLIP_NOTE + slip])
+        return
     # Not for zeros alone: an output left at 0 (a sum never accumulated) is whole too, for another reason.
     if (expected.dtype.is_floating_point and _whole_numbers(out[wrong]) and bool((out[wrong] != 0).any())
             and not _whole_numbers(expected[wrong])):
@@ -180,7 +182,12 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
     off = ((o64 - e64).abs() / e64.abs().clamp(min=typical)).nan_to_num(nan=1.0, posinf=1.0)
     if not off.numel() or float(off.max()) >= _LOW_PRECISION_ERROR:
         return
-    if expected.dtype == torch.float32:
+    if expected.dtype == torch.float32 and not sixteen_bit:
+        _add_notes(o, [f"every wrong element is off by at most {float(off.max()):.2%} of its value (or of the "
+                       "output's typical size): close to the spec's values, but outside its tolerance; is a small "
+                       "term missing, a constant slightly off (a number written where an argument of the kernel "
+                       "belongs), or a difference of two large sums that cancel (their rounding is what is left)?"])
+    elif expected.dtype == torch.float32:
         _add_notes(o, [f"every wrong element is off by at most {float(off.max()):.2%} of its value (or of the "
                        "output's typical size), the error that float16 or bfloat16 arithmetic makes: is a value "
                        "converted to a lower precision, or accumulated in one? compute in float32, as the spec "
@@ -195,6 +202,26 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
                        f"output's typical size): the error of a sum "
                        f"kept in {dtype}, which rounds at every step; accumulate in float32 (tl.zeros(..., "
                        f"dtype=tl.float32)) and convert to {dtype} once, when storing, as the spec does"])
+
+
+def _matching_slip(out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: Case) -> str | None:
+    """The sentence of the likely slip the output is: one whose values it matches (within the tolerance), else
+    one recognised by its rows (`Mistake.by_rows`) that gets exactly the output's wrong rows wrong."""
+    by_rows = []
+    for text, mistaken in case.mistaken:
+        if mistaken.shape != out.shape or bool(_close(mistaken, expected, case).all()):
+            continue  # the slip changes nothing here: it cannot be told from a right kernel
+        if text in case.slips_by_rows:
+            by_rows.append((text, mistaken))
+        elif bool(_close(out, mistaken, case).all()):
+            return text
+    if expected.dim() < 2:
+        return None
+    rows_wrong = wrong.reshape(-1, wrong.shape[-1]).any(-1)
+    for text, mistaken in by_rows:
+        if torch.equal((~_close(mistaken, expected, case)).reshape(-1, wrong.shape[-1]).any(-1), rows_wrong):
+            return text
+    return None
 
 
 def _output_read_before_written(trace: Trace, case: Case) -> Access | None:

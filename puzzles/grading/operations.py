@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +94,20 @@ def _own_functions(handle: KernelHandle) -> Iterator[tuple[Callable[..., Any], t
             inner = _own_jit_function(target)
             if inner is not None:
                 queue.append((inner, (*path, inner.__name__)))
+
+
+# How a kernel names a 16-bit float type: tl.float16, tl.bfloat16, "fp16", "bf16", tl.half.
+_SIXTEEN_BIT_WORDS = re.compile(r"\b(float16|bfloat16|fp16|bf16|half)\b")
+
+
+def mentions_16_bit(handle: KernelHandle) -> bool:
+    """Whether the kernel or a @triton.jit helper of the learner's it reaches names a 16-bit float type (a
+    conversion, an accumulator, a pointer cast): then a float16 or bfloat16 rounding can be what is wrong."""
+    for fn, _ in _own_functions(handle):
+        source = handle.source(fn)
+        if source is not None and _SIXTEEN_BIT_WORDS.search(source.text):
+            return True
+    return False
 
 
 def _module_name(value: Any) -> str | None:

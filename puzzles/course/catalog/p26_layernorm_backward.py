@@ -22,6 +22,8 @@ def layernorm_backward_spec(x: Float32[Tensor, "M N"], w: Float32[Tensor, "N"], 
     return torch.cat([dx, dw, db])
 
 
+FIRST_N = 100  # the notebook cell's N: a kernel that writes N as a number most likely writes this one
+
 PUZZLE = Puzzle(
     number=26,
     slug="layernorm_backward",
@@ -65,7 +67,7 @@ hold `dx`, row `M` holds `dw` (at `z_ptr + M*N`), row `M + 1` holds `db`. The gr
 A row fits in one block: `BN` is a power of two at least `N`, so mask the columns `n < N`.
 """,
     sizes=(
-        {"M": 30, "N": 100, "BM": 4, "BN": 128},
+        {"M": 30, "N": FIRST_N, "BM": 4, "BN": 128},
         {"M": 17, "N": 33, "BM": 8, "BN": 64},
         {"M": 48, "N": 64, "BM": 16, "BN": 64},
         # Twenty programs adding into the same dw and db: a lost update is no rare event here.
@@ -88,10 +90,16 @@ A row fits in one block: `BN` is a power of two at least `N`, so mask the column
     likely_mistakes=(
         Mistake("dx lacks its two row means: dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂)), because every x̂ "
                 "of a row depends on every x of it", slips.layernorm_dx_without_means),
+        Mistake("dx lacks its term − mean(w·dy) (c2 = tl.sum(w * dy, axis=0) / N, through the row's mean μ): "
+                "dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂))", slips.layernorm_dx_without_mean_term),
+        Mistake("dx lacks its term − x̂ · mean(w·dy·x̂) (c1 = tl.sum(x̂ * w * dy, axis=0) / N, through the row's "
+                "rstd): dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂))", slips.layernorm_dx_without_xhat_term),
         Mistake("dx uses dy where w · dy belongs (the gradient reaching x̂ is w · dy, in all three terms)",
                 slips.layernorm_dx_without_weight),
         Mistake("the row means of dx are divided by BN, the block's width: divide by N (the masked lanes hold no "
                 "element)", slips.layernorm_dx_means_over_block),
+        Mistake(f"the row means of dx are divided by {FIRST_N}, the first size's N written as a number: divide by "
+                "the kernel's argument N, which the graded sizes change", slips.layernorm_dx_means_over(FIRST_N)),
         Mistake("dw sums dy · x: the weight multiplies the normalised x̂ = (x − mean) · rstd, so dw = Σ dy · x̂",
                 slips.layernorm_dw_from_x),
     ),
