@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from puzzles.course.puzzle import Puzzle, Reduction, Sizes, SplitK, default_grid
+from puzzles.course.puzzle import OutputParts, Puzzle, Reduction, Sizes, SplitK, default_grid
 from puzzles.course.spec import SpecError, call_spec, spec_signature
 from puzzles.grading.inputs import build_arena, poison_, random_tensor
 from puzzles.grading.layouts import storage_numel, strided_layout, strided_view, strides_of
@@ -47,6 +47,7 @@ class Case:
     slips: Callable[[], list[tuple[str, torch.Tensor]]] | None = None
     # The sentences of the slips recognised by the rows they get wrong, not their values (`Mistake.by_rows`).
     slips_by_rows: frozenset[str] = frozenset()
+    parts: OutputParts | None = None  # results packed into the output (puzzle 26's dx, dw, db): named in verdicts
 
     @functools.cached_property
     def mistaken(self) -> list[tuple[str, torch.Tensor]]:
@@ -198,7 +199,8 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
     by_rows = frozenset(m.text_at(sizes) for m in p.likely_mistakes if m.by_rows) if p else frozenset()
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
-                 slips=slips, slips_by_rows=by_rows, reduction=p.reduced_axis if p else None, layouts=layouts)
+                 slips=slips, slips_by_rows=by_rows, reduction=p.reduced_axis if p else None, layouts=layouts,
+                 parts=p.output_parts if p else None)
 
 
 def _slips(p: Puzzle | None, inputs: dict[str, torch.Tensor],

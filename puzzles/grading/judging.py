@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import torch
 
 from puzzles.grading.cases import Case
-from puzzles.grading.coverage import shared_indices_note, unwritten_notes
+from puzzles.grading.coverage import parts_note, shared_indices_note, unwritten_notes
 from puzzles.grading.inputs import unwritten_mask
 from puzzles.grading.job import GradingJob
 from puzzles.grading.result import MAX_SHOWN, SLIP_NOTE, Mismatch, SizeOutcome
@@ -33,7 +33,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: 
     """One size's verdict from its run (`filename`: the kernel's file, whose lines errors quote; `sixteen_bit`:
     a 16-bit float type is in play, `GradingJob.sixteen_bit`, so a near miss may be its rounding)."""
     o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
-                    output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected)
+                    output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected, parts=case.parts)
     if run.error is not None:
         o.status = "timeout" if run.error.kind == "timeout" else "error"
         o.error = run.error
@@ -56,7 +56,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: 
     if case.zero_init:
         # Accumulating outputs start at zero: only the recorded stores tell what was written.
         unwritten = _never_stored(run.trace, out.shape, case) if recorded else torch.zeros_like(out, dtype=torch.bool)
-        race = _race(run.trace, filename) if recorded else None
+        race = _race(run.trace, filename, _namer(run.trace, o)) if recorded else None
         # An access out of bounds comes first: a block that runs past its rows (puzzle 26's rows past M) also
         # lands in other programs' elements, and the missing mask is the cause of both.
         if race is not None and not run.trace.invalid:
@@ -88,7 +88,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: 
     if o.mismatch_count and case.row_tolerance and expected.dim() >= 2:
         o.note = _row_summary(torch.where(unwritten, 0, out), expected, wrong)
     if o.mismatch_count:
-        _add_notes(o, [shared_indices_note(wrong)])
+        _add_notes(o, [parts_note(wrong, case.parts, case.sizes) if case.parts else shared_indices_note(wrong)])
         _explain_wrong(o, out, expected, wrong, case, run.trace, sixteen_bit)
         if recorded and case.reduction is not None:
             _add_notes(o, [_unread_note(run.trace, case)])
@@ -102,7 +102,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: 
     elif o.mismatch_count:
         o.status = "wrong"
     elif recorded and (race := cross_program_race(run.trace, filename, _outputs(run.trace, case),
-                                                             atomics=not case.zero_init)) is not None:
+                                                  atomics=not case.zero_init, name=_namer(run.trace, o))) is not None:
         o.status, o.error = "race", race
     elif recorded and case.split_k is not None:
         broken = split_k_violation(run.trace, case.split_k, case.sizes, filename)
@@ -363,12 +363,20 @@ def _is_transposed(out: torch.Tensor, expected: torch.Tensor, case: Case) -> boo
     return bool(_close(flipped, expected, case).all())
 
 
-def _race(trace: Trace, filename: str | None) -> KernelError | None:
+def _namer(trace: Trace, o: SizeOutcome) -> Callable[[int], str]:
+    """Names z's element at a flat position as the verdict does: `z[3, 4]`, or `dw[4]` in a packed output."""
+    shape = trace.tensors.get("z", ((),))[0]
+    return lambda flat: o.element(tuple(int(c) for c in np.unravel_index(flat, shape))) if shape else f"z[{flat}]"
+
+
+def _race(trace: Trace, filename: str | None, name: Callable[[int], str] = lambda e: f"z[{e}]") -> KernelError | None:
     """Two programs writing one output element where the result depends on their order: one of them
     uses a plain store, or they combine different operations (tl.atomic_xchg with tl.atomic_add).
 
     Programs run one after another in the interpreter, so a load-add-store into a shared output
-    gives the right sum here and a wrong one on a GPU, where they run at once: name it.
+    gives the right sum here and a wrong one on a GPU, where they run at once: name it. A plain store of
+    zeros beside other programs' atomics is a zeroing of an output that starts at zero: the fix is to
+    delete it, not to make it atomic.
     """
     import linecache
 
@@ -387,10 +395,18 @@ def _race(trace: Trace, filename: str | None) -> KernelError | None:
                 continue
             source = lambda a: linecache.getline(filename or "", a.line or 0)  # noqa: E731
             if first[1] == "store" or how == "store":
-                plain = first[2] if first[1] == "store" else access
+                plain, other = (first[2], access) if first[1] == "store" else (access, first[2])
+                if other.op == "atomic" and plain.values is not None and not np.any(plain.values):
+                    return KernelError(
+                        "race",
+                        f"program {plain.program} stores 0 into {name(element)} while program {other.program} "
+                        f"adds into it with tl.atomic_{other.rmw or 'add'}: on a GPU the programs run at the same "
+                        "time, so the zeroing may land after another program's add and erase it. The output "
+                        "already starts at zero (the grader fills it, as torch.zeros would): delete the zeroing, "
+                        "and let every program only add", plain.line, source(plain), filename)
                 return KernelError(
                     "race",
-                    f"programs {first[2].program} and {access.program} both write z element {element} and "
+                    f"programs {first[2].program} and {access.program} both write {name(element)} and "
                     f"program {plain.program} uses a plain tl.store: on a GPU they run at the same time and one "
                     "overwrites the other (use tl.atomic_add to accumulate into a shared output)",
                     plain.line, source(plain), filename)
@@ -399,7 +415,7 @@ def _race(trace: Trace, filename: str | None) -> KernelError | None:
                 return KernelError(
                     "race",
                     f"programs {first[2].program} (tl.atomic_{first[1]}) and {access.program} "
-                    f"(tl.atomic_{how}) both write z element {element}: the result depends on the order in which "
+                    f"(tl.atomic_{how}) both write {name(element)}: the result depends on the order in which "
                     "they run, which a GPU does not fix (use tl.atomic_add in every program to accumulate into a "
                     "shared output)", odd.line, source(odd), filename)
     return None
@@ -410,20 +426,21 @@ _ORDER_WORDS = ("on a GPU the programs run at the same time, in no fixed order (
 
 
 def cross_program_race(trace: Trace, filename: str | None, outputs: Iterable[str] = ("z",),
-                       atomics: bool = True) -> KernelError | None:
+                       atomics: bool = True, name: Callable[[int], str] | None = None) -> KernelError | None:
     """A result that only the interpreter's program order makes right, in any of the `outputs`: two programs
     plain-storing different values into one element (the later one won here), or a program loading an element
     that another program stores (here the other one had already run, or had not: on a GPU either may happen).
     A plain store beside another program's atomic is `_race`'s (`atomics`: not run yet); the same value stored
-    twice is harmless."""
+    twice is harmless. `name`: z's element at a flat position as the verdict names it."""
     if atomics and any(a.op == "atomic" and a.tensor == "z" for a in trace.accesses):
-        found = _race(trace, filename)
+        found = _race(trace, filename, *([name] if name else []))
         if found is not None:
             return found
-    return next(filter(None, (_order_dependence(trace, filename, name) for name in outputs)), None)
+    return next(filter(None, (_order_dependence(trace, filename, output, name) for output in outputs)), None)
 
 
-def _order_dependence(trace: Trace, filename: str | None, output: str) -> KernelError | None:
+def _order_dependence(trace: Trace, filename: str | None, output: str,
+                      name: Callable[[int], str] | None = None) -> KernelError | None:
     """`cross_program_race` for one output tensor."""
     import linecache
 
@@ -440,6 +457,8 @@ def _order_dependence(trace: Trace, filename: str | None, output: str) -> Kernel
     stores = [a for a in trace.accesses if a.tensor == output and a.op != "load" and a.elements.size]
 
     def where(element: int) -> str:
+        if name is not None and output == "z":
+            return name(element)
         coords = np.unravel_index(element, shape) if len(shape) > 1 else (element,)
         return f"{output}[{', '.join(str(int(c)) for c in coords)}]"
 

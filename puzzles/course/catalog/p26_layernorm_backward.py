@@ -8,7 +8,7 @@ from puzzles.course import mistakes_dropout_norm as slips
 from puzzles.course.bug_inputs import layernorm_saved_statistics
 from puzzles.course.catalog.tracks import TRAINING_ORDER_NOTE
 from puzzles.course.picture_hooks import SharedRows
-from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, cdiv
+from puzzles.course.puzzle import Mistake, OutputPart, OutputParts, Puzzle, SpeedGoal, cdiv
 
 
 def layernorm_backward_spec(x: Float32[Tensor, "M N"], w: Float32[Tensor, "N"], dy: Float32[Tensor, "M N"],
@@ -87,6 +87,8 @@ A row fits in one block: `BN` is a power of two at least `N`, so mask the column
     draw_inputs=layernorm_saved_statistics,
     launch_order_note=TRAINING_ORDER_NOTE,
     shared_rows=SharedRows("M", ("dw", "db"), "BM"),
+    output_parts=OutputParts(0, (OutputPart("dx", "M"), OutputPart("dw", 1, keeps_axis=False),
+                                 OutputPart("db", 1, keeps_axis=False))),
     likely_mistakes=(
         Mistake("dx lacks its two row means: dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂)), because every x̂ "
                 "of a row depends on every x of it", slips.layernorm_dx_without_means),
