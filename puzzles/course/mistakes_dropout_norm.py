@@ -130,6 +130,11 @@ def layernorm_mean_over_block(i: Inputs, sizes: Sizes) -> Tensor:
     return _layernorm(i, sizes, mean_divisor=sizes["BN"])
 
 
+def layernorm_statistics_over_block(i: Inputs, sizes: Sizes) -> Tensor:
+    """The mean and the variance both divided by BN, the block's width."""
+    return _layernorm(i, sizes, divisor=sizes["BN"])
+
+
 def layernorm_without_affine(i: Inputs, sizes: Sizes) -> Tensor:
     """x̂ stored as it is: the weight and the bias never applied."""
     return _layernorm(i, sizes, affine=False)
@@ -194,6 +199,19 @@ def layernorm_dx_means_over_block(i: Inputs, sizes: Sizes) -> Tensor:
 
 def layernorm_dw_from_x(i: Inputs, sizes: Sizes) -> Tensor:
     return _layernorm_backward(i, sizes, dw_from_x=True)
+
+
+def layernorm_dw_db_swapped(i: Inputs, sizes: Sizes) -> Tensor:
+    """db stored in row M (dw's) and dw in row M + 1."""
+    out = _layernorm_backward(i, sizes)
+    return torch.cat([out[:-2], out[-1:], out[-2:-1]])
+
+
+def layernorm_dx_without_rstd(i: Inputs, sizes: Sizes) -> Tensor:
+    """dx not multiplied by rstd: w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂) alone."""
+    out = _layernorm_backward(i, sizes)
+    rows = i["x"].shape[0]
+    return torch.cat([out[:rows] / i["rstd"][:, None], out[rows:]])
 
 
 def layernorm_dx_without_mean_term(i: Inputs, sizes: Sizes) -> Tensor:

@@ -49,6 +49,12 @@ def linear_w_read_as_n_by_k(i: Inputs, sizes: Sizes) -> Tensor:
     return torch.relu(i["x"].float() @ w.float() + i["b"].float()).half()
 
 
+def linear_x_read_as_k_by_m(i: Inputs, sizes: Sizes) -> Tensor:
+    """x addressed as if it were K × M (x_ptr + k * M + m): element x[m, k] taken from flat position k·M + m."""
+    x = i["x"].flatten().reshape(sizes["K"], sizes["M"]).T
+    return torch.relu(x.float() @ i["w"].float() + i["b"].float()).half()
+
+
 def linear_float16_accumulator(i: Inputs, sizes: Sizes) -> Tensor:
     """The running sum over K kept in float16: each chunk of BK added to it rounds it to 11 bits."""
     x, w, block = i["x"].float(), i["w"].float(), sizes["BK"]

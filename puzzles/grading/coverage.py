@@ -176,8 +176,9 @@ def parts_note(wrong: torch.Tensor, parts: OutputParts, sizes: Sizes) -> str:
         start += extent
     if not wrong_in:
         return ""
-    axis = "rows" if parts.axis == wrong.dim() - 2 else "columns" if parts.axis == wrong.dim() - 1 else "indices"
-    held = ", ".join(f"{p.name} (z's {axis} {rows_text(list(range(at, at + n)))})" for p, _, at, n in wrong_in)
+    axis = "row" if parts.axis == wrong.dim() - 2 else "column" if parts.axis == wrong.dim() - 1 else "index"
+    held = ", ".join(f"{p.name} (z's {axis}{'s' * (n > 1)} {rows_text(list(range(at, at + n)))})"
+                     for p, _, at, n in wrong_in)
     text = f"every wrong element is in {held}"
     if right_in:
         text += f"; {' and '.join(p.name for p, *_ in right_in)} {'is' if len(right_in) == 1 else 'are'} right"

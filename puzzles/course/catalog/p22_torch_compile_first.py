@@ -118,6 +118,8 @@ two of at least 16 (`tl.dot`'s smallest tile). On a GPU the speed challenge time
                 slips.linear_bias_by_row),
         Mistake("w is read as if it were N × K (w_ptr + n * K + k): it is K × N, row k holding the N weights of "
                 "input k, so its tile is w_ptr + k[:, None] * N + n[None, :]", slips.linear_w_read_as_n_by_k),
+        Mistake("x is read as if it were K × M (x_ptr + k * M + m): it is M × K, row m holding token m's K inputs, "
+                "so its tile is x_ptr + m[:, None] * K + k[None, :]", slips.linear_x_read_as_k_by_m),
         Mistake("the running sum over K is kept in float16 (a float16 accumulator, tl.dot(..., "
                 "out_dtype=tl.float16), or each chunk's product rounded to float16 before it is added): at this "
                 "size the sum climbs to 512, where float16 steps by 0.5, before it cancels; keep acc = "

@@ -78,6 +78,8 @@ the backward pass to reuse: puzzle 26 receives them as inputs.
         Mistake("the weight and the bias are swapped: z = x̂ · w + b", slips.layernorm_affine_swapped),
         Mistake("the mean is divided by BN, the block's width (mean = tl.sum(acc, axis=0) / BN): the row has N "
                 "elements, so divide its sum by N", slips.layernorm_mean_over_block),
+        Mistake("the mean and the variance are divided by BN, the block's width: the row has N elements, so "
+                "divide both sums by N", slips.layernorm_statistics_over_block),
         Mistake("the weight and the bias are never applied (z = x̂): load w[cols] and b[cols] in the last pass and "
                 "store (x - mean) * rstd * w + b", slips.layernorm_without_affine),
         Mistake("eps is written as a number (1e-5) where the kernel's eps argument belongs: use eps, which the "

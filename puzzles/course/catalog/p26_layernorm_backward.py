@@ -104,6 +104,10 @@ A row fits in one block: `BN` is a power of two at least `N`, so mask the column
                 "the kernel's argument N, which the graded sizes change", slips.layernorm_dx_means_over(FIRST_N)),
         Mistake("dw sums dy · x: the weight multiplies the normalised x̂ = (x − mean) · rstd, so dw = Σ dy · x̂",
                 slips.layernorm_dw_from_x),
+        Mistake("dw and db are swapped: dw = Σ dy · x̂ goes in row M (z_ptr + M * N + cols), db = Σ dy in row M + 1",
+                slips.layernorm_dw_db_swapped),
+        Mistake("dx is not multiplied by rstd: dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂)), the rstd "
+                "coming from x̂ = (x − mean) · rstd", slips.layernorm_dx_without_rstd),
     ),
     # dw and db are sums of up to 40 float32 terms added by atomics in any order, dx a difference of row
     # means: off by about 1e-6; a term left out, or float16 arithmetic, must fail.
