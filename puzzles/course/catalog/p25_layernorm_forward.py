@@ -82,8 +82,9 @@ the backward pass to reuse: puzzle 26 receives them as inputs.
                 "divide both sums by N", slips.layernorm_statistics_over_block),
         Mistake("the weight and the bias are never applied (z = x̂): load w[cols] and b[cols] in the last pass and "
                 "store (x - mean) * rstd * w + b", slips.layernorm_without_affine),
-        Mistake("eps is written as a number (1e-5) where the kernel's eps argument belongs: use eps, which the "
-                "graded sizes change (eps=1e-3 at one)", slips.layernorm_eps_written),
+        Mistake("eps is not the kernel's argument (written as a number, 1e-5, or left out): rstd = 1 / sqrt(var + "
+                "eps) with the eps the kernel is given, which the graded sizes change (eps=1e-3 at one)",
+                slips.layernorm_eps_written),
         Mistake("eps is left out: rstd = 1 / sqrt(var + eps), which keeps a row of nearly equal values from "
                 "dividing by (nearly) zero", slips.layernorm_without_eps),
         Mistake("the variance is computed as E[x²] - mean² (the sum of squares less the squared mean): where a "
