@@ -37,8 +37,9 @@ Read it for three things:
   above it in the `async_compile.triton(...)` string.
 * **What goes through memory between them.** `buf0` is the matmul's output, `M × N` in fp16: cuBLAS
   writes all of it, and the Triton kernel `triton_poi_fused_add_relu_0` (*poi*: pointwise; *fused
-  add relu*: the two operations it fused) reads all of it back, adds `b`, applies the relu and writes
-  `z`. At the size below `z` is 128 MB, so that round trip moves 256 MB that a fused kernel never moves.
+  add relu*: the two operations it fused) reads all of it back, adds `b`, applies the relu and writes the
+  result over it, in place (`in_out_ptr0`; `buf1 = buf0  # reuse`), the buffer the call returns as `z`. At the
+  size below `z` is 128 MB, so that round trip moves 256 MB that a fused kernel never moves.
 * **What the generated kernel looks like.** A flat index `xindex`, loads with `eviction_policy`, a mask
   `xmask`: a kernel like the ones of puzzles 1-6, which you can read and could have written.
 
