@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 from judging import SEEDS, grade, interpreted_only
 
-from puzzles import test
+from puzzles import on_gpu, test
 from puzzles.course import catalog
 from puzzles.grading.job import make_job
 from puzzles.grading.result import SLIP_NOTE
@@ -44,26 +44,32 @@ SLIPS = [
 ]
 
 
-def _named(outcome, words: str) -> bool:
+# On a GPU a tl.dot that sums in float16 rounds after each MMA instruction (16 values of K), not after each chunk
+# of BK: its output fails as far, but is not the slip's to the last bit, so only its failure is checked there.
+ROUNDED_BY_THE_HARDWARE = {"22-fp16-out-dtype"}
+
+
+def _named(outcome, words: str, slip: str) -> bool:
+    if slip in ROUNDED_BY_THE_HARDWARE and on_gpu():
+        return outcome.status == "wrong"
     return outcome.status == "wrong" and SLIP_NOTE in outcome.reason() and words in outcome.reason()
 
 
-@pytest.mark.parametrize(("number", "kernel", "words"), [s[1:2] + s[2:3] + s[4:] for s in SLIPS],
-                         ids=[s[0] for s in SLIPS])
-def test_each_slip_is_named_in_the_verdicts_headline(number, kernel, words):
+@pytest.mark.parametrize(("slip", "number", "kernel", "size", "words"), SLIPS, ids=[s[0] for s in SLIPS])
+def test_each_slip_is_named_in_the_verdicts_headline(slip, number, kernel, size, words):
     result = grade(number, kernel)
-    assert not result.passed and _named(result.first_failure, words), str(result)
+    assert not result.passed and _named(result.first_failure, words, slip), str(result)
     if number == 26:  # dx, dw and db packed into z: named as results, never as z[...]
         assert " (first dx[" in result.reason() or " (first dw[" in result.reason(), result.reason()
 
 
 @pytest.mark.sweep
-@pytest.mark.parametrize(("number", "kernel", "size", "words"), [s[1:] for s in SLIPS], ids=[s[0] for s in SLIPS])
-def test_each_slip_fails_and_is_named_at_20_seeds(number, kernel, size, words):
+@pytest.mark.parametrize(("slip", "number", "kernel", "size", "words"), SLIPS, ids=[s[0] for s in SLIPS])
+def test_each_slip_fails_and_is_named_at_20_seeds(slip, number, kernel, size, words):
     p = catalog.get(number)
     for seed in SEEDS:
         result = test(kernel, p.spec, sizes=[p.sizes[size]], seed=seed, quiet=True, compile_check=False)
-        assert _named(result.outcomes[0], words), f"seed {seed}: {result}"
+        assert _named(result.outcomes[0], words, slip), f"seed {seed}: {result}"
 
 
 # -- right kernels in other styles pass the shaped sizes ------------------------------------------------------
