@@ -102,9 +102,11 @@ class GradingJob:
         """The job for one config of an autotuned kernel: its launch, with the config's sizes as the
         puzzle's sizes for this run (its B0 comes from the config)."""
         p = dataclasses.replace(self.puzzle, sizes=tuple(tuned)) if self.puzzle is not None else None
-        return dataclasses.replace(self, handle=self.handle.for_launch(launch), puzzle=p, sizes=tuned, nelem=None,
-                                   blocks=None, run_sizes=tuple(dict(s) for s in tuned), size_problem=None,
-                                   **overrides)
+        job = dataclasses.replace(self, handle=self.handle.for_launch(launch), puzzle=p, sizes=tuned, nelem=None,
+                                  blocks=None, run_sizes=tuple(dict(s) for s in tuned), size_problem=None, **overrides)
+        if "sixteen_bit" in self.__dict__:  # the same kernel and spec: resolved once for all the configs
+            job.__dict__["sixteen_bit"] = self.__dict__["sixteen_bit"]
+        return job
 
 
 def resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, handle: KernelHandle) -> Puzzle | None:
