@@ -154,6 +154,15 @@ def dropout_through_a_bf16_helper(x_ptr, seeds_ptr, z_ptr, N0, N1, p, B0: tl.con
 
 
 @triton.jit
+def dropout_saying_float16_in_a_comment(x_ptr, seeds_ptr, z_ptr, N0, N1, p, B0: tl.constexpr):
+    row = tl.program_id(1)
+    cols = tl.program_id(0) * B0 + tl.arange(0, B0)  # the first half of a float16 row? no: float32 throughout
+    x = tl.load(x_ptr + row * N0 + cols, mask=cols < N0, other=0.0)
+    r = tl.rand(tl.load(seeds_ptr + row), cols)
+    tl.store(z_ptr + row * N0 + cols, tl.where(r > p, x / (1 - p), 0.0), mask=cols < N0)
+
+
+@triton.jit
 def layernorm_variance_a_little_off(x_ptr, w_ptr, b_ptr, z_ptr, M, N, eps, BN: tl.constexpr):
     """All float32, the variance 0.2% too large: a constant slightly off, nothing a 16-bit type did."""
     row = tl.program_id(0)
@@ -181,8 +190,9 @@ def layernorm_variance_a_little_off(x_ptr, w_ptr, b_ptr, z_ptr, M, N, eps, BN: t
     (25, catalog.get(25).reference(), False),
     (25, k.layernorm_half_output, True),  # the kernel converts to float16
     (24, dropout_through_a_bf16_helper, True),  # a helper it calls converts to bfloat16
+    (24, dropout_saying_float16_in_a_comment, False),  # words in a comment are no conversion
     (26, k.layernorm_backward(), False),
-], ids=["22-spec", "25-float32", "25-kernel", "24-helper", "26-float32"])
+], ids=["22-spec", "25-float32", "25-kernel", "24-helper", "24-comment", "26-float32"])
 def test_a_16_bit_type_is_in_play_where_the_spec_or_the_kernel_names_one(number, kernel, in_play):
     assert make_job(kernel, None, number).sixteen_bit is in_play
 
