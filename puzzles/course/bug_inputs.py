@@ -68,11 +68,32 @@ def attention_growing_scores(sizes: Sizes, gen: torch.Generator) -> dict[str, Te
     return {"q": queries, "k": keys, "v": values}
 
 
+def linear_cancelling_sum(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
+    """Puzzle 22, at its fourth size: a running sum over K that climbs to 512 and comes back. x and w are
+    multiples of 1/8 in [-1, 1] (their products, multiples of 1/64, add up exactly in float32), except
+    x[:, BK - 1] · w[BK - 1, :] = 16 · 32 = +512, the last product of the first chunk, and x[:, K - 1] ·
+    w[K - 1, :] = 16 · (-32) = -512, alone in the last chunk (K = 3 · BK + 1). A float32 accumulator ends
+    exact; a float16 one holds the sum near 512 to a step of 0.5, so each chunk added there loses up to 0.25,
+    far beyond the tolerance, and every way of keeping it in float16 (a float16 tl.zeros, out_dtype, a dot
+    rounded before the add) rounds the same sums to the same values (puzzle 22's likely slip computes them)."""
+    if index != 3:
+        return {}
+    m, n, k, block = sizes["M"], sizes["N"], sizes["K"], sizes["BK"]
+    x = torch.randint(-8, 9, (m, k), generator=gen).to(torch.float16) / 8
+    w = torch.randint(-8, 9, (k, n), generator=gen).to(torch.float16) / 8
+    x[:, block - 1], w[block - 1, :] = 16.0, 32.0
+    x[:, k - 1], w[k - 1, :] = 16.0, -32.0
+    return {"x": x, "w": w}
+
+
 def layernorm_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
     """Puzzle 25, at its last size, three kinds of row: rows in ±1; rows whose spread is a thousandth (their
     variance, about 3e-7, is far below eps = 1e-5, so eps added after the square root instead of under it is
-    off by a factor of 5); and rows around 30 (E[x²] - mean² cancels there in float32, and padding lanes
-    counted as (0 - mean)² add 900 each)."""
+    off by a factor of 5); and rows around 30 whose spread is a tenth (padding lanes counted as (0 - mean)²
+    add 900 each, and E[x²] - mean² cancels: its float32 sums of squares near 900 round by more than a
+    hundredth of the variance, so the row is off by far more than the tolerance, at every seed). Those rows
+    lie on a grid of 2^-10 and sum to exactly 30 · N: every float32 sum of them is exact and their mean is
+    30 to the last bit, so a right kernel (two passes, shifted, or Welford's) meets the spec there."""
     if index != 3:
         return {}
     rows, width = sizes["M"], sizes["N"]
@@ -80,7 +101,23 @@ def layernorm_rows(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, 
     kind = torch.arange(rows) % 3
     # Near zero, not around a centre: float32 holds such a row's deviations exactly enough for the spec.
     x = torch.where((kind == 1)[:, None], x * 1e-3, x)
-    return {"x": torch.where((kind == 2)[:, None], x + 30.0, x)}
+    return {"x": torch.where((kind == 2)[:, None], 30.0 + _centred_on_grid(x * CANCELLING_SPREAD), x)}
+
+
+# The half-width of puzzle 25's rows around 30 (a standard deviation of 0.115, a 260th of the mean): there
+# E[x²] - mean² is off by 0.2-2% (20-200 times the tolerance), while a lane-wise Welford kernel, whose mean
+# rounds at every update, stays inside it (at half this width it did not).
+CANCELLING_SPREAD = 0.2
+
+
+def _centred_on_grid(d: Tensor, step: float = 2.0 ** -10) -> Tensor:
+    """Each row of `d` rounded to multiples of `step` and shifted (one step at a time, on as many elements as
+    it takes) so that it sums to exactly 0."""
+    units = torch.round((d - d.mean(1, keepdim=True)) / step).to(torch.int64)  # off 0 by half a step each at most
+    excess = units.sum(1, keepdim=True)  # the row's sum, in steps
+    order = torch.arange(d.shape[1])[None, :]
+    units = units - torch.sign(excess) * (order < excess.abs()).to(torch.int64)
+    return units.to(torch.float32) * step
 
 
 def layernorm_saved_statistics(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:

@@ -103,16 +103,65 @@ class CompiledRule:
 class Mistake:
     """A common slip, computed (puzzles/course/mistakes.py): `output(inputs by name, sizes)` is what the spec
     gives with the slip in it; a wrong output that matches it gets `text` in its verdict, followed by
-    `where(sizes)` when given: what the slip did at that size (which rows took the wrong group)."""
+    `where(sizes)` when given: what the slip did at that size (which rows took the wrong group). `by_rows`: the
+    slip's values depend on rounding that the kernel's order of operations changes (a sum that cancels), so it is
+    recognised by the rows it gets wrong (the same rows as the kernel's, where those are the only wrong ones),
+    and only after every slip matched by its values."""
 
     text: str
     output: Callable[[dict[str, Any], Sizes], Any]
     where: Callable[[Sizes], str] | None = None
+    by_rows: bool = False
 
     def text_at(self, sizes: Sizes) -> str:
         """The sentence for a verdict at these sizes."""
         detail = self.where(sizes) if self.where is not None else ""
         return f"{self.text}; {detail}" if detail else self.text
+
+
+@dataclass(frozen=True)
+class OutputPart:
+    """One result packed into a puzzle's output: its name, how many indices of the packing axis it takes (a
+    size's name, or a number), and whether it keeps that axis as an index of its own (dx[m, n], rows 0 … M-1)
+    or has none (dw[n], one row)."""
+
+    name: str
+    extent: str | int
+    keeps_axis: bool = True
+
+
+@dataclass(frozen=True)
+class OutputParts:
+    """Results packed into one output along `axis`, in order (puzzle 26: dx, then dw, then db, down the rows):
+    verdicts name an element by its result, dw[3], not z[30, 3]."""
+
+    axis: int
+    parts: tuple[OutputPart, ...]
+
+    def locate(self, index: tuple[int, ...], sizes: Sizes) -> tuple[OutputPart, tuple[int, ...]] | None:
+        """The part holding z[index] and the element's index in it (None: past the parts, or another rank)."""
+        if self.axis >= len(index):
+            return None
+        start, at = 0, index[self.axis]
+        for part in self.parts:
+            extent = int(sizes[part.extent]) if isinstance(part.extent, str) else part.extent
+            if at < start + extent:
+                own = list(index)
+                if part.keeps_axis:
+                    own[self.axis] = at - start
+                else:
+                    del own[self.axis]
+                return part, tuple(own)
+            start += extent
+        return None
+
+    def element(self, index: tuple[int, ...], sizes: Sizes) -> str:
+        """`dw[3]` for z[M, 3]; `z[...]` where no part holds the index."""
+        found = self.locate(index, sizes)
+        if found is None:
+            return "z[" + ", ".join(str(i) for i in index) + "]"
+        part, own = found
+        return f"{part.name}[{', '.join(str(i) for i in own)}]" if own else part.name
 
 
 Grid = Callable[[Sizes], tuple[int, ...]]
@@ -283,6 +332,8 @@ class Puzzle:
     reduction: Reduction | None = None
     # Graded on the compiled code too (puzzle 23): how wide its global loads and stores must be.
     compiled_rule: CompiledRule | None = None
+    # Several results packed into the one output (puzzle 26's dx, dw and db): verdicts name them.
+    output_parts: OutputParts | None = None
 
     @property
     def id(self) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from puzzles.course.puzzle import Puzzle, Reduction, Sizes, SplitK, default_grid
+from puzzles.course.puzzle import OutputParts, Puzzle, Reduction, Sizes, SplitK, default_grid
 from puzzles.course.spec import SpecError, call_spec, spec_signature
 from puzzles.grading.inputs import build_arena, poison_, random_tensor
 from puzzles.grading.layouts import storage_numel, strided_layout, strided_view, strides_of
@@ -45,6 +45,9 @@ class Case:
     # one is told which slip it is): only when an output is wrong, never for a passing run (puzzle 12's slips
     # were most of its cases' time). `mistaken` holds the result.
     slips: Callable[[], list[tuple[str, torch.Tensor]]] | None = None
+    # The sentences of the slips recognised by the rows they get wrong, not their values (`Mistake.by_rows`).
+    slips_by_rows: frozenset[str] = frozenset()
+    parts: OutputParts | None = None  # results packed into the output (puzzle 26's dx, dw, db): named in verdicts
 
     @functools.cached_property
     def mistaken(self) -> list[tuple[str, torch.Tensor]]:
@@ -193,9 +196,11 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
     slips = _slips(p, {t.name: arena.tensors[t.name] for t in inputs},
                    {n: (views[n][0], strided[n]) for n in strided}, sizes)
     layouts = {n: strided_layout(views[n][0], p.strided_inputs[n], sizes) for n in strided} if p else {}
+    by_rows = frozenset(m.text_at(sizes) for m in p.likely_mistakes if m.by_rows) if p else frozenset()
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
-                 slips=slips, reduction=p.reduced_axis if p else None, layouts=layouts)
+                 slips=slips, slips_by_rows=by_rows, reduction=p.reduced_axis if p else None, layouts=layouts,
+                 parts=p.output_parts if p else None)
 
 
 def _slips(p: Puzzle | None, inputs: dict[str, torch.Tensor],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from puzzles.course.puzzle import OutputParts, Sizes
 from puzzles.grading.split_k import rows_text
 from puzzles.running.recording import Trace
 
@@ -162,3 +163,25 @@ def shared_indices_note(wrong: torch.Tensor) -> str:
     if not parts:
         return ""
     return f"every wrong element is in {' and '.join(parts)} of z: z[{', '.join(pattern)}]"
+
+
+def parts_note(wrong: torch.Tensor, parts: OutputParts, sizes: Sizes) -> str:
+    """Which of the results packed into z hold the wrong elements (puzzle 26: `every wrong element is in dx (z's
+    rows 0…29); dw and db are right`), with the indices they share within a result that has its own axis."""
+    wrong_in, right_in, start = [], [], 0
+    for part in parts.parts:
+        extent = int(sizes[part.extent]) if isinstance(part.extent, str) else part.extent
+        piece = wrong.narrow(parts.axis, start, min(extent, wrong.shape[parts.axis] - start))
+        (wrong_in if bool(piece.any()) else right_in).append((part, piece, start, extent))
+        start += extent
+    if not wrong_in:
+        return ""
+    axis = "row" if parts.axis == wrong.dim() - 2 else "column" if parts.axis == wrong.dim() - 1 else "index"
+    held = ", ".join(f"{p.name} (z's {axis}{'s' * (n > 1)} {rows_text(list(range(at, at + n)))})"
+                     for p, _, at, n in wrong_in)
+    text = f"every wrong element is in {held}"
+    if right_in:
+        text += f"; {' and '.join(p.name for p, *_ in right_in)} {'is' if len(right_in) == 1 else 'are'} right"
+    part, piece, _, _ = wrong_in[0]
+    shared = shared_indices_note(piece) if len(wrong_in) == 1 and part.keeps_axis else ""
+    return f"{text}; {shared.replace(' of z: z[', f' of {part.name}: {part.name}[')}" if shared else text

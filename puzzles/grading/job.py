@@ -6,14 +6,18 @@ the kernel, reading a signature, parsing source or looking the puzzle up again."
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from puzzles.course import catalog
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import ParsedSpec, parse_spec
 from puzzles.grading.cases import size_list
+from puzzles.grading.operations import mentions_16_bit
 from puzzles.running.kernel import KernelHandle
 
 
@@ -63,6 +67,17 @@ class GradingJob:
         p = self.puzzle
         return f"Puzzle {p.number}: {p.title}" if p else getattr(self.spec, "__name__", "kernel")
 
+    @functools.cached_property
+    def sixteen_bit(self) -> bool:
+        """Whether a 16-bit float type is in play: among the spec's tensors, or named in the kernel's source
+        (its helpers' included). Only then can a wrong output be the rounding of float16 or bfloat16."""
+        parsed = self.parsed_spec
+        if parsed is not None and parsed.tensors is not None:
+            inputs, result = parsed.tensors
+            if any(t.dtype in (torch.float16, torch.bfloat16) for t in (*inputs, result)):
+                return True
+        return mentions_16_bit(self.handle)
+
     @property
     def input_names(self) -> list[str]:
         """The kernel's pointer arguments before z_ptr, by tensor: the spec's inputs, or puzzle 21's tables."""
@@ -87,9 +102,11 @@ class GradingJob:
         """The job for one config of an autotuned kernel: its launch, with the config's sizes as the
         puzzle's sizes for this run (its B0 comes from the config)."""
         p = dataclasses.replace(self.puzzle, sizes=tuple(tuned)) if self.puzzle is not None else None
-        return dataclasses.replace(self, handle=self.handle.for_launch(launch), puzzle=p, sizes=tuned, nelem=None,
-                                   blocks=None, run_sizes=tuple(dict(s) for s in tuned), size_problem=None,
-                                   **overrides)
+        job = dataclasses.replace(self, handle=self.handle.for_launch(launch), puzzle=p, sizes=tuned, nelem=None,
+                                  blocks=None, run_sizes=tuple(dict(s) for s in tuned), size_problem=None, **overrides)
+        if "sixteen_bit" in self.__dict__:  # the same kernel and spec: resolved once for all the configs
+            job.__dict__["sixteen_bit"] = self.__dict__["sixteen_bit"]
+        return job
 
 
 def resolve_puzzle(puzzle: Puzzle | int | None, spec: Any, handle: KernelHandle) -> Puzzle | None:

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import torch
 
 from puzzles.grading.cases import Case
-from puzzles.grading.coverage import shared_indices_note, unwritten_notes
+from puzzles.grading.coverage import parts_note, shared_indices_note, unwritten_notes
 from puzzles.grading.inputs import unwritten_mask
 from puzzles.grading.job import GradingJob
 from puzzles.grading.result import MAX_SHOWN, SLIP_NOTE, Mismatch, SizeOutcome
@@ -22,16 +22,18 @@ from puzzles.running.recording import Access, Trace
 
 def judge_runs(job: GradingJob, cases: list[Case], runs: list[RunOutput]) -> list[SizeOutcome]:
     """A verdict for each size; the sizes after a timeout were not run."""
-    outcomes = [judge_run(case, run, job.file) for case, run in zip(cases, runs, strict=False)]
+    outcomes = [judge_run(case, run, job.file, sixteen_bit=job.sixteen_bit)
+                for case, run in zip(cases, runs, strict=False)]
     _drop_unfounded_guesses(outcomes, runs)
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
     return outcomes
 
 
-def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
-    """One size's verdict from its run (`filename`: the kernel's file, whose lines errors quote)."""
+def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: bool = True) -> SizeOutcome:
+    """One size's verdict from its run (`filename`: the kernel's file, whose lines errors quote; `sixteen_bit`:
+    a 16-bit float type is in play, `GradingJob.sixteen_bit`, so a near miss may be its rounding)."""
     o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
-                    output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected)
+                    output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected, parts=case.parts)
     if run.error is not None:
         o.status = "timeout" if run.error.kind == "timeout" else "error"
         o.error = run.error
@@ -54,7 +56,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     if case.zero_init:
         # Accumulating outputs start at zero: only the recorded stores tell what was written.
         unwritten = _never_stored(run.trace, out.shape, case) if recorded else torch.zeros_like(out, dtype=torch.bool)
-        race = _race(run.trace, filename) if recorded else None
+        race = _race(run.trace, filename, _namer(run.trace, o)) if recorded else None
         # An access out of bounds comes first: a block that runs past its rows (puzzle 26's rows past M) also
         # lands in other programs' elements, and the missing mask is the cause of both.
         if race is not None and not run.trace.invalid:
@@ -86,8 +88,8 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     if o.mismatch_count and case.row_tolerance and expected.dim() >= 2:
         o.note = _row_summary(torch.where(unwritten, 0, out), expected, wrong)
     if o.mismatch_count:
-        _add_notes(o, [shared_indices_note(wrong)])
-        _explain_wrong(o, out, expected, wrong, case, run.trace)
+        _add_notes(o, [parts_note(wrong, case.parts, case.sizes) if case.parts else shared_indices_note(wrong)])
+        _explain_wrong(o, out, expected, wrong, case, run.trace, sixteen_bit)
         if recorded and case.reduction is not None:
             _add_notes(o, [_unread_note(run.trace, case)])
     if run.trace is not None and run.trace.invalid:
@@ -100,7 +102,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None) -> SizeOutcome:
     elif o.mismatch_count:
         o.status = "wrong"
     elif recorded and (race := cross_program_race(run.trace, filename, _outputs(run.trace, case),
-                                                             atomics=not case.zero_init)) is not None:
+                                                  atomics=not case.zero_init, name=_namer(run.trace, o))) is not None:
         o.status, o.error = "race", race
     elif recorded and case.split_k is not None:
         broken = split_k_violation(run.trace, case.split_k, case.sizes, filename)
@@ -138,10 +140,11 @@ def _add_notes(o: SizeOutcome, notes: list[str]) -> None:
 
 
 def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: Case,
-                   trace: Trace | None) -> None:
+                   trace: Trace | None, sixteen_bit: bool = True) -> None:
     """Say what the wrong values look like when the run knows why: lanes a load left undefined, a
-    contiguous reading of an input that the kernel was given the strides of, or values all a rounding away
-    (a float16 computation where the spec's is float32)."""
+    contiguous reading of an input that the kernel was given the strides of, a likely slip, or values all a
+    rounding away (a float16 computation where the spec's is float32, where a 16-bit type is in play; a small
+    term or a constant otherwise)."""
     early = _output_read_before_written(trace, case) if trace is not None and trace.recorded else None
     if early is not None and out.is_floating_point() and bool((torch.isnan(out) & wrong).any()):
         _add_notes(o, [f"line {early.line} loads {early.tensor}, an output, where nothing was stored yet: an output "
@@ -159,11 +162,10 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
         _add_notes(o, ["the output matches a contiguous reading of the input (as if its strides were those of a "
                        "packed array): address the elements with the strides the kernel is given"])
         return
-    for text, mistaken in case.mistaken:
-        if mistaken.shape == out.shape and not bool(_close(mistaken, expected, case).all()) \
-                and bool(_close(out, mistaken, case).all()):
-            _add_notes(o, [SLIP_NOTE + text])
-            return
+    slip = _matching_slip(out, expected, wrong, case)
+    if slip is not None:
+        _add_notes(o, [SLIP_NOTE + slip])
+        return
     # Not for zeros alone: an output left at 0 (a sum never accumulated) is whole too, for another reason.
     if (expected.dtype.is_floating_point and _whole_numbers(out[wrong]) and bool((out[wrong] != 0).any())
             and not _whole_numbers(expected[wrong])):
@@ -180,7 +182,12 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
     off = ((o64 - e64).abs() / e64.abs().clamp(min=typical)).nan_to_num(nan=1.0, posinf=1.0)
     if not off.numel() or float(off.max()) >= _LOW_PRECISION_ERROR:
         return
-    if expected.dtype == torch.float32:
+    if expected.dtype == torch.float32 and not sixteen_bit:
+        _add_notes(o, [f"every wrong element is off by at most {float(off.max()):.2%} of its value (or of the "
+                       "output's typical size): close to the spec's values, but outside its tolerance; is a small "
+                       "term missing, a constant slightly off (a number written where an argument of the kernel "
+                       "belongs), or a difference of two large sums that cancel (their rounding is what is left)?"])
+    elif expected.dtype == torch.float32:
         _add_notes(o, [f"every wrong element is off by at most {float(off.max()):.2%} of its value (or of the "
                        "output's typical size), the error that float16 or bfloat16 arithmetic makes: is a value "
                        "converted to a lower precision, or accumulated in one? compute in float32, as the spec "
@@ -195,6 +202,26 @@ def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wr
                        f"output's typical size): the error of a sum "
                        f"kept in {dtype}, which rounds at every step; accumulate in float32 (tl.zeros(..., "
                        f"dtype=tl.float32)) and convert to {dtype} once, when storing, as the spec does"])
+
+
+def _matching_slip(out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: Case) -> str | None:
+    """The sentence of the likely slip the output is: one whose values it matches (within the tolerance), else
+    one recognised by its rows (`Mistake.by_rows`) that gets exactly the output's wrong rows wrong."""
+    by_rows = []
+    for text, mistaken in case.mistaken:
+        if mistaken.shape != out.shape or bool(_close(mistaken, expected, case).all()):
+            continue  # the slip changes nothing here: it cannot be told from a right kernel
+        if text in case.slips_by_rows:
+            by_rows.append((text, mistaken))
+        elif bool(_close(out, mistaken, case).all()):
+            return text
+    if expected.dim() < 2:
+        return None
+    rows_wrong = wrong.reshape(-1, wrong.shape[-1]).any(-1)
+    for text, mistaken in by_rows:
+        if torch.equal((~_close(mistaken, expected, case)).reshape(-1, wrong.shape[-1]).any(-1), rows_wrong):
+            return text
+    return None
 
 
 def _output_read_before_written(trace: Trace, case: Case) -> Access | None:
@@ -336,12 +363,20 @@ def _is_transposed(out: torch.Tensor, expected: torch.Tensor, case: Case) -> boo
     return bool(_close(flipped, expected, case).all())
 
 
-def _race(trace: Trace, filename: str | None) -> KernelError | None:
+def _namer(trace: Trace, o: SizeOutcome) -> Callable[[int], str]:
+    """Names z's element at a flat position as the verdict does: `z[3, 4]`, or `dw[4]` in a packed output."""
+    shape = trace.tensors.get("z", ((),))[0]
+    return lambda flat: o.element(tuple(int(c) for c in np.unravel_index(flat, shape))) if shape else f"z[{flat}]"
+
+
+def _race(trace: Trace, filename: str | None, name: Callable[[int], str] = lambda e: f"z[{e}]") -> KernelError | None:
     """Two programs writing one output element where the result depends on their order: one of them
     uses a plain store, or they combine different operations (tl.atomic_xchg with tl.atomic_add).
 
     Programs run one after another in the interpreter, so a load-add-store into a shared output
-    gives the right sum here and a wrong one on a GPU, where they run at once: name it.
+    gives the right sum here and a wrong one on a GPU, where they run at once: name it. A plain store of
+    zeros beside other programs' atomics is a zeroing of an output that starts at zero: the fix is to
+    delete it, not to make it atomic.
     """
     import linecache
 
@@ -360,10 +395,18 @@ def _race(trace: Trace, filename: str | None) -> KernelError | None:
                 continue
             source = lambda a: linecache.getline(filename or "", a.line or 0)  # noqa: E731
             if first[1] == "store" or how == "store":
-                plain = first[2] if first[1] == "store" else access
+                plain, other = (first[2], access) if first[1] == "store" else (access, first[2])
+                if other.op == "atomic" and plain.values is not None and not np.any(plain.values):
+                    return KernelError(
+                        "race",
+                        f"program {plain.program} stores 0 into {name(element)} while program {other.program} "
+                        f"adds into it with tl.atomic_{other.rmw or 'add'}: on a GPU the programs run at the same "
+                        "time, so the zeroing may land after another program's add and erase it. The output "
+                        "already starts at zero (the grader fills it, as torch.zeros would): delete the zeroing, "
+                        "and let every program only add", plain.line, source(plain), filename)
                 return KernelError(
                     "race",
-                    f"programs {first[2].program} and {access.program} both write z element {element} and "
+                    f"programs {first[2].program} and {access.program} both write {name(element)} and "
                     f"program {plain.program} uses a plain tl.store: on a GPU they run at the same time and one "
                     "overwrites the other (use tl.atomic_add to accumulate into a shared output)",
                     plain.line, source(plain), filename)
@@ -372,7 +415,7 @@ def _race(trace: Trace, filename: str | None) -> KernelError | None:
                 return KernelError(
                     "race",
                     f"programs {first[2].program} (tl.atomic_{first[1]}) and {access.program} "
-                    f"(tl.atomic_{how}) both write z element {element}: the result depends on the order in which "
+                    f"(tl.atomic_{how}) both write {name(element)}: the result depends on the order in which "
                     "they run, which a GPU does not fix (use tl.atomic_add in every program to accumulate into a "
                     "shared output)", odd.line, source(odd), filename)
     return None
@@ -383,20 +426,21 @@ _ORDER_WORDS = ("on a GPU the programs run at the same time, in no fixed order (
 
 
 def cross_program_race(trace: Trace, filename: str | None, outputs: Iterable[str] = ("z",),
-                       atomics: bool = True) -> KernelError | None:
+                       atomics: bool = True, name: Callable[[int], str] | None = None) -> KernelError | None:
     """A result that only the interpreter's program order makes right, in any of the `outputs`: two programs
     plain-storing different values into one element (the later one won here), or a program loading an element
     that another program stores (here the other one had already run, or had not: on a GPU either may happen).
     A plain store beside another program's atomic is `_race`'s (`atomics`: not run yet); the same value stored
-    twice is harmless."""
+    twice is harmless. `name`: z's element at a flat position as the verdict names it."""
     if atomics and any(a.op == "atomic" and a.tensor == "z" for a in trace.accesses):
-        found = _race(trace, filename)
+        found = _race(trace, filename, *([name] if name else []))
         if found is not None:
             return found
-    return next(filter(None, (_order_dependence(trace, filename, name) for name in outputs)), None)
+    return next(filter(None, (_order_dependence(trace, filename, output, name) for output in outputs)), None)
 
 
-def _order_dependence(trace: Trace, filename: str | None, output: str) -> KernelError | None:
+def _order_dependence(trace: Trace, filename: str | None, output: str,
+                      name: Callable[[int], str] | None = None) -> KernelError | None:
     """`cross_program_race` for one output tensor."""
     import linecache
 
@@ -413,6 +457,8 @@ def _order_dependence(trace: Trace, filename: str | None, output: str) -> Kernel
     stores = [a for a in trace.accesses if a.tensor == output and a.op != "load" and a.elements.size]
 
     def where(element: int) -> str:
+        if name is not None and output == "z":
+            return name(element)
         coords = np.unravel_index(element, shape) if len(shape) > 1 else (element,)
         return f"{output}[{', '.join(str(int(c)) for c in coords)}]"
 

@@ -95,6 +95,26 @@ def _own_functions(handle: KernelHandle) -> Iterator[tuple[Callable[..., Any], t
                 queue.append((inner, (*path, inner.__name__)))
 
 
+# How a kernel names a 16-bit float type: tl.float16, tl.bfloat16, tl.half, "fp16", "bf16" (in code, not comments).
+_SIXTEEN_BIT_NAMES = frozenset({"float16", "bfloat16", "half", "fp16", "bf16"})
+
+
+def mentions_16_bit(handle: KernelHandle) -> bool:
+    """Whether the kernel or a @triton.jit helper of the learner's it reaches names a 16-bit float type in its
+    code (a conversion, an accumulator, a pointer cast; not a comment or a docstring): then a float16 or
+    bfloat16 rounding can be what is wrong."""
+    for fn, _ in _own_functions(handle):
+        source = handle.source(fn)
+        if source is None or source.tree is None:
+            continue
+        for node in ast.walk(source.tree):
+            named = (node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name)
+                     else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
+            if named in _SIXTEEN_BIT_NAMES:
+                return True
+    return False
+
+
 def _module_name(value: Any) -> str | None:
     return value.__name__ if inspect.ismodule(value) else None
 

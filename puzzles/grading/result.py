@@ -76,6 +76,7 @@ class SizeOutcome:
     output: torch.Tensor | None = None
     transposed: bool = False  # the output is the expected one transposed
     note: str = ""  # more about the wrong elements (which rows, by how much)
+    parts: Any = None  # the puzzle's OutputParts: results packed into z, each element named by its result
     time_limit: float | None = None  # for a size stopped at its time limit: the limit, in seconds
 
     def time_text(self) -> str:
@@ -96,6 +97,11 @@ class SizeOutcome:
 
     def size_text(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.sizes.items())
+
+    def element(self, index: tuple[int, ...]) -> str:
+        """How the verdict names an output element: `z[2, 5]`, or by its result where several are packed
+        into z (puzzle 26: `dw[5]`)."""
+        return self.parts.element(index, self.sizes) if self.parts is not None else "z" + _fmt_index(index)
 
     def reason(self) -> str:
         """One line saying what went wrong at this size."""
@@ -123,14 +129,14 @@ class SizeOutcome:
             parts.append(f"all {total} output elements never written")
             return "; ".join(parts)
         if self.unwritten_count:
-            first = _fmt_index(self.unwritten[0]) if self.unwritten else ""
-            parts.append(f"{self.unwritten_count} of {total} output elements never written (first z{first})")
+            first = f" (first {self.element(self.unwritten[0])})" if self.unwritten else ""
+            parts.append(f"{self.unwritten_count} of {total} output elements never written{first}")
         if self.transposed:
             parts.append("the output is the expected one transposed (rows and columns swapped: check which index "
                          "goes with the row stride in the store and the loads)")
         if self.mismatch_count:
             m = self.mismatches[0]
-            first = f"first z{_fmt_index(m.index)}: {m.values()}"
+            first = f"first {self.element(m.index)}: {m.values()}"
             parts.append(f"{self.mismatch_count} of {total} elements wrong ({first})")
         if self.note:
             parts.append(self.note)
@@ -305,10 +311,11 @@ def brief_reason(reason: str, limit: int = BRIEF) -> str:
 
 def _without_first_values(text: str) -> str:
     """`64 of 64 elements wrong (first z[0, 0]: expected ..., got ... (nibbles ... differ))` less its
-    parenthesis: the values of one element say little in a table row."""
-    start = text.find(" (first z")
-    if start < 0:
+    parenthesis: the values of one element say little in a table row. (A packed output names it dw[3].)"""
+    found = re.search(r" \(first \w+\[", text)
+    if found is None:
         return text
+    start = found.start()
     depth = 0
     for end in range(start + 1, len(text)):
         depth += {"(": 1, ")": -1}.get(text[end], 0)
@@ -363,15 +370,15 @@ def _detail_lines(o: SizeOutcome) -> list[str]:
         lines.append("  first wrong elements (index: expected vs got):")
         for m in o.mismatches[:MAX_SHOWN]:
             if m.word_bits:
-                head = f"    z{_fmt_index(m.index)}: "
+                head = f"    {o.element(m.index)}: "
                 lines.append(f"{head}{_hex(m.expected, m.word_bits)} vs {_hex(m.got, m.word_bits)}  "
                              f"({_nibbles_text(m.differing_nibbles())} differ)")
                 lines.append(" " * (len(head) + 2 + m.word_bits // 4 + 4) + m.marks())
             else:
                 pair = m.values().replace("expected ", "").replace(", got", " vs")
-                lines.append(f"    z{_fmt_index(m.index)}: {pair}")
+                lines.append(f"    {o.element(m.index)}: {pair}")
     if o.unwritten:
-        shown = ", ".join("z" + _fmt_index(i) for i in o.unwritten[:MAX_SHOWN])
+        shown = ", ".join(o.element(i) for i in o.unwritten[:MAX_SHOWN])
         lines.append(f"  never written: {shown}{' ...' if o.unwritten_count > MAX_SHOWN else ''}")
     return lines
 

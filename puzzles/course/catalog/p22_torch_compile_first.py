@@ -5,6 +5,7 @@ from jaxtyping import Float16
 from torch import Tensor
 
 from puzzles.course import mistakes_epilogue as slips
+from puzzles.course.bug_inputs import linear_cancelling_sum
 from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal, cdiv
 
 
@@ -36,8 +37,9 @@ Read it for three things:
   above it in the `async_compile.triton(...)` string.
 * **What goes through memory between them.** `buf0` is the matmul's output, `M × N` in fp16: cuBLAS
   writes all of it, and the Triton kernel `triton_poi_fused_add_relu_0` (*poi*: pointwise; *fused
-  add relu*: the two operations it fused) reads all of it back, adds `b`, applies the relu and writes
-  `z`. At the size below `z` is 128 MB, so that round trip moves 256 MB that a fused kernel never moves.
+  add relu*: the two operations it fused) reads all of it back, adds `b`, applies the relu and writes the
+  result over it, in place (`in_out_ptr0`; `buf1 = buf0  # reuse`), the buffer the call returns as `z`. At the
+  size below `z` is 128 MB, so that round trip moves 256 MB that a fused kernel never moves.
 * **What the generated kernel looks like.** A flat index `xindex`, loads with `eviction_policy`, a mask
   `xmask`: a kernel like the ones of puzzles 1-6, which you can read and could have written.
 
@@ -87,6 +89,8 @@ two of at least 16 (`tl.dot`'s smallest tile). On a GPU the speed challenge time
         {"M": 50, "N": 70, "K": 64, "BM": 16, "BN": 32, "BK": 16},  # M and N not multiples of their blocks
         # M < N: a bias read by row (b[m]) stays in bounds and is wrong; BM != BN catches swapped blocks.
         {"M": 33, "N": 100, "K": 40, "BM": 32, "BN": 64, "BK": 16},
+        # A running sum over K that reaches 512 and cancels (linear_cancelling_sum): a float16 accumulator fails.
+        {"M": 20, "N": 36, "K": 97, "BM": 16, "BN": 16, "BK": 32},
     ),
     hints=(
         "Start from puzzle 11's tile loop without the batch: `m = tl.program_id(0) * BM + tl.arange(0, BM)`, "
@@ -104,12 +108,24 @@ two of at least 16 (`tl.dot`'s smallest tile). On a GPU the speed challenge time
     # up to about 15 at these sizes, where an fp16 step is 0.008.
     rtol=1e-2,
     atol=1e-2,
+    draw_inputs=linear_cancelling_sum,
     likely_mistakes=(
+        Mistake("the accumulator is stored as it is, without the epilogue: add b[n] and apply the relu to it "
+                "before the store, z = max(0, acc + b)", slips.linear_without_epilogue),
         Mistake("the bias is left out: add b[n] to the accumulator before the relu", slips.linear_without_bias),
         Mistake("the relu is left out: z = max(0, acc + b)", slips.linear_without_relu),
         Mistake("the bias is added after the relu; it goes inside: z = max(0, acc + b)", slips.linear_bias_after_relu),
         Mistake("the bias is read by row (b[m]); there is one per column: b_ptr + n, broadcast as b[None, :]",
                 slips.linear_bias_by_row),
+        Mistake("w is read as if it were N × K (w_ptr + n * K + k): it is K × N, row k holding the N weights of "
+                "input k, so its tile is w_ptr + k[:, None] * N + n[None, :]", slips.linear_w_read_as_n_by_k),
+        Mistake("x is read as if it were K × M (x_ptr + k * M + m): it is M × K, row m holding token m's K inputs, "
+                "so its tile is x_ptr + m[:, None] * K + k[None, :]", slips.linear_x_read_as_k_by_m),
+        Mistake("the running sum over K is kept in float16 (a float16 accumulator, tl.dot(..., "
+                "out_dtype=tl.float16), or each chunk's product rounded to float16 before it is added): at this "
+                "size the sum climbs to 512, where float16 steps by 0.5, before it cancels; keep acc = "
+                "tl.zeros([BM, BN], dtype=tl.float32), add tl.dot's float32 result, and round to float16 once, "
+                "in the store", slips.linear_float16_accumulator),
     ),
     lead_cells=(("markdown", COMPILE_TEXT), ("code", COMPILE_CODE)),
     perf_size={"M": 8192, "N": 8192, "K": 256, "BM": 128, "BN": 128, "BK": 64},

@@ -118,6 +118,10 @@ The grid is `(cdiv(N0, B0), N1)`: program `(c, j)` handles columns `c·B0 … c�
                 slips.dropout_keep_below),
         Mistake("the kept values are not divided by 1 - p: dropout keeps each element's expected value, so the "
                 "survivors are x / (1 - p)", slips.dropout_not_rescaled),
+        Mistake("the kept values are multiplied by 1 - p: divide by it, x / (1 - p), so that the expected value "
+                "(1 - p) · x / (1 - p) is x", slips.dropout_scaled_by_keep),
+        Mistake("the kept values are divided by p, the probability of dropping: divide by 1 - p, the probability "
+                "of keeping, x / (1 - p)", slips.dropout_divided_by_p),
     ),
     # The mask is exact (the numbers are); the kept values are one float32 division, which a GPU's
     # division (within 2 units in the last place) and x * (1 / (1 - p)) round differently.

@@ -76,6 +76,22 @@ the backward pass to reuse: puzzle 26 receives them as inputs.
         Mistake("the sums are divided by the padded width (N rounded up to whole blocks of BN): divide by N",
                 slips.layernorm_padded_count),
         Mistake("the weight and the bias are swapped: z = x̂ · w + b", slips.layernorm_affine_swapped),
+        Mistake("the mean is divided by BN, the block's width (mean = tl.sum(acc, axis=0) / BN): the row has N "
+                "elements, so divide its sum by N", slips.layernorm_mean_over_block),
+        Mistake("the mean and the variance are divided by BN, the block's width: the row has N elements, so "
+                "divide both sums by N", slips.layernorm_statistics_over_block),
+        Mistake("the weight and the bias are never applied (z = x̂): load w[cols] and b[cols] in the last pass and "
+                "store (x - mean) * rstd * w + b", slips.layernorm_without_affine),
+        Mistake("eps is not the kernel's argument (written as a number, 1e-5, or left out): rstd = 1 / sqrt(var + "
+                "eps) with the eps the kernel is given, which the graded sizes change (eps=1e-3 at one)",
+                slips.layernorm_eps_written),
+        Mistake("eps is left out: rstd = 1 / sqrt(var + eps), which keeps a row of nearly equal values from "
+                "dividing by (nearly) zero", slips.layernorm_without_eps),
+        Mistake("the variance is computed as E[x²] - mean² (the sum of squares less the squared mean): where a "
+                "row's mean is large beside its spread (the rows around 30 here) the two nearly cancel and "
+                "their float32 rounding is what is left; compute it from the centred values, the mean of "
+                "(x - mean)², in a second pass over the row (or with Welford's updates)",
+                slips.layernorm_one_pass_variance, by_rows=True),
     ),
     # Sums of a few hundred float32 terms, in any order: off by about 1e-6 of the row; a variance off by
     # 1/N (N - 1 instead of N) or computed in float16 must fail.

@@ -8,7 +8,7 @@ from puzzles.course import mistakes_dropout_norm as slips
 from puzzles.course.bug_inputs import layernorm_saved_statistics
 from puzzles.course.catalog.tracks import TRAINING_ORDER_NOTE
 from puzzles.course.picture_hooks import SharedRows
-from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, cdiv
+from puzzles.course.puzzle import Mistake, OutputPart, OutputParts, Puzzle, SpeedGoal, cdiv
 
 
 def layernorm_backward_spec(x: Float32[Tensor, "M N"], w: Float32[Tensor, "N"], dy: Float32[Tensor, "M N"],
@@ -21,6 +21,8 @@ def layernorm_backward_spec(x: Float32[Tensor, "M N"], w: Float32[Tensor, "N"], 
     db = dy.sum(0, keepdim=True)
     return torch.cat([dx, dw, db])
 
+
+FIRST_N = 100  # the notebook cell's N: a kernel that writes N as a number most likely writes this one
 
 PUZZLE = Puzzle(
     number=26,
@@ -65,7 +67,7 @@ hold `dx`, row `M` holds `dw` (at `z_ptr + M*N`), row `M + 1` holds `db`. The gr
 A row fits in one block: `BN` is a power of two at least `N`, so mask the columns `n < N`.
 """,
     sizes=(
-        {"M": 30, "N": 100, "BM": 4, "BN": 128},
+        {"M": 30, "N": FIRST_N, "BM": 4, "BN": 128},
         {"M": 17, "N": 33, "BM": 8, "BN": 64},
         {"M": 48, "N": 64, "BM": 16, "BN": 64},
         # Twenty programs adding into the same dw and db: a lost update is no rare event here.
@@ -85,15 +87,27 @@ A row fits in one block: `BN` is a power of two at least `N`, so mask the column
     draw_inputs=layernorm_saved_statistics,
     launch_order_note=TRAINING_ORDER_NOTE,
     shared_rows=SharedRows("M", ("dw", "db"), "BM"),
+    output_parts=OutputParts(0, (OutputPart("dx", "M"), OutputPart("dw", 1, keeps_axis=False),
+                                 OutputPart("db", 1, keeps_axis=False))),
     likely_mistakes=(
         Mistake("dx lacks its two row means: dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂)), because every x̂ "
                 "of a row depends on every x of it", slips.layernorm_dx_without_means),
+        Mistake("dx lacks its term − mean(w·dy) (c2 = tl.sum(w * dy, axis=0) / N, through the row's mean μ): "
+                "dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂))", slips.layernorm_dx_without_mean_term),
+        Mistake("dx lacks its term − x̂ · mean(w·dy·x̂) (c1 = tl.sum(x̂ * w * dy, axis=0) / N, through the row's "
+                "rstd): dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂))", slips.layernorm_dx_without_xhat_term),
         Mistake("dx uses dy where w · dy belongs (the gradient reaching x̂ is w · dy, in all three terms)",
                 slips.layernorm_dx_without_weight),
         Mistake("the row means of dx are divided by BN, the block's width: divide by N (the masked lanes hold no "
                 "element)", slips.layernorm_dx_means_over_block),
+        Mistake(f"the row means of dx are divided by {FIRST_N}, the first size's N written as a number: divide by "
+                "the kernel's argument N, which the graded sizes change", slips.layernorm_dx_means_over(FIRST_N)),
         Mistake("dw sums dy · x: the weight multiplies the normalised x̂ = (x − mean) · rstd, so dw = Σ dy · x̂",
                 slips.layernorm_dw_from_x),
+        Mistake("dw and db are swapped: dw = Σ dy · x̂ goes in row M (z_ptr + M * N + cols), db = Σ dy in row M + 1",
+                slips.layernorm_dw_db_swapped),
+        Mistake("dx is not multiplied by rstd: dx = rstd · (w·dy − mean(w·dy) − x̂ · mean(w·dy·x̂)), the rstd "
+                "coming from x̂ = (x − mean) · rstd", slips.layernorm_dx_without_rstd),
     ),
     # dw and db are sums of up to 40 float32 terms added by atomics in any order, dx a difference of row
     # means: off by about 1e-6; a term left out, or float16 arithmetic, must fail.
