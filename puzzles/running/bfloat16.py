@@ -192,14 +192,28 @@ _BUILDER_WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]]
 # -- reductions and scans ----------------------------------------------------------------------------------
 
 
-def _pairwise_sum(values: np.ndarray) -> np.ndarray:
-    """Sums along the last axis, halving it at each step and rounding each partial sum to bfloat16, as a GPU's
-    reduction tree adds bfloat16 partial sums (its exact order depends on the layout)."""
-    while values.shape[-1] > 1:
-        if values.shape[-1] % 2:
-            values = np.concatenate([values, np.zeros(values.shape[:-1] + (1,), values.dtype)], axis=-1)
-        values = widen(round_to_bfloat16(values[..., 0::2] + values[..., 1::2]))
-    return values[..., 0]
+_PER_THREAD = 8  # bfloat16 values a GPU thread holds along a row: 16 bytes, one vector load
+
+
+def _sum_in_a_gpus_order(values: np.ndarray) -> np.ndarray:
+    """Sums along the last axis in the order a GPU's reduction adds bfloat16, each partial sum rounded to
+    bfloat16: each thread adds its 8 neighbouring values in turn, then the threads' sums combine by halves (the
+    warp's shuffles). Measured on an H200: a 32 x 32 row sum matched it bit for bit (another layout can order it
+    otherwise). -0.0 pads a ragged axis: adding it changes nothing, not even a zero's sign."""
+    length = values.shape[-1]
+    per_thread = min(_PER_THREAD, length)
+    threads = 1 << max(0, -(-length // per_thread) - 1).bit_length()
+    padding = threads * per_thread - length
+    if padding:
+        values = np.concatenate([values, np.full(values.shape[:-1] + (padding,), -0.0, values.dtype)], axis=-1)
+    values = values.reshape(values.shape[:-1] + (threads, per_thread))
+    total = values[..., 0]
+    for i in range(1, per_thread):
+        total = widen(round_to_bfloat16(total + values[..., i]))
+    while total.shape[-1] > 1:
+        half = total.shape[-1] // 2
+        total = widen(round_to_bfloat16(total[..., :half] + total[..., half:]))
+    return total[..., 0]
 
 
 def _sum(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -209,10 +223,10 @@ def _sum(original: Callable[..., Any]) -> Callable[..., Any]:
         values = widen(input.handle.data)
         axis = self.axis
         if axis is None:
-            total = _pairwise_sum(values.reshape(1, -1))[0]
+            total = _sum_in_a_gpus_order(values.reshape(1, -1))[0]
             bits = round_to_bfloat16(total).reshape((1,) * values.ndim if self.keep_dims else ())
         else:
-            total = _pairwise_sum(np.moveaxis(values, axis, -1))
+            total = _sum_in_a_gpus_order(np.moveaxis(values, axis, -1))
             bits = round_to_bfloat16(np.expand_dims(total, axis) if self.keep_dims else total)
         return self.to_tensor(bits, input.dtype)
     return sum
