@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from puzzles import on_gpu, sandboxed, test  # conftest imports puzzles first: the interpreter is on before triton
+from puzzles import on_gpu, print_if, sandboxed, test  # conftest imports puzzles first: the interpreter is on first
 from puzzles.course import catalog
 from puzzles.grading.result import SLIP_NOTE
 from puzzles.running import bfloat16
@@ -247,12 +247,39 @@ def test_the_fixes_are_undone_after_each_launch_and_hold_on_this_triton():
     assert bfloat16.interpreter_limit() is None
     launch(bf16_dot_kernel, (1,), torch.ones(16, 16), torch.ones(16, 16), *(torch.empty(16, 16) for _ in range(3)),
            M=16, K=16, N=16)
-    for name in ("binary_op", "unary_op", "ternary_op", "cast_impl", "create_dot", "create_fp_to_fp", "get_bf16"):
+    for name in ("binary_op", "unary_op", "ternary_op", "cast_impl", "create_dot", "create_fp_to_fp", "get_bf16",
+                 "create_atomic_rmw"):
         assert name not in vars(builder), name
     assert interpreter.ReduceOps.sum.__qualname__.startswith("ReduceOps")
     with bfloat16.as_on_a_gpu():
         assert "create_dot" in vars(builder)
     assert "create_dot" not in vars(builder)
+
+
+@triton.jit
+def bf16_print_and_atomic_kernel(x_ptr, z_ptr, pairs_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(x_ptr + r)
+    print_if("values", x, pid_0=0)
+    print("plain", x)
+    tl.device_print("device", x)
+    tl.atomic_add(z_ptr + r, x)
+    tl.atomic_add(pairs_ptr + r % 2, x)  # lanes that share an element each add
+
+
+@interpreted_only
+def test_bfloat16_prints_as_numbers_and_adds_atomically(capsys):
+    x = torch.tensor([0.5, 1.25, -3.0, 2.0], dtype=torch.bfloat16)
+    z, pairs = torch.ones(4, dtype=torch.bfloat16), torch.zeros(2, dtype=torch.bfloat16)
+    before = (tl.core.tensor.__repr__, tl.core.tensor.__str__)
+    launch(bf16_print_and_atomic_kernel, (2,), x, z, pairs, N=4)
+    printed = capsys.readouterr().out
+    for where in ("values", "plain", "device"):
+        assert any(where in line and "1.25" in line and "-3." in line for line in printed.splitlines()), printed
+    assert "16128" not in printed  # 0.5's pattern
+    assert (tl.core.tensor.__repr__, tl.core.tensor.__str__) == before
+    assert torch.equal(z, 1 + x + x)
+    assert torch.equal(pairs, torch.tensor([0.5 - 3.0 + 0.5 - 3.0, 1.25 + 2.0 + 1.25 + 2.0], dtype=torch.bfloat16))
 
 
 @triton.jit

@@ -163,6 +163,24 @@ def _dot(original: Callable[..., Any]) -> Callable[..., Any]:
     return create_dot
 
 
+def _atomic_rmw(original: Callable[..., Any]) -> Callable[..., Any]:
+    """tl.atomic_add into bfloat16, which the interpreter refuses ("Unsupported data type") and a GPU runs:
+    lane by lane, each sum rounded to bfloat16 (lanes that share an element each add); the old values are
+    returned. Triton's front end refuses every other atomic on bfloat16."""
+    def create_atomic_rmw(rmw_op: Any, ptr: Any, val: Any, mask: Any, *rest: Any) -> Any:
+        if not is_bfloat16(val) or str(rmw_op).rsplit(".", 1)[-1] not in ("FADD", "ADD"):
+            return original(rmw_op, ptr, val, mask, *rest)
+        addresses, values = np.broadcast_arrays(np.asarray(ptr.data, dtype=np.uint64), widen(val.data))
+        active = np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)
+        old = np.zeros(addresses.shape, dtype=np.uint16)
+        for lane in zip(*np.nonzero(active), strict=True):
+            at, on = addresses[lane].reshape(1), np.ones(1, dtype=bool)
+            old[lane] = _interp._interpreter.load(at, on, np.zeros(1, np.uint16), np.dtype(np.uint16))[0]
+            _interp._interpreter.store(at, round_to_bfloat16(widen(old[lane]) + values[lane]).reshape(1), on)
+        return _interp.TensorHandle(old, val.dtype.scalar)
+    return create_atomic_rmw
+
+
 def _get_bf16(value: float) -> Any:
     """A bfloat16 constant (`tl.full(..., 2.0, tl.bfloat16)`), which some interpreters have no method for."""
     return _interp.TensorHandle(round_to_bfloat16(np.array([value], dtype=np.float64)), tl.bfloat16)
@@ -176,6 +194,23 @@ def _print(original: Callable[..., Any]) -> Callable[..., Any]:
     return create_print
 
 
+def _tensor_text(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`print(x)` in an interpreted kernel: a block's values, bfloat16 ones as numbers (the interpreter shows
+    the patterns). Set through the launch's own undo list where it has one (3.6 and later)."""
+    def patch_lang_tensor(tensor: Any, *rest: Any) -> Any:
+        done = original(tensor, *rest)
+        scope = rest[0] if rest and hasattr(rest[0], "set_attr") else None
+        for name, show in (("__repr__", repr), ("__str__", str)):
+            def text(self: Any, show: Callable[[Any], str] = show) -> str:
+                return show(readable(self))
+            if scope is not None:
+                scope.set_attr(tensor, name, text)
+            else:  # Triton 3.5: the course's snapshot of the tensor class undoes it (compat.patch_lang)
+                setattr(tensor, name, text)
+        return done
+    return patch_lang_tensor
+
+
 _BUILDER_WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     # The shared helpers behind the builder's elementwise methods: fadd, fsub, fmul, frem, min/max, the float
     # comparisons, negation (3.9), select and clamp.
@@ -186,6 +221,7 @@ _BUILDER_WRAPPERS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]]
     # Behind create_fp_trunc, create_fp_ext, create_si_to_fp, create_fp_to_si and the rest of the casts.
     "cast_impl": _cast,
     "create_dot": _dot,
+    "create_atomic_rmw": _atomic_rmw,
 }
 
 
@@ -304,6 +340,8 @@ def _replacements() -> list[tuple[Any, str, Any]]:
     if callable(printer) and list(inspect.signature(printer).parameters)[1:3] == ["hex", "values"]:
         found.append((builder, "create_print", _print(printer)))
     found.append((builder, "get_bf16", _get_bf16))
+    if callable(getattr(_interp, "_patch_lang_tensor", None)):
+        found.append((_interp, "_patch_lang_tensor", _tensor_text(_interp._patch_lang_tensor)))
     reduce_ops, scan_ops = getattr(_interp, "ReduceOps", None), getattr(_interp, "ScanOps", None)
     if reduce_ops is not None and callable(getattr(reduce_ops, "sum", None)):
         found.append((reduce_ops, "sum", _sum(reduce_ops.sum)))
