@@ -35,9 +35,10 @@ def judge_runs(job: GradingJob, cases: list[Case], runs: list[RunOutput]) -> lis
 def _bfloat16_limit(job: GradingJob, runs: list[RunOutput]) -> str | None:
     """Why wrong values may be the interpreter's, not the learner's: a kernel in bfloat16, interpreted, on a
     Triton whose interpreter the grader could not correct (puzzles/running/bfloat16.py); else None."""
-    if on_gpu() or all(run.error is not None for run in runs) or not mentions_bfloat16(job.handle):
+    if on_gpu() or all(run.error is not None for run in runs):
         return None
-    return bfloat16.interpreter_limit()
+    limit = bfloat16.interpreter_limit()  # checked once per process; None wherever the fixes hold
+    return limit if limit is not None and mentions_bfloat16(job.handle) else None
 
 
 def judge_run(case: Case, run: RunOutput, filename: str | None, interpreter_limit: str | None = None) -> SizeOutcome:
