@@ -13,25 +13,40 @@ from puzzles.grading.cases import Case
 from puzzles.grading.coverage import parts_note, shared_indices_note, unwritten_notes
 from puzzles.grading.inputs import unwritten_mask
 from puzzles.grading.job import GradingJob
+from puzzles.grading.operations import mentions_bfloat16
 from puzzles.grading.result import MAX_SHOWN, SLIP_NOTE, Mismatch, SizeOutcome
 from puzzles.grading.split_k import rows_text, split_k_violation, unread_rows
+from puzzles.running import bfloat16
 from puzzles.running.errors import KernelError
 from puzzles.running.interpreter import RunOutput
+from puzzles.running.kernel import on_gpu
 from puzzles.running.recording import Access, Trace
 
 
 def judge_runs(job: GradingJob, cases: list[Case], runs: list[RunOutput]) -> list[SizeOutcome]:
     """A verdict for each size; the sizes after a timeout were not run."""
-    outcomes = [judge_run(case, run, job.file, sixteen_bit=job.sixteen_bit)
+    limit = _bfloat16_limit(job, runs)
+    outcomes = [judge_run(case, run, job.file, sixteen_bit=job.sixteen_bit, interpreter_limit=limit)
                 for case, run in zip(cases, runs, strict=False)]
     _drop_unfounded_guesses(outcomes, runs)
     outcomes += [SizeOutcome(c.sizes, c.seed, "not run") for c in cases[len(runs):]]
     return outcomes
 
 
-def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: bool = True) -> SizeOutcome:
+def _bfloat16_limit(job: GradingJob, runs: list[RunOutput]) -> str | None:
+    """Why wrong values may be the interpreter's, not the learner's: a kernel in bfloat16, interpreted, on a
+    Triton whose interpreter the grader could not correct (puzzles/running/bfloat16.py); else None."""
+    if on_gpu() or all(run.error is not None for run in runs):
+        return None
+    limit = bfloat16.interpreter_limit()  # checked once per process; None wherever the fixes hold
+    return limit if limit is not None and mentions_bfloat16(job.handle) else None
+
+
+def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: bool = True,
+              interpreter_limit: str | None = None) -> SizeOutcome:
     """One size's verdict from its run (`filename`: the kernel's file, whose lines errors quote; `sixteen_bit`:
-    a 16-bit float type is in play, `GradingJob.sixteen_bit`, so a near miss may be its rounding)."""
+    a 16-bit float type is in play, `GradingJob.sixteen_bit`, so a near miss may be its rounding;
+    `interpreter_limit`: why the interpreter may be the cause of wrong values, where it may be)."""
     o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
                     output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected, parts=case.parts)
     if run.error is not None:
@@ -89,7 +104,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: 
         o.note = _row_summary(torch.where(unwritten, 0, out), expected, wrong)
     if o.mismatch_count:
         _add_notes(o, [parts_note(wrong, case.parts, case.sizes) if case.parts else shared_indices_note(wrong)])
-        _explain_wrong(o, out, expected, wrong, case, run.trace, sixteen_bit)
+        _explain_wrong(o, out, expected, wrong, case, run.trace, sixteen_bit, interpreter_limit)
         if recorded and case.reduction is not None:
             _add_notes(o, [_unread_note(run.trace, case)])
     if run.trace is not None and run.trace.invalid:
@@ -140,11 +155,15 @@ def _add_notes(o: SizeOutcome, notes: list[str]) -> None:
 
 
 def _explain_wrong(o: SizeOutcome, out: torch.Tensor, expected: torch.Tensor, wrong: torch.Tensor, case: Case,
-                   trace: Trace | None, sixteen_bit: bool = True) -> None:
+                   trace: Trace | None, sixteen_bit: bool = True, interpreter_limit: str | None = None) -> None:
     """Say what the wrong values look like when the run knows why: lanes a load left undefined, a
     contiguous reading of an input that the kernel was given the strides of, a likely slip, or values all a
     rounding away (a float16 computation where the spec's is float32, where a 16-bit type is in play; a small
-    term or a constant otherwise)."""
+    term or a constant otherwise); or, first, that the interpreter may be the cause (bfloat16 on a Triton whose
+    interpreter the grader could not correct), not a slip of the learner's."""
+    if interpreter_limit:
+        _add_notes(o, [interpreter_limit])
+        return
     early = _output_read_before_written(trace, case) if trace is not None and trace.recorded else None
     if early is not None and out.is_floating_point() and bool((torch.isnan(out) & wrong).any()):
         _add_notes(o, [f"line {early.line} loads {early.tensor}, an output, where nothing was stored yet: an output "

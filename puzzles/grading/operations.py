@@ -195,6 +195,17 @@ def interpreter_probe_error(kernel: Any) -> KernelError | None:
     return None
 
 
+def mentions_bfloat16(kernel: Any) -> bool:
+    """Whether the kernel or a @triton.jit helper of its own names bfloat16 (`tl.bfloat16`, `"bf16"`): a kernel
+    that computes in it, as far as its source tells."""
+    handle = kernel if isinstance(kernel, KernelHandle) else KernelHandle.of(kernel)
+    for fn, _ in _own_functions(handle):
+        source = handle.source(fn)
+        if source is not None and ("bfloat16" in source.text or "bf16" in source.text):
+            return True
+    return False
+
+
 def forbidden_call_error(kernel: Any, names: tuple[str, ...], puzzle_number: int) -> KernelError | None:
     """The first ruled-out call the kernel makes, as an error at the learner's line."""
     calls = forbidden_calls(kernel, names)

@@ -38,6 +38,7 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
+from puzzles.running import bfloat16
 from puzzles.running.kernel import unwrap_kernel
 
 # One sentence, shown with a verdict when a compiled kernel calls breakpoint_if.
@@ -86,8 +87,7 @@ def _selected(pid: tuple[int, int, int], pid_0: PidSelection, pid_1: PidSelectio
 
 
 def _plain(value: Any) -> Any:
-    data = getattr(getattr(value, "handle", None), "data", None)
-    return data if data is not None else value
+    return bfloat16.readable(value)  # a block's values (bfloat16 ones as numbers, not their bit patterns)
 
 
 def _compiling_for_a_gpu() -> bool:

@@ -16,7 +16,7 @@ import triton.language as tl
 from triton.runtime import interpreter as _interp
 from triton.runtime.jit import JITFunction
 
-from puzzles.running import compat
+from puzzles.running import bfloat16, compat
 from puzzles.running.errors import KernelError, error_from_exception, timeout_message
 from puzzles.running.kernel import unwrap_kernel
 from puzzles.running.limits import KernelTimeout
@@ -244,14 +244,16 @@ _memos_on = False  # a launch_memos() in progress: a launch within it (graded un
 
 @contextlib.contextmanager
 def launch_memos() -> Iterator[None]:
-    """For one launch: the language patched once per module (and undone), and the memos above."""
+    """For one launch: the language patched once per module (and undone), the memos above, and bfloat16
+    computed as on a GPU (puzzles/running/bfloat16.py)."""
     global _memos_on
     if _memos_on:
         yield
         return
     _memos_on = True
     try:
-        with _patch_language_once(), _memoized_np_dtypes(), memoized_block_types(), memoized_tensor_shapes():
+        with _patch_language_once(), _memoized_np_dtypes(), memoized_block_types(), memoized_tensor_shapes(), \
+                bfloat16.as_on_a_gpu():
             yield
     finally:
         _memos_on = False
