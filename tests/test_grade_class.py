@@ -98,7 +98,7 @@ def test_a_class_with_hostile_students_is_graded_right_and_left_untouched(tmp_pa
     # The vandal's class is refused before anything runs (a write outside the folder as the worker's own
     # user: test_a_worker_killed_mid_puzzle_..., from the test side); its kernel is still graded.
     record = json.loads((tmp_path / "book" / "students" / "tamperer.json").read_text())
-    assert any(fixtures.REFUSED in p and "line 6" in p for p in record["problems"]), record["problems"]
+    assert any(fixtures.REFUSED in p and "line 5" in p for p in record["problems"]), record["problems"]
     honest = json.loads((tmp_path / "book" / "students" / "honest_ref.json").read_text())
     assert honest["points"] == honest["max_points"] == 2.0
     killer = (tmp_path / "book" / "feedback" / "killer.txt").read_text()
@@ -277,7 +277,7 @@ def test_an_endless_loop_while_loading_is_stopped_in_the_scoreboard_too(tmp_path
     (tmp_path / "a.py").write_text(fixtures.HEADER + spin + reference_source(p))
     (g,) = grade.grade([tmp_path / "a.py"], [p])
     assert g.status == "passed"  # the loop is reported (stderr), the kernel still graded
-    assert "line 6: did not finish within 1 s while loading" in capsys.readouterr().err
+    assert "line 5: did not finish within 1 s while loading" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("number", [p.number for p in catalog.all_puzzles()])

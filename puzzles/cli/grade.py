@@ -32,9 +32,11 @@ from typing import Any
 
 from puzzles.cli.load_rules import LoadRules, free_names, loaded_names
 from puzzles.course import catalog
+from puzzles.course.notebooks import SETUP_HEADER
 from puzzles.course.puzzle import Puzzle
 from puzzles.course.solution_source import is_starter, starter_source
 from puzzles.grading import test
+from puzzles.grading.kernel_body import kernel_body_error
 from puzzles.grading.result import brief_reason
 from puzzles.running.limits import KernelTimeout, time_limit
 
@@ -197,7 +199,10 @@ def load_file(path: Path) -> Loaded:
             continue
         # Register the source so Triton (and error messages) can read it by file name.
         linecache.cache[label] = (len(text), None, text.splitlines(keepends=True), label)
-        cells.append((label, select_definitions(tree.body)))
+        chosen = select_definitions(tree.body)
+        if " [cell " in label and text.lstrip().startswith(SETUP_HEADER):  # the course's set-up cell installs
+            chosen = [n for n in chosen if not isinstance(n, (ast.Import, ast.ImportFrom))]  # the course: not run
+        cells.append((label, chosen))
     statements = [node for _, nodes in cells for node in nodes]
     refused = LoadRules(statements).refusals(statements, {id(n): label for label, nodes in cells for n in nodes})
     for label, nodes in cells:
@@ -210,6 +215,9 @@ def load_file(path: Path) -> Loaded:
                     loaded.refusals.append(problem)
                 if isinstance(node, ast.FunctionDef):
                     loaded.broken[node.name] = problem
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):  # `from solutions.p01 import add_kernel`:
+                    for name in refusal.names:  # the kernel it would bind fails with the refusal
+                        loaded.broken.setdefault(name, problem)
                 failed_names.update(dict.fromkeys(refusal.names, problem))
                 continue
             _run_definition(node, label, loaded)
@@ -390,6 +398,9 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
                                    f"{origin}, not {', '.join(others)}")
     if not attempts:
         return Grade(p, "not attempted", "still the starter", origin)
+    refused = kernel_body_error(kernel)  # before it runs or compiles: what its body names, resolved
+    if refused is not None:
+        return Grade(p, "failed", f"{origin}: {refused.describe()}", origin)
     result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full", seed=seed, perf=perf)
     if viz_dir is not None:
         from puzzles import viz
