@@ -39,7 +39,8 @@ MODULES = ("triton.language", "triton.experimental.gluon.language", "math")
 INSIDES = ("gi_", "cr_", "ag_", "f_", "tb_", "co_", "func_")
 OPENING_ATTRIBUTES = frozenset({"handle", "format", "format_map", "mro", "fn", "src", "cache", "device_caches"})
 REFUSED_NODES = {
-    ast.Lambda: "a lambda", ast.FunctionDef: "a function defined inside the kernel", ast.AsyncFunctionDef: "a coroutine",
+    ast.Lambda: "a lambda", ast.FunctionDef: "a function defined inside the kernel",
+    ast.AsyncFunctionDef: "a coroutine",
     ast.ClassDef: "a class", ast.Import: "an import", ast.ImportFrom: "an import", ast.Global: "`global`",
     ast.Nonlocal: "`nonlocal`", ast.Yield: "`yield`", ast.YieldFrom: "`yield from`", ast.Await: "`await`",
     ast.ListComp: "a list comprehension", ast.SetComp: "a set comprehension", ast.DictComp: "a dict comprehension",
