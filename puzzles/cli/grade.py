@@ -215,8 +215,8 @@ def load_file(path: Path) -> Loaded:
                     loaded.refusals.append(problem)
                 if isinstance(node, ast.FunctionDef):
                     loaded.broken[node.name] = problem
-                elif isinstance(node, (ast.Import, ast.ImportFrom)):  # `from solutions.p01 import add_kernel`:
-                    for name in refusal.names:  # the kernel it would bind fails with the refusal
+                else:  # `from solutions.p01 import add_kernel`, `add_kernel = ref.add_kernel`: a kernel it
+                    for name in refusal.names:  # would bind fails with the refusal, not "not attempted"
                         loaded.broken.setdefault(name, problem)
                 failed_names.update(dict.fromkeys(refusal.names, problem))
                 continue

@@ -47,7 +47,7 @@ REFUSED_NODES = {
     ast.GeneratorExp: "a generator expression", ast.Delete: "`del`", ast.With: "`with`", ast.Try: "`try`",
     ast.NamedExpr: "the assignment expression `:=`",
 }
-HOW = ("a kernel may use its parameters and variables, tl (triton.language) and math, the file's constants "
+HOW = ("a graded kernel may use only its parameters and variables, tl (triton.language) and math, the file's constants "
        "and @triton.jit functions, and range/min/max/int/float/len/print; nothing else of Python")
 _MISSING = object()
 CALL_OF_A_VALUE = "calls a value"
@@ -210,7 +210,7 @@ def _what(value: Any) -> str:
     if inspect.isbuiltin(value) or inspect.isfunction(value) or inspect.isclass(value):
         module = getattr(value, "__module__", None) or "Python"
         return f"{module}'s {getattr(value, '__name__', 'object')}, which is not Triton's"
-    return f"a {type(value).__name__} of the Python process, not a constant"
+    return f"an object of the Python process ({type(value).__name__}), not a constant"
 
 
 def kernel_body_error(kernel: Any) -> KernelError | None:
@@ -236,7 +236,7 @@ def kernel_body_error(kernel: Any) -> KernelError | None:
             line = source.first_line + getattr(node, "lineno", 1) - 1
             where = fn.__name__ if len(path) == 1 else f"{fn.__name__} (called from {' -> '.join(path[:-1])})"
             filename = fn.__code__.co_filename
-            return KernelError("rule", f"{where} {why}, which a graded kernel may not use: {HOW}", line,
+            return KernelError("rule", f"{where}: {why}; {HOW}", line,
                                linecache.getline(filename, line), filename)
         queue += [(inner, (*path, inner.__name__)) for inner in rules.helpers]
     return None
