@@ -57,7 +57,7 @@ REASONS = {
 }
 # Where kernels run compiled (a GPU), the compiler itself refuses the switcher's lambda; elsewhere the
 # ahead-of-time compile check must (the submission tried to switch it off).
-SWITCHER_REASON = "arange" if on_gpu() else "would not compile for a GPU"
+SWITCHER_REASON = "Loop-carried variable" if on_gpu() else "would not compile for a GPU"
 REASONS[("switcher", 1)] = SWITCHER_REASON
 
 FORGED_TEST = '''
@@ -114,8 +114,8 @@ HOG = "SCALE = tl.constexpr(len([0] * (1 << 31)) >> 31)\n\n"
 
 
 # Switches the compile check off from the submission (a plain assignment into os.environ, and one with a
-# call that a function uses), with a kernel that only the interpreter runs (tl.arange up to a size that is
-# not a tl.constexpr): only the compile check, really run in the sandbox, can fail it.
+# call that a function uses), with a kernel that only the interpreter runs (a scalar that becomes a block in
+# a loop): only the compile check, really run in the sandbox, can fail it.
 SWITCH_OFF_COMPILE_CHECK = '''
 os.environ["PUZZLES_COMPILE_CHECK"] = "0"
 SWITCH = os.environ.update(PUZZLES_COMPILE_CHECK="0")
@@ -127,8 +127,11 @@ def uses_switch():
 
 @triton.jit
 def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    offsets = tl.arange(0, N0)  # the interpreter runs it; the compiler needs a tl.constexpr
-    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets) + 10.0)
+    offsets = tl.arange(0, B0)
+    acc = 0.0
+    for i in range(0, N0, B0):  # N0 == B0: once; the compiler refuses a loop-carried scalar that becomes a block
+        acc += tl.load(x_ptr + offsets)
+    tl.store(z_ptr + offsets, acc + 10.0)
 '''
 
 
