@@ -210,6 +210,9 @@ def load_file(path: Path) -> Loaded:
             refusal = refused.get(id(node))
             if refusal is not None:
                 problem = f"{label}: {refusal.message()}"
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                        _sibling_module(label, module) for module in _imported_modules(node)):
+                    problem += SIBLING_ADVICE
                 loaded.problems.append(problem)
                 if not refusal.needs_refused:
                     loaded.refusals.append(problem)
@@ -237,9 +240,7 @@ def _run_definition(node: ast.stmt, label: str, loaded: Loaded) -> None:
             problem = (f"{label}: line {node.lineno}: MemoryError: it needs more memory than grading may use "
                        "(the memory limit)")
         elif isinstance(err, ModuleNotFoundError) and _sibling_module(label, err.name):
-            problem += (" (a module of your own next to the file: the grader loads each file alone, without its "
-                        "folder on the import path; put the @triton.jit helpers you import from it in the file "
-                        "itself)")
+            problem += SIBLING_ADVICE
         cause = loaded.failed_names.get(getattr(err, "name", None) or "")
         if isinstance(err, NameError) and cause:
             problem += f" (because {cause})"
@@ -251,6 +252,14 @@ def _run_definition(node: ast.stmt, label: str, loaded: Loaded) -> None:
         return
     if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
         loaded.origins[node.name] = label
+
+
+SIBLING_ADVICE = (" (a module of your own next to the file: the grader loads each file alone, without its folder "
+                  "on the import path; put the @triton.jit helpers you import from it in the file itself)")
+
+
+def _imported_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+    return [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
 
 
 def _sibling_module(label: str, name: str | None) -> bool:
