@@ -68,6 +68,13 @@ REFUSED = {
     "environment": ("X = os.environ['HOME']", "uses `os.environ` as a value"),
     "a jitted function as a hook": ("def f(args):\n    os.system('x')\nK = triton.jit(f)\n"
                                     "C = triton.Config({}, pre_hook=K)", "uses `K`, a function of this file"),
+    "getattr under another name": ("G = getattr", "uses `getattr` as a value"),
+    "globals as a value": ("G = globals", "uses `globals` as a value"),
+    "a name in a string": ("X = getattr(tl, 'lo' + 'ad')", "calls `getattr`"),
+    "Triton's runtime": ("D = triton.runtime.driver", "uses `triton.runtime.driver` as a value"),
+    "torch.ops": ("O = torch.ops.aten", "uses `torch.ops.aten` as a value"),
+    "a module's table": ("X = tl.__dict__", "an object's insides"),
+    "a class chain": ("X = ().__class__.__base__", "an object's insides"),
     "a module's insides": ("M = math.__loader__.load_module('posix')", "calls `math.__loader__.load_module`"),
 }
 
