@@ -90,6 +90,9 @@ def apply_limits(limits: Limits, folder: Path, before_user_switch: Callable[[], 
             done.missing.append(f"network not cut ({os.strerror(ctypes.get_errno())})")
     if limits.uid is not None and os.geteuid() == 0:
         hide_references(done)
+    elif REFERENCES.is_dir():
+        done.missing.append(f"reference solutions hidden (only when started as root): {REFERENCES} is readable "
+                            "where its permissions allow")
     if before_user_switch is not None:
         before_user_switch()
     if limits.uid is not None:

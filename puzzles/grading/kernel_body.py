@@ -32,7 +32,7 @@ from puzzles.running.errors import KernelError
 from puzzles.running.kernel import KernelHandle, unwrap_kernel
 
 KERNEL_BUILTINS = frozenset({"range", "min", "max", "int", "float", "bool", "len", "print", "abs", "tuple", "list",
-                             "enumerate", "zip", "True", "False", "None"})
+                             "enumerate", "zip", "breakpoint", "True", "False", "None"})
 MODULES = ("triton.language", "triton.experimental.gluon.language", "math")
 # Attributes that open an object up: a block's handle, frames, code, generators, tracebacks, and what
 # formats a string (`"{0.__globals__}".format(f)` reaches attributes by a name in a string).

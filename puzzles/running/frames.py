@@ -9,6 +9,8 @@ in the reader.
 from __future__ import annotations
 
 import builtins
+import dataclasses
+import enum
 import inspect
 import io
 import os
@@ -64,7 +66,10 @@ class DataUnpickler(pickle.Unpickler):
             return super().find_class(module, name)
         if top == "puzzles" and not name.startswith("_"):
             found = super().find_class(module, name)
-            if inspect.isclass(found):  # the course's records (RunOutput, Trace, KernelError...), never a function
+            # The course's records (RunOutput, Trace, KernelError...): never a function, nor a class whose
+            # construction does something (a Worker starts a process).
+            if inspect.isclass(found) and (dataclasses.is_dataclass(found) or issubclass(found, (enum.Enum,
+                                                                                                  BaseException))):
                 return found
         raise pickle.UnpicklingError(f"a frame named {module}.{name}, which is not data")
 
