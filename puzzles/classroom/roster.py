@@ -10,7 +10,9 @@ this module decides the verdicts: a puzzle passes only when every output the wor
 matches, element by element, what this process computes from the catalog's spec for the same
 size, seed and index, and when those outputs cover every size of the puzzle. A worker that
 dies, stalls or floods its report costs the puzzle it was on (named as such), and a fresh
-worker grades the remaining puzzles.
+worker grades the remaining puzzles. Its events are accepted in one order only (started, ready,
+loaded, one verdict per puzzle in the order asked, done): anything else is a forged report, and
+every verdict of that worker fails with what was attempted (`FORGED_REPORT`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ and the lambdas Triton calls, under the same rules. This process is still not tr
 submission is loaded: its verdicts are claims. With each
 verdict it returns the evidence, every output the kernel produced and the size, seed and index
 of the inputs it was given, so that the grader, in its own process, rebuilds those inputs and
-compares the outputs itself (puzzles/classroom/roster.py).
+compares the outputs itself (puzzles/classroom/roster.py). The outputs are taken by an observer on the
+grading job (`evidence_keeper`, test()'s `observe`) before anything judges them; the kernel's own run is
+a forked child that holds no handle to the report channel (puzzles/running/child.py), and a graded
+kernel's body is checked against an allowlist of resolved names before it runs (grading/kernel_body.py).
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ kernel's or trap the grader (puzzles/classroom/roster.py checks the outputs anyw
 and an object of a learner's class, met by the grader while it inspects the globals a kernel reads,
 runs the class's `__getattr__`, `__eq__` or `__hash__` there without any call at load. So:
 
+- **Imports only of what the notebooks import** (`IMPORTABLE_MODULES`, `FROM_TRITON`, `COURSE_IMPORTS`, the
+  names of `puzzles.__all__`): never the references (`solutions`), the grader's own modules, `builtins`,
+  `os`, `sys`, `inspect`...: a file that can name them could read an answer or reach the grader's state.
 - **No class definitions**: kernels never need one, and a class is the only way a file could put
   its own code behind attribute access, comparison or hashing.
 - **Calls while loading come from an allowlist** (`ALLOWED_CALLS`, `math.*`, `COMPUTING_BUILTINS`),
