@@ -64,6 +64,12 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
                                             "    return OTHER\n"), "", "calls `open("),
     "a plain Python helper": (kernel("x = helper(1)", "def helper(v):\n    return v\n"),
                               "uses `helper`", ""),
+    "monkeypatches torch in a kernel": (kernel("torch.manual_seed = print"), "assigns into `torch.manual_seed`", ""),
+    "monkeypatches the spec while loading": ("from puzzles.course.catalog.p01_constant_add import add_spec\n"
+                                             "add_spec.__defaults__ = (None,)\n" + kernel(""), "", ""),
+    "calls the spec in a kernel": (kernel("z = add_spec(x_ptr)",
+                                          "from puzzles.course.catalog.p01_constant_add import add_spec"),
+                                   "uses `add_spec`", ""),
     "importlib": ("import importlib\n" + kernel(""), "", "imports `importlib`"),
     "inspect": ("import inspect\n" + kernel(""), "", "imports `inspect`"),
     "gc": ("import gc\n" + kernel(""), "", "imports `gc`"),
@@ -72,7 +78,7 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
 
 # Loading problems only (the kernel itself is the reference's and passes): a refused import costs nothing else.
 PASSES = {"ctypes", "os.write to a report's descriptor", "/proc/self/fd", "signal handlers", "a fork bomb",
-          "another student's folder", "importlib", "inspect", "gc", "sys"}
+          "another student's folder", "importlib", "inspect", "gc", "sys", "monkeypatches the spec while loading"}
 
 # What a kernel prints goes to the worker's log, never to its report: a forged event in its output is text.
 PRINTS_A_FORGED_EVENT = kernel('print(\'{"event": "puzzle", "number": 2, "status": "passed"}\')\n'

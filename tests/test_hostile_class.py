@@ -65,6 +65,8 @@ def test_a_hostile_class_in_the_roster_mode(tmp_path):
         (folder / name / "answers.py").write_text(text)
     (folder / "linker").mkdir()
     (folder / "linker" / "answers.py").symlink_to(REFERENCE)
+    (folder / "nb_importer").mkdir()  # a notebook's cells are the file: its kernel cell imports the reference
+    fixtures.write_notebook(folder / "nb_importer" / f"{P1.id}.ipynb", hostile.ATTACKS["imports the reference"][0])
     proc = run_python(["-m", "puzzles", "grade", str(folder), "--puzzle", "1", "--timeout", "5", "--seed", "7",
                        "--jobs", "2", "--out", str(tmp_path / "book")], ROOT, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -75,6 +77,10 @@ def test_a_hostile_class_in_the_roster_mode(tmp_path):
         check_verdict(attack, row["status"], row["message"], "\n".join(record["problems"]))
     assert rows["honest"]["status"] == "passed" and rows["printer"]["status"] == "passed", rows["printer"]
     assert rows["linker"]["status"] == "not attempted"
+    assert rows["nb_importer"]["status"] == "failed" and "imports `add_kernel` from `solutions" in \
+        rows["nb_importer"]["message"]
+    notebook = json.loads((tmp_path / "book" / "students" / "nb_importer.json").read_text())
+    assert len(notebook["problems"]) == 1, notebook["problems"]  # the set-up cell's imports (os, sys) are not run
     linker = (tmp_path / "book" / "feedback" / "linker.txt").read_text()
     assert f"a symbolic link (to {REFERENCE}), not graded" in linker, linker
     assert "forged report" not in (tmp_path / "book" / "grades.csv").read_text()
