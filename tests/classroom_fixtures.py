@@ -26,7 +26,7 @@ from puzzles.classroom import isolation
 from puzzles.course import catalog, notebooks
 from puzzles.course.solution_source import reference_source, starter_source
 
-HEADER = "import os\nimport torch\nimport triton\nimport triton.language as tl\n\n"
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 P1, P2 = catalog.get(1), catalog.get(2)
 
 # student -> {puzzle number: expected status}; the hostile ones' expected reason words follow.
@@ -57,7 +57,7 @@ REASONS = {
 }
 # Where kernels run compiled (a GPU), the compiler itself refuses the switcher's lambda; elsewhere the
 # ahead-of-time compile check must (the submission tried to switch it off).
-SWITCHER_REASON = "unsupported AST node type: Lambda" if on_gpu() else "would not compile for a GPU"
+SWITCHER_REASON = "Loop-carried variable" if on_gpu() else "would not compile for a GPU"
 REASONS[("switcher", 1)] = SWITCHER_REASON
 
 FORGED_TEST = '''
@@ -114,8 +114,8 @@ HOG = "SCALE = tl.constexpr(len([0] * (1 << 31)) >> 31)\n\n"
 
 
 # Switches the compile check off from the submission (a plain assignment into os.environ, and one with a
-# call that a function uses), with a kernel that only the interpreter runs (a lambda): only the
-# compile check, really run in the sandbox, can fail it.
+# call that a function uses), with a kernel that only the interpreter runs (a scalar that becomes a block in
+# a loop): only the compile check, really run in the sandbox, can fail it.
 SWITCH_OFF_COMPILE_CHECK = '''
 os.environ["PUZZLES_COMPILE_CHECK"] = "0"
 SWITCH = os.environ.update(PUZZLES_COMPILE_CHECK="0")
@@ -128,8 +128,10 @@ def uses_switch():
 @triton.jit
 def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.arange(0, B0)
-    plus_ten = lambda v: v + 10.0  # noqa: E731 - the interpreter runs it, the compiler refuses it
-    tl.store(z_ptr + offsets, plus_ten(tl.load(x_ptr + offsets)))
+    acc = 0.0
+    for i in range(0, N0, B0):  # N0 == B0: once; the compiler refuses a loop-carried scalar that becomes a block
+        acc += tl.load(x_ptr + offsets)
+    tl.store(z_ptr + offsets, acc + 10.0)
 '''
 
 

@@ -179,15 +179,20 @@ def test_a_float32_dot_in_tf32_is_a_note_where_the_tolerance_is_tighter():
     assert TF32_NOTE not in notes(ck.row_sums_by_an_ieee_dot)
 
 
-def test_grade_fails_an_interpreter_only_kernel(tmp_path):
+@pytest.mark.parametrize("kernel, number, words", [
+    ("add_mask2_kernel_lambda", 2, "a lambda is not allowed in a kernel"),  # a graded file's body rules, first
+    ("sum_kernel_scalar_accumulator", 7, "would not compile for a GPU"),  # the compile check
+])
+def test_grade_fails_an_interpreter_only_kernel(tmp_path, kernel, number, words):
     from puzzles.cli.grade import grade
 
-    source = inspect.getsource(ck.add_mask2_kernel_lambda.fn).replace("add_mask2_kernel_lambda", "add_mask2_kernel")
+    name = catalog.get(number).kernel_name
+    source = inspect.getsource(getattr(ck, kernel).fn).replace(kernel, name)
     path = tmp_path / "answers.py"
     path.write_text("import triton\nimport triton.language as tl\n\n\n" + source)
-    (g,) = grade([path], [catalog.get(2)])
+    (g,) = grade([path], [catalog.get(number)])
     assert g.status == "failed"
-    assert "would not compile for a GPU" in g.reason and "Lambda" in g.reason
+    assert words in g.reason, g.reason
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "BAD_LINE" in text)
     assert f"at line {line}:" in g.reason
     linecache.checkcache(str(path))

@@ -47,7 +47,7 @@ REFUSED = {
     "call in an annotation": ("def k(x: os.getpid()):\n    pass", "calls `os.getpid`"),
     "call in a value": ("X = os.getpid()\ndef f():\n    return X", "calls `os.getpid`"),
     "rebinding an import": ("tl = os", "rebinds `tl`, which line 5 imports (triton.language)"),
-    "an import that hides another": ("from os import system as jit\n@jit\ndef k(x):\n    pass",
+    "an import that hides another": ("from triton.language import dot as jit\n@jit\ndef k(x):\n    pass",
                                      "`jit` is imported from 2 places"),
     "walrus": ("X = (y := 3)", "the assignment expression"),
     "star import": ("from os import *", "import the names you use"),
@@ -68,13 +68,24 @@ REFUSED = {
     "environment": ("X = os.environ['HOME']", "uses `os.environ` as a value"),
     "a jitted function as a hook": ("def f(args):\n    os.system('x')\nK = triton.jit(f)\n"
                                     "C = triton.Config({}, pre_hook=K)", "uses `K`, a function of this file"),
+    "getattr under another name": ("G = getattr", "uses `getattr` as a value"),
+    "globals as a value": ("G = globals", "uses `globals` as a value"),
+    "a name in a string": ("X = getattr(tl, 'lo' + 'ad')", "calls `getattr`"),
+    "Triton's runtime": ("D = triton.runtime.driver", "uses `triton.runtime.driver` as a value"),
+    "torch.ops": ("O = torch.ops.aten", "uses `torch.ops.aten` as a value"),
+    "a module's table": ("X = tl.__dict__", "an object's insides"),
+    "a class chain": ("X = ().__class__.__base__", "an object's insides"),
     "a module's insides": ("M = math.__loader__.load_module('posix')", "calls `math.__loader__.load_module`"),
 }
 
 
 def refusals(body: str) -> list[str]:
+    """The body's refusals; the header's own imports of `os` and of the grader (refused: test_imports_...)
+    stay in the file so that what the body does with them is refused for itself."""
     tree = ast.parse(HEADER + body)
-    return [f"line {r.line}: {r.why}" for r in LoadRules(tree.body).refusals(tree.body).values()]
+    header_lines = HEADER.count("\n")
+    return [f"line {r.line}: {r.why}" for r in LoadRules(tree.body).refusals(tree.body).values()
+            if r.line > header_lines]
 
 
 @pytest.mark.parametrize("name", ALLOWED)
@@ -87,6 +98,52 @@ def test_what_could_run_code_in_the_grader_is_refused(name):
     body, words = REFUSED[name]
     found = refusals(body)
     assert found and words in found[0], found
+
+
+IMPORTS_REFUSED = ["from solutions.p01_constant_add import add_kernel", "import solutions.p18_gptq_splitk as s",
+                   "from builtins import open as OPEN", "import builtins", "import sys", "import os",
+                   "import gc", "import ctypes", "import importlib", "import inspect", "import puzzles",
+                   "from puzzles.grading import cases", "from puzzles.classroom import worker",
+                   "from puzzles.course.solution_source import reference_source", "from triton import runtime",
+                   "import triton.runtime.driver", "from torch import _C", "import torch._dynamo", "import numpy"]
+IMPORTS_ALLOWED = ["import torch", "import triton", "import triton.language as tl", "import math",
+                   "from jaxtyping import Float32, Int32", "from triton.language.extra import libdevice",
+                   "from puzzles import test, Float32, Int32, Tensor, print_if", "from torch import Tensor",
+                   "from puzzles.course.philox import rand", "from triton import jit, Config, cdiv",
+                   "from puzzles.course.catalog.p02_constant_add_block import add2_spec"]
+
+
+@pytest.mark.parametrize("line", IMPORTS_REFUSED)
+def test_imports_beyond_what_the_notebooks_import_are_refused_with_their_line(line):
+    tree = ast.parse("import torch\n" + line)
+    (refusal,) = LoadRules(tree.body).refusals(tree.body).values()
+    assert refusal.line == 2 and "a graded file may import only triton" in refusal.why, refusal
+
+
+def test_what_the_notebooks_import_is_allowed():
+    tree = ast.parse("\n".join(IMPORTS_ALLOWED))
+    assert LoadRules(tree.body).refusals(tree.body) == {}
+
+
+def test_every_import_of_every_generated_notebook_is_allowed():
+    """The cells the course generates, set-up cell aside (the grader does not run its imports)."""
+    from puzzles.course import notebooks
+
+    books = [notebooks.puzzle_notebook(p) for p in catalog.all_puzzles()]
+    for book in books:
+        for cell in book["cells"]:
+            text = grade.strip_magics("".join(cell["source"]))
+            if cell["cell_type"] != "code" or text.startswith(notebooks.SETUP_HEADER):
+                continue
+            tree = ast.parse(text)
+            imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+            assert LoadRules(imports).refusals(imports) == {}, text
+
+
+def test_a_kernel_imported_from_the_references_fails_with_the_refusal(tmp_path):
+    (tmp_path / "a.py").write_text("from solutions.p01_constant_add import add_kernel\n")
+    (got,) = grade.grade([tmp_path / "a.py"], [catalog.get(1)], timeout=10)
+    assert got.status == "failed" and "line 1: imports `add_kernel` from `solutions.p01_constant_add`" in got.reason
 
 
 def test_a_kernel_that_reads_a_refused_name_is_refused_with_its_cause():
@@ -117,13 +174,13 @@ def test_a_refused_class_costs_only_the_puzzle_that_needs_it(tmp_path):
     (tmp_path / "a.py").write_text(fixtures.HEADER + fixtures.TRAP + reads_trap + "\n\n" + reference_source(p2))
     first, second = grade.grade([tmp_path / "a.py"], [p1, p2], timeout=10)
     assert first.status == "failed" and "add_kernel uses TRAP, which grading does not define" in first.reason
-    assert "(line 12: a class definition is not allowed in a graded file" in first.reason, first.reason
+    assert "(line 11: a class definition is not allowed in a graded file" in first.reason, first.reason
     assert second.status == "passed", second.reason
     (tmp_path / "b.py").write_text(fixtures.HEADER + fixtures.FORGED_TEST + fixtures.DO_NOTHING)
     (forged,) = grade.grade([tmp_path / "b.py"], [p1], timeout=10)
     assert forged.status == "failed" and "never written" in forged.reason
     assert "grading did not run 1 statement(s) of this file" in forged.reason
-    assert "line 7: a class definition is not allowed in a graded file" in forged.reason, forged.reason
+    assert "line 6: a class definition is not allowed in a graded file" in forged.reason, forged.reason
 
 
 def test_a_pre_hook_that_zeroes_an_output_is_told_of_reset_to_zero():

@@ -5,8 +5,10 @@
     run_autograder     run for each submission: python -m puzzles.classroom.gradescope (gradescope.py)
     gradescope.json    the instructor's choices: puzzles, points, timeout, memory, seed, speed,
                        visibility, and the course's version and commit
-    puzzles/, solutions/, requirements.txt, pyproject.toml, scripts/setup.py
-                       the course, pinned to the version that built the zip
+    puzzles/, requirements.txt, pyproject.toml, scripts/setup.py
+                       the course, pinned to the version that built the zip, without solutions/: no
+                       reference kernel is in the container; puzzles/course/starters.json holds what
+                       grading reads of them (each kernel's starter and signature)
 
 Nothing here grades: the grading is the roster mode's (roster.py, isolation.py, worker.py).
 """
@@ -14,6 +16,7 @@ Nothing here grades: the grading is the roster mode's (roster.py, isolation.py, 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import stat
 import subprocess
@@ -24,9 +27,10 @@ from pathlib import Path
 from puzzles.classroom.gradebook import SPEED_SHARE
 from puzzles.classroom.gradescope import CONFIG_NAME, VISIBILITIES, AutograderConfig, course_label
 from puzzles.classroom.roster import CLASS_TIMEOUT, all_puzzles
-from puzzles.course.solution_source import ROOT
+from puzzles.course import catalog
+from puzzles.course.solution_source import ROOT, STARTERS_FILE, starters_record
 
-PACKAGES = ("puzzles", "solutions")
+PACKAGES = ("puzzles",)  # never solutions/: the submission runs in the same container
 COURSE_FILES = ("requirements.txt", "pyproject.toml", "scripts/setup.py")
 
 SETUP_SH = """#!/usr/bin/env bash
@@ -100,7 +104,7 @@ def course_version() -> dict:
     course = {"version": found.group(1) if found else "unknown"}
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=30)
-        changes = subprocess.run(["git", "status", "--porcelain", *PACKAGES, *COURSE_FILES], cwd=ROOT,
+        changes = subprocess.run(["git", "status", "--porcelain", *PACKAGES, "solutions", *COURSE_FILES], cwd=ROOT,
                                  capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return course
@@ -136,6 +140,8 @@ def build(out: Path, config: AutograderConfig) -> Path:
         _add(archive, CONFIG_NAME, config.to_json())
         for path in course_files():
             _add(archive, path.as_posix(), (ROOT / path).read_bytes())
+        _add(archive, STARTERS_FILE.relative_to(ROOT).as_posix(),
+             json.dumps(starters_record(catalog.all_puzzles()), indent=1, sort_keys=True))
     return out
 
 

@@ -39,6 +39,9 @@ from puzzles.course.solution_source import ROOT
 
 GIB = 1 << 30
 CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 1 << 14, 1 << 18
+REFERENCES = ROOT / "solutions"
 UID_BASE = 1_000_000  # users the system does not use: one per parallel job of each grader process
 MAX_EVENT_BYTES = 64 << 20  # a worker that floods its report is cut off, not buffered forever
 WATCH_SECONDS = 0.2  # between two measurements of the workers' memory
@@ -85,6 +88,11 @@ def apply_limits(limits: Limits, folder: Path, before_user_switch: Callable[[], 
             done.active.append("no network")
         else:
             done.missing.append(f"network not cut ({os.strerror(ctypes.get_errno())})")
+    if limits.uid is not None and os.geteuid() == 0:
+        hide_references(done)
+    elif REFERENCES.is_dir():
+        done.missing.append(f"reference solutions hidden (only when started as root): {REFERENCES} is readable "
+                            "where its permissions allow")
     if before_user_switch is not None:
         before_user_switch()
     if limits.uid is not None:
@@ -104,6 +112,24 @@ def apply_limits(limits: Limits, folder: Path, before_user_switch: Callable[[], 
     if limits.processes and not any(a.startswith("processes limit") for a in done.active):
         done.missing.append("processes limit (it needs a user of its own: the count is per user)")
     return done
+
+
+def hide_references(done: Protections) -> None:
+    """Put an empty read-only folder over the reference solutions, for this process and what it starts (a
+    mount namespace of its own, which needs root): the submission's user cannot read an answer, whatever
+    the repository's permissions. Where there is no solutions/ (the Gradescope autograder ships none) there
+    is nothing to hide."""
+    if not REFERENCES.is_dir():
+        done.active.append("no reference solutions on this machine")
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0 or libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0 or \
+            libc.mount(b"tmpfs", str(REFERENCES).encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                       b"size=4k,mode=0555") != 0:
+        done.missing.append(f"reference solutions hidden ({os.strerror(ctypes.get_errno())}): the submission's user "
+                            f"can read {REFERENCES} where its permissions allow (chmod -R go-rwx it, or run as root)")
+        return
+    done.active.append("reference solutions hidden (an empty folder over solutions/)")
 
 
 def _set_limit(name: str, value: int, words: str, done: Protections) -> None:
@@ -126,16 +152,18 @@ def _amount(name: str, value: int) -> str:
 
 
 def prepare_folder(parent: Path, files: list[Path], uid: int | None) -> tuple[Path, list[str]]:
-    """A private working copy of the submission's files; returns the folder and the copies'
-    names relative to it (the worker's view)."""
+    """A private working copy of the submission's files (each opened without following a link: a link
+    is refused before, `symbolic_links`); returns the folder and the copies' names relative to it (the
+    worker's view)."""
     folder = Path(os.path.realpath(parent))
     (folder / "submission").mkdir(parents=True)
     names = []
     for index, path in enumerate(files):
         name = f"submission/{index:02d}_{path.name}" if len({f.name for f in files}) < len(files) else \
             f"submission/{path.name}"
-        try:
-            shutil.copyfile(path, folder / name)
+        try:  # never through a link: the grader may be root, and a link could name a reference or any file
+            with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as source, open(folder / name, "wb") as copy:
+                shutil.copyfileobj(source, copy)
         except OSError:
             (folder / name).write_bytes(b"")  # unreadable here: the worker reports it as unreadable
         names.append(name)
@@ -144,6 +172,13 @@ def prepare_folder(parent: Path, files: list[Path], uid: int | None) -> tuple[Pa
             os.chown(sub, uid, uid)
     folder.chmod(0o700)
     return folder, names
+
+
+def symbolic_links(files: list[Path]) -> list[str]:
+    """Why each file of a submission that is a symbolic link is not graded (the grader never follows one:
+    it may be root, and a link may name a reference solution or another student's file)."""
+    return [f"{path}: a symbolic link (to {os.readlink(path)}), not graded: the grader does not follow links in "
+            "a submission; submit the file itself" for path in files if path.is_symlink()]
 
 
 def worker_environment(folder: Path) -> dict[str, str]:
@@ -186,7 +221,8 @@ class Worker:
     def events(self, deadline_for: dict[str, float]) -> Iterator[dict]:
         """The worker's events in order. Before each one, wait at most the seconds that
         `deadline_for[<previous event>]` allows; then yield {"event": "timeout"|"died"|"flooded"}, or
-        {"event": "memory", "used": bytes} when the memory watch killed it."""
+        {"event": "memory", "used": bytes} when the memory watch killed it, or {"event": "garbled"} for a line
+        that is not one of the worker's events (and stop reading)."""
         last = "start"
         while True:
             line = self._next_line(time.monotonic() + deadline_for.get(last, deadline_for["default"]))
@@ -199,9 +235,12 @@ class Worker:
             try:
                 event = json.loads(line)
             except ValueError:
-                continue  # not ours: something the submission printed to our channel
+                event = None
             if not isinstance(event, dict) or not isinstance(event.get("event"), str):
-                continue
+                # Only the worker's own code writes this channel, one JSON object a line: anything else was
+                # written by something it ran (the roster fails the report as forged).
+                yield {"event": "garbled", "after": last, "line": line[:200].decode(errors="replace")}
+                return
             last = event["event"]
             yield event
             if last == "done":

@@ -10,7 +10,9 @@ this module decides the verdicts: a puzzle passes only when every output the wor
 matches, element by element, what this process computes from the catalog's spec for the same
 size, seed and index, and when those outputs cover every size of the puzzle. A worker that
 dies, stalls or floods its report costs the puzzle it was on (named as such), and a fresh
-worker grades the remaining puzzles.
+worker grades the remaining puzzles. Its events are accepted in one order only (started, ready,
+loaded, one verdict per puzzle in the order asked, done): anything else is a forged report, and
+every verdict of that worker fails with what was attempted (`FORGED_REPORT`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from puzzles.classroom.isolation import (
     job_uid,
     limits_dict,
     prepare_folder,
+    symbolic_links,
 )
 from puzzles.cli.grade import code_cells, strip_magics
 from puzzles.course import catalog
@@ -52,6 +55,7 @@ from puzzles.grading.judging import values_close
 
 CLASS_TIMEOUT = 5.0  # seconds per size: the same verdicts as 20 s on the course's kernels, 4x cheaper on loops
 SUBMISSION_SUFFIXES = (".ipynb", ".py")
+FORGED_REPORT = "forged report"  # the words an instructor can search the gradebook for
 MAX_EVIDENCE = 256  # outputs one puzzle's verdict may come with (its sizes times its configs: a few dozen)
 _DTYPES = {"float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
@@ -263,13 +267,15 @@ def grade_student(student: Student, puzzles: list[Puzzle], options: Options, see
         limits.address_space = not torch.cuda.is_available()
     load_limit = options.load_seconds or max(15.0, 4 * options.timeout)
     puzzle_limit = (options.puzzle_seconds or 40.0 + 8 * options.timeout) + (SPEED_SECONDS if options.speed else 0.0)
-    tried = attempted(student.files, puzzles)
+    result.problems += symbolic_links(student.files)
+    files = [f for f in student.files if not f.is_symlink()]
+    tried = attempted(files, puzzles)
     remaining = list(puzzles)
     base = Path(tempfile.mkdtemp(prefix="puzzles-class-", dir=scratch))
     base.chmod(0o711)  # the worker's own user may enter, not list
     try:
         while remaining:
-            folder, names = prepare_folder(base / f"run{len(puzzles) - len(remaining)}", student.files, uid)
+            folder, names = prepare_folder(base / f"run{len(puzzles) - len(remaining)}", files, uid)
             # CPU time as a backstop to the deadlines (a process tree that escaped them still stops)
             cpu = limits.cpu_seconds or int(options.startup_seconds + load_limit + puzzle_limit * len(remaining))
             request = {"files": names, "puzzles": [p.number for p in remaining], "timeout": options.timeout,
@@ -278,7 +284,7 @@ def grade_student(student: Student, puzzles: list[Puzzle], options: Options, see
                          "ready": load_limit, "default": puzzle_limit}
             worker = Worker(folder, request)
             try:
-                remaining = _follow(worker, deadlines, remaining, tried, result, seed, names, student.files)
+                remaining = _follow(worker, deadlines, remaining, tried, result, seed, names, files)
             finally:
                 worker.stop()
             if result.grader_error:
@@ -303,8 +309,31 @@ def _follow(worker: Worker, deadlines: dict, remaining: list[Puzzle], tried: set
             text = text.replace(name, str(original))
         return text
 
+    mine: list[PuzzleVerdict] = []  # this worker's verdicts: void, every one, if its report turns out forged
+    steps = iter(("started", "ready", "loaded"))
+    step = next(steps)
     for event in worker.events(deadlines):
         kind = event["event"]
+        left = [p for p in remaining if p.number not in graded]
+        # The worker reports in one order: started, ready, loaded, then one verdict per puzzle in the order
+        # asked, then done. Anything else was written by something other than the worker's own code.
+        expected = step or (f"the verdict on puzzle {left[0].number}" if left else "done")
+        forged = kind == "garbled" or (kind in ("started", "ready", "loaded") and kind != step) or \
+            (kind == "puzzle" and (step is not None or not left or event.get("number") != left[0].number)) or \
+            (kind == "done" and (step is not None or left)) or \
+            kind not in ("started", "ready", "loaded", "puzzle", "done", "timeout", "died", "flooded", "memory")
+        if forged:
+            what = (f"a line that is not one of its events ({event.get('line', '')[:80]!r})" if kind == "garbled"
+                    else f"a {kind!r} event" + (f" for puzzle {event.get('number')}" if kind == "puzzle" else ""))
+            why = (f"{FORGED_REPORT}: the grading process's report held {what} where {expected} was due; the "
+                   "submission wrote to the grader's report channel, and every verdict of that process is void")
+            for verdict in mine:
+                verdict.status, verdict.message, verdict.speed = "failed", why, None
+            result.verdicts += [PuzzleVerdict(p.number, "failed", why) for p in left]
+            result.problems.append(why)
+            return []
+        if kind in ("started", "ready", "loaded"):
+            step = next(steps, None)
         if kind == "started" and not result.protections:
             result.protections = [str(a) for a in event.get("active", [])]
             result.missing_protections = [str(m) for m in event.get("missing", [])]
@@ -316,13 +345,13 @@ def _follow(worker: Worker, deadlines: dict, remaining: list[Puzzle], tried: set
         elif kind == "loaded":
             loaded = True
             result.problems += [shown(str(x)) for x in event.get("problems", [])][:50]
-        elif kind == "puzzle" and event.get("number") in by_number and event["number"] not in graded:
+        elif kind == "puzzle":
             verdict = _verdict_from(event, by_number[event["number"]], seed)
             verdict.message, verdict.source = shown(verdict.message), shown(verdict.source)
             result.verdicts.append(verdict)
+            mine.append(verdict)
             graded.add(verdict.number)
         elif kind in ("timeout", "died", "flooded", "memory"):
-            left = [p for p in remaining if p.number not in graded]
             memory = (f"used more than the memory limit of {worker.memory_limit / GIB:.3g} GiB "
                       f"({int(event.get('used', 0)) / GIB:.3g} GiB resident in its processes): the grader stopped it")
             if event["after"] in ("start", "started"):  # before any submitted code ran: our failure

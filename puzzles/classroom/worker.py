@@ -12,7 +12,10 @@ and the lambdas Triton calls, under the same rules. This process is still not tr
 submission is loaded: its verdicts are claims. With each
 verdict it returns the evidence, every output the kernel produced and the size, seed and index
 of the inputs it was given, so that the grader, in its own process, rebuilds those inputs and
-compares the outputs itself (puzzles/classroom/roster.py).
+compares the outputs itself (puzzles/classroom/roster.py). The outputs are taken by an observer on the
+grading job (`evidence_keeper`, test()'s `observe`) before anything judges them; the kernel's own run is
+a forked child that holds no handle to the report channel (puzzles/running/child.py), and a graded
+kernel's body is checked against an allowlist of resolved names before it runs (grading/kernel_body.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import base64
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -42,20 +46,17 @@ def _emit(channel: TextIO, event: str, **fields: Any) -> None:
     channel.flush()
 
 
-def _record_evidence(store: list[dict]) -> None:
-    """Keep every (size, seed, index, output) the harness judges, as the harness saw it."""
-    import puzzles.grading as harness
+def evidence_keeper(store: list[dict]) -> Callable[[list, list], None]:
+    """test()'s observer (`observe`): keep every (size, seed, index, output) a launch produced, raw, before
+    anything judges it; the grader compares them with the spec itself (puzzles/classroom/roster.py)."""
 
-    judge = harness.judge_runs
-
-    def judge_and_keep(kernel: Any, cases: list, runs: list) -> Any:
+    def keep(cases: list, runs: list) -> None:
         for index, (case, run) in enumerate(zip(cases, runs, strict=False)):
             if run.output is not None and run.output.numel() <= EVIDENCE_LIMIT:
                 store.append({"sizes": dict(case.sizes), "seed": case.seed, "index": index,
                               "output": encode_tensor(run.output)})
-        return judge(kernel, cases, runs)
 
-    harness.judge_runs = judge_and_keep
+    return keep
 
 
 def _start_compilers(uid: int | None) -> None:
@@ -79,17 +80,22 @@ def main() -> int:
     from puzzles.classroom.isolation import Limits, apply_limits
 
     limits = Limits(**request["limits"])
+    from puzzles.course import catalog
+    from puzzles.course.solution_source import preload_starters
+
+    # What grading reads of the references (starters, signatures), read now: hidden, or out of the
+    # user's reach, once the limits are applied (isolation.hide_references).
+    preload_starters([catalog.get(n) for n in request["puzzles"]])
     protections = apply_limits(limits, Path.cwd(), lambda: _start_compilers(limits.uid))
     _emit(channel, "started", active=protections.active, missing=protections.missing)
 
     from puzzles.cli import grade
-    from puzzles.course import catalog
     from puzzles.running.compile_check import settings
 
     settings.READ_CACHE = False  # what a kernel wrote into the folder's cache never answers for another
     puzzles = [catalog.get(n) for n in request["puzzles"]]
     evidence: list[dict] = []
-    _record_evidence(evidence)
+    keep = evidence_keeper(evidence)
     _emit(channel, "ready")
     submission = grade.collect([Path(f) for f in request["files"]], puzzles)
     _emit(channel, "loaded", problems=submission.problems)
@@ -97,7 +103,7 @@ def main() -> int:
         evidence.clear()
         try:
             g = grade.grade_puzzle(submission, p, timeout=request["timeout"], seed=request["seed"],
-                                   perf=bool(request.get("speed")))
+                                   perf=bool(request.get("speed")), observe=keep)
         except Exception as err:  # noqa: BLE001 - the submission may have broken the harness itself
             _emit(channel, "puzzle", number=p.number, status="failed", seconds=0.0, source="",
                   reason=f"grading raised {type(err).__name__}: {err}", evidence=[])

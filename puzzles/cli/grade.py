@@ -32,9 +32,11 @@ from typing import Any
 
 from puzzles.cli.load_rules import LoadRules, free_names, loaded_names
 from puzzles.course import catalog
+from puzzles.course.notebooks import SETUP_HEADER
 from puzzles.course.puzzle import Puzzle
 from puzzles.course.solution_source import is_starter, starter_source
 from puzzles.grading import test
+from puzzles.grading.kernel_body import kernel_body_error
 from puzzles.grading.result import brief_reason
 from puzzles.running.limits import KernelTimeout, time_limit
 
@@ -197,7 +199,10 @@ def load_file(path: Path) -> Loaded:
             continue
         # Register the source so Triton (and error messages) can read it by file name.
         linecache.cache[label] = (len(text), None, text.splitlines(keepends=True), label)
-        cells.append((label, select_definitions(tree.body)))
+        chosen = select_definitions(tree.body)
+        if " [cell " in label and text.lstrip().startswith(SETUP_HEADER):  # the course's set-up cell installs
+            chosen = [n for n in chosen if not isinstance(n, (ast.Import, ast.ImportFrom))]  # the course: not run
+        cells.append((label, chosen))
     statements = [node for _, nodes in cells for node in nodes]
     refused = LoadRules(statements).refusals(statements, {id(n): label for label, nodes in cells for n in nodes})
     for label, nodes in cells:
@@ -205,11 +210,17 @@ def load_file(path: Path) -> Loaded:
             refusal = refused.get(id(node))
             if refusal is not None:
                 problem = f"{label}: {refusal.message()}"
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                        _sibling_module(label, module) for module in _imported_modules(node)):
+                    problem += SIBLING_ADVICE
                 loaded.problems.append(problem)
                 if not refusal.needs_refused:
                     loaded.refusals.append(problem)
                 if isinstance(node, ast.FunctionDef):
                     loaded.broken[node.name] = problem
+                else:  # `from solutions.p01 import add_kernel`, `add_kernel = ref.add_kernel`: a kernel it
+                    for name in refusal.names:  # would bind fails with the refusal, not "not attempted"
+                        loaded.broken.setdefault(name, problem)
                 failed_names.update(dict.fromkeys(refusal.names, problem))
                 continue
             _run_definition(node, label, loaded)
@@ -229,9 +240,7 @@ def _run_definition(node: ast.stmt, label: str, loaded: Loaded) -> None:
             problem = (f"{label}: line {node.lineno}: MemoryError: it needs more memory than grading may use "
                        "(the memory limit)")
         elif isinstance(err, ModuleNotFoundError) and _sibling_module(label, err.name):
-            problem += (" (a module of your own next to the file: the grader loads each file alone, without its "
-                        "folder on the import path; put the @triton.jit helpers you import from it in the file "
-                        "itself)")
+            problem += SIBLING_ADVICE
         cause = loaded.failed_names.get(getattr(err, "name", None) or "")
         if isinstance(err, NameError) and cause:
             problem += f" (because {cause})"
@@ -243,6 +252,14 @@ def _run_definition(node: ast.stmt, label: str, loaded: Loaded) -> None:
         return
     if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
         loaded.origins[node.name] = label
+
+
+SIBLING_ADVICE = (" (a module of your own next to the file: the grader loads each file alone, without its folder "
+                  "on the import path; put the @triton.jit helpers you import from it in the file itself)")
+
+
+def _imported_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
+    return [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
 
 
 def _sibling_module(label: str, name: str | None) -> bool:
@@ -366,10 +383,10 @@ def _collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
 
 
 def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_dir: Path | None = None,
-                 seed: int | None = None, perf: bool = False) -> Grade:
+                 seed: int | None = None, perf: bool = False, observe: Any = None) -> Grade:
     """The verdict on one puzzle's kernel. When several files define it, the last one that is
     not the starter is graded and the others are named in `submission.problems`. `perf`: on a GPU,
-    also time a passing kernel (its report in `Grade.result.perf`)."""
+    also time a passing kernel (its report in `Grade.result.perf`); `observe`: test()'s (each launch's raw runs)."""
     candidates = submission.found.get(p.kernel_name, [])
     attempts = [c for c in candidates if not is_starter(_kernel_source(c[1], p.kernel_name), p)]
     if not attempts and p.kernel_name in submission.broken:  # the learner wrote it, but it does not even define
@@ -390,7 +407,11 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
                                    f"{origin}, not {', '.join(others)}")
     if not attempts:
         return Grade(p, "not attempted", "still the starter", origin)
-    result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full", seed=seed, perf=perf)
+    refused = kernel_body_error(kernel)  # before it runs or compiles: what its body names, resolved
+    if refused is not None:
+        return Grade(p, "failed", f"{origin}: {refused.describe()}", origin)
+    result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full", seed=seed, perf=perf,
+                  observe=observe)
     if viz_dir is not None:
         from puzzles import viz
 

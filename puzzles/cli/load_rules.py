@@ -7,6 +7,9 @@ kernel's or trap the grader (puzzles/classroom/roster.py checks the outputs anyw
 and an object of a learner's class, met by the grader while it inspects the globals a kernel reads,
 runs the class's `__getattr__`, `__eq__` or `__hash__` there without any call at load. So:
 
+- **Imports only of what the notebooks import** (`IMPORTABLE_MODULES`, `FROM_TRITON`, `COURSE_IMPORTS`, the
+  names of `puzzles.__all__`): never the references (`solutions`), the grader's own modules, `builtins`,
+  `os`, `sys`, `inspect`...: a file that can name them could read an answer or reach the grader's state.
 - **No class definitions**: kernels never need one, and a class is the only way a file could put
   its own code behind attribute access, comparison or hashing.
 - **Calls while loading come from an allowlist** (`ALLOWED_CALLS`, `math.*`, `COMPUTING_BUILTINS`),
@@ -53,6 +56,25 @@ DTYPES = frozenset({
 WHY_CLASS = ("a class definition is not allowed in a graded file; kernels never need one (its code would run in the "
              "grader while it inspects your globals): write functions, and move the class to a cell the grader "
              "does not read (a cell with test(...) or your experiments)")
+# What a graded file may import: what the course's notebooks import (puzzles/course/notebooks.py; a test checks
+# every generated cell against this). The references (`solutions`), the grader's own modules, `builtins`, `os`,
+# `sys`, `inspect`... are refused: a kernel that can name them can read the answers or reach the grader's state.
+IMPORTABLE_MODULES = frozenset({"torch", "triton", "triton.language", "math", "jaxtyping"})
+IMPORTABLE_PACKAGES = ("triton.language.",)  # triton.language.extra.libdevice (erf, tanh...)
+# `from triton import X`: Triton's public decorators and helpers, never its runtime, compiler or backends.
+FROM_TRITON = frozenset({"jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
+                         "constexpr", "JITFunction"})
+# `from puzzles... import X` beyond `puzzles`' own public names: what the generated notebooks' cells import.
+COURSE_IMPORTS = frozenset({
+    "puzzles.cli.grade.progress", "puzzles.course.philox.rand", "puzzles.grading.tensor_lists.compare_with_loop",
+    "puzzles.learner.autotune.sweep", "puzzles.learner.inductor_code.compare_with_compiled",
+    "puzzles.learner.inductor_code.compiled_code", "puzzles.learner.inductor_code.kernels_in",
+})
+WHY_IMPORT = ("a graded file may import only triton, triton.language, torch, math, jaxtyping and the course's "
+              "public names (`from puzzles import test, Float32, ...`, as the notebooks do): the reference "
+              "solutions, the grader's own modules and Python's system modules (builtins, os, sys, inspect, "
+              "importlib, ctypes, gc...) are off limits to a graded file")
+
 HOW_TO_FIX = ("a graded file may call only triton.jit/autotune/heuristics/Config/cdiv/next_power_of_2, "
               "tl.constexpr, math functions, builtins that compute (int, min, range, len...) and its own functions "
               "that only return such an expression: move the rest into a cell the grader does not read (one with "
@@ -87,6 +109,48 @@ def allowed_call(name: str) -> bool:
     """`triton.jit`, `math.ceil`: on the allowlist (a module's own public functions, not `math.__loader__.x`)."""
     module, _, function = name.rpartition(".")
     return name in ALLOWED_CALLS or (f"{module}." in ALLOWED_MODULE_CALLS and not function.startswith("_"))
+
+
+def importable_module(name: str) -> bool:
+    if any(part.startswith("_") for part in name.split(".")):
+        return False
+    return name in IMPORTABLE_MODULES or name.startswith((*IMPORTABLE_PACKAGES, "torch."))
+
+
+def course_import(module: str, name: str) -> bool:
+    """`from puzzles import test`, `from puzzles.course.philox import rand`, a catalog module's spec: what a
+    notebook of the course imports (never a reference, never the grader's insides)."""
+    if module == "puzzles":
+        import puzzles
+
+        return name in puzzles.__all__
+    if f"{module}.{name}" in COURSE_IMPORTS:
+        return True
+    package, _, slug = module.rpartition(".")
+    if package == "puzzles.course.catalog" and slug.startswith("p") and name.endswith("_spec"):
+        return True  # a lead cell reuses an earlier puzzle's spec (puzzle 3 shows puzzle 2's)
+    return False
+
+
+def import_problem(node: ast.Import | ast.ImportFrom) -> str | None:
+    """Why an import is refused (None: allowed). Checked on the text, before anything is imported."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if not importable_module(alias.name):
+                return f"imports `{alias.name}`; {WHY_IMPORT}"
+        return None
+    module = node.module or ""
+    for alias in node.names:
+        if alias.name.startswith("_"):
+            return f"imports `{alias.name}` from `{module}`, a private name; {WHY_IMPORT}"
+        if module == "triton" and alias.name in FROM_TRITON:
+            continue
+        if module != "triton" and importable_module(module):
+            continue
+        if module.split(".")[0] == "puzzles" and course_import(module, alias.name):
+            continue
+        return f"imports `{alias.name}` from `{module}`; {WHY_IMPORT}"
+    return None
 
 
 def outermost(expr: ast.expr) -> ast.Name | None:
@@ -232,9 +296,9 @@ class LoadRules:
                 return f"`from {node.module} import *` is not allowed in a graded file; import the names you use"
             if node.level:
                 return "a relative import is not allowed in a graded file"
-            return None
+            return import_problem(node)
         if isinstance(node, ast.Import):
-            return None
+            return import_problem(node)
         if isinstance(node, ast.FunctionDef):
             return self._function_problem(node)
         if isinstance(node, ast.AnnAssign):

@@ -77,8 +77,11 @@ GITHUB_REPO = github_repo(COURSE_URL)
 COLAB_URL = "https://colab.research.google.com/github/{repo}/blob/main/notebooks/{name}"
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
+# The set-up cell's first line: the grader recognises the cell by it and does not run its imports (os, sys,
+# subprocess: what installs the course, which a graded file may not import; puzzles/cli/load_rules.py).
+SETUP_HEADER = "# Set-up: use the installed course"
 SETUP_SOURCE = f"""\
-# Set-up: use the installed course (`make lab` installs it), else a checkout in a folder above this
+{SETUP_HEADER} (`make lab` installs it), else a checkout in a folder above this
 # notebook, else (Colab) install it. TRITON_PUZZLES_PIP replaces what is installed (a fork, a wheel).
 import importlib
 import importlib.util

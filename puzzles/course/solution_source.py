@@ -23,6 +23,11 @@ from pathlib import Path
 from typing import Protocol
 
 ROOT = Path(__file__).resolve().parents[2]
+# What grading needs of the references, without their answers: each kernel's starter and signature. A class's
+# worker reads them before it drops its privileges (`preload_starters`), after which the references are out of
+# its reach; the Gradescope autograder ships this file instead of solutions/ (classroom/gradescope_build.py).
+STARTERS_FILE = Path(__file__).resolve().parent / "starters.json"
+PRELOADED: dict[str, dict[str, str]] = {}  # solution module -> {"starter": ..., "signature": ...}
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 FINISH_ME = "# Finish me (about {n} lines)"
 
@@ -94,8 +99,31 @@ def solution_line_count(p: PuzzleRecord) -> int:
     return sum(1 for line in lines[b + 1 : e] if line.strip() and not line.strip().startswith("#"))
 
 
+def starters_record(puzzles: list[PuzzleRecord]) -> dict[str, dict[str, str]]:
+    """Each puzzle's starter and signature, by its reference's module: all that grading reads of a reference."""
+    return {p.solution_module: {"starter": starter_source(p), "signature": kernel_signature(p)} for p in puzzles}
+
+
+def preload_starters(puzzles: list[PuzzleRecord]) -> None:
+    """Read the starters and signatures of `puzzles` now (while the references can be read) and forget the
+    references' text: from then on grading asks neither solutions/ nor its own memory for an answer."""
+    PRELOADED.update(starters_record(puzzles))
+    _read_kernel_lines.cache_clear()
+
+
+def _preloaded(p: PuzzleRecord) -> dict[str, str] | None:
+    if not PRELOADED and STARTERS_FILE.is_file():  # an autograder without solutions/
+        import json
+
+        PRELOADED.update(json.loads(STARTERS_FILE.read_text()))
+    return PRELOADED.get(p.solution_module)
+
+
 def starter_source(p: PuzzleRecord) -> str:
     """The kernel as the learner first sees it."""
+    known = _preloaded(p)
+    if known is not None:
+        return known["starter"]
     lines = _kernel_lines(p)
     b, e = _solution_region(lines, p.solution_module)
     indent = lines[b][: len(lines[b]) - len(lines[b].lstrip())]
@@ -105,6 +133,9 @@ def starter_source(p: PuzzleRecord) -> str:
 
 def kernel_signature(p: PuzzleRecord) -> str:
     """`add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr)`, read from the reference."""
+    known = _preloaded(p)
+    if known is not None:
+        return known["signature"]
     source = textwrap.dedent("\n".join(_kernel_lines(p)))
     match = re.search(r"def\s+(\w+\s*\(.*?\))\s*(->.*?)?:", source, re.S)
     if match is None:

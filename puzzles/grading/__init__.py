@@ -66,6 +66,7 @@ def test(
     perf: bool = False,
     compile_check: bool | str = True,
     compiled: bool | str = False,
+    observe: Callable[[list[Case], list[Any]], None] | None = None,
 ) -> TestResult:
     """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
 
@@ -85,6 +86,8 @@ def test(
     compiled: show under the verdict what the kernel compiles to (True: for sm_90; or "sm_80", "sm_75"):
         each global load and store with its width and line, tl.dot's instructions, registers, spills
         (puzzles.compiled() gives the whole listings).
+    observe: called with each launch's cases and raw runs before they are judged (a class's worker sends
+        those outputs to the grader, which judges them itself).
 
     An @triton.autotune kernel is graded under each of its configs (puzzles/grading/configs.py).
     """
@@ -92,7 +95,7 @@ def test(
     job = make_job(kernel, spec, puzzle, sizes=sizes, nelem=nelem, blocks=B,
                    seed=random.randrange(1, 10**6) if seed is None else seed, timeout=timeout, isolate=isolate,
                    record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet,
-                   compiled=shown_target(compiled))
+                   compiled=shown_target(compiled), observe=observe)
     missing = autotune_missing(job)
     if missing is not None:
         return present(build_result(job, error=missing), quiet, False, job.puzzle)
@@ -148,7 +151,10 @@ class StartedGrading:
             return build_result(job, error=self.problem, notes=[job.other_puzzles_kernel, self.unknown_sizes],
                                 seconds=time.perf_counter() - started)
         found = job.puzzle
-        outcomes = judge_runs(job, cases, self.runs.collect())
+        runs = self.runs.collect()
+        if job.observe is not None:
+            job.observe(cases, runs)
+        outcomes = judge_runs(job, cases, runs)
         for outcome in outcomes:  # a stopped size shows its limit, not a time
             outcome.time_limit = job.timeout if outcome.status == "timeout" else None
         notes = _compile_check.fold(self.check, outcomes, job.title, started, job.compile_check)

@@ -43,6 +43,9 @@ class GradingJob:
     compile_check: bool | str
     quiet: bool
     compiled: int | None = None  # show the code compiled for this target (90 for sm_90) under the verdict
+    # Called with (cases, runs) once a launch's runs are in, before they are judged: what a class's worker
+    # sends the grader as evidence (puzzles/classroom/worker.py), the raw outputs and nothing judged.
+    observe: Callable[[list, list], None] | None = None
 
     @property
     def kernel(self) -> Any:
@@ -125,7 +128,8 @@ def make_job(kernel: Any, spec: Callable[..., Any] | None, puzzle: Puzzle | int 
              sizes: list[Sizes] | None = None, nelem: Sizes | None = None, blocks: Sizes | None = None,
              seed: int = 0, timeout: float = 20.0, isolate: bool | None = None, record: bool = True,
              viz: bool = False, perf: bool = False, compile_check: bool | str = False,
-             quiet: bool = True, compiled: int | None = None) -> GradingJob:
+             quiet: bool = True, compiled: int | None = None,
+             observe: Callable[[list, list], None] | None = None) -> GradingJob:
     """Resolve test()'s arguments once: the kernel, the puzzle (given, or found from the spec or kernel),
     its spec and the sizes to run. (The defaults suit a caller outside test(): a test, a benchmark.)"""
     handle = KernelHandle.of(kernel)
@@ -138,4 +142,4 @@ def make_job(kernel: Any, spec: Callable[..., Any] | None, puzzle: Puzzle | int 
     return GradingJob(handle=handle, spec=spec, parsed_spec=parse_spec(spec) if spec is not None else None,
                       puzzle=found, sizes=sizes, nelem=nelem, blocks=blocks, run_sizes=run_sizes,
                       size_problem=size_problem, seed=seed, timeout=timeout, isolate=isolate, record=record, viz=viz,
-                      perf=perf, compile_check=compile_check, quiet=quiet, compiled=compiled)
+                      perf=perf, compile_check=compile_check, quiet=quiet, compiled=compiled, observe=observe)

@@ -18,6 +18,8 @@ import torch
 from puzzles.running.frames import FrameReader, send_frame
 from puzzles.running.interpreter import warm_interpreter
 
+MAX_FD = 1 << 16  # above any descriptor a grading process holds (closerange is one close_range call on Linux)
+
 
 def can_fork() -> bool:
     return hasattr(os, "fork") and not torch.cuda.is_initialized()
@@ -38,7 +40,10 @@ def run_in_child(jobs: list[Callable[[], Any]], timeout: float) -> ChildResults:
         warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded, use of fork()"
         pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
-        os.close(read_fd)
+        # Keep only the pipe the results go back on (and stdin, stdout, stderr): whatever else the parent
+        # holds (a class worker's report channel, the compile check's pipes) is out of the kernel's reach.
+        os.closerange(3, write_fd)
+        os.closerange(write_fd + 1, MAX_FD)
         sys.stdout = sys.stderr = io.StringIO()  # never write to the notebook's sockets
         sys.stdin = io.StringIO()  # a debugger here reads end-of-input and quits, instead of hanging
         sys.breakpointhook = _breakpoint_here  # plain pdb on those streams, whoever hooked it

@@ -392,7 +392,7 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
         name = torch.cuda.get_device_name()
         _warm_gpu()
     send_frame(reply_fd, ("ready", name))
-    reader = FrameReader(0)
+    reader = FrameReader(0, data_only=False)
     landed: dict[bytes, Any] = {}
     while True:
         request = reader.receive(10**9)

@@ -130,7 +130,7 @@ def forked(device: str) -> WorkerProcess | None:
         for fd in (request_read, reply_write):
             os.close(fd)
     proc = LaunchedProcess(pid, pidfd, request_write, reply_read)
-    return WorkerProcess(proc, FrameReader(proc.stdout.fileno()), log, time.monotonic())
+    return WorkerProcess(proc, FrameReader(proc.stdout.fileno(), data_only=False), log, time.monotonic())
 
 
 def launch(device: str) -> WorkerProcess:
@@ -142,7 +142,7 @@ def launch(device: str) -> WorkerProcess:
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(python_running("serve"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=log, env=worker_environment(device), start_new_session=True)
-    return WorkerProcess(proc, FrameReader(proc.stdout.fileno()), log, time.monotonic())
+    return WorkerProcess(proc, FrameReader(proc.stdout.fileno(), data_only=False), log, time.monotonic())
 
 
 def spare_count(device: str) -> int:
