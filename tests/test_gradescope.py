@@ -289,3 +289,29 @@ def test_speed_points_are_a_test_of_their_own_and_a_machine_without_a_gpu_says_s
     check_format(on_a_cpu)
     assert [t["max_score"] for t in on_a_cpu["tests"]] == [2.0, 3.0] and on_a_cpu["score"] == 2.0
     assert "Speed was not graded: this autograder's machine has no CUDA GPU" in on_a_cpu["output"]
+
+
+def test_hidden_sizes_are_new_keep_the_listed_rules_and_depend_only_on_the_seed():
+    from puzzles.grading.cases import make_case
+
+    for p in catalog.all_puzzles():
+        drawn = hidden_sizes.draw(p, 11, 2, check=lambda p, s: True)
+        assert drawn == hidden_sizes.draw(p, 11, 2, check=lambda p, s: True)
+        if p.tensor_lists is not None:  # puzzle 21: lists of tensors, none
+            assert drawn == []
+            continue
+        assert len(drawn) == 2 and drawn[0] != drawn[1], p.number
+        for sizes in drawn:
+            assert sizes not in [dict(s) for s in p.sizes] and set(sizes) == set(p.canonical)
+            assert hidden_sizes.obeys_listed_rules(p, sizes)
+            redrawn = hidden_sizes.redrawn(p)  # the rest (blocks, strides, scalars) is one listed size's
+            kept = [k for k in p.canonical if k not in redrawn
+                    and not any(all(s[k] == s[r] for s in p.sizes) for r in redrawn)]  # puzzle 1's B0 = N0
+            assert any(all(sizes[k] == s[k] for k in kept) for s in p.sizes), (p.number, sizes)
+            make_case(p.spec, hidden_sizes.with_sizes(p, drawn), sizes, 3, drawn.index(sizes))  # the spec builds
+    # The listed rules: puzzle 1's block stays its size, puzzle 12's MID a multiple of 64, puzzle 18's G divides K.
+    assert all(s["B0"] == s["N0"] for s in hidden_sizes.draw(catalog.get(1), 3, 2, check=lambda p, s: True))
+    assert all(s["MID"] % 64 == 0 for s in hidden_sizes.draw(catalog.get(12), 3, 2, check=lambda p, s: True))
+    assert all(s["K"] % s["G"] == 0 for s in hidden_sizes.draw(catalog.get(18), 3, 2, check=lambda p, s: True))
+    # The build keeps only sizes the reference passes at: a check that refuses all leaves none.
+    assert hidden_sizes.draw(catalog.get(2), 3, 2, check=lambda p, s: False) == []

@@ -163,6 +163,8 @@ NEWER_NAMES = {("typing", "Self"), ("typing", "LiteralString"), ("typing", "Neve
                ("typing", "Unpack"), ("typing", "override"), ("enum", "StrEnum"), ("datetime", "UTC"),
                ("asyncio", "TaskGroup"), ("asyncio", "timeout"), ("contextlib", "chdir")}
 
+NEWER_FLAGS = {"-P"}  # no unsafe path: 3.11+; python 3.10 stops with "Unknown option: -P"
+
 
 def _sources() -> list[Path]:
     return sorted(p for folder in ("puzzles", "solutions", "scripts", "tests", "benchmarks")
@@ -199,6 +201,11 @@ def test_the_code_is_python_3_10():
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
                     (node.value.id, node.attr) in NEWER_NAMES:
                 problems.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value.id}.{node.attr} is Python 3.11+")
+            elif isinstance(node, ast.List) and node.elts and ast.unparse(node.elts[0]) == "sys.executable" and \
+                    any(isinstance(e, ast.Constant) and e.value in NEWER_FLAGS for e in node.elts) and \
+                    "sys.version_info >= (3, 11)" not in text:  # a Python started with a flag 3.10 refuses
+                problems.append(f"{path.relative_to(ROOT)}:{node.lineno}: a 3.11+ flag of python "
+                                "(-P: launcher.worker_command does it on 3.10 too)")
     assert not problems, "\n".join(problems)
 
 
