@@ -202,8 +202,8 @@ def graded(result: StudentResult, config: AutograderConfig, submission: Path, hi
             tests.append({"name": f"{name}: speed", "number": f"{p.number}.s", "score": earned, "max_score": most,
                           "status": "passed" if earned == most else "failed", "output": line, "output_format": "text",
                           "visibility": config.visibility})
-    shown = [t for t in tests if t["visibility"] == config.visibility]
-    later = [t for t in tests if t["visibility"] != config.visibility]
+    later = [t for t in tests if t["number"].endswith(".h")]  # the hidden sizes': never told in the summary
+    shown = [t for t in tests if t not in later]
     lines = [f"{sum(t['score'] for t in shown):g} of {sum(t['max_score'] for t in shown):g} points at the sizes your "
              f"notebooks list, seed {seed} (`test(..., seed={seed})` reproduces each verdict in your notebook)."]
     if later:
