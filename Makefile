@@ -9,7 +9,9 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # scripts/setup.py installs torch's CPU build on a machine without an NVIDIA GPU (`--plan` shows how).
-$(STAMP): requirements.txt pyproject.toml scripts/setup.py
+# An unsupported Python is told in one line what to install, before any .venv is made with it.
+$(STAMP): requirements.txt requirements-grading.txt pyproject.toml scripts/setup.py
+	test -x $(PY) || $(PYTHON) scripts/setup.py --check-python
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) scripts/setup.py
 	touch $(STAMP)

@@ -39,17 +39,22 @@ try:
     from puzzles.learner.compiled import compiled
     from puzzles.learner.debug import breakpoint_if, check_tensors, print_if
     from puzzles.learner.sandbox import sandboxed
-except ImportError as _err:
+except Exception as _err:
     # A missing (or unsupported) torch, triton, numpy or jaxtyping must not stop `python -m puzzles
     # doctor`, which says what to install; anything else from the course's own modules is a bug.
     from puzzles.running import compat as _compat
 
+    # An unsupported Python: whatever failed, the one thing to say is that (the doctor says it too).
+    _old_python = _compat.python_problem()
+    if not isinstance(_err, ImportError) and not _old_python:
+        raise
     _top = (getattr(_err, "name", None) or "").split(".")[0]
-    _unsupported = _compat.triton_problem()
+    _unsupported = _old_python or _compat.triton_problem()
     if _top not in _compat.REQUIRED_PACKAGES and not _unsupported:
         raise ImportError(f"the course's own module failed to import: {_err}. If you edited puzzles/, "
                           "undo that edit; else run `python -m puzzles doctor`.") from _err
-    _WHY = _compat.missing_package_message(_err) if _top in _compat.REQUIRED_PACKAGES else _unsupported
+    _WHY = _old_python or (_compat.missing_package_message(_err) if _top in _compat.REQUIRED_PACKAGES
+                           else _unsupported)
     _CAUSE = _err
 
     def __getattr__(name: str) -> object:

@@ -39,21 +39,9 @@ def main(argv: list[str] | None = None) -> int:
 
     s = sub.add_parser("gradescope", help="build a Gradescope autograder (a zip to upload) that grades each "
                        "submission as the class command grades one student")
-    s.add_argument("--out", type=Path, default=Path("autograder.zip"), help="the zip (default: autograder.zip)")
-    s.add_argument("--puzzle", type=int, action="append", help="grade this puzzle (repeatable; default: all)")
-    s.add_argument("--points", action="append", metavar="N=P",
-                   help="puzzle N is worth P points (repeatable; default: the catalog's points, 1 each)")
-    s.add_argument("--timeout", type=float, help="seconds per size before a kernel is stopped (default 5)")
-    s.add_argument("--memory", type=float, help="memory limit of a submission's grading processes in GiB "
-                   "(default 6; 0: none)")
-    s.add_argument("--seed", type=int, help="the inputs' seed for every submission (default: a fresh one each, "
-                   "shown in its results)")
-    s.add_argument("--speed", action="store_true", help="also speed points, as the class command's --speed, where "
-                   "the autograder's machine has a CUDA GPU (elsewhere its results say correctness only)")
-    s.add_argument("--visibility", default="visible", help="when students see the results: visible (default), "
-                   "after_due_date, after_published or hidden")
-    s.add_argument("--stdout-visibility", default="hidden",
-                   help="the grader's own log, the same choices (default hidden)")
+    from puzzles.classroom.gradescope_build import add_arguments as add_gradescope_arguments
+
+    add_gradescope_arguments(s)
 
     sub.add_parser("doctor", help="check the installation against the pins and run a tiny kernel")
 

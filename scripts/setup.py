@@ -3,6 +3,7 @@ machine without an NVIDIA GPU.
 
     python scripts/setup.py          # install
     python scripts/setup.py --plan   # print what it would run, run nothing
+    python scripts/setup.py --check-python   # is this Python supported (pyproject.toml's requires-python)?
 
 Why: `torch==X` from the default index is the CUDA build on Linux (about 16 NVIDIA packages,
 several GB) even on a laptop with no GPU. PyTorch's own CPU index serves the same version without
@@ -40,10 +41,34 @@ def reachable(url: str, timeout: float = 5.0) -> bool:
 
 
 def torch_pin(requirements: Path) -> str:
+    """`torch==X` from the requirements file or a file it includes (`-r requirements-grading.txt`)."""
     for line in requirements.read_text().splitlines():
-        if re.match(r"^torch\s*==", line.strip()):
-            return line.split("#", 1)[0].strip().replace(" ", "")
+        line = line.split("#", 1)[0].strip()
+        if re.match(r"^torch\s*==", line):
+            return line.split(";", 1)[0].strip().replace(" ", "")
+        if line.startswith("-r "):
+            try:
+                return torch_pin(requirements.parent / line[3:].strip())
+            except SystemExit:
+                continue
     raise SystemExit(f"no `torch==` pin in {requirements}: keep torch pinned")
+
+
+def python_problem(version: tuple[int, int], pyproject: Path = ROOT / "pyproject.toml") -> str | None:
+    """One line when this Python is outside pyproject.toml's requires-python (what is supported, what to
+    install), else None: pip would otherwise fail later on the first pin without a wheel for it."""
+    found = re.search(r'^requires-python\s*=\s*"([^"]+)"', pyproject.read_text(), re.MULTILINE)
+    if found is None:
+        return None
+    oldest = re.search(r">=\s*3\.(\d+)", found.group(1))
+    below = re.search(r"<\s*3\.(\d+)", found.group(1))
+    low, high = int(oldest.group(1)) if oldest else 0, int(below.group(1)) if below else 99
+    if low <= version[1] < high and version[0] == 3:
+        return None
+    supported = f"3.{low} to 3.{high - 1}" if below else f"3.{low} or newer"
+    return (f"Python {version[0]}.{version[1]} is not supported: the course needs Python {supported}. Install one "
+            "(Ubuntu 22.04 and later: `sudo apt install python3 python3-venv`; elsewhere `uv python install 3.12` "
+            "or pyenv), remove .venv, and run `make setup PYTHON=python3.12` (that Python's name)")
 
 
 def plan(python: str, requirements: Path, gpu: bool, cpu_index_up: bool,
@@ -66,7 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plan", action="store_true", help="print the commands, run nothing")
     parser.add_argument("--requirements", type=Path, default=ROOT / "requirements.txt")
+    parser.add_argument("--check-python", action="store_true", help="only say whether this Python is supported")
     args = parser.parse_args(argv)
+    problem = python_problem(sys.version_info[:2])
+    if problem or args.check_python:
+        print(f"setup: {problem}" if problem else f"setup: Python {sys.version.split()[0]} is supported",
+              file=sys.stderr if problem else sys.stdout)
+        return 1 if problem else 0
     gpu = has_nvidia_gpu()
     # Probe only when it matters: with a GPU the default index is the right one.
     index = os.environ.get("TRITON_PUZZLES_CPU_INDEX", CPU_INDEX)  # a mirror of PyTorch's CPU index

@@ -22,8 +22,10 @@ REGENERATE = "run `python -m puzzles diagrams` to redraw them"
 
 
 def _pinned_matplotlib() -> str | None:
-    m = re.search(r"^matplotlib==(\S+)", (ROOT / "requirements.txt").read_text(), re.MULTILINE)
-    return m.group(1) if m else None
+    """The pin for this Python (3.10 has one of its own)."""
+    from puzzles.cli import requirements_file
+
+    return requirements_file.pins(ROOT / "requirements.txt").get("matplotlib")
 
 
 def _committed(name: str) -> bytes | None:

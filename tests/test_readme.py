@@ -50,8 +50,8 @@ RUN: dict[str, str] = {
     ".venv/bin/python benchmarks/gpu_worker.py": "GPU",
     ".venv/bin/python benchmarks/gptq/bench.py --out benchmarks/gptq/results/latest": "CUDA",
     ".venv/bin/python -m puzzles gradescope --out autograder.zip": "points in all",
-    ".venv/bin/python -m puzzles gradescope --out hw1.zip --puzzle 1 --puzzle 2 --points 2=3 --visibility "
-    "after_due_date": "4 points in all",
+    ".venv/bin/python -m puzzles gradescope --out hw1.zip --puzzle 1 --puzzle 2 --points 2=3 --hidden-seed 2026":
+        "4 points in all",
 }
 # Forms of the synopses that are run as well (the flags the pages name).
 EXTRA_FORMS = {
@@ -72,6 +72,8 @@ NOT_RUN: dict[str, str] = {
     "https://download.pytorch.org/whl/cpu && .venv/bin/python -m pip install -r requirements.txt":
         "downloads torch (what `make setup` does; tests/test_setup.py checks its plan)",
     "source .venv/bin/activate": "changes the calling shell only",
+    "make setup PYTHON=python3.12": "a .venv with another Python (tests/test_requirements.py resolves the pins for "
+                                    "each supported one)",
     ".venv/bin/python -m puzzles.learner.inductor_code 22":
         "refreshes the shipped capture on a GPU (without one it says so: tests/test_torch_compile_first.py)",
 }

@@ -26,7 +26,6 @@ import selectors
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -34,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from puzzles.classroom.launcher import can_fork_workers, launch
+from puzzles.classroom.launcher import can_fork_workers, launch, worker_command
 from puzzles.course.solution_source import ROOT
 
 GIB = 1 << 30
@@ -205,7 +204,7 @@ class Worker:
         with open(folder / "worker.log", "wb") as log:
             # Forked from a launcher that has imported torch and the grader (launcher.py), or started here.
             self.process = (launch(folder, env, log.fileno()) if can_fork_workers() else None) or subprocess.Popen(
-                [sys.executable, "-P", "-m", "puzzles.classroom.worker"], cwd=folder, env=env,
+                worker_command(), cwd=folder, env=env,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
         self.uid = request.get("limits", {}).get("uid")
         self.buffer = b""

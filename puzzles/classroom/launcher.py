@@ -39,6 +39,16 @@ def can_fork_workers() -> bool:
     return not torch.cuda.is_available()
 
 
+def worker_command(*args: str) -> list[str]:
+    """`python -P -m puzzles.classroom.worker ARGS`: the worker without its working folder (the submission's
+    copies) on sys.path, so that no submitted file named like a module shadows one. Python 3.10 has no -P
+    (nor PYTHONSAFEPATH): there the same is done by hand, before anything is imported from the folder."""
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", "puzzles.classroom.worker", *args]
+    return [sys.executable, "-c", "import sys; del sys.path[0]; import runpy; "
+            "runpy.run_module('puzzles.classroom.worker', run_name='__main__', alter_sys=True)", *args]
+
+
 LAUNCHERS: dict[tuple, Launcher | None] = {}  # by base environment; None: it failed, workers are started instead
 LAUNCHERS_LOCK = threading.Lock()
 MAX_LAUNCHERS = 2  # each holds torch and Triton in memory; the least recently used one stops
@@ -57,7 +67,7 @@ def launch(folder: Path, env: dict[str, str], log: int) -> LaunchedProcess | Non
                 import atexit
 
                 atexit.register(stop_all)
-            launcher = Launcher(base, [sys.executable, "-P", "-m", "puzzles.classroom.worker", "--launcher"])
+            launcher = Launcher(base, worker_command("--launcher"))
         LAUNCHERS[key] = launcher  # the most recently used last
         while len(LAUNCHERS) > MAX_LAUNCHERS:
             oldest = LAUNCHERS.pop(next(iter(LAUNCHERS)))

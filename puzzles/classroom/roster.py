@@ -279,7 +279,10 @@ def grade_student(student: Student, puzzles: list[Puzzle], options: Options, see
             # CPU time as a backstop to the deadlines (a process tree that escaped them still stops)
             cpu = limits.cpu_seconds or int(options.startup_seconds + load_limit + puzzle_limit * len(remaining))
             request = {"files": names, "puzzles": [p.number for p in remaining], "timeout": options.timeout,
-                       "seed": seed, "limits": {**limits_dict(limits), "cpu_seconds": cpu}, "speed": options.speed}
+                       "seed": seed, "limits": {**limits_dict(limits), "cpu_seconds": cpu}, "speed": options.speed,
+                       # a puzzle graded at sizes other than the catalog's (Gradescope's hidden sizes)
+                       "sizes": {str(p.number): [dict(s) for s in p.sizes] for p in remaining
+                                 if p.sizes != catalog.get(p.number).sizes}}
             deadlines = {"start": options.startup_seconds, "started": options.startup_seconds,
                          "ready": load_limit, "default": puzzle_limit}
             worker = Worker(folder, request)
@@ -345,6 +348,9 @@ def _follow(worker: Worker, deadlines: dict, remaining: list[Puzzle], tried: set
         elif kind == "loaded":
             loaded = True
             result.problems += [shown(str(x)) for x in event.get("problems", [])][:50]
+        elif kind == "done":  # what grading found on the way ("add_kernel is defined in 2 places; graded ...")
+            later = [shown(str(x)) for x in event.get("problems", [])]
+            result.problems += [x for x in later if x not in result.problems][: max(0, 70 - len(result.problems))]
         elif kind == "puzzle":
             verdict = _verdict_from(event, by_number[event["number"]], seed)
             verdict.message, verdict.source = shown(verdict.message), shown(verdict.source)

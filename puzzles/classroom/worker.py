@@ -21,6 +21,7 @@ kernel's body is checked against an allowlist of resolved names before it runs (
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import sys
@@ -93,7 +94,10 @@ def main() -> int:
     from puzzles.running.compile_check import settings
 
     settings.READ_CACHE = False  # what a kernel wrote into the folder's cache never answers for another
-    puzzles = [catalog.get(n) for n in request["puzzles"]]
+    # Sizes other than the catalog's where the grader asks for them (Gradescope's hidden sizes: hidden_sizes.py).
+    sizes = request.get("sizes") or {}
+    puzzles = [dataclasses.replace(catalog.get(n), sizes=tuple(sizes[str(n)])) if str(n) in sizes else catalog.get(n)
+               for n in request["puzzles"]]
     evidence: list[dict] = []
     keep = evidence_keeper(evidence)
     _emit(channel, "ready")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import re
 import sys
 from pathlib import Path
 
+from puzzles.cli import requirements_file
 from puzzles.course.solution_source import ROOT
 from puzzles.running import compat
 
@@ -16,15 +16,9 @@ CHECKED = ("torch", "triton", "triton-viz", "numpy", "jaxtyping")
 
 
 def pins(path: Path | None = None) -> dict[str, str]:
-    """Package -> version pinned with == in requirements.txt."""
+    """Package -> version pinned with == in requirements.txt (and the files it includes) for this Python."""
     path = path or REQUIREMENTS
-    found = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            match = re.match(r"\s*([A-Za-z0-9_.\-]+)\s*==\s*([^\s;#]+)", line)
-            if match:
-                found[match.group(1).lower()] = match.group(2)
-    return found
+    return requirements_file.pins(path) if path.exists() else {}
 
 
 def _installed(name: str) -> str | None:
@@ -75,10 +69,10 @@ def diagnose(requirements: Path | None = None, run_kernel: bool = True,
     checks: list[tuple[bool, str]] = []
     pinned = pins(requirements)
     gpu = _has_cuda() if gpu is None else gpu
-    ok_python = sys.version_info >= (3, 10)
-    need = "" if ok_python else ": the course needs 3.10 or newer"
-    checks.append((ok_python, f"Python {sys.version.split()[0]} at {sys.executable} (the environment checked: "
-                              f"the commands below install into it){need}"))
+    python_problem = compat.python_problem()
+    checks.append((python_problem is None, python_problem or f"Python {sys.version.split()[0]} at {sys.executable} "
+                                                              "(the environment checked: the commands below install "
+                                                              "into it)"))
     torch_version = _installed("torch")
     # A torch other than the pinned one brings the triton it requires (torch 2.14: 3.8, 2.15: 3.9):
     # a supported triton there is not a problem, and downgrading it would break that torch.
@@ -141,6 +135,9 @@ def _tiny_kernel() -> tuple[bool, str]:
 
 
 def main() -> int:
+    if compat.python_problem():  # nothing else can be checked usefully: the pins are for supported Pythons
+        print(f"FAIL {compat.python_problem()}")
+        return 1
     checks = diagnose()
     for ok, message in checks:
         print(("ok   " if ok else "FAIL ") + message)

@@ -16,7 +16,18 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
+import sys
 from typing import Any
+
+# The Pythons the course supports: pyproject.toml's requires-python (">=3.10,<3.15"), which
+# tests/test_requirements.py checks against this and resolves the pinned set for each. Triton 3.7.1
+# has wheels up to 3.14; numpy >= 2.3 and jaxtyping >= 0.3.8 need 3.11, so 3.10 has pins of its own.
+PYTHON_OLDEST = (3, 10)
+PYTHON_BELOW = (3, 15)  # first unsupported
+PYTHON_SUPPORTED = "3.10 to 3.14"
+PYTHON_INSTALL = ("install one (Ubuntu 22.04 and later have 3.10 or newer: `sudo apt install python3 python3-venv`; "
+                  "elsewhere `uv python install 3.12` or pyenv), then `make setup PYTHON=python3.12` "
+                  "(the Python that `make setup` builds the .venv with)")
 
 MINIMUM = (3, 5)  # oldest supported minor version
 BELOW = (3, 10)  # first unsupported one (not yet tested); raise it once `make versions` passes there
@@ -31,6 +42,16 @@ TRITON_VIZ_BELOW = (3, 8)
 OVERRIDE = "PUZZLES_ANY_TRITON"
 # The third-party packages `import puzzles` needs, by import name -> what to install.
 REQUIRED_PACKAGES = {"torch": "torch", "triton": "triton", "numpy": "numpy", "jaxtyping": "jaxtyping"}
+
+
+def python_problem(version: tuple[int, ...] | None = None) -> str | None:
+    """None when this (or the given) Python is supported, else one line: what is supported and what to install."""
+    version = tuple(sys.version_info[:3]) if version is None else tuple(version)
+    if PYTHON_OLDEST <= version[:2] < PYTHON_BELOW:
+        return None
+    shown = ".".join(str(n) for n in version)
+    return (f"Python {shown} is not supported: the course needs Python {PYTHON_SUPPORTED} (its pinned packages "
+            f"have wheels for those); {PYTHON_INSTALL}")
 
 
 def parse(version: str) -> tuple[int, int]:
@@ -73,8 +94,6 @@ def triton_viz_note(version: str | None = None) -> str | None:
 
 def wrong_environment_message(err: ImportError) -> str:
     """A command run by a Python that lacks the course's packages: usually not the course's .venv."""
-    import sys
-
     name = (getattr(err, "name", None) or "").split(".")[0]
     return (f"this Python ({sys.executable}) has no {name}, which the course needs. The course's environment "
             "is the checkout's .venv (`make setup` makes it): use the make targets (`make grade`, `make doctor`, "
