@@ -121,3 +121,17 @@ def copy_rows_kernel_pointer_hint_bytes(x_ptr, z_ptr, N0, N1, S1, B0: tl.constex
     z_rows = tl.multiple_of(z_ptr + j * N0, 16)
     x = tl.load(x_rows[:, None] + i[None, :], mask=mask)  # LOAD_LINE
     tl.store(z_rows[:, None] + i[None, :], x, mask=mask)  # STORE_LINE
+
+
+@triton.jit
+def _copy_one_row(x_ptr, z_ptr, j, i, N0, N1, S1):
+    x = tl.load(x_ptr + j * S1 + i, mask=(i < N0) & (j < N1))  # HELPER_LOAD
+    tl.store(z_ptr + j * N0 + i, x, mask=(i < N0) & (j < N1))  # HELPER_STORE
+
+
+@triton.jit
+def copy_rows_kernel_helper(x_ptr, z_ptr, N0, N1, S1, B0: tl.constexpr, B1: tl.constexpr):
+    """The row loop through a helper, no promises: each access is the helper's line, and so are its reasons."""
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    for r in range(B1):
+        _copy_one_row(x_ptr, z_ptr, tl.program_id(1) * B1 + r, i, N0, N1, S1)

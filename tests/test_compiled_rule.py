@@ -133,3 +133,13 @@ def test_the_ttgir_reading_follows_the_mask_through_expand_dims_and_stops_at_pro
     for op in ops:
         assert op.unknown_in_address == () and op.unknown_in_mask == () and op.masked
         assert [value for _, value in op.offset_hints] == [4] and [value for _, value in op.mask_hints] == [4]
+
+
+def test_an_access_in_a_helper_is_told_at_the_helpers_line():
+    kernel = ck.copy_rows_kernel_helper
+    result = test(kernel, puzzle=23, quiet=True, seed=1)
+    message = result.first_failure.error.message
+    lines, first = inspect.getsourcelines(ck._copy_one_row.fn)
+    load = next(first + i for i, text in enumerate(lines) if "HELPER_LOAD" in text)
+    text = bullet(message, "load", load)
+    assert "each thread holds 1 of its block's 128 elements" in text and "`S1`" in text and "`N0`" in text
