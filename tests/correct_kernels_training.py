@@ -4,6 +4,7 @@ training track (24-28): puzzle 22's written here, the others pinned where their 
 
 from __future__ import annotations
 
+import alternative_kernels
 import compiled_kernels
 import test_attention_backward
 import test_cross_entropy
@@ -38,10 +39,11 @@ def linear_relu_bias_first(x_ptr, w_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr
 
 VARIANTS = {
     22: (linear_relu_bias_first,),
-    23: (compiled_kernels.copy_rows_kernel_hinted,),
+    23: (compiled_kernels.copy_rows_kernel_hinted, compiled_kernels.copy_rows_kernel_row_loop_one_warp),
     24: (test_dropout_layernorm.dropout_multiplied_by_inverse,),
     25: (test_dropout_layernorm.layernorm_shifted_one_pass,),
-    26: (test_dropout_layernorm.layernorm_backward_tile,),
+    26: (test_dropout_layernorm.layernorm_backward_tile,
+         alternative_kernels.layernorm_backward_kernel_one_program_sums),
     27: (test_cross_entropy.cross_entropy_three_passes, test_cross_entropy.cross_entropy_row_loop),
     28: (test_attention_backward.attention_backward_two_passes, test_attention_backward.attention_backward_scaled_q),
 }

@@ -37,6 +37,20 @@ def test_a_hand_edit_is_detected(tmp_path):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_a_notebook_opens_on_its_title_with_the_set_up_code_folded(name):
+    # JupyterLab folds a cell whose metadata says jupyter.source_hidden; Colab shows a `cellView: form` cell as
+    # its #@title line. The set-up cell runs the same code either way (tests/test_colab.py runs it).
+    nb = json.loads((NOTEBOOK_DIR / name).read_text())
+    assert "".join(nb["cells"][0]["source"]).lstrip().startswith("[![Open In Colab]")
+    assert "\n# " in "".join(nb["cells"][0]["source"])  # the title, in the first cell
+    (setup,) = [c for c in nb["cells"] if notebooks.SETUP_TITLE in "".join(c["source"])]
+    assert "".join(setup["source"]) == notebooks.SETUP_SOURCE.strip("\n")
+    assert setup["source"][0].startswith("#@title ")
+    assert setup["metadata"] == {"cellView": "form", "jupyter": {"source_hidden": True}}
+    assert nb["cells"].index(setup) <= 1 or name == "00_primer.ipynb"  # right under the title
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_committed_without_outputs(name):
     nb = json.loads((NOTEBOOK_DIR / name).read_text())
     for cell in nb["cells"]:

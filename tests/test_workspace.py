@@ -199,3 +199,25 @@ def test_regenerating_refuses_an_edited_notebook_unless_forced(tmp_path):
     assert refused == [tmp_path / NAME] and written == [] and _kernel(tmp_path / NAME) == "# my answer\n"
     written, refused = notebooks.write(tmp_path, force=True)
     assert written == [tmp_path / NAME] and refused == [] and notebooks.drift(tmp_path) == []
+
+
+def test_update_recognizes_the_unfolded_set_up_cell_of_an_older_copy(tmp_path, capsys):
+    # A copy made before the set-up cell was folded away: its set-up cell has no #@title line and no metadata.
+    # The update knows it by its id and gives it the course's folded cell, without calling it the learner's edit.
+    mine = tmp_path / "mine"
+    workspace.create(mine)
+    nb = json.loads((mine / NAME).read_text())
+    (setup,) = [c for c in nb["cells"] if c["id"] == f"p{P1.number}-setup"]
+    assert setup["metadata"] == {"cellView": "form", "jupyter": {"source_hidden": True}}
+    setup["source"] = notebooks.SETUP_SOURCE.split("\n", 1)[1]  # without the #@title line
+    setup["metadata"] = {}
+    nb["metadata"][notebooks.META_KEY]["cells"][setup["id"]] = notebooks.cell_digest(setup)
+    nb["metadata"][notebooks.META_KEY]["digest"] = "older"
+    (mine / NAME).write_text(json.dumps(nb))
+    assert workspace.main(mine, merge_newer=True) == 0
+    assert "replaced" not in capsys.readouterr().out
+    merged = json.loads((mine / NAME).read_text())
+    setups = [c for c in merged["cells"] if "Set-up" in "".join(c["source"])]
+    assert [c["id"] for c in setups] == [f"p{P1.number}-setup"]
+    assert "".join(setups[0]["source"]).startswith(notebooks.SETUP_TITLE)
+    assert setups[0]["metadata"]["jupyter"] == {"source_hidden": True}

@@ -32,7 +32,7 @@ from typing import Any
 
 from puzzles.cli.load_rules import LoadRules, free_names, loaded_names
 from puzzles.course import catalog
-from puzzles.course.notebooks import SETUP_HEADER
+from puzzles.course.notebooks import is_setup_cell
 from puzzles.course.puzzle import Puzzle
 from puzzles.course.solution_source import is_starter, starter_source
 from puzzles.grading import test
@@ -200,7 +200,7 @@ def load_file(path: Path) -> Loaded:
         # Register the source so Triton (and error messages) can read it by file name.
         linecache.cache[label] = (len(text), None, text.splitlines(keepends=True), label)
         chosen = select_definitions(tree.body)
-        if " [cell " in label and text.lstrip().startswith(SETUP_HEADER):  # the course's set-up cell installs
+        if " [cell " in label and is_setup_cell(text):  # the course's set-up cell installs
             chosen = [n for n in chosen if not isinstance(n, (ast.Import, ast.ImportFrom))]  # the course: not run
         cells.append((label, chosen))
     statements = [node for _, nodes in cells for node in nodes]

@@ -3,9 +3,9 @@
     python -m puzzles notebooks          # rewrite notebooks/*.ipynb from the catalog
     python -m puzzles notebooks --check  # exit 1 if a committed notebook differs
 
-A puzzle notebook is: an "Open in Colab" link, a set-up cell, the statement and its diagram,
-the spec, the starter kernel (tagged `starter`), hints hidden in <details>, and the grading
-cell (tagged `grade`). Notebooks are written without outputs.
+A puzzle notebook is: an "Open in Colab" link and the title, a set-up cell (its code folded away), the
+statement and its diagram, the spec, the starter kernel (tagged `starter`), hints hidden in <details>, and
+the grading cell (tagged `grade`). Notebooks are written without outputs.
 """
 
 from __future__ import annotations
@@ -77,10 +77,23 @@ GITHUB_REPO = github_repo(COURSE_URL)
 COLAB_URL = "https://colab.research.google.com/github/{repo}/blob/main/notebooks/{name}"
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
-# The set-up cell's first line: the grader recognises the cell by it and does not run its imports (os, sys,
-# subprocess: what installs the course, which a graded file may not import; puzzles/cli/load_rules.py).
+# The set-up cell's first line: Colab shows it as the cell's title, its code folded away (a "form").
+SETUP_TITLE = "#@title Set-up: run this cell first (it finds the course, or installs it on Colab)"
+# Its next line (the first of copies made before the title): the grader recognises the cell by it and does not run
+# its imports (os, sys, subprocess: what installs the course, which a graded file may not import; load_rules.py).
 SETUP_HEADER = "# Set-up: use the installed course"
+
+
+def is_setup_cell(source: str) -> bool:
+    """The course's set-up cell, with its title line (Colab's form) or without (copies made before it)."""
+    lines = source.lstrip().splitlines()
+    if lines and lines[0].startswith("#@title"):
+        lines = lines[1:]
+    return bool(lines) and lines[0].startswith(SETUP_HEADER)
+
+
 SETUP_SOURCE = f"""\
+{SETUP_TITLE}
 {SETUP_HEADER} (`make lab` installs it), else a checkout in a folder above this
 # notebook, else (Colab) install it. TRITON_PUZZLES_PIP replaces what is installed (a fork, a wheel).
 import importlib
@@ -143,6 +156,15 @@ def _cell(kind: str, source: str, cell_id: str, tags: tuple[str, ...] = ()) -> d
     if kind == "code":
         cell["execution_count"] = None
         cell["outputs"] = []
+    return cell
+
+
+def setup_cell(cell_id: str) -> dict:
+    """The set-up cell, its code folded away so that a notebook opens on its title and statement, not on
+    install logic: JupyterLab and Notebook 7 fold a cell whose metadata says `jupyter.source_hidden` (a click
+    on the bar shows it), Colab one whose metadata says `cellView: form` (its `#@title` line stays in view)."""
+    cell = _cell("code", SETUP_SOURCE, cell_id)
+    cell["metadata"] = {"cellView": "form", "jupyter": {"source_hidden": True}}
     return cell
 
 
@@ -225,7 +247,7 @@ def puzzle_notebook(p: Puzzle) -> dict:
     cells = [
         _cell("markdown", f"[![Open In Colab]({COLAB_BADGE})]({colab})\n\n"
               f"# Puzzle {p.number}: {p.title}", f"p{p.number}-title"),
-        _cell("code", SETUP_SOURCE, f"p{p.number}-setup"),
+        setup_cell(f"p{p.number}-setup"),
         _cell("code", IMPORTS_SOURCE, f"p{p.number}-imports"),
         _cell("markdown", textwrap.dedent(p.statement).strip(), f"p{p.number}-statement"),
         # In a cell of its own, so the statement's source stays readable.
@@ -310,7 +332,7 @@ def progress_notebook() -> dict:
               "Run the cells below to grade every puzzle notebook in this folder: the kernel you wrote in each "
               "one is run by the same `test()` as its grading cell. Each row links to its puzzle. "
               "`make grade` prints the same scoreboard in a terminal.", "progress-title"),
-        _cell("code", SETUP_SOURCE, "progress-setup"),
+        setup_cell("progress-setup"),
         _cell("code", "from puzzles.cli.grade import progress\n\nprogress()  # or progress(\"path/to/folder\")",
               "progress-board"),
     ])
@@ -320,7 +342,8 @@ def primer_notebook() -> dict:
     """Notebook 00: the primer's content (puzzles/course/primer.py) with the course's Colab link and set-up."""
     link = f"[![Open In Colab]({COLAB_BADGE})]({COLAB_URL.format(repo=GITHUB_REPO, name=PRIMER_NAME)})"
     cells = primer_cells(link, SETUP_SOURCE, IMPORTS_SOURCE)
-    return _notebook([_cell(kind, source, f"p0-{i}") for i, (kind, source) in enumerate(cells)])
+    return _notebook([setup_cell(f"p0-{i}") if source == SETUP_SOURCE else _cell(kind, source, f"p0-{i}")
+                      for i, (kind, source) in enumerate(cells)])
 
 
 def all_notebooks() -> dict[str, dict]:

@@ -92,7 +92,8 @@ class CompiledRule:
     default) at the canonical size, every global load and store moves at least `min_bits` per thread and
     instruction (128: `ld.global.v4.b32`, four float32 at once). The compile check judges it on the full
     compile it does anyway (puzzles/running/compiled_code/rules.py); a kernel that keeps it is told each load
-    and store and its width, one that does not is told which is narrower, at which line, and `advice`."""
+    and store and its width, one that does not is told which is narrower, at which line, which of the compiler's
+    conditions it misses (read from the TTGIR: compiled_code/vector_width.py), and `advice`."""
 
     min_bits: int = 128
     target: int = 90

@@ -37,9 +37,10 @@ Read it for three things:
   above it in the `async_compile.triton(...)` string.
 * **What goes through memory between them.** `buf0` is the matmul's output, `M × N` in fp16: cuBLAS
   writes all of it, and the Triton kernel `triton_poi_fused_add_relu_0` (*poi*: pointwise; *fused
-  add relu*: the two operations it fused) reads all of it back, adds `b`, applies the relu and writes the
-  result over it, in place (`in_out_ptr0`; `buf1 = buf0  # reuse`), the buffer the call returns as `z`. At the
-  size below `z` is 128 MB, so that round trip moves 256 MB that a fused kernel never moves.
+  add relu*: the two operations it fused) reads all of it back, adds `b`, applies the relu and writes
+  the result over it, in place (its `in_out_ptr0`; the wrapper's `buf1 = buf0  # reuse`): that buffer is
+  returned as `z`. At the size below `z` is 128 MB, so that round trip moves 256 MB that a fused kernel
+  never moves.
 * **What the generated kernel looks like.** A flat index `xindex`, loads with `eviction_policy`, a mask
   `xmask`: a kernel like the ones of puzzles 1-6, which you can read and could have written.
 
@@ -72,11 +73,14 @@ $$z_{m,n} = \max\Big(0,\; b_n + \sum_{k=0}^{K-1} x_{m,k}\, w_{k,n}\Big)$$
 
 This puzzle is about *when* to write a kernel. Read the section **torch.compile first** below the spec
 before writing yours: `torch.compile` turns this spec into two kernels, a cuBLAS matmul that writes
-`x @ w` to memory and a Triton kernel that reads it back to add `b` and apply the relu. Your kernel
-does both in one: a tiled matmul as in puzzle 11 (fp16 tiles into `tl.dot`, a float32 accumulator),
-then, after the loop over `K`, `+ b` (one value per column `n`) and the relu applied to the
-accumulator, and a single store of `z` rounded to fp16. This is a matmul *epilogue*: work done on the
+`x @ w` to memory and a Triton kernel that reads it back, adds `b`, applies the relu and writes the
+result over it (in place, in the capture that ships with the course). Your kernel does both in
+one: a tiled matmul as in puzzle 11 (fp16 tiles into `tl.dot`, a float32 accumulator), then, after
+the loop over `K`, `+ b` (one value per column `n`) and the relu applied to the accumulator, and a
+single store of `z` rounded to fp16. This is a matmul *epilogue*: work done on the
 output tile between the last `tl.dot` and the store, which costs almost nothing there.
+The accumulator must be float32: one graded size has a running sum over `K` that climbs to 512 before
+it cancels, where float16 steps by 0.5, so a float16 accumulator (or `out_dtype=tl.float16`) fails it.
 
 The grid is `(cdiv(M, BM), cdiv(N, BN))`: axis 0 walks the tile rows, axis 1 the tile columns, and
 each program loops over `K` in chunks of `BK`. `M`, `N` and `K` need not be multiples of the blocks
@@ -93,14 +97,15 @@ two of at least 16 (`tl.dot`'s smallest tile). On a GPU the speed challenge time
         {"M": 20, "N": 36, "K": 97, "BM": 16, "BN": 16, "BK": 32},
     ),
     hints=(
-        "Start from puzzle 11's tile loop without the batch: `m = tl.program_id(0) * BM + tl.arange(0, BM)`, "
-        "`n = tl.program_id(1) * BN + tl.arange(0, BN)`, and for each chunk `k = k0 + tl.arange(0, BK)` the tiles "
-        "`x_ptr + m[:, None] * K + k[None, :]` and `w_ptr + k[:, None] * N + n[None, :]`, masked with `other=0.0`.",
-        "Load the fp16 tiles as they are and `acc += tl.dot(x_tile, w_tile)` into "
-        "`acc = tl.zeros([BM, BN], dtype=tl.float32)`: converting them to float32 first makes `tl.dot` slower.",
-        "After the loop: `b = tl.load(b_ptr + n, mask=n < N, other=0.0)`, "
-        "`z = tl.maximum(acc + b[None, :].to(tl.float32), 0.0)`, and one `tl.store` of `z.to(tl.float16)` at "
-        "`z_ptr + m[:, None] * N + n[None, :]`, masked on both edges.",
+        "The idea: one kernel does what inductor's two do. It is puzzle 11's tiled matmul without the batch, and "
+        "the bias and the relu are applied to the float32 accumulator after the loop over `K`, while the tile is "
+        "still in registers: nothing goes to memory between the matmul and the relu.",
+        "The shape: program `(i, j)` owns a `BM × BN` tile of `z` (its rows from axis 0, its columns from axis 1). "
+        "Loop over `K` in chunks of `BK`: a `BM × BK` tile of `x` and a `BK × BN` tile of `w`, masked with 0 past "
+        "every edge and left in fp16 (converting them first makes `tl.dot` slower), their `tl.dot` added into a "
+        "float32 accumulator. After the loop: the tile's `BN` entries of `b`, added to every row, the relu, and "
+        "one masked store rounded to fp16.",
+        "One key line, the epilogue on the accumulator: `z = tl.maximum(acc + b[None, :].to(tl.float32), 0.0)`.",
     ),
     grid=lambda s: (cdiv(s["M"], s["BM"]), cdiv(s["N"], s["BN"])),
     reduction=Reduction("K", KSlice("x", 1)),  # a loop over K that stops early is named

@@ -11,14 +11,12 @@ def copy_rows_spec(x: Float32[Tensor, "N1 N0"]) -> Float32[Tensor, "N1 N0"]:
     return x.clone()
 
 
-# What the verdict adds when a load or store is narrower than 128 bits (it names which, its width and its line).
+# What the verdict adds under the reasons it reads from the compiled code for each narrower load or store.
 WIDTH_ADVICE = (
-    "Triton turns four float32 into one 128-bit instruction only where it can prove three things about each group "
-    "of four columns: their addresses are consecutive (tl.arange gives that), the first is a multiple of 16 bytes, "
-    "and the mask is the same for all four. S1 and N0 reach the kernel as plain integers, and Triton assumes "
-    "nothing of an integer that is not a multiple of 16: tell it what the statement guarantees, "
-    "tl.multiple_of(row offset, 4) for each row's start in x and in z, and tl.max_constancy(column mask, 4) "
-    "(the hints show where), then look again with compiled(copy_rows_kernel, puzzle=23)")
+    "compiled(copy_rows_kernel, puzzle=23) shows the same compile: in `.ttgir` each load's layout (sizePerThread: "
+    "the adjacent elements one thread holds) and the promises Triton kept (tt.divisibility, tt.constancy), in "
+    "`.ptx` the instructions. The statement says what you know that the compiler does not; the hints, how to "
+    "tell it.")
 
 READ_TEXT = """\
 ## Read it yourself
@@ -64,11 +62,24 @@ adjacent; the kernel does not get `S0`). `z` is contiguous: `z[j, i]` at `z_ptr 
 the columns in blocks of `B0`, axis 1 the rows in blocks of `B1`; mask both.
 
 **Every global load and store must compile to 128-bit instructions** (`ld.global.v4.b32`: four float32 per
-thread and instruction, the widest a thread can move at once), for sm_90 at the first size below. The statement
-guarantees what that needs: **`N0` and `S1` are multiples of 4 at every size**, so every row of `x` and of `z`
-starts at a multiple of 16 bytes. A first copy that computes the right values compiles to 32-bit loads and
-stores: the compiler does not know what you know. The verdict says which load or store is narrower and at which
-line; find out why in the compiled code and tell the compiler.
+thread and instruction, the widest a thread can move at once), for sm_90 at the first size below. The compiler
+writes one only where three things hold, and the compiled code shows each:
+
+- **elements per thread**: one thread holds four adjacent float32 of the block. A program's elements are shared
+  among its threads, `num_warps` warps of 32 (4 warps, 128 threads, unless the kernel says otherwise): a block of
+  128 columns gives each of 128 threads one.
+- **alignment**: the compiler can prove that each group of four starts at a multiple of 16 bytes.
+- **the mask**: it can prove the mask the same for all four.
+
+The statement guarantees what alignment and the mask need: **`N0` and `S1` are multiples of 4 at every size**,
+so every row of `x` and of `z` starts at a multiple of 16 bytes. The compiler does not know it, and a first copy
+that computes the right values compiles to 32-bit loads and stores. The verdict names each narrower load or
+store, its line, and which of the three it misses; find out in the compiled code how to tell the compiler.
+
+Block it as you like: tiles of `B1` rows by `B0` columns, or one row at a time in a loop over the program's `B1`
+rows. The launch is yours too: a kernel that wants other than 4 warps carries its number, as
+`@triton.autotune(configs=[triton.Config({}, num_warps=1)], key=[])` above `@triton.jit` does (one config:
+nothing is timed), so that the grading cell, `python -m puzzles grade` and a class's grader launch it alike.
 """,
     sizes=(
         {"N0": 100, "N1": 6, "S1": 108, "S0": 1, "B0": 128, "B1": 8},
@@ -77,19 +88,17 @@ line; find out why in the compiled code and tell the compiler.
         {"N0": 20, "N1": 7, "S1": 20, "S0": 1, "B0": 16, "B1": 8},  # rows not padded: S1 = N0
     ),
     hints=(
-        "First the copy, as in puzzle 19: `i` for this program's columns, `j` for its rows, the mask "
-        "`(j[:, None] < N1) & (i[None, :] < N0)`, a load at `x_ptr + j[:, None] * S1 + i[None, :]` and a store at "
-        "`z_ptr + j[:, None] * N0 + i[None, :]`. The grader checks its values, then reads its compiled code.",
-        "Run `compiled(copy_rows_kernel, puzzle=23)` (below the grading cell). Each `ld.global.b32` moves one "
-        "float. The compiler groups four columns into one `ld.global.v4.b32` only where it can prove that their "
-        "addresses are consecutive, that the first is a multiple of 16 bytes and that the mask is the same for "
-        "the four. Which of these can it not see?",
-        "`tl.multiple_of(j * S1, 4)` is `j * S1`, with your promise that every value is a multiple of 4 (a "
-        "promise: the compiler trusts it, and a false one makes a GPU load from the wrong address). Use it for the "
-        "rows of `x`, and `tl.multiple_of(j * N0, 4)` for the rows of `z`.",
-        "The mask: `i < N0` is the same for columns 4k to 4k + 3 because `N0` is a multiple of 4, which the "
-        "compiler does not know. `columns = tl.max_constancy(i < N0, 4)` says so; then "
-        "`mask = (j[:, None] < N1) & columns[None, :]`.",
+        "The idea: first a copy with the right values (puzzle 19's, with `S1` for the rows of `x`), then read what "
+        "it compiles to. Each narrow access misses one of the statement's three conditions; the verdict and "
+        "`compiled(copy_rows_kernel, puzzle=23)` say which (in `.ttgir`, `sizePerThread` is what one thread holds, "
+        "and `tt.divisibility` / `tt.constancy` the promises the compiler kept).",
+        "The shape: what the compiler lacks, you promise on a value the kernel computes, never on an argument "
+        "(Triton drops a promise on a kernel argument). `tl.multiple_of(value, n)` says every element of the value "
+        "is a multiple of n (elements for an integer offset; bytes for a pointer), `tl.max_constancy(mask, n)` "
+        "that the mask is the same over each aligned group of n. One promise for each row start, one for the "
+        "column mask. A one-row block of 128 columns also needs fewer threads than 128.",
+        "One key line: `x_rows = tl.multiple_of(j * S1, 4)`: every row of `x` starts at a multiple of 4 elements "
+        "(16 bytes). Its twin for `z` uses `N0`; the mask's promise is about `i < N0`.",
     ),
     strided_inputs={"x": ("S1", "S0")},
     compiled_rule=CompiledRule(min_bits=128, target=90, advice=WIDTH_ADVICE),

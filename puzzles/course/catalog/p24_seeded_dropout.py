@@ -94,11 +94,14 @@ The grid is `(cdiv(N0, B0), N1)`: program `(c, j)` handles columns `c·B0 … c�
         {"N0": 1000, "N1": 2, "p": 0.75, "B0": 256},
     ),
     hints=(
-        "Program `(c, j)`: `row = tl.program_id(1)`, `cols = tl.program_id(0) * B0 + tl.arange(0, B0)`, masked by "
-        "`cols < N0`. The row's seed is one number: `seed = tl.load(seeds_ptr + row)`.",
-        "`r = tl.rand(seed, cols)` draws one float in [0, 1) per column. The offsets are the column indices: not "
-        "the flat index `row * N0 + cols`, and not `tl.arange(0, B0)` alone.",
-        "`tl.where(r > p, x / (1 - p), 0.0)`, stored at `z_ptr + row * N0 + cols`.",
+        "The idea: each element's random number is a pure function of its row's seed and its column, drawn by "
+        "`tl.rand`; keep the element where the number is above `p` and scale the survivor by `1 / (1 - p)`. "
+        "Because the number depends on nothing else, a backward launch with another block size draws the same mask.",
+        "The shape: program `(c, j)` takes row `j` and its `B0` columns from `c · B0`, masked at `N0`. Load the "
+        "row's seed (one integer), the block of `x`, draw one number per column of the block, choose between the "
+        "scaled value and 0, and store the block at the same place in `z`.",
+        "One key line: `r = tl.rand(seed, cols)`, where `cols` are the block's column indices in the row: not the "
+        "flat index `row * N0 + cols`, and not the lane within the block, `tl.arange(0, B0)` alone.",
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]), s["N1"]),
     unused_sizes=("N1",),

@@ -40,7 +40,8 @@ Three details decide whether the numbers match:
   and one of the graded sizes has rows whose variance is far below `eps`;
 - the statistics are kept in float32, and the variance is computed from the centred values
   `x − μ`: the shortcut `E[x²] − μ²` cancels catastrophically when the mean is large beside the spread
-  (the same size has rows around 30).
+  (the same size has rows around 30 whose spread is about a tenth: there `E[x²] − μ²` is off by far more
+  than the tolerance).
 
 **Rows wider than one block.** One program normalises one row (the grid is `(M,)`), but `N` is larger
 than the block `BN` and need not be a multiple of it: walk the row in chunks of `BN`, as in puzzles 7
@@ -58,11 +59,15 @@ the backward pass to reuse: puzzle 26 receives them as inputs.
         {"M": 9, "N": 300, "eps": 1e-5, "BN": 128},  # the shaped rows (layernorm_rows)
     ),
     hints=(
-        "`row = tl.program_id(0)`; a chunk is `cols = n0 + tl.arange(0, BN)` for `n0` in `range(0, N, BN)`, loaded "
-        "from `x_ptr + row * N + cols` with `mask=cols < N, other=0.0`.",
-        "Pass 1: `acc += x` over the chunks, then `mean = tl.sum(acc, axis=0) / N`. Pass 2: "
-        "`d = tl.where(cols < N, x - mean, 0.0)` and `acc += d * d`; `rstd = 1 / tl.sqrt(var + eps)`.",
-        "Pass 3: load `x`, `w[cols]` and `b[cols]` and store `(x - mean) * rstd * w + b` at `z_ptr + row * N + cols`.",
+        "The idea: one program per row, and three walks along it in chunks of `BN` (puzzle 7's loop). The first "
+        "sums for the mean, the second sums the squared deviations from that mean for the variance, the third "
+        "normalises, scales and shifts. Only the two statistics pass from one walk to the next.",
+        "The shape: each walk loads a chunk of the row masked at `N`. Walks 1 and 2 add into a `BN`-wide float32 "
+        "accumulator, reduced with `tl.sum` after the loop and divided by `N` (not by the lanes). In walk 2 a "
+        "masked-off lane must add 0, not `(0 − mean)²`. Then `1 / sqrt(var + eps)`; walk 3 loads the chunk's `x`, "
+        "`w` and `b` and stores `z`.",
+        "One key line, walk 2's: `centred = tl.where(cols < N, x - mean, 0.0)`: the padding lanes add nothing to "
+        "the variance.",
     ),
     grid=lambda s: (s["M"],),
     draw_inputs=layernorm_rows,

@@ -45,24 +45,27 @@ through $\mu_m$ and $r_m$).
 
 **Two directions of reduction.** `dx` reduces along each row, like the forward pass: one program can
 own whole rows. `dw` and `db` reduce down the columns, over **all** `M` rows, and those rows are
-spread over many programs. Each program sums its own rows' terms (its *partial* sums), and the
-partial sums of all programs must then be added up. Ways to do it:
-- **atomics**: each program adds its partial `dw` and `db` into the output with `tl.atomic_add`
-  (the grader starts `z` at zero, as `torch.zeros` would); one atomic per column per program;
-- **a buffer and a second reduction**, as Triton's tutorial does: partial sums into a
-  `GROUP × N` buffer (rows taken under a lock, `tl.atomic_cas`), then a second kernel sums the
-  buffer; with one buffer row per program and no lock it is also bit-reproducible, which float
-  atomics are not (their order changes from run to run).
+spread over many programs. This puzzle grades one launch, and two ways finish those sums in it; both
+are accepted:
+- **atomics**: each program sums its own rows' terms (its *partial* sums) and adds them into `z` with
+  `tl.atomic_add` (the grader starts `z` at zero, as `torch.zeros` would); one atomic per column per
+  program. Fast, but float atomics add in an order that changes from run to run, and so do the last bits;
+- **one program sums every row**: besides its own rows' `dx`, one program (program 0, say) walks all
+  `M` rows for `dw` and `db` and stores them with a plain `tl.store`. It reads `x` and `dy` again and
+  works alone at the end, which is slow where `M` is large, but it needs no atomics and gives the same
+  bits on every run.
 
-This puzzle grades one launch, so its second reduction is the atomics. What does **not** work is a
+Triton's tutorial does a third, over two launches: partial sums into a `GROUP × N` buffer (rows taken
+under a lock, `tl.atomic_cas`), then a second kernel sums the buffer. What does **not** work is a
 load, an add and a store into `dw` by each program: on a GPU the programs run at the same time, two
 of them read the same old value, and one program's rows are lost. Triton's interpreter runs the
 programs one after another, so the sum comes out right there: the grader reports such a kernel as a
 race, with the line of its plain store.
 
 **Layout.** `x`, `dy` are `M × N`; `w` has `N` elements; `mean` and `rstd` have `M` (the grader
-computes them from `x`, as the forward pass would). The output `z` is `(M + 2) × N`: rows `0 … M−1`
-hold `dx`, row `M` holds `dw` (at `z_ptr + M*N`), row `M + 1` holds `db`. The grid is
+computes them from `x`, as puzzle 25's forward pass would: the row's mean, and `rstd = 1/√(σ² + ε)`
+with the biased variance and `ε = 1e-5`, layer norm's default). The output `z` is `(M + 2) × N`: rows
+`0 … M−1` hold `dx`, row `M` holds `dw` (at `z_ptr + M*N`), row `M + 1` holds `db`. The grid is
 `(cdiv(M, BM),)`: program `p` owns rows `p·BM … p·BM + BM − 1` (`M` need not be a multiple of `BM`).
 A row fits in one block: `BN` is a power of two at least `N`, so mask the columns `n < N`.
 """,
@@ -74,13 +77,16 @@ A row fits in one block: `BN` is a power of two at least `N`, so mask the column
         {"M": 40, "N": 200, "BM": 2, "BN": 256},
     ),
     hints=(
-        "Columns `cols = tl.arange(0, BN)`, `cols < N`; `w` loaded once. Loop `for r in range(BM)` over the "
-        "program's rows, `row = tl.program_id(0) * BM + r`, masked by `row < M` as well.",
-        "Per row: `xhat = tl.where(mask, (x - mean) * rstd, 0.0)`, `wdy = w * dy`, "
-        "`c1 = tl.sum(xhat * wdy, axis=0) / N`, `c2 = tl.sum(wdy, axis=0) / N`; store "
-        "`(wdy - (xhat * c1 + c2)) * rstd` at `z_ptr + row * N + cols`.",
-        "Keep `dw += dy * xhat` and `db += dy` in registers over the loop, then after it "
-        "`tl.atomic_add(z_ptr + M * N + cols, dw, mask=cols < N)` (and `db` one row further).",
+        "The idea: two reductions in two directions. `dx` needs two means along its own row, and a program owns "
+        "whole rows. `dw` and `db` sum down the columns over all `M` rows, which lie in many programs: each "
+        "program sums its own rows' terms, and those partial sums are combined across programs (the statement's "
+        "two ways: atomics, or one program that sums every row itself).",
+        "The shape, with atomics: the row is one block (`BN ≥ N`), so load `w` once. Loop over the program's `BM` "
+        "rows (masked at `M` too): load the row's `x`, `dy`, `mean` and `rstd`, form `x̂` (0 on masked lanes), the "
+        "two row means, store the row of `dx`, and add `dy · x̂` and `dy` into two `BN`-wide accumulators. After the "
+        "loop, add each accumulator into its row of `z`, atomically.",
+        "One key line: `tl.atomic_add(z_ptr + M * N + cols, dw, mask=cols < N)`: this program's share of `dw` (and "
+        "`db` one row further).",
     ),
     grid=lambda s: (cdiv(s["M"], s["BM"]),),
     output_init="zeros",

@@ -72,15 +72,18 @@ The grid is `(cdiv(N0, B0),)`; `N0` need not be a multiple of `B0`, nor `V` of `
         {"N0": 6, "V": 200, "IGNORE_INDEX": -1, "B0": 2, "B1": 64},  # logits of ±100 (cross_entropy_inputs)
     ),
     hints=(
-        "Pass 1 is puzzle 8's online softmax: `m_new = tl.maximum(m, tl.max(x, 1))`, "
-        "`l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[:, None]), 1)`, masked lanes loaded as `-inf`. "
-        "The target's logit: `tl.sum(tl.where(cols[None, :] == t[:, None], x, 0.0), 1)`, added up over the chunks.",
-        "The count: `for r0 in range(0, N0, B1)`, load `targets_ptr + r0 + tl.arange(0, B1)` (masked, "
-        "`other=IGNORE_INDEX`) and add up `t != IGNORE_INDEX`; `n = tl.sum(...)`, as a float.",
-        "Pass 2: `g = (tl.exp(x - lse[:, None]) - (cols[None, :] == t[:, None])) / n`, set to 0 where the row is "
-        "ignored, stored at `z_ptr + rows[:, None] * (V + 1) + cols[None, :]`; the loss at "
-        "`z_ptr + rows * (V + 1) + V`.",
-        "`loss = (m - x_t) + tl.log(l)` loses less precision than `(m + tl.log(l)) - x_t` where the logits are large.",
+        "The idea: per row, two walks along the vocabulary in chunks of `B1`. The first is puzzle 8's online "
+        "logsumexp (a running maximum and a running sum rescaled when the maximum grows), picking up the target's "
+        "logit as it passes; the second writes the gradient, the softmax from that logsumexp minus the one-hot. "
+        "Both are divided by `n`, the kept rows of the whole batch, which every program counts for itself.",
+        "The shape: the count first, a loop over `targets` in blocks of `B1` (padding loaded as `IGNORE_INDEX`) "
+        "adding up `t != IGNORE_INDEX`. Then, for the program's `B0` rows: their targets; pass 1 over the chunks "
+        "(masked lanes loaded as `-inf`, so they add `exp(-inf) = 0`); the row's loss `lse − x_t` over `n` (0 on an "
+        "ignored row) into column `V` of `z`, where `(m − x_t) + log l` keeps more precision than "
+        "`(m + log l) − x_t`; pass 2 reloads each chunk and stores its gradient, 0 on an ignored row. `z`'s row "
+        "stride is `V + 1`.",
+        "One key line, pass 1's update: `l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[:, None]), 1)`, with "
+        "`m_new` the larger of `m` and the chunk's row maxima.",
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     draw_inputs=cross_entropy_inputs,

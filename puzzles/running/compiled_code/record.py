@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from puzzles.running.compiled_code import reading
+from puzzles.running.compiled_code import reading, vector_width
 from puzzles.running.compiled_code.reading import Access, DotUse, Resources
 from puzzles.running.compiled_code.summary import summary_html, summary_text
 from puzzles.running.compiled_code.targets import TARGETS
+from puzzles.running.compiled_code.vector_width import MemoryOp
 
 
 @dataclass
@@ -33,6 +34,8 @@ class Compiled:
     resources: Resources | None = None
     accesses: list[Access] = field(default_factory=list)
     dots: list[DotUse] = field(default_factory=list)
+    # The TTGIR's loads and stores with what decides their width (vector_width.py): a compiled rule's reasons.
+    memory_ops: list[MemoryOp] = field(default_factory=list)
     error: Any = None  # a KernelError: why it would not compile (then the listings are empty)
 
     @property
@@ -86,7 +89,8 @@ def from_listing(listing: dict[str, Any], kernel: str, target: int, functions: d
                     ptx=ptx, sass=sass, num_warps=int(listing.get("num_warps") or 0),
                     num_stages=int(listing.get("num_stages") or 0), shared=int(listing.get("shared") or 0),
                     resources=reading.resources(listing.get("resources", ""), sass, ptx),
-                    accesses=reading.global_accesses(ptx, place), dots=reading.dot_uses(ptx, ttir, place))
+                    accesses=reading.global_accesses(ptx, place), dots=reading.dot_uses(ptx, ttir, place),
+                    memory_ops=vector_width.memory_ops(listing.get("ttgir", ""), place))
 
 
 def not_compiled(kernel: str, target: int, error: Any, sizes: dict[str, int] | None = None) -> Compiled:
