@@ -132,14 +132,23 @@ def layernorm_saved_statistics(sizes: Sizes, index: int, gen: torch.Generator) -
 
 def cross_entropy_inputs(sizes: Sizes, index: int, gen: torch.Generator) -> dict[str, Tensor]:
     """Puzzle 27, at every size (and at the speed size, index -1): targets that are classes in [0, V), with
-    about one row in four set to IGNORE_INDEX (row 1 always, row 0 never, so the mean's count is neither
-    N0 nor 0). At its fourth size every other row's logits reach ±100, where exp(x) alone is infinite in
-    float32: a logsumexp that does not subtract the maximum gives an infinite loss there."""
+    IGNORE_INDEX at the first row (first sizes), the last row (second sizes) or both (third), and at about one
+    other row in four, drawn; at least two rows are kept (so the mean's count is neither N0, 0 nor one block's).
+    The first row ignored with a negative IGNORE_INDEX puts an unmasked load of its target's logit,
+    `logits_ptr + row * V + target`, before the logits: out of bounds. At its fourth size every other row's
+    logits reach ±100, where exp(x) alone is infinite in float32: a logsumexp that does not subtract the maximum
+    gives an infinite loss there."""
     rows, width = sizes["N0"], sizes["V"]
     targets = torch.randint(0, width, (rows,), generator=gen, dtype=torch.int32)
     targets = torch.where(targets == sizes["IGNORE_INDEX"], (targets + 1) % width, targets)  # kept means kept
     ignored = torch.rand(rows, generator=gen) < 0.25
-    ignored[: min(rows, 2)] = torch.tensor([False, True])[: min(rows, 2)]
+    ends = torch.tensor([[True, False], [False, True], [True, True]])[index % 3]
+    ignored[0], ignored[-1] = ignored[0] | ends[0], ignored[-1] | ends[1]
+    middle = torch.randperm(max(rows - 2, 0), generator=gen) + 1
+    for row in middle.tolist():  # too few kept: keep some middle rows
+        if int((~ignored).sum()) >= 2:
+            break
+        ignored[row] = False
     found = {"targets": torch.where(ignored, sizes["IGNORE_INDEX"], targets).to(torch.int32)}
     if index == 3:
         logits = torch.rand((rows, width), generator=gen) * 2 - 1

@@ -221,13 +221,20 @@ def _slips(p: Puzzle | None, inputs: dict[str, torch.Tensor],
 
     def compute() -> list[tuple[str, torch.Tensor]]:
         found = []
-        for m in p.likely_mistakes:
-            try:
-                out = m.output(fresh(), sizes)
-            except Exception:  # noqa: BLE001 - a note we cannot make is no failure
-                continue
-            if isinstance(out, torch.Tensor):
-                found.append((m.text_at(sizes), out))
+        # Small tensors: on one thread. Several spin waiting for each other where the cores are busy (the runs'
+        # children, a shared machine): puzzle 28's thirteen slips took seconds a size on two loaded cores.
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for m in p.likely_mistakes:
+                try:
+                    out = m.output(fresh(), sizes)
+                except Exception:  # noqa: BLE001 - a note we cannot make is no failure
+                    continue
+                if isinstance(out, torch.Tensor):
+                    found.append((m.text_at(sizes), out))
+        finally:
+            torch.set_num_threads(threads)
         return found
 
     return compute

@@ -6,7 +6,17 @@ from torch import Tensor
 
 from puzzles.course import mistakes_training as slips
 from puzzles.course.bug_inputs import cross_entropy_inputs
-from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, ScalarWork, SpeedGoal, cdiv
+from puzzles.course.puzzle import (
+    KSlice,
+    Mistake,
+    OutputPart,
+    OutputParts,
+    Puzzle,
+    Reduction,
+    ScalarWork,
+    SpeedGoal,
+    cdiv,
+)
 
 
 def cross_entropy_spec(logits: Float32[Tensor, "N0 V"], targets: Int32[Tensor, "N0"], *,
@@ -87,6 +97,8 @@ The grid is `(cdiv(N0, B0),)`; `N0` need not be a multiple of `B0`, nor `V` of `
     ),
     grid=lambda s: (cdiv(s["N0"], s["B0"]),),
     draw_inputs=cross_entropy_inputs,
+    # z[:, :V] is the gradient, z[:, V] the loss: verdicts say dlogits[2, 5] and loss[2].
+    output_parts=OutputParts(1, (OutputPart("dlogits", "V"), OutputPart("loss", 1, keeps_axis=False))),
     likely_mistakes=(
         Mistake("the logsumexp does not subtract the maximum: where a logit passes about 88, exp overflows float32 "
                 "and the loss is infinite; keep a running maximum m and sum exp(x - m)",
@@ -104,6 +116,26 @@ The grid is `(cdiv(N0, B0),)`; `N0` need not be a multiple of `B0`, nor `V` of `
                 slips.cross_entropy_without_one_hot),
         Mistake("the ignored rows get a gradient: an ignored row adds nothing to the loss, so its gradient is 0",
                 slips.cross_entropy_ignored_rows_graded),
+        Mistake("the one-hot is not divided by n: (tl.exp(x - lse) / n) - onehot divides the softmax alone; "
+                "divide the difference, (tl.exp(x - lse[:, None]) - onehot) / n",
+                slips.cross_entropy_one_hot_not_divided),
+        Mistake("the ignored rows get a loss: z[i, V] is 0 where t_i is IGNORE_INDEX; store "
+                "tl.where(kept, loss, 0.0), with kept = target != IGNORE_INDEX", slips.cross_entropy_ignored_rows_lose),
+        Mistake("the logits' masked lanes are loaded as 0: in pass 1, tl.load(logits_ptr + ..., mask=..., other=0.0) "
+                "adds exp(0 - m) to the sum for every lane past V in the last chunk; load them with "
+                "other=-float(\"inf\"), whose exp is 0", slips.cross_entropy_padding_as_zero),
+        Mistake("the running sum is not rescaled when the maximum grows: l += tl.sum(tl.exp(x - m_new[:, None]), 1) "
+                "keeps the earlier chunks' terms relative to the old maximum; write "
+                "l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[:, None]), 1)",
+                slips.cross_entropy_sum_not_rescaled),
+        Mistake("the logsumexp leaves out the maximum: lse = tl.log(l) is the log of a sum of exp(x - m), so "
+                "lse = m + tl.log(l)", slips.cross_entropy_lse_without_max),
+        Mistake("the count's masked lanes are loaded as 0: tl.load(targets_ptr + r, mask=r < N0, other=0) gives the "
+                "lanes past N0 class 0, which is not IGNORE_INDEX, so they are counted; load them with "
+                "other=IGNORE_INDEX (or count (t != IGNORE_INDEX) & (r < N0))", slips.cross_entropy_count_padding_kept),
+        Mistake("n counts only the program's own B0 rows: the mean is over the whole batch, so every program counts "
+                "the kept rows of all N0 targets, in a loop over them (for r0 in range(0, N0, B1))",
+                slips.cross_entropy_count_own_rows),
     ),
     perf_size={"N0": 4096, "V": 32768, "IGNORE_INDEX": -100, "B0": 1, "B1": 2048},
     # One exp per logit at the fewest (a row held in registers); two passes take two.

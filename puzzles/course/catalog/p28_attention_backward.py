@@ -7,7 +7,7 @@ from torch import Tensor
 from puzzles.course import mistakes_training as slips
 from puzzles.course.bug_inputs import attention_backward_inputs
 from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor
-from puzzles.course.puzzle import Mistake, Puzzle, ScalarWork, SpeedGoal, cdiv
+from puzzles.course.puzzle import Mistake, OutputPart, OutputParts, Puzzle, ScalarWork, SpeedGoal, cdiv
 
 
 def attention_backward_spec(q: Float32[Tensor, "T D"], k: Float32[Tensor, "T D"], v: Float32[Tensor, "T D"],
@@ -85,6 +85,8 @@ tolerance allows.
     grid=lambda s: (cdiv(s["T"], s["B1"]),),
     output_init="zeros",
     draw_inputs=attention_backward_inputs,
+    # z[0], z[1], z[2]: verdicts say dK[3, 5], not z[1, 3, 5].
+    output_parts=OutputParts(0, tuple(OutputPart(name, 1, keeps_axis=False) for name in ("dQ", "dK", "dV"))),
     looped_along=LoopedAlong(("q", "o", "do", "lse"), "T", "B0"),  # every program walks all the queries
     register_tensor=RegisterTensor("P", ("T", "T"), caption="recomputed from lse, in registers only"),
     likely_mistakes=(
@@ -96,6 +98,28 @@ tolerance allows.
                 "into a softmax", slips.attention_backward_without_lse),
         Mistake("dS lacks the term rowsum(dO * O): ds = p * (dp - delta[:, None]) with delta = tl.sum(do * o, 1), "
                 "the softmax's own backward", slips.attention_backward_without_delta),
+        Mistake("dQ misses the factor 1/sqrt(D) (dK has it): the scores were scaled, so by the chain rule "
+                "tl.atomic_add(..., tl.dot(ds, k) * scale, ...)", slips.attention_backward_dq_unscaled),
+        Mistake("dK misses the factor 1/sqrt(D) (dQ has it): the scores were scaled, so by the chain rule the store "
+                "of dK is dk * scale, with dk += tl.dot(tl.trans(ds), q)", slips.attention_backward_dk_unscaled),
+        Mistake("the scores are not scaled: P is recomputed from s = tl.dot(q, tl.trans(k)) * scale, the forward "
+                "pass's scores, whose logsumexp lse is", slips.attention_backward_scores_unscaled),
+        Mistake("dK is built from P: dk += tl.dot(tl.trans(ds), q), with dS = P (dP - delta), not tl.trans(p) "
+                "(that is dV's product, with dO)", slips.attention_backward_dk_from_p),
+        Mistake("dV is built from dS: dv += tl.dot(tl.trans(p), do), with P itself, since O = P V (dS is for dK "
+                "and dQ)", slips.attention_backward_dv_from_ds),
+        Mistake("P is a softmax over each block of B1 keys: a row's softmax runs over all T keys, which the saved "
+                "lse already normalises; p = tl.exp(s - lse[:, None]), with no maximum or sum of the block",
+                slips.attention_backward_softmax_per_key_block),
+        Mistake("exp2 is used with the natural-log lse: tl.exp2(s * LOG2E - lse[:, None]) is exp(s - lse · ln 2); "
+                "convert both, tl.exp2((s - lse[:, None]) * LOG2E), or use tl.exp(s - lse[:, None])",
+                slips.attention_backward_exp2_natural_lse),
+        Mistake("exp2 is used without converting to base 2: tl.exp2(s - lse[:, None]) is 2^(s - lse); write "
+                "tl.exp2((s - lse[:, None]) * LOG2E) with LOG2E = 1.4426950408889634, or tl.exp(s - lse[:, None])",
+                slips.attention_backward_exp2_without_log2e),
+        Mistake("delta is summed over this program's B1 keys only: tl.sum(p * dp, 1) over one key block is part "
+                "of Δ_i = Σ_j P_ij dP_ij, which runs over all T keys; use delta = tl.sum(do * o, 1), the same "
+                "number from the query rows alone", slips.attention_backward_delta_per_key_block),
     ),
     perf_size={"T": 8192, "D": 64, "B0": 64, "B1": 64},
     flops=lambda s: 10 * s["T"] * s["T"] * s["D"],  # five T × T × D products: s, dv, dp, dq, dk
