@@ -172,3 +172,38 @@ def test_grading_stops_where_a_hook_is_missing(monkeypatch):
     assert not result.passed and result.error.kind == "setup", text
     assert f"triton {triton.__version__}" in text and compat.SUPPORTED in text and compat.INSTALL in text, text
     assert "the language layer's load taking (ptr, mask, other, ...)" in text, text
+
+
+# -- block pointers where the Triton has none (3.9): the verdict says what replaces them ----------------------------
+@triton.jit
+def add_block_pointer_advanced(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    xb = tl.make_block_ptr(x_ptr, shape=(N0,), strides=(1,), offsets=(0,), block_shape=(B0,), order=(0,))
+    zb = tl.make_block_ptr(z_ptr, shape=(N0,), strides=(1,), offsets=(0,), block_shape=(B0,), order=(0,))
+    for _ in range(0, N0, B0):
+        tl.store(zb, tl.load(xb, boundary_check=(0,)) + 10.0, boundary_check=(0,))
+        xb, zb = tl.advance(xb, (B0,)), tl.advance(zb, (B0,))
+
+
+def test_a_block_pointer_gets_its_replacement_or_passes():
+    result = grade(2, add_block_pointer_advanced)
+    if interpreter_hooks.has_block_pointers():
+        assert result.passed, str(result)
+        return
+    text, error = str(result), result.first_failure.error
+    assert not result.passed and error.line is not None and "make_block_ptr" in error.source, text
+    assert "tl.make_tensor_descriptor(x_ptr, shape=" in text and "NotImplementedError" not in text, text
+
+
+@pytest.mark.parametrize("message", [
+    "NotImplementedError: Block pointers have been removed in favor of the tensor descriptor API",
+    "AttributeError: module 'triton.language' has no attribute 'advance'"])
+def test_triton_39s_block_pointer_errors_are_told_what_replaces_them(message, monkeypatch):
+    from puzzles.running import errors
+
+    monkeypatch.setattr(interpreter_hooks, "has_block_pointers", lambda: False)
+    assert errors.uses_removed_block_pointers(message)
+    assert "tl.make_tensor_descriptor" in errors.block_pointers_removed()
+    # The advice for a descriptor's unaligned strides offers block pointers only where they exist.
+    assert "make_block_ptr" not in errors.descriptor_strides()
+    monkeypatch.setattr(interpreter_hooks, "has_block_pointers", lambda: True)
+    assert "make_block_ptr" in errors.descriptor_strides()
