@@ -207,3 +207,15 @@ def test_triton_39s_block_pointer_errors_are_told_what_replaces_them(message, mo
     assert "make_block_ptr" not in errors.descriptor_strides()
     monkeypatch.setattr(interpreter_hooks, "has_block_pointers", lambda: True)
     assert "make_block_ptr" in errors.descriptor_strides()
+
+
+def test_doctor_says_what_this_triton_runs(monkeypatch):
+    from puzzles.cli import doctor
+
+    (ok, runs), (hooks_ok, hooks) = doctor.what_triton_supports()
+    assert ok and hooks_ok and f"triton {triton.__version__}" in runs, runs
+    blocks = "yes" if interpreter_hooks.has_block_pointers() else "no (removed in 3.9"
+    assert f"block pointers (tl.make_block_ptr) {blocks}" in runs and "tensor descriptors" in runs, runs
+    assert "tl.dot_scaled under the interpreter" in runs and "triton-viz" in runs, runs
+    monkeypatch.setattr(interpreter_hooks, "hooks_problem", lambda: "the grader cannot check kernels on triton x")
+    assert doctor.what_triton_supports()[-1] == (False, "the grader cannot check kernels on triton x")
