@@ -174,6 +174,24 @@ def test_grading_stops_where_a_hook_is_missing(monkeypatch):
     assert "the language layer's load taking (ptr, mask, other, ...)" in text, text
 
 
+def create_masked_load_elsewhere(self, ptrs, mask):
+    return _interpreter.load(ptrs.data, mask.data)  # noqa: F821 - only its source is read
+
+
+def test_a_builder_method_reaching_memory_around_the_checked_ones_is_refused(monkeypatch):
+    from triton.runtime import interpreter
+
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_masked_load_elsewhere", create_masked_load_elsewhere,
+                        raising=False)
+    interpreter_hooks.locate.cache_clear()
+    try:
+        problem = interpreter_hooks.hooks_problem()
+    finally:
+        monkeypatch.undo()
+        interpreter_hooks.locate.cache_clear()
+    assert problem and "reach memory around the checked ones: create_masked_load_elsewhere" in problem, problem
+
+
 # -- block pointers where the Triton has none (3.9): the verdict says what replaces them ----------------------------
 @triton.jit
 def add_block_pointer_advanced(x_ptr, z_ptr, N0, B0: tl.constexpr):

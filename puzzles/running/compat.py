@@ -1,11 +1,12 @@
 """Which Triton versions the course supports, and the shims that make them behave alike.
 
-The guarded interpreter (puzzles/running/recording.py, puzzles/running/execution.py) wraps internals of
-`triton.runtime.interpreter`: the builder's masked load/store/atomic methods, `grid_idx`,
-`TensorHandle`, `InterpretedFunction`, `InterpreterError` and `_patch_lang`. Those are not a
-public API, so the course states the range it is tested with (`make versions` runs the grading
-of every reference and of the wrong-kernel zoo under each version in `TESTED`) and refuses any
-other version with a message that says what to install, rather than failing inside the harness.
+The guarded interpreter (puzzles/running/recording.py, puzzles/running/interpreter.py) wraps internals of
+`triton.runtime.interpreter`: the builder's masked load/store/atomic methods, the language layer's load that
+sees `other=`, `TensorHandle`, `InterpretedFunction`, `InterpreterError` and `_patch_lang`, found on each
+version by what they receive (puzzles/running/interpreter_hooks.py, which refuses a Triton where one is
+missing). Those are not a public API, so the course states the range it is tested with (`make versions` runs
+every test file that judges kernels under each version in `TESTED`) and refuses any other version with a
+message that says what to install, rather than failing inside the harness.
 
 This module imports neither torch nor triton at import time: `python -m puzzles doctor` uses it
 on a machine where either is missing.

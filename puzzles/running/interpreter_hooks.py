@@ -4,7 +4,8 @@ Triton's CPU interpreter has no public hook for memory accesses. The grader (rec
 methods that perform every load, store and atomic, and the language layer's methods that receive a load's
 `other=` as the kernel wrote it (the builder may get None for it: see Recorder). Their names are private and
 change between releases (Triton 3.8 renamed `TritonSemantic._load_legacy` to `load`, triton#9669, and a hook
-on the old name was silently absent), so each is located here by its leading parameters, on every version.
+on the old name was silently absent), so each is located here by its leading parameters and, for the builder's,
+by the native memory function it calls; a builder method that reaches memory another way is a hook missing.
 A Triton on which one cannot be found is refused in words (`hooks_problem`): a kernel is never judged
 without its hooks.
 
@@ -19,18 +20,22 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 # The builder's methods through which every memory access of an interpreted kernel passes (a block pointer's,
-# a tensor descriptor's and an atomic load's included), by the parameters each receives first.
+# a tensor descriptor's and an atomic load's included), by the parameters each receives first (the wrappers
+# take them by position) and the native memory function each calls (what it does).
 BUILDER_METHODS = {
     "load": ("ptrs", "mask", "other"),
     "store": ("ptrs", "value", "mask"),
     "atomic": ("rmwOp", "ptr", "val", "mask"),
     "atomic_cas": ("ptr", "cmp", "val"),
 }
+MEMORY_CALLS = {"load": "load", "store": "store", "atomic": "atomic_rmw", "atomic_cas": "atomic_cas"}
+_MEMORY_CALL = re.compile(r"\b_interpreter\.(load|store|atomic_\w+)\(")
 # The language layer's methods that receive tl.load's pointer, mask and `other=` (3.5 to 3.7: `load`,
 # `_load_legacy`, `_load_block_pointer`; 3.8 and later: `load`).
 LOAD_WITH_OTHER = ("ptr", "mask", "other")
@@ -51,12 +56,10 @@ class Hooks:
 
 
 def leading_parameters(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """The names of a method's parameters after `self` (() where it has no signature)."""
-    try:
-        names = tuple(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return ()
-    return names[1:]
+    """The names of a method's positional parameters after `self` (read from its code: inspect.signature
+    is a hundred times slower, and this runs over every method of two classes)."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    return tuple(code.co_varnames[1:code.co_argcount]) if code is not None else ()
 
 
 def methods_taking(cls: type, leading: tuple[str, ...]) -> list[str]:
@@ -80,6 +83,23 @@ def _launcher_patch_function(interpreter: Any) -> str | None:
             names.update(getattr(getattr(member, "__code__", None), "co_names", ()))
     found = [n for n in names if "patch" in n and inspect.isfunction(getattr(interpreter, n, None))]
     return found[0] if len(found) == 1 else None
+
+
+def memory_calls(cls: type) -> dict[str, set[str]] | None:
+    """Method name -> the interpreter's native memory functions it calls (`_interpreter.load`, ...), for the
+    methods of `cls` that call one; None where Triton's source cannot be read."""
+    found: dict[str, set[str]] = {}
+    for name, member in inspect.getmembers(cls, inspect.isfunction):
+        if "_interpreter" not in member.__code__.co_names:  # cheap: a call of _interpreter.x names it
+            continue
+        try:
+            source = inspect.getsource(member)
+        except (OSError, TypeError):
+            return None
+        calls = set(_MEMORY_CALL.findall(source))
+        if calls:
+            found[name] = calls
+    return found
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,6 +127,14 @@ def locate() -> Hooks:
     for name in ("TensorHandle", "InterpretedFunction", "InterpreterError"):
         if not hasattr(interpreter, name):
             missing.append(f"triton.runtime.interpreter.{name}")
+    calls = memory_calls(type(builder)) if builder is not None else None
+    if calls is not None:
+        for role, name in builder_methods.items():
+            if MEMORY_CALLS[role] not in calls.get(name, set()):
+                missing.append(f"the builder's {role} method ({name} does not call _interpreter.{MEMORY_CALLS[role]})")
+        unchecked = sorted(set(calls) - set(builder_methods.values()))
+        if unchecked:
+            missing.append(f"builder methods that reach memory around the checked ones: {', '.join(unchecked)}")
     if builder is not None and not callable(getattr(builder, "set_grid_idx", None)):
         missing.append("the builder's program index (set_grid_idx)")
     if missing:
@@ -122,8 +150,8 @@ def hooks_problem() -> str | None:
     try:
         locate()
     except HooksMissing as err:
-        return (f"the grader cannot check kernels on triton {_version()}: its interpreter lacks what the grader "
-                f"records accesses through ({err}). The course supports triton {compat.SUPPORTED}: "
+        return (f"the grader cannot check kernels on triton {_version()}: its hooks into Triton's interpreter do "
+                f"not fit this version (not found: {err}). The course supports triton {compat.SUPPORTED}: "
                 f"{compat.INSTALL}")
     return None
 
