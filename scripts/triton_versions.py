@@ -1,4 +1,4 @@
-"""`make versions`: grade every reference and the zoo of wrong kernels under each supported Triton.
+"""`make versions`: run every test file that judges kernels under each supported Triton.
 
 For each version in `puzzles.running.compat.TESTED` it makes (once) an environment under .venvs/ that holds
 only that triton and a numpy it works with; torch and the rest come from the environment running
