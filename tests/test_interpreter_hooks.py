@@ -237,3 +237,10 @@ def test_doctor_says_what_this_triton_runs(monkeypatch):
     assert "tl.dot_scaled under the interpreter" in runs and "triton-viz" in runs, runs
     monkeypatch.setattr(interpreter_hooks, "hooks_problem", lambda: "the grader cannot check kernels on triton x")
     assert doctor.what_triton_supports()[-1] == (False, "the grader cannot check kernels on triton x")
+
+
+def test_a_name_of_ones_own_called_advance_is_not_taken_for_a_block_pointer(monkeypatch):
+    from puzzles.running import errors
+
+    monkeypatch.setattr(interpreter_hooks, "has_block_pointers", lambda: False)
+    assert not errors.uses_removed_block_pointers("NameError: name 'advance' is not defined")

@@ -98,7 +98,8 @@ def block_pointers_removed() -> str:
 def uses_removed_block_pointers(message: str) -> bool:
     """Triton's error is a block pointer's, on a Triton that has none."""
     return "Block pointers have been removed" in message or (
-        bool(re.search(r"\b(make_block_ptr|advance)\b", message)) and not interpreter_hooks.has_block_pointers())
+        bool(re.search(r"has no attribute '(make_block_ptr|advance)'", message))
+        and not interpreter_hooks.has_block_pointers())
 
 
 def descriptor_strides() -> str:
