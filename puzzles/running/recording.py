@@ -1,7 +1,8 @@
 """Record, check and guard every memory access of a kernel run by Triton's interpreter.
 
 Triton's CPU interpreter sends every load, store and atomic through four methods of its
-builder. While a `Recorder` is active those methods are wrapped: each active lane's address
+builder (found on each Triton by what they receive: interpreter_hooks.py). While a `Recorder` is active
+those methods are wrapped: each active lane's address
 is looked up among the run's tensors; a lane outside every tensor is recorded as an invalid
 access (op, tensor, element, program id, kernel line) and masked off, so the access never
 happens and cannot corrupt memory. Masked-off lanes are counted but never checked.
