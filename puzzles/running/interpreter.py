@@ -252,7 +252,8 @@ def launch_memos() -> Iterator[None]:
         return
     _memos_on = True
     try:
-        with _patch_language_once(), _memoized_np_dtypes(), memoized_block_types(), memoized_tensor_shapes():
+        with (_patch_language_once(), _memoized_np_dtypes(), memoized_block_types(), memoized_tensor_shapes(),
+              compat.descriptor_strides_in_bytes()):
             yield
     finally:
         _memos_on = False
