@@ -51,5 +51,5 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
 .PHONY: versions
-versions: setup  ## grade every reference and the wrong-kernel zoo under each supported triton (envs in .venvs/)
+versions: setup  ## run every test file that judges kernels under each supported triton (envs in .venvs/; about 12 min a version)
 	$(PY) scripts/triton_versions.py

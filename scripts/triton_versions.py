@@ -1,10 +1,11 @@
-"""`make versions`: grade every reference and the zoo of wrong kernels under each supported Triton.
+"""`make versions`: run every test file that judges kernels under each supported Triton.
 
 For each version in `puzzles.running.compat.TESTED` it makes (once) an environment under .venvs/ that holds
 only that triton and a numpy it works with; torch and the rest come from the environment running
 this script, through a .pth file, so no torch is downloaded. The environment's own packages come
 first on sys.path, so its triton and numpy shadow the base ones. Then it runs the version tests,
-the harness tests (every reference, every starter, the zoo of wrong kernels) and the catalog tests
+every test file that judges kernels (`TESTS`: the interpreter hooks, every reference, starter and wrong
+kernel, the hand-written kernels, the judging holes, the learner's messages, the tracks, the compile check)
 there, and prints one Markdown table row per version (docs/grader.md records it); last, it says when
 the package index has a newer triton than the newest tested one.
 
@@ -28,7 +29,14 @@ sys.path.insert(0, str(ROOT))
 from puzzles.running.compat import TESTED  # noqa: E402 - after the path is set
 
 ENVS = ROOT / ".venvs"
-TESTS = ["tests/test_versions.py", "tests/test_harness.py", "tests/test_catalog.py"]
+# Every test file that judges kernels: the interpreter hooks first (a hook missing fails there, by name), then the
+# references, starters and wrong kernels, the hand-written kernels, the judging holes, the learner's messages,
+# the quantization and training tracks, and the compile check.
+TESTS = ["tests/test_versions.py", "tests/test_interpreter_hooks.py", "tests/test_harness.py", "tests/test_catalog.py",
+         "tests/test_handwritten_kernels.py", "tests/test_judging_holes.py", "tests/test_judging_holes_split_k.py",
+         "tests/test_learner_messages.py", "tests/test_quant_track.py", "tests/test_dropout_layernorm.py",
+         "tests/test_cross_entropy.py", "tests/test_attention_backward.py", "tests/test_practice_track.py",
+         "tests/test_compile_check.py"]
 PTH = "_course_base.pth"
 
 

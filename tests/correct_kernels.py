@@ -1,9 +1,10 @@
 """Correct kernels written in styles other than the references (red-team round 5): the grader must pass
 every one. Each is what a learner might paste in: the community courses' styles (masks built with `&`
-of broadcast comparisons or `tl.where`, `range` vs `tl.range` vs a while loop, block pointers, helper
+of broadcast comparisons or `tl.where`, `range` vs `tl.range` vs a while loop, helper
 functions, early returns, hints, exp instead of exp2, two- and three-pass softmax...).
 
-VARIANTS maps a puzzle number to its kernels (tests/correct_kernels_more.py adds more);
+VARIANTS maps a puzzle number to its kernels (tests/correct_kernels_more.py adds more, and
+tests/correct_kernels_descriptors.py those written with block pointers or tensor descriptors);
 tests/test_handwritten_kernels.py grades them."""
 
 from __future__ import annotations
@@ -39,12 +40,6 @@ def add_helper_and_hints(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offs, plus_ten(x).to(z_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def add_block_pointer(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    xb = tl.make_block_ptr(x_ptr, shape=(N0,), strides=(1,), offsets=(0,), block_shape=(B0,), order=(0,))
-    zb = tl.make_block_ptr(z_ptr, shape=(N0,), strides=(1,), offsets=(0,), block_shape=(B0,), order=(0,))
-    tl.store(zb, tl.load(xb) + tl.full([B0], 10.0, tl.float32))
-
 
 # -- 2 --------------------------------------------------------------------------------------------------------
 @triton.jit
@@ -66,14 +61,6 @@ def add_mask2_where(x_ptr, z_ptr, N0, B0: tl.constexpr):
     z = tl.where(mask, x + 10.0, 0.0)
     tl.store(z_ptr + off, z, mask=mask)
 
-
-@triton.jit
-def add_mask2_block_pointer(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    pid = tl.program_id(0)
-    xb = tl.make_block_ptr(x_ptr, shape=(N0,), strides=(1,), offsets=(pid * B0,), block_shape=(B0,), order=(0,))
-    zb = tl.make_block_ptr(z_ptr, shape=(N0,), strides=(1,), offsets=(pid * B0,), block_shape=(B0,), order=(0,))
-    x = tl.load(xb, boundary_check=(0,), padding_option="zero")
-    tl.store(zb, x + 10.0, boundary_check=(0,))
 
 
 @triton.jit
@@ -130,16 +117,6 @@ def add_vec_block_community(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: t
     z = y[:, None] + x[None, :]
     tl.store(z_ptr + off_z, z, mask=mask_z)
 
-
-@triton.jit
-def add_vec_block_block_pointers(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
-    pid_0, pid_1 = tl.program_id(0), tl.program_id(1)
-    xb = tl.make_block_ptr(x_ptr, (N0,), (1,), (pid_0 * B0,), (B0,), (0,))
-    yb = tl.make_block_ptr(y_ptr, (N1,), (1,), (pid_1 * B1,), (B1,), (0,))
-    zb = tl.make_block_ptr(z_ptr, (N1, N0), (N0, 1), (pid_1 * B1, pid_0 * B0), (B1, B0), (1, 0))
-    x = tl.load(xb, boundary_check=(0,))
-    y = tl.load(yb, boundary_check=(0,))
-    tl.store(zb, y[:, None] + x[None, :], boundary_check=(0, 1))
 
 
 # -- 5 --------------------------------------------------------------------------------------------------------
@@ -434,44 +411,6 @@ def dot_community(
         mask=mask_z[:, None, None] & mask_i[None, :, None] & mask_j[None, None, :],
     )
 
-
-@triton.jit
-def dot_block_pointers_ieee(
-    x_ptr, y_ptr, z_ptr, N0, N1, N2, MID, B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, B_MID: tl.constexpr
-):
-    b = tl.program_id(2)
-    xb = tl.make_block_ptr(
-        x_ptr + b * N0 * MID,
-        shape=(N0, MID),
-        strides=(MID, 1),
-        offsets=(tl.program_id(0) * B0, 0),
-        block_shape=(B0, B_MID),
-        order=(1, 0),
-    )
-    yb = tl.make_block_ptr(
-        y_ptr + b * MID * N1,
-        shape=(MID, N1),
-        strides=(N1, 1),
-        offsets=(0, tl.program_id(1) * B1),
-        block_shape=(B_MID, B1),
-        order=(1, 0),
-    )
-    acc = tl.zeros((B0, B1), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(MID, B_MID)):
-        x = tl.load(xb, boundary_check=(0, 1), padding_option="zero")
-        y = tl.load(yb, boundary_check=(0, 1), padding_option="zero")
-        acc += tl.dot(x, y, input_precision="ieee")
-        xb = tl.advance(xb, (0, B_MID))
-        yb = tl.advance(yb, (B_MID, 0))
-    zb = tl.make_block_ptr(
-        z_ptr + b * N0 * N1,
-        shape=(N0, N1),
-        strides=(N1, 1),
-        offsets=(tl.program_id(0) * B0, tl.program_id(1) * B1),
-        block_shape=(B0, B1),
-        order=(1, 0),
-    )
-    tl.store(zb, acc.to(z_ptr.dtype.element_ty), boundary_check=(0, 1))
 
 
 @triton.jit
@@ -852,23 +791,22 @@ def sgd_helper_early_return(
 
 
 VARIANTS = {
-    1: (add_community, add_helper_and_hints, add_block_pointer),
+    1: (add_community, add_helper_and_hints),
     2: (
         add_mask2_early_return,
         add_mask2_where,
-        add_mask2_block_pointer,
         add_mask2_int64_offsets,
         add_mask2_persistent,
     ),
     3: (add_vec_community, add_vec_broadcast_loads),
-    4: (add_vec_block_community, add_vec_block_block_pointers),
+    4: (add_vec_block_community,),
     5: (mul_relu_where, mul_relu_bool_product),
     6: (mul_relu_back_community, mul_relu_back_bool_factor),
     7: (sum_community, sum_while_2d_acc, sum_cdiv_loop),
     8: (softmax_three_pass, softmax_online_exp, softmax_exp2_global),
     9: (flashatt_online_exp, flashatt_two_pass),
     10: (conv2d_community, conv2d_static_taps),
-    11: (dot_community, dot_block_pointers_ieee, dot_pointer_increments),
+    11: (dot_community, dot_pointer_increments),
     12: (quant_dot_per_element, quant_dot_sum_not_dot),
     13: (pack_loop_over_nibbles, pack_reshape_uint32),
     14: (unpack_logical_shift, unpack_words_once),

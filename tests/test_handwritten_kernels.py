@@ -8,6 +8,7 @@ a softmax shifted by the maximum of part of the row, an output read before it is
 from __future__ import annotations
 
 import correct_kernels as correct
+import correct_kernels_descriptors as addressed
 import correct_kernels_more as more
 import handwritten_wrong_kernels as wrong
 import pytest
@@ -17,15 +18,25 @@ from triton.language.extra import libdevice
 
 from puzzles import on_gpu, test
 from puzzles.course import catalog
+from puzzles.running import interpreter_hooks
 
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses and poison")
-
-VARIANTS = {number: kernels + more.MORE.get(number, ()) for number, kernels in correct.VARIANTS.items()}
-CORRECT = [(number, kernel) for number, kernels in VARIANTS.items() for kernel in kernels]
 
 
 def _name(kernel) -> str:
     return getattr(kernel, "__name__", None) or kernel.fn.__name__
+
+
+VARIANTS = {number: kernels + more.MORE.get(number, ()) for number, kernels in correct.VARIANTS.items()}
+# Block pointers and tensor descriptors, each where the installed Triton has them.
+WITHOUT_BLOCK_POINTERS = pytest.mark.skipif(not interpreter_hooks.has_block_pointers(), reason=(
+    f"triton {triton.__version__} has no block pointers (3.9 removed them for tensor descriptors)"))
+WITHOUT_DESCRIPTORS = pytest.mark.skipif(not interpreter_hooks.has_tensor_descriptors(), reason=(
+    f"triton {triton.__version__}'s interpreter has no tensor descriptors"))
+CORRECT = [pytest.param(number, kernel, id=f"{number}-{_name(kernel)}", marks=marks)
+           for table, marks in ((VARIANTS, ()), (addressed.BLOCK_POINTERS, WITHOUT_BLOCK_POINTERS),
+                                (addressed.DESCRIPTORS, WITHOUT_DESCRIPTORS))
+           for number, kernels in table.items() for kernel in kernels]
 
 
 def grade(number: int, kernel, seed: int, **kwargs):
@@ -37,7 +48,7 @@ def test_every_puzzle_has_correct_variants_in_other_styles():
     assert all(len(kernels) >= 1 for kernels in correct.VARIANTS.values())
 
 
-@pytest.mark.parametrize(("number", "kernel"), CORRECT, ids=[f"{n}-{_name(k)}" for n, k in CORRECT])
+@pytest.mark.parametrize(("number", "kernel"), CORRECT)
 def test_a_correct_kernel_in_another_style_passes(number, kernel):
     result = grade(number, kernel, seed=100 + number)
     assert result.passed, str(result)

@@ -109,12 +109,53 @@ def diagnose(requirements: Path | None = None, run_kernel: bool = True,
             checks.append((name in OPTIONAL and gpu,
                            f"`import {module}` fails ({type(err).__name__}: {err}); reinstall the pinned set: "
                            f"{pip_command()} install -r requirements.txt"))
+    if _installed("triton") and _installed("torch") and compat.triton_problem() is None:
+        try:
+            checks += what_triton_supports()
+        except ImportError as err:  # triton that does not import: reported above
+            checks.append((False, f"`import triton` fails ({err})"))
     if run_kernel:
         if all(ok for ok, _ in checks):
             checks.append(_tiny_kernel())
         else:
             checks.append((False, "no kernel was run: fix the problems above first"))
     return checks
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def what_triton_supports() -> list[tuple[bool, str]]:
+    """A few lines on what the installed Triton and Python can run in the course: block pointers, tensor
+    descriptors, tl.dot_scaled under the interpreter, the triton-viz viewer; and whether the grader's hooks into
+    the interpreter are found (a FAIL: no kernel is graded without them)."""
+    import triton
+
+    from puzzles.running import interpreter_hooks
+
+    python = sys.version.split()[0]
+    blocks = interpreter_hooks.has_block_pointers()
+    lines = [
+        (True, f"triton {triton.__version__} with Python {python} runs: tensor descriptors (tl.make_tensor_descriptor) "
+               f"{_yes(interpreter_hooks.has_tensor_descriptors())}; block pointers (tl.make_block_ptr) "
+               f"{_yes(blocks)}{'' if blocks else ' (removed in 3.9: use tensor descriptors)'}; tl.dot_scaled under "
+               f"the interpreter {_yes(interpreter_hooks.interprets_dot_scaled())}; triton-viz's 3-D viewer "
+               f"{_yes(_triton_viz_imports())}"),
+    ]
+    problem = interpreter_hooks.hooks_problem()
+    lines.append((problem is None, problem or "the grader's hooks into Triton's interpreter are all found"))
+    return lines
+
+
+def _triton_viz_imports() -> bool:
+    if compat.triton_viz_note() or _installed("triton-viz") is None:
+        return False
+    try:
+        importlib.import_module("triton_viz")
+    except Exception:  # noqa: BLE001 - any import failure means no viewer
+        return False
+    return True
 
 
 def _tiny_kernel() -> tuple[bool, str]:

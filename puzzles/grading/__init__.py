@@ -38,7 +38,7 @@ from puzzles.grading.runs import PendingRuns, on_gpu, start_runs
 from puzzles.grading.signature import argument_order_note, bind_arguments, check_kernel
 from puzzles.grading.verdict import build_result
 from puzzles.learner.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
-from puzzles.running import compat
+from puzzles.running import compat, interpreter_hooks
 from puzzles.running import compile_check as _compile_check
 from puzzles.running.compile_check.listings import compile_call, from_check
 from puzzles.running.compiled_code import Compiled, target_number
@@ -199,8 +199,9 @@ def start_grading(job: GradingJob, started: float) -> StartedGrading:
 def _setup_problem(job: GradingJob) -> KernelError | None:
     """Why the kernel cannot be graded at all: an untested Triton, no spec, a signature the puzzle
     cannot call, a size rule broken."""
-    # The checked interpreter relies on Triton's internals: refuse an untested Triton in words.
-    unsupported = compat.triton_problem()
+    # The checked interpreter relies on Triton's internals: refuse an untested Triton, or one where the grader's
+    # hooks are not found, in words.
+    unsupported = compat.triton_problem() or interpreter_hooks.hooks_problem()
     if unsupported:
         return KernelError("setup", unsupported)
     if job.spec is None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import triton
 
 from puzzles.course.puzzle import Sizes
 from puzzles.grading.autotune_configs import ConfigLaunch
@@ -325,6 +326,15 @@ def _fault_words(message: str) -> str:
     return f"CUDA error ({message.split(chr(10))[0][:160]})"
 
 
+def use_scratch_allocator(device: str) -> None:
+    """Give compiled kernels the global scratch memory that device-side tensor descriptors
+    (tl.make_tensor_descriptor) need on a GPU, which Triton asks of `triton.set_allocator` and refuses without
+    one; the interpreter needs none. The GPU worker is the grader's process: no learner's allocator is there."""
+    set_allocator = getattr(triton, "set_allocator", None)
+    if set_allocator is not None:
+        set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=device))
+
+
 def run_compiled_case(kernel: Any, tensors: dict[str, torch.Tensor], args: list[Any], kwargs: dict[str, Any],
                       grid: tuple[int, ...], relink: Callable[[Any], None] | None
                       ) -> tuple[torch.Tensor, list[str], float]:
@@ -343,6 +353,7 @@ def run_compiled_case(kernel: Any, tensors: dict[str, torch.Tensor], args: list[
     def real(value: Any) -> Any:
         return gpu.tensors[value.name] if isinstance(value, ArenaTensor) else value
 
+    use_scratch_allocator(device)
     started = time.perf_counter()
     kernel[grid](*[real(a) for a in args], **{k: real(v) for k, v in kwargs.items()})
     if device == "cuda":

@@ -11,6 +11,7 @@ from typing import Any
 
 from triton.runtime import interpreter as _interp
 
+from puzzles.running import interpreter_hooks
 from puzzles.running.kernel import kernel_file, unwrap_kernel
 from puzzles.running.lines import compilation_line, line_calling
 from puzzles.running.recording import LIBRARY_DIRS
@@ -60,6 +61,8 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     if message.startswith(type(cause).__name__ + "("):
         message = message[len(type(cause).__name__) + 1 : -1].strip("'\"")
     text = f"{type(cause).__name__}: {message}"
+    if uses_removed_block_pointers(text):
+        return KernelError("exception", block_pointers_removed(), line, source, file_seen)
     hint = triton_error_hint(text, source)
     return KernelError("exception", f"{text} ({hint})" if hint else text, line, source, file_seen)
 
@@ -73,6 +76,40 @@ LIBDEVICE_IN_THE_INTERPRETER = (
     "libdevice (triton.language.extra's CUDA math library) is only linked in when a kernel is compiled for a GPU: "
     "Triton's CPU interpreter cannot run it; use triton.language's own functions (tl.exp, tl.exp2, tl.log, tl.sqrt, "
     "tl.rsqrt, tl.erf, tl.math...)")
+
+
+# What replaces a block pointer, on a Triton without them (3.9 removed tl.make_block_ptr and tl.advance).
+DESCRIPTOR_EXAMPLE = ("x_desc = tl.make_tensor_descriptor(x_ptr, shape=[N1, N0], strides=[N0, 1], "
+                      "block_shape=[B1, B0]); x = x_desc.load([j0, i0]); ...; z_desc.store([j0, i0], z)")
+
+
+def block_pointers_removed() -> str:
+    """What a learner reads for a kernel that uses block pointers where this Triton has none (in place of
+    Triton's NotImplementedError or AttributeError)."""
+    import triton
+
+    return (f"block pointers (tl.make_block_ptr, tl.advance) are gone from triton {triton.__version__} (3.9 removed "
+            f"them): use a tensor descriptor, tl.make_tensor_descriptor, instead: {DESCRIPTOR_EXAMPLE}, where "
+            "[j0, i0] is the block's first element (in place of tl.advance, pass new indices). A descriptor drops the "
+            "lanes outside its shape (no boundary_check or mask is needed) and needs every stride but the last to be "
+            "a multiple of 16 bytes; where one is not, use pointers with a mask")
+
+
+def uses_removed_block_pointers(message: str) -> bool:
+    """Triton's error is a block pointer's, on a Triton that has none."""
+    return "Block pointers have been removed" in message or (
+        bool(re.search(r"has no attribute '(make_block_ptr|advance)'", message))
+        and not interpreter_hooks.has_block_pointers())
+
+
+def descriptor_strides() -> str:
+    """The advice for a tensor descriptor over rows whose stride is no multiple of 16 bytes."""
+    instead = "pointers with a mask"
+    if interpreter_hooks.has_block_pointers():
+        instead += ", or a block pointer (tl.make_block_ptr),"
+    return ("a tensor descriptor (tl.make_tensor_descriptor, the GPU's TMA) needs every stride but the last to be a "
+            "multiple of 16 bytes, and the puzzle's sizes include rows that are not (an odd number of floats): load "
+            f"through {instead} instead")
 
 
 # Triton's messages for a beginner's usual mistakes, with what to write instead: (part of the message, advice).
@@ -93,10 +130,6 @@ _TRITON_ERROR_HINTS = (
     ("argument cannot be block type if pointer argument is not a block",
      "a block (the value, the mask or other=) goes with a single pointer: add the block's offsets to the pointer "
      "(ptr + offsets), or reduce the block to one number first"),
-    ("stride must be 16-byte aligned",
-     "a tensor descriptor (tl.make_tensor_descriptor, the GPU's TMA) needs every stride but the last to be a multiple "
-     "of 16 bytes, and the puzzle's sizes include rows that are not (an odd number of floats): load through "
-     "pointers with a mask, or a block pointer (tl.make_block_ptr), instead"),
     ("Unsupported ptr type",
      "tl.load and tl.store take pointers, and this is a block of integers (an address read from a table, or "
      "offsets without their base pointer): turn an address into a pointer with "
@@ -125,6 +158,8 @@ def triton_error_hint(message: str, source: str = "") -> str:
                 "with tl.store(z_ptr + offsets, value)")
     if "libdevice" in source:
         return LIBDEVICE_IN_THE_INTERPRETER
+    if "stride must be 16-byte aligned" in message:
+        return descriptor_strides()
     if ("object is not iterable" in message or "unsupported tensor index" in message) and re.search(
             r"\w\[(?![^]]*(:|None))[^]]*\]", source):
         return ("a block has no element access by position: compute on the whole block, choosing elements with "

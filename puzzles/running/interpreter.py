@@ -16,7 +16,7 @@ import triton.language as tl
 from triton.runtime import interpreter as _interp
 from triton.runtime.jit import JITFunction
 
-from puzzles.running import bfloat16, compat
+from puzzles.running import bfloat16, compat, interpreter_hooks
 from puzzles.running.errors import KernelError, error_from_exception, timeout_message
 from puzzles.running.kernel import unwrap_kernel
 from puzzles.running.limits import KernelTimeout
@@ -107,7 +107,8 @@ def _patch_language_once() -> Iterator[None]:
     pointing at the interpreter: harmless when everything is interpreted, but the next kernel
     compiled for a GPU in this process then fails. Patching once per module is also much faster.
     """
-    original = _interp._patch_lang
+    name = interpreter_hooks.require().patch_lang  # `_patch_lang` on every Triton so far
+    original = getattr(_interp, name)
     done: dict[int, Any] = {}
     launch: list[_LaunchPatches] = []
 
@@ -123,11 +124,11 @@ def _patch_language_once() -> Iterator[None]:
             done[key] = scope
         return done[key]
 
-    _interp._patch_lang = patch_once
+    setattr(_interp, name, patch_once)
     try:
         yield
     finally:
-        _interp._patch_lang = original
+        setattr(_interp, name, original)
         if launch:
             launch[0].restore()  # again, in case the launch stopped before its own restore
 
@@ -252,8 +253,8 @@ def launch_memos() -> Iterator[None]:
         return
     _memos_on = True
     try:
-        with _patch_language_once(), _memoized_np_dtypes(), memoized_block_types(), memoized_tensor_shapes(), \
-                bfloat16.as_on_a_gpu():
+        with (_patch_language_once(), _memoized_np_dtypes(), memoized_block_types(), memoized_tensor_shapes(),
+              compat.descriptor_strides_in_bytes(), bfloat16.as_on_a_gpu()):
             yield
     finally:
         _memos_on = False

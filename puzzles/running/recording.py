@@ -1,7 +1,8 @@
 """Record, check and guard every memory access of a kernel run by Triton's interpreter.
 
 Triton's CPU interpreter sends every load, store and atomic through four methods of its
-builder. While a `Recorder` is active those methods are wrapped: each active lane's address
+builder (found on each Triton by what they receive: interpreter_hooks.py). While a `Recorder` is active
+those methods are wrapped: each active lane's address
 is looked up among the run's tensors; a lane outside every tensor is recorded as an invalid
 access (op, tensor, element, program id, kernel line) and masked off, so the access never
 happens and cannot corrupt memory. Masked-off lanes are counted but never checked.
@@ -19,6 +20,8 @@ from typing import Any
 import numpy as np
 import triton
 from triton.runtime import interpreter as _interp
+
+from puzzles.running import interpreter_hooks
 
 LIBRARY_DIRS = tuple(
     os.path.dirname(m.__file__) + os.sep for m in (triton, np, sys.modules[__name__.split(".")[0]])
@@ -208,15 +211,18 @@ class Recorder:
         self.layouts = layouts or {}
         self._in_view = {self.names.index(n): (layout, layout.in_view()) for n, layout in self.layouts.items()
                          if n in self.names}
-        self._saved_semantic_load: Any = None
+        self._semantic_saved: dict[str, Any] = {}
+        self._semantic_class: type | None = None
 
     # -- the wrapped builder methods --------------------------------------------------------
     def __enter__(self) -> Recorder:
+        hooks = interpreter_hooks.require()  # located on this Triton by what they receive; never judged without
         b = _interp.interpreter_builder
-        for name in ("create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas"):
+        names = hooks.builder_methods
+        for name in names.values():
             self._saved[name] = getattr(b, name)
-        orig_load, orig_store = self._saved["create_masked_load"], self._saved["create_masked_store"]
-        orig_rmw, orig_cas = self._saved["create_atomic_rmw"], self._saved["create_atomic_cas"]
+        orig_load, orig_store = self._saved[names["load"]], self._saved[names["store"]]
+        orig_rmw, orig_cas = self._saved[names["atomic"]], self._saved[names["atomic_cas"]]
         # The interpreter recomputes every 32-bit integer add, sub and mul in 64 bits to check for
         # overflow, then drops the check's assert unless debug=True: half of puzzle 10's grading time
         # for nothing. Off, the kernel wraps as compiled code does (a wrapped offset is caught as an
@@ -229,64 +235,57 @@ class Recorder:
         # `other` that is false as a Python bool (`other.handle if other else None`), and the interpreter makes
         # a one-element block or a scalar truthy by its value, so `other=0.0` on a one-lane load (a scalar
         # pointer, a block of B0 == 1) reaches the builder as None although the kernel gave it.
-        # The class's method is wrapped, not the interpreter's instance's: Triton 3.6 gives every patched
-        # builtin a semantic object of its own (3.7 shares one); the wrapper only watches, so a compile in this
-        # process while it is in place is unchanged.
-        semantic = getattr(_interp, "interpreter_semantic", None)  # Triton 3.4 and later
-        semantic_class = type(semantic) if semantic is not None else None
+        # The class's methods are wrapped, not the interpreter's instance's: Triton 3.6 gives every patched
+        # builtin a semantic object of its own (3.7 shares one); the wrappers only watch, so a compile in this
+        # process while they are in place is unchanged.
         other_given: list[bool] = []
-        if semantic_class is not None and hasattr(semantic_class, "_load_legacy"):
-            self._saved_semantic_load = semantic_class.__dict__.get("_load_legacy", False)
-            orig_legacy = semantic_class._load_legacy
+        semantic_class = hooks.semantic_class
+        self._semantic_saved = {name: semantic_class.__dict__.get(name, False) for name in hooks.load_methods}
+        for name in hooks.load_methods:
+            setattr(semantic_class, name, _watching_other(getattr(semantic_class, name), other_given))
 
-            def load_legacy(semantic_self, ptr, mask, other, *rest):
-                other_given.append(other is not None)
-                try:
-                    return orig_legacy(semantic_self, ptr, mask, other, *rest)
-                finally:
-                    other_given.pop()
-
-            semantic_class._load_legacy = load_legacy
-
-        def masked_load(ptrs, mask, other, *rest):
+        def masked_load(ptrs, mask, other, *rest, **kwargs):
             safe = self._check("load", ptrs, mask)
-            loaded = orig_load(ptrs, safe, other, *rest)
-            without_other = not other_given[-1] if other_given else other is None
+            loaded = orig_load(ptrs, safe, other, *rest, **kwargs)
+            # A block pointer's or a descriptor's padding reaches the builder as `other` (no tl.load call gave it).
+            without_other = other is None and not (other_given and other_given[-1])
             if without_other and not safe.data.all():
                 self._poison_masked_lanes(loaded, safe, mask)
             return loaded
 
-        def masked_store(ptrs, value, mask, *rest):
+        def masked_store(ptrs, value, mask, *rest, **kwargs):
             safe = self._check("store", ptrs, mask, stored=value)
-            return orig_store(ptrs, value, safe, *rest)
+            return orig_store(ptrs, value, safe, *rest, **kwargs)
 
-        def atomic_rmw(op, ptr, val, mask, *rest):
+        def atomic_rmw(op, ptr, val, mask, *rest, **kwargs):
             kind = _RMW_NAMES.get(str(op).rsplit(".", 1)[-1], str(op).rsplit(".", 1)[-1].lower())
             safe = self._check("atomic", ptr, mask, kind)
             if kind == "xchg" and val.dtype.scalar.is_floating() and hasattr(_interp, "_interpreter"):
                 return self._exchange_floats(ptr, val, safe)
-            return orig_rmw(op, ptr, val, safe, *rest)
+            return orig_rmw(op, ptr, val, safe, *rest, **kwargs)
 
-        def atomic_cas(ptr, cmp, val, *rest):
+        def atomic_cas(ptr, cmp, val, *rest, **kwargs):
             all_lanes = _interp.TensorHandle(np.ones_like(ptr.data, dtype=bool), triton.language.int1)
             safe = self._check("atomic", ptr, all_lanes, "cas")
             if not safe.data.all():
                 raise MemoryError("atomic_cas out of bounds (it has no mask: check its pointers)")
-            return orig_cas(ptr, cmp, val, *rest)
+            return orig_cas(ptr, cmp, val, *rest, **kwargs)
 
-        b.create_masked_load, b.create_masked_store = masked_load, masked_store
-        b.create_atomic_rmw, b.create_atomic_cas = atomic_rmw, atomic_cas
+        for role, wrapper in (("load", masked_load), ("store", masked_store), ("atomic", atomic_rmw),
+                              ("atomic_cas", atomic_cas)):
+            setattr(b, names[role], wrapper)
+        self._semantic_class = semantic_class
         return self
 
     def __exit__(self, *exc: object) -> None:
         b = _interp.interpreter_builder
         for name, fn in self._saved.items():
             setattr(b, name, fn)
-        semantic_class = type(getattr(_interp, "interpreter_semantic", None))
-        if self._saved_semantic_load is False:  # a base class's method: drop the wrapper
-            delattr(semantic_class, "_load_legacy")
-        elif self._saved_semantic_load is not None:
-            semantic_class._load_legacy = self._saved_semantic_load
+        for name, saved in self._semantic_saved.items():
+            if saved is False:  # a base class's method: drop the wrapper
+                delattr(self._semantic_class, name)
+            else:
+                setattr(self._semantic_class, name, saved)
 
     # -- the check ---------------------------------------------------------------------------
     def _poison_masked_lanes(self, loaded, safe, mask) -> None:
@@ -440,6 +439,20 @@ class Recorder:
                     return frame.f_lineno
             frame = frame.f_back
         return None
+
+
+def _watching_other(load: Any, other_given: list[bool]) -> Any:
+    """`load` (a semantic method receiving (ptr, mask, other, ...)), noting on `other_given` while it runs
+    whether the kernel gave `other=`."""
+
+    def watched(semantic_self, ptr, mask, other, *rest, **kwargs):
+        other_given.append(other is not None)
+        try:
+            return load(semantic_self, ptr, mask, other, *rest, **kwargs)
+        finally:
+            other_given.pop()
+
+    return watched
 
 
 def block_coordinates(elements: np.ndarray, active: np.ndarray, lane: tuple[int, ...],

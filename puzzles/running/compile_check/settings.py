@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-VERSION = 17  # bump when what the worker checks changes (invalidates the cache)
+VERSION = 18  # bump when what the worker checks changes (invalidates the cache)
 ALWAYS_TARGETS = (80, 90)  # A100 and H100 class
 T4 = 75  # Colab's free tier, where the puzzle allows it
 BUDGET = 1.0  # seconds a grading cell may take, compile check included

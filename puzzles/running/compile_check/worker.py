@@ -276,7 +276,12 @@ def check_item(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover -
     try:
         if item["stage"] == "front":
             found = front_end(src, target, options, item.get("forbid"))
-            return {"error": messages().forbidden_in_ir(found, built)} if found else {}
+            if found:
+                return {"error": messages().forbidden_in_ir(found, built)}
+            # The front end of Triton 3.8 and later lets a kernel's `return <value>` through (only the full compile
+            # fails): say so at every size, as 3.5 to 3.7's front end does.
+            returned = messages().kernel_returns_a_value(built["root_entry"])
+            return {"error": returned} if returned is not None else {}
         import triton
 
         compiled = triton.compile(src, target=target, options=options)

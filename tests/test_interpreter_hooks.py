@@ -1,0 +1,246 @@
+"""The grader's hooks into Triton's interpreter are found, installed and effective on the running Triton.
+
+The hooks are private internals located by what they receive (puzzles/running/interpreter_hooks.py); a hook
+silently absent once judged correct kernels wrong (Triton 3.8 renamed the load that sees `other=`). Each test
+here grades a kernel whose verdict depends on one hook. `make versions` runs this file under every supported
+Triton."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from puzzles import on_gpu, test
+from puzzles.course import catalog
+from puzzles.running import compat, interpreter_hooks
+from puzzles.running.interpreter import interpreted
+from puzzles.running.recording import Recorder, Trace
+
+pytestmark = pytest.mark.skipif(on_gpu(), reason="grades under the interpreter, whose hooks are tested here")
+descriptors = pytest.mark.skipif(not interpreter_hooks.has_tensor_descriptors(),
+                                 reason=f"triton {triton.__version__}'s interpreter has no tensor descriptors")
+
+
+def grade(number: int, kernel, sizes=None):
+    p = catalog.get(number)
+    return test(kernel, p.spec, sizes=sizes, quiet=True, seed=5, compile_check=False)
+
+
+def one_lane_sizes() -> list[dict[str, int]]:
+    return [{**s, "B0": 1} for s in catalog.get(2).sizes[:2]]
+
+
+def test_every_hook_is_found_on_this_triton():
+    assert interpreter_hooks.hooks_problem() is None
+    hooks = interpreter_hooks.locate()
+    assert set(hooks.builder_methods) == set(interpreter_hooks.BUILDER_METHODS)
+    assert hooks.load_methods and hooks.patch_lang
+
+
+def test_the_hooks_are_in_place_during_a_run_and_gone_after():
+    from triton.runtime import interpreter
+
+    hooks = interpreter_hooks.locate()
+    builder = interpreter.interpreter_builder
+    before = {name: getattr(builder, name) for name in hooks.builder_methods.values()}
+    loads_before = {name: getattr(hooks.semantic_class, name) for name in hooks.load_methods}
+    trace = Trace({}, (1, 1, 1))
+    with Recorder([], {}, set(), trace, None):
+        assert all(getattr(builder, name) != fn for name, fn in before.items())
+        assert all(getattr(hooks.semantic_class, name) is not fn for name, fn in loads_before.items())
+    assert {name: getattr(builder, name) for name in before} == before
+    assert {name: getattr(hooks.semantic_class, name) for name in loads_before} == loads_before
+
+
+# -- the load that sees `other=`: a one-lane load with other=0.0 is not one without other= -----------------------
+@triton.jit
+def add_reading_the_next_one(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    i = tl.program_id(0)  # one lane: a scalar pointer
+    after = tl.load(x_ptr + i + 1, mask=i + 1 < N0, other=0.0)
+    tl.store(z_ptr + i, tl.load(x_ptr + i) + 10.0 + 0.0 * after)  # 0 * NaN is NaN: poison would show
+
+
+@triton.jit
+def add_reading_the_next_one_without_other(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    i = tl.program_id(0)
+    after = tl.load(x_ptr + i + 1, mask=i + 1 < N0)
+    tl.store(z_ptr + i, tl.load(x_ptr + i) + 10.0 + 0.0 * after)
+
+
+def test_a_one_lane_load_with_other_zero_passes():
+    result = grade(2, add_reading_the_next_one, one_lane_sizes())
+    assert result.passed, str(result)
+
+
+def test_a_one_lane_masked_load_without_other_is_named():
+    result = grade(2, add_reading_the_next_one_without_other, one_lane_sizes())
+    assert not result.passed and "masked loads without other=" in str(result), str(result)
+
+
+# -- stores and atomics are checked --------------------------------------------------------------------------------
+@triton.jit
+def add_stored_without_mask(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.store(z_ptr + i, tl.load(x_ptr + i, mask=i < N0, other=0.0) + 10.0)
+
+
+@triton.jit
+def add_exchanged(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.atomic_xchg(z_ptr + i, tl.load(x_ptr + i, mask=i < N0, other=0.0) + 10.0, mask=i < N0)
+
+
+@triton.jit
+def add_exchanged_without_mask(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    tl.atomic_xchg(z_ptr + i, tl.load(x_ptr + i, mask=i < N0, other=0.0) + 10.0)
+
+
+def test_a_store_past_the_end_is_out_of_bounds():
+    result = grade(2, add_stored_without_mask)
+    assert not result.passed and "store of z" in str(result) and "out of bounds" in str(result), str(result)
+
+
+def test_atomics_are_checked():
+    assert grade(2, add_exchanged).passed
+    result = grade(2, add_exchanged_without_mask)
+    assert not result.passed and "atomic of z" in str(result) and "out of bounds" in str(result), str(result)
+
+
+# -- tensor descriptors: their loads and stores are recorded and bounds-checked --------------------------------------
+@triton.jit
+def add_descriptor_past_x(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    start = tl.program_id(0) * B0
+    x = tl.make_tensor_descriptor(x_ptr, shape=[N0 + B0], strides=[1], block_shape=[B0])  # the shape is wrong
+    z = tl.make_tensor_descriptor(z_ptr, shape=[N0], strides=[1], block_shape=[B0])
+    z.store([start], x.load([start]) + 10.0)
+
+
+@triton.jit
+def add_descriptor_past_z(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    start = tl.program_id(0) * B0
+    x = tl.make_tensor_descriptor(x_ptr, shape=[N0], strides=[1], block_shape=[B0])
+    z = tl.make_tensor_descriptor(z_ptr, shape=[N0 + B0], strides=[1], block_shape=[B0])
+    z.store([start], x.load([start]) + 10.0)
+
+
+@triton.jit
+def add_descriptor_first_block_only(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    x = tl.make_tensor_descriptor(x_ptr, shape=[N0], strides=[1], block_shape=[B0])
+    z = tl.make_tensor_descriptor(z_ptr, shape=[N0], strides=[1], block_shape=[B0])
+    z.store([0], x.load([0]) + 10.0)  # every program writes the first block
+
+
+@descriptors
+@pytest.mark.parametrize(("kernel", "op"), [(add_descriptor_past_x, "load of x"),
+                                            (add_descriptor_past_z, "store of z")])
+def test_a_descriptor_past_its_tensor_is_out_of_bounds(kernel, op):
+    result = grade(2, kernel)
+    assert not result.passed and op in str(result) and "out of bounds" in str(result), str(result)
+
+
+@descriptors
+def test_outputs_a_descriptor_never_writes_are_judged():
+    result = grade(2, add_descriptor_first_block_only)
+    assert not result.passed and "z[32]" in str(result), str(result)
+
+
+# -- the language patch the launcher applies is the one the grader undoes --------------------------------------------
+def test_the_launcher_calls_the_patch_function_found(monkeypatch):
+    from triton.runtime import interpreter
+
+    name = interpreter_hooks.locate().patch_lang
+    original, calls = getattr(interpreter, name), []
+    monkeypatch.setattr(interpreter, name, lambda fn: calls.append(fn) or original(fn))
+    x = torch.zeros(4)
+    interpreted(add_stored_without_mask)[(1,)](x, x, 4, B0=4)
+    assert calls and torch.equal(x, torch.full((4,), 10.0))
+
+
+# -- a Triton where a hook is missing is refused in words --------------------------------------------------------------
+def test_grading_stops_where_a_hook_is_missing(monkeypatch):
+    monkeypatch.setattr(interpreter_hooks, "LOAD_WITH_OTHER", ("pointer_never_named_so",))
+    interpreter_hooks.locate.cache_clear()
+    try:
+        result = grade(2, catalog.get(2).reference())
+        text = str(result)
+    finally:
+        monkeypatch.undo()
+        interpreter_hooks.locate.cache_clear()
+    assert not result.passed and result.error.kind == "setup", text
+    assert f"triton {triton.__version__}" in text and compat.SUPPORTED in text and compat.INSTALL in text, text
+    assert "the language layer's load taking (ptr, mask, other, ...)" in text, text
+
+
+def create_masked_load_elsewhere(self, ptrs, mask):
+    return _interpreter.load(ptrs.data, mask.data)  # noqa: F821 - only its source is read
+
+
+def test_a_builder_method_reaching_memory_around_the_checked_ones_is_refused(monkeypatch):
+    from triton.runtime import interpreter
+
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_masked_load_elsewhere", create_masked_load_elsewhere,
+                        raising=False)
+    interpreter_hooks.locate.cache_clear()
+    try:
+        problem = interpreter_hooks.hooks_problem()
+    finally:
+        monkeypatch.undo()
+        interpreter_hooks.locate.cache_clear()
+    assert problem and "reach memory around the checked ones: create_masked_load_elsewhere" in problem, problem
+
+
+# -- block pointers where the Triton has none (3.9): the verdict says what replaces them ----------------------------
+@triton.jit
+def add_block_pointer_advanced(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    xb = tl.make_block_ptr(x_ptr, shape=(N0,), strides=(1,), offsets=(0,), block_shape=(B0,), order=(0,))
+    zb = tl.make_block_ptr(z_ptr, shape=(N0,), strides=(1,), offsets=(0,), block_shape=(B0,), order=(0,))
+    for _ in range(0, N0, B0):
+        tl.store(zb, tl.load(xb, boundary_check=(0,)) + 10.0, boundary_check=(0,))
+        xb, zb = tl.advance(xb, (B0,)), tl.advance(zb, (B0,))
+
+
+def test_a_block_pointer_gets_its_replacement_or_passes():
+    result = grade(2, add_block_pointer_advanced)
+    if interpreter_hooks.has_block_pointers():
+        assert result.passed, str(result)
+        return
+    text, error = str(result), result.first_failure.error
+    assert not result.passed and error.line is not None and "make_block_ptr" in error.source, text
+    assert "tl.make_tensor_descriptor(x_ptr, shape=" in text and "NotImplementedError" not in text, text
+
+
+@pytest.mark.parametrize("message", [
+    "NotImplementedError: Block pointers have been removed in favor of the tensor descriptor API",
+    "AttributeError: module 'triton.language' has no attribute 'advance'"])
+def test_triton_39s_block_pointer_errors_are_told_what_replaces_them(message, monkeypatch):
+    from puzzles.running import errors
+
+    monkeypatch.setattr(interpreter_hooks, "has_block_pointers", lambda: False)
+    assert errors.uses_removed_block_pointers(message)
+    assert "tl.make_tensor_descriptor" in errors.block_pointers_removed()
+    # The advice for a descriptor's unaligned strides offers block pointers only where they exist.
+    assert "make_block_ptr" not in errors.descriptor_strides()
+    monkeypatch.setattr(interpreter_hooks, "has_block_pointers", lambda: True)
+    assert "make_block_ptr" in errors.descriptor_strides()
+
+
+def test_doctor_says_what_this_triton_runs(monkeypatch):
+    from puzzles.cli import doctor
+
+    (ok, runs), (hooks_ok, hooks) = doctor.what_triton_supports()
+    assert ok and hooks_ok and f"triton {triton.__version__}" in runs, runs
+    blocks = "yes" if interpreter_hooks.has_block_pointers() else "no (removed in 3.9"
+    assert f"block pointers (tl.make_block_ptr) {blocks}" in runs and "tensor descriptors" in runs, runs
+    assert "tl.dot_scaled under the interpreter" in runs and "triton-viz" in runs, runs
+    monkeypatch.setattr(interpreter_hooks, "hooks_problem", lambda: "the grader cannot check kernels on triton x")
+    assert doctor.what_triton_supports()[-1] == (False, "the grader cannot check kernels on triton x")
+
+
+def test_a_name_of_ones_own_called_advance_is_not_taken_for_a_block_pointer(monkeypatch):
+    from puzzles.running import errors
+
+    monkeypatch.setattr(interpreter_hooks, "has_block_pointers", lambda: False)
+    assert not errors.uses_removed_block_pointers("NameError: name 'advance' is not defined")
