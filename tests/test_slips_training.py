@@ -46,7 +46,9 @@ SLIPS = [
 
 # On a GPU a tl.dot that sums in float16 rounds after each MMA instruction (16 values of K), not after each chunk
 # of BK: its output fails as far, but is not the slip's to the last bit, so only its failure is checked there.
-ROUNDED_BY_THE_HARDWARE = {"22-fp16-out-dtype"}
+# On a GPU these still fail at every seed, but their wrong values are the hardware's rounding (an fp16 tl.dot; the
+# cancellation of E[x²] − mean² as the GPU orders its sums), so the slip's name is not asserted there.
+ROUNDED_BY_THE_HARDWARE = {"22-fp16-out-dtype", "25-moments"}
 
 
 def _named(outcome, words: str, slip: str) -> bool:

@@ -36,6 +36,17 @@ _QUIET_NAN = np.uint16(0x7FC0)  # what torch makes of any NaN
 # -- the numbers -----------------------------------------------------------------------------------------------
 
 
+def prints_values(printer: Any) -> bool:
+    """Whether the builder's print method takes (prefix, hex, values, ...), read once per function, not per launch."""
+    function = getattr(printer, "__func__", None)
+    return takes_hex_and_values(function, 2) if function is not None else takes_hex_and_values(printer, 1)
+
+
+@functools.cache
+def takes_hex_and_values(function: Any, first: int) -> bool:
+    return list(inspect.signature(function).parameters)[first:first + 2] == ["hex", "values"]
+
+
 def widen(bits: np.ndarray) -> np.ndarray:
     """bfloat16 patterns as float32: exact (a bfloat16 is the top half of a float32)."""
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
@@ -337,7 +348,7 @@ def _replacements() -> list[tuple[Any, str, Any]]:
     if callable(getattr(builder, "create_fp_to_fp", None)):
         found.append((builder, "create_fp_to_fp", _fp_to_fp(builder.create_fp_to_fp, builder)))
     printer = getattr(builder, "create_print", None)
-    if callable(printer) and list(inspect.signature(printer).parameters)[1:3] == ["hex", "values"]:
+    if callable(printer) and prints_values(printer):
         found.append((builder, "create_print", _print(printer)))
     found.append((builder, "get_bf16", _get_bf16))
     if callable(getattr(_interp, "_patch_lang_tensor", None)):

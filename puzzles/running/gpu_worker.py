@@ -404,6 +404,7 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
 
 
 _poisoned = False
+PRINTED_LIMIT = 64 * 1024  # bytes of what a kernel printed that come back with the answer
 # The modules whose functions the grader calls in a worker ("module:function" targets): a fork server imports them once.
 CALLED_MODULES = ("puzzles.grading.runs", "puzzles.grading.presenting")
 
@@ -505,7 +506,11 @@ def _captured() -> Any:  # pragma: no cover - runs in the worker process
             os.close(saved[0])
             os.close(saved[1])
             sink.seek(0)
-            text.append(sink.read().decode(errors="replace"))
+            size = sink.seek(0, os.SEEK_END)
+            sink.seek(0)
+            text.append(sink.read(PRINTED_LIMIT).decode(errors="replace"))
+            if size > PRINTED_LIMIT:  # a kernel that prints megabytes: its verdict carries the start of it
+                text.append(f"\n[... {size - PRINTED_LIMIT} more bytes printed, not shown]\n")
 
 
 def _warm_gpu() -> None:  # pragma: no cover - runs in the worker process
