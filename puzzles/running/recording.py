@@ -212,6 +212,7 @@ class Recorder:
         self._in_view = {self.names.index(n): (layout, layout.in_view()) for n, layout in self.layouts.items()
                          if n in self.names}
         self._semantic_saved: dict[str, Any] = {}
+        self._from_class: set[str] = set()
         self._semantic_class: type | None = None
 
     # -- the wrapped builder methods --------------------------------------------------------
@@ -221,6 +222,8 @@ class Recorder:
         names = hooks.builder_methods
         for name in names.values():
             self._saved[name] = getattr(b, name)
+        # Methods the builder had from its class, not as its own attributes: dropped on exit, not set on it.
+        self._from_class = {name for name in names.values() if name not in vars(b)}
         orig_load, orig_store = self._saved[names["load"]], self._saved[names["store"]]
         orig_rmw, orig_cas = self._saved[names["atomic"]], self._saved[names["atomic_cas"]]
         # The interpreter recomputes every 32-bit integer add, sub and mul in 64 bits to check for
@@ -280,7 +283,10 @@ class Recorder:
     def __exit__(self, *exc: object) -> None:
         b = _interp.interpreter_builder
         for name, fn in self._saved.items():
-            setattr(b, name, fn)
+            if name in self._from_class:
+                vars(b).pop(name, None)
+            else:
+                setattr(b, name, fn)
         for name, saved in self._semantic_saved.items():
             if saved is False:  # a base class's method: drop the wrapper
                 delattr(self._semantic_class, name)
