@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from puzzles.running.errors import KernelError
-from puzzles.running.kernel import KernelHandle, unwrap_kernel
+from puzzles.running.kernel import KernelHandle, own_jit_function
 
 KERNEL_BUILTINS = frozenset({"range", "min", "max", "int", "float", "bool", "len", "print", "abs", "tuple", "list",
                              "enumerate", "zip", "breakpoint", "True", "False", "None"})
@@ -85,19 +85,6 @@ def allowed_value(value: Any) -> bool:
             (module in ("builtins", "") and getattr(value, "__self__", None) is not None
              and inspect.ismodule(value.__self__) and value.__self__.__name__ == "math")
     return False
-
-
-def own_jit_function(value: Any) -> Callable[..., Any] | None:
-    """The Python function behind a @triton.jit function of the learner's (not Triton's own library)."""
-    if not (hasattr(value, "fn") or hasattr(value, "arg_names")) or inspect.ismodule(value):
-        return None
-    try:
-        inner = unwrap_kernel(value)
-    except Exception:  # noqa: BLE001 - anything odd is not a helper
-        return None
-    if inner is None or not hasattr(inner, "__code__") or (inner.__module__ or "").startswith("triton."):
-        return None
-    return inner
 
 
 class BodyRules:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from puzzles.running.errors import KernelError
-from puzzles.running.kernel import KernelHandle, unwrap_kernel
+from puzzles.running.kernel import KernelHandle, own_jit_function
 
 _UNRESOLVED = object()
 
@@ -58,7 +58,7 @@ def forbidden_calls(kernel: Any, names: tuple[str, ...]) -> list[ForbiddenCall]:
                 found.append(ForbiddenCall(banned[id(target)], fn.__name__, ast.unparse(node.func), line,
                                            fn.__code__.co_filename, path))
                 continue
-            inner = _own_jit_function(target)
+            inner = own_jit_function(target)
             if inner is not None:
                 queue.append((inner, (*path, inner.__name__)))
     return found
@@ -90,7 +90,7 @@ def _own_functions(handle: KernelHandle) -> Iterator[tuple[Callable[..., Any], t
         seen.add(fn.__code__)
         yield fn, path
         for _, target, _ in _calls(fn, handle):
-            inner = _own_jit_function(target)
+            inner = own_jit_function(target)
             if inner is not None:
                 queue.append((inner, (*path, inner.__name__)))
 
@@ -138,7 +138,7 @@ def _probe(node: ast.AST, scope: dict[str, Any]) -> str | None:
             inner = _module_name(value)
             # A @triton.jit helper or a tl.constexpr of the learner's own module is compiled like one of the
             # kernel's globals (`helpers.combine(x)`, `helpers.BLOCK`): the compiler reads both through a module.
-            if _own_jit_function(value) is not None or _is_constexpr(value):
+            if own_jit_function(value) is not None or _is_constexpr(value):
                 return None
             if inner is None or not inner.startswith(ALLOWED_MODULES):  # `triton.language` through `triton` is fine
                 if callable(value) and inner is None:
@@ -282,19 +282,6 @@ def _is_constexpr(value: Any) -> bool:
     import triton.language as tl
 
     return isinstance(value, tl.constexpr)
-
-
-def _own_jit_function(value: Any) -> Callable[..., Any] | None:
-    """The Python function behind a @triton.jit helper of the learner's (not Triton's own library)."""
-    if value is _UNRESOLVED or not (hasattr(value, "fn") or hasattr(value, "arg_names")):
-        return None
-    try:
-        inner = unwrap_kernel(value)
-    except Exception:  # noqa: BLE001 - anything odd is not a helper
-        return None
-    if inner is None or not hasattr(inner, "__code__") or (inner.__module__ or "").startswith("triton."):
-        return None
-    return inner
 
 
 # Python operators and builtins that Triton's compiler turns into element-wise operations on blocks, while

@@ -127,3 +127,18 @@ class KernelHandle:
         """The jitted function as source plus the globals it reads (puzzles/running/kernel_source.py), for
         another process to rebuild: the compile check's workers and the GPU worker get this one."""
         return kernel_source.describe_kernel(self.fn, self.source)
+
+
+def own_jit_function(value: Any) -> Callable[..., Any] | None:
+    """The Python function behind a @triton.jit function of the learner's (not Triton's own library); None for
+    anything else (a module, a value, an object with no code). The kernel-body rules and the operation rules read a
+    kernel's helpers through it."""
+    if not (hasattr(value, "fn") or hasattr(value, "arg_names")) or inspect.ismodule(value):
+        return None
+    try:
+        inner = unwrap_kernel(value)
+    except Exception:  # noqa: BLE001 - anything odd is not a helper
+        return None
+    if inner is None or not hasattr(inner, "__code__") or (inner.__module__ or "").startswith("triton."):
+        return None
+    return inner
