@@ -174,7 +174,7 @@ def test_a_spare_worker_is_kept_on_a_gpu_and_where_asked(monkeypatch):
     monkeypatch.delenv("PUZZLES_SPARE_WORKER", raising=False)
     assert worker_processes.spare_count("cuda") == 1 and worker_processes.spare_count("cpu") == 0
     monkeypatch.setenv("PUZZLES_SPARE_WORKER", "0")
-    assert not worker_processes.spare_wanted("cuda")
+    assert worker_processes.spare_count("cuda") == 0
     monkeypatch.setenv("PUZZLES_SPARE_WORKER", "2")
     assert worker_processes.spare_count("cpu") == 2
     from puzzles.classroom.isolation import worker_environment

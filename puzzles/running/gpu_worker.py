@@ -208,10 +208,6 @@ class Worker:
         atexit.register(self.stop)
 
     @property
-    def keep_spare(self) -> bool:
-        return self.spares_kept > 0
-
-    @property
     def spare(self) -> WorkerProcess | None:
         """The spare that takes over next (the oldest), or None."""
         return self.spares[0] if self.spares else None
@@ -347,7 +343,7 @@ def warm_up() -> None:
     it has (in the background: the notebook never waits here)."""
     if os.environ.get("PUZZLES_IN_WORKER") != "1":
         w = worker()
-        if w.keep_spare:
+        if w.spares_kept:
             threading.Thread(target=_ready_then_spare, args=(w,), daemon=True).start()
 
 
@@ -505,7 +501,6 @@ def _captured() -> Any:  # pragma: no cover - runs in the worker process
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
-            sink.seek(0)
             size = sink.seek(0, os.SEEK_END)
             sink.seek(0)
             text.append(sink.read(PRINTED_LIMIT).decode(errors="replace"))

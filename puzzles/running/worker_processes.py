@@ -152,8 +152,3 @@ def spare_count(device: str) -> int:
     if setting.isdigit():
         return min(int(setting), 4)
     return 1 if device == "cuda" else 0
-
-
-def spare_wanted(device: str) -> bool:
-    """Keep a spare worker warm? (PUZZLES_SPARE_WORKER=0 turns it off; a number keeps that many.)"""
-    return spare_count(device) > 0
