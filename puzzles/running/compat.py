@@ -118,19 +118,30 @@ def missing_package_message(err: ImportError) -> str:
 
 class _Snapshot:
     """Restores the attributes `_patch_lang` changed, for Triton 3.5, whose `_patch_lang`
-    returns no scope (and never undoes its patches)."""
+    returns no scope (and never undoes its patches). Only what the patch itself changed is put back: an
+    attribute someone else set while it was in force (the launch's memoized constructors, which undo
+    themselves first) must not be restored to the value it had when the patch was taken."""
 
     def __init__(self, objects: list[Any]) -> None:
         self.saved = [(obj, dict(vars(obj))) for obj in objects]
+        self.changed: list[tuple[Any, dict[str, Any], set[str]]] = []
 
-    def restore(self) -> None:
+    def taken(self) -> None:
+        """Call right after the patch: note, per object, the names it added and the values it replaced."""
         for obj, before in self.saved:
             now = dict(vars(obj))
-            for name in now.keys() - before.keys():
-                delattr(obj, name)
-            for name, value in before.items():
-                if name not in ("__dict__", "__weakref__", "__doc__") and now.get(name, _UNSET) is not value:
-                    setattr(obj, name, value)
+            added = now.keys() - before.keys()
+            replaced = {name: value for name, value in before.items()
+                        if name not in ("__dict__", "__weakref__", "__doc__") and now.get(name, _UNSET) is not value}
+            self.changed.append((obj, replaced, added))
+
+    def restore(self) -> None:
+        for obj, replaced, added in self.changed:
+            for name in added:
+                if name in vars(obj):
+                    delattr(obj, name)
+            for name, value in replaced.items():
+                setattr(obj, name, value)
 
 
 _UNSET = object()
@@ -153,6 +164,7 @@ def patch_lang(original: Any, fn: Any) -> Any:
     snapshot = _Snapshot(patched)
     original(fn)
     core.tensor.__index__ = _scalar_index  # the snapshot restores it
+    snapshot.taken()
     return snapshot
 
 
