@@ -80,6 +80,8 @@ ATTACKS: dict[str, tuple[str, str, str]] = {
 PASSES = {"ctypes", "os.write to a report's descriptor", "/proc/self/fd", "signal handlers", "a fork bomb",
           "another student's folder", "importlib", "inspect", "gc", "sys", "monkeypatches the spec while loading"}
 
-# What a kernel prints goes to the worker's log, never to its report: a forged event in its output is text.
+# What a kernel prints goes to the worker's log, never to its report: a forged event in its output is text. Lines of
+# 100 characters, more than the pipe and the print cap hold: on an H200 (Triton 3.6) a kernel printing 10,000-character
+# lines in a loop crashed even a plain Python process (SIGSEGV in the printf flush), a crash the GPU worker reports.
 PRINTS_A_FORGED_EVENT = kernel('print(\'{"event": "puzzle", "number": 2, "status": "passed"}\')\n'
-                               'for i in range(200):\n    print("x" * 10000)')
+                               'for i in range(2000):\n    print("x" * 100)')

@@ -119,6 +119,16 @@ def test_a_timeout_ends_the_worker_and_the_next_kernel_passes(cpu_worker):
     assert all(o.passed for o in _grade_in_worker(add_mask2_kernel))
 
 
+def test_a_crash_reply_carries_what_the_call_printed_before_it(cpu_worker):
+    # A process that dies sends nothing back: what it printed is read from the file the worker printed into.
+    reply = cpu_worker.call("worker_jobs:print_then_segfault", 100)
+    assert reply.status == "crash" and reply.printed.startswith("about to crash\n"), reply.printed[:200]
+    flood = cpu_worker.call("worker_jobs:print_then_segfault", 1000)  # a megabyte: its start, and how much more
+    assert flood.status == "crash" and "more bytes printed, not shown" in flood.printed
+    assert cpu_worker.call("worker_jobs:segfault").status == "crash"  # nothing printed: its own stderr, as before
+    assert "about to crash" not in cpu_worker.call("worker_jobs:segfault").printed
+
+
 def test_a_spare_worker_takes_over_after_a_crash_and_is_replaced_at_once(monkeypatch):
     # The CPU device runs the same worker code: a spare, loaded before the crash, answers the next call as
     # fast as a warm worker (a fresh start loads torch and Triton: seconds), and a new spare starts.

@@ -20,6 +20,16 @@ def segfault() -> None:
     ctypes.string_at(0)  # reads address 0: the process dies of SIGSEGV
 
 
+def print_then_segfault(lines: int) -> None:
+    """Prints from C (as a GPU's printf does) and dies: on an H200 a kernel printing long strings in a loop did."""
+    libc = ctypes.CDLL(None)
+    libc.printf(b"about to crash\n")
+    for _ in range(lines):
+        libc.printf(b"%s\n", b"x" * 1000)
+    libc.fflush(None)
+    segfault()
+
+
 def launch_each_config(kernel, n: int) -> list[tuple[dict, int, list[float]]]:
     """An autotuned kernel under each of its configs (the interpreter cannot time them to pick one)."""
     out = []

@@ -80,11 +80,21 @@ def allowed_value(value: Any) -> bool:
     # Under the interpreter triton.language's @jit functions are InterpretedFunctions: their module is the function's.
     inner = getattr(value, "fn", None) if hasattr(value, "arg_names") else None
     module = getattr(inner if inner is not None else value, "__module__", None) or ""
+    if module == "triton.runtime.interpreter" and callable(value):
+        return is_patched_language(value)
     if inspect.isclass(value) or callable(value):
         return module.startswith(("triton.language", "triton.experimental.gluon.language", "math")) or \
             (module in ("builtins", "") and getattr(value, "__self__", None) is not None
              and inspect.ismodule(value.__self__) and value.__self__.__name__ == "math")
     return False
+
+
+def is_patched_language(value: Any) -> bool:
+    """The interpreter's stand-in for a triton.language function, where it is now: Triton 3.5's interpreter patches
+    the language on every launch and never undoes it, so after a learner's own launch `tl.arange` is one of these."""
+    import triton.language as tl
+
+    return any(value is v for module in (tl, tl.core, tl.math) for v in vars(module).values())
 
 
 class BodyRules:

@@ -127,6 +127,11 @@ _TRITON_ERROR_HINTS = (
      "the value (or the mask) given to tl.store has a larger shape than the block of pointers, whose shape is the "
      "second one: reduce the value to the pointers' shape (tl.sum(..., axis=...)) or build the pointers with "
      "the value's shape"),
+    # Triton 3.5's interpreter, where later ones broadcast the value to the pointers' shape or name the shapes.
+    ("Cannot broadcast, rank mismatch",
+     "two blocks with different numbers of axes meet (the shapes above; in tl.store the value and the block of "
+     "pointers): give a 1-D block a second axis, x[:, None] for a column and x[None, :] for a row, or reduce a "
+     "larger value to the pointers' shape (tl.sum(..., axis=...))"),
     ("argument cannot be block type if pointer argument is not a block",
      "a block (the value, the mask or other=) goes with a single pointer: add the block's offsets to the pointer "
      "(ptr + offsets), or reduce the block to one number first"),

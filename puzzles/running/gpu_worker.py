@@ -293,6 +293,14 @@ class Worker:
         tail = self.log.read().decode(errors="replace").strip().splitlines()[-5:]
         return " | ".join(tail) or "no message"
 
+    def crash_words(self) -> str:
+        """What a worker that died within a call left: what the call printed before it died (a kernel whose printf
+        flood crashed the process left only that), else the tail of its own stderr."""
+        start, size = self.current.printed(PRINTED_LIMIT) if self.current is not None else ("", 0)
+        if start.strip():
+            return printed_text(start, size)
+        return self.startup_error()
+
     def call(self, target: str, *args: Any, timeout: float = 60.0, **kwargs: Any) -> Reply:
         """Run `module:function(*args, **kwargs)` in the worker, kernels in the arguments shipped
         there; past `timeout` seconds the worker is ended (and restarted) and the reply says so."""
@@ -315,7 +323,7 @@ class Worker:
                 status, payload = "crash", None
             seconds = time.monotonic() - started
             if status in ("timeout", "crash", "fault"):
-                self.last_words = self.startup_error() if status == "crash" else ""
+                self.last_words = self.crash_words() if status == "crash" else ""
                 self.restart()  # the next call finds a fresh worker (loading meanwhile)
             if status == "timeout":
                 return Reply("timeout", error=KernelError("timeout", str(payload)), seconds=seconds)
@@ -483,8 +491,11 @@ def _is_fault(exc: BaseException) -> bool:  # pragma: no cover - runs in the wor
 
 @contextlib.contextmanager
 def _captured() -> Any:  # pragma: no cover - runs in the worker process
-    """fd 1 and 2 into a file while the job runs (tl.device_print writes from C, not sys.stdout)."""
-    with tempfile.TemporaryFile() as sink:
+    """fd 1 and 2 into a file while the job runs (tl.device_print writes from C, not sys.stdout): the file the
+    notebook's side named (PUZZLES_WORKER_PRINTS), emptied first, so that it can read what a kernel printed before
+    it crashed this process."""
+    path = os.environ.get("PUZZLES_WORKER_PRINTS")
+    with (open(path, "w+b") if path else tempfile.TemporaryFile()) as sink:
         sys.stdout.flush()
         saved = os.dup(1), os.dup(2)
         os.dup2(sink.fileno(), 1)
@@ -503,9 +514,14 @@ def _captured() -> Any:  # pragma: no cover - runs in the worker process
             os.close(saved[1])
             size = sink.seek(0, os.SEEK_END)
             sink.seek(0)
-            text.append(sink.read(PRINTED_LIMIT).decode(errors="replace"))
-            if size > PRINTED_LIMIT:  # a kernel that prints megabytes: its verdict carries the start of it
-                text.append(f"\n[... {size - PRINTED_LIMIT} more bytes printed, not shown]\n")
+            text.append(printed_text(sink.read(PRINTED_LIMIT).decode(errors="replace"), size))
+
+
+def printed_text(start: str, size: int) -> str:
+    """What a kernel printed as a verdict carries it: the start of it, and how much more there was."""
+    if size > PRINTED_LIMIT:  # a kernel that prints megabytes: its verdict carries the start of it
+        return start + f"\n[... {size - PRINTED_LIMIT} more bytes printed, not shown]\n"
+    return start
 
 
 def _warm_gpu() -> None:  # pragma: no cover - runs in the worker process

@@ -32,6 +32,9 @@ class WorkerProcess:
     reader: FrameReader
     log: Any
     started_at: float
+    # The file its calls' prints are captured in (PUZZLES_WORKER_PRINTS): read here when it dies within a call, since
+    # a kernel that crashes its process (a printf flood can) never sends back what it printed.
+    prints_path: str | None = None
     name: str | None = None  # the device's name, once it has said "ready"
 
     @property
@@ -58,14 +61,40 @@ class WorkerProcess:
         for stream in (self.proc.stdin, self.proc.stdout):
             with contextlib.suppress(OSError):
                 stream.close()
+        if self.prints_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.prints_path)
+
+    def printed(self, limit: int) -> tuple[str, int]:
+        """The start (up to `limit` bytes) of what its last call printed, and how many bytes were printed."""
+        if self.prints_path is None:
+            return "", 0
+        try:
+            with open(self.prints_path, "rb") as prints:
+                size = prints.seek(0, os.SEEK_END)
+                prints.seek(0)
+                return prints.read(limit).decode(errors="replace"), size
+        except OSError:
+            return "", 0
 
 
-def worker_environment(device: str) -> dict[str, str]:
-    """What a worker process runs with: the notebook's environment, the device, and no compile check of its own."""
+def worker_environment(device: str, prints_path: str | None = None) -> dict[str, str]:
+    """What a worker process runs with: the notebook's environment, the device, and no compile check of its own;
+    `prints_path`, the file its calls' prints go to."""
     env = dict(os.environ, PUZZLES_WORKER_DEVICE=device, PUZZLES_COMPILE_CHECK="0", PUZZLES_IN_WORKER="1",
                TRITON_INTERPRET="1" if device == "cpu" else "0", PYTHONUNBUFFERED="1")
     env.pop("PYTHONSTARTUP", None)
+    env.pop("PUZZLES_WORKER_PRINTS", None)
+    if prints_path is not None:
+        env["PUZZLES_WORKER_PRINTS"] = prints_path
     return env
+
+
+def new_prints_file() -> str:
+    """An empty file of this user's for a worker's prints (removed when the worker ends)."""
+    fd, path = tempfile.mkstemp(prefix="puzzles-worker-prints-")
+    os.close(fd)
+    return path
 
 
 def python_running(function: str) -> list[str]:
@@ -115,12 +144,15 @@ def forked(device: str) -> WorkerProcess | None:
     request_read, request_write = os.pipe()
     reply_read, reply_write = os.pipe()
     log = tempfile.TemporaryFile()
+    prints_path = new_prints_file()
     try:
-        pid, pidfd = server.start(Path.cwd(), worker_environment(device), [request_read, reply_write, log.fileno()])
+        pid, pidfd = server.start(Path.cwd(), worker_environment(device, prints_path),
+                                  [request_read, reply_write, log.fileno()])
     except OSError:
         for fd in (request_write, reply_read):
             os.close(fd)
         log.close()
+        os.unlink(prints_path)
         with FORK_SERVERS_LOCK:
             if FORK_SERVERS.get(device) is server:
                 FORK_SERVERS[device] = None
@@ -130,7 +162,7 @@ def forked(device: str) -> WorkerProcess | None:
         for fd in (request_read, reply_write):
             os.close(fd)
     proc = LaunchedProcess(pid, pidfd, request_write, reply_read)
-    return WorkerProcess(proc, FrameReader(proc.stdout.fileno(), data_only=False), log, time.monotonic())
+    return WorkerProcess(proc, FrameReader(proc.stdout.fileno(), data_only=False), log, time.monotonic(), prints_path)
 
 
 def launch(device: str) -> WorkerProcess:
@@ -140,9 +172,10 @@ def launch(device: str) -> WorkerProcess:
     if worker is not None:
         return worker
     log = tempfile.TemporaryFile()
+    prints_path = new_prints_file()
     proc = subprocess.Popen(python_running("serve"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=log, env=worker_environment(device), start_new_session=True)
-    return WorkerProcess(proc, FrameReader(proc.stdout.fileno(), data_only=False), log, time.monotonic())
+                            stderr=log, env=worker_environment(device, prints_path), start_new_session=True)
+    return WorkerProcess(proc, FrameReader(proc.stdout.fileno(), data_only=False), log, time.monotonic(), prints_path)
 
 
 def spare_count(device: str) -> int:
