@@ -22,6 +22,7 @@ import triton
 from triton.runtime import interpreter as _interp
 
 from puzzles.running import interpreter_hooks
+from puzzles.running.descriptor_stores import TmaStores
 
 LIBRARY_DIRS = tuple(
     os.path.dirname(m.__file__) + os.sep for m in (triton, np, sys.modules[__name__.split(".")[0]])
@@ -67,6 +68,7 @@ class InvalidAccess:
     # For an input read through strides (StridedLayout): where in its storage the lane landed, between the
     # view's elements ("" for any other access).
     between: str = ""
+    why: str = ""  # what made the kernel's store reach there, where it is not the kernel's own pointers (TMA chunks)
 
     def describe(self) -> str:
         where = f"line {self.line}: {self.source.strip()}" if self.line else "kernel"
@@ -76,8 +78,9 @@ class InvalidAccess:
                     f"({self.between}), in program {self.program}{more}, at {where}")
         what = "out of bounds" if self.kind == "out of bounds" else "writes into an input tensor"
         axes = self.overflow_text() if self.kind == "out of bounds" else ""
+        why = f": {self.why}" if self.why else ""
         return (f"{self.op} of {self.tensor}{self.index_text()} {what}{f' ({axes})' if axes else ''} "
-                f"in program {self.program}{more}, at {where}")
+                f"in program {self.program}{more}, at {where}{why}")
 
     def coordinates(self) -> tuple[int, ...]:
         """The element's coordinates: as the kernel's block walked them where known, else from the flat index
@@ -214,6 +217,7 @@ class Recorder:
         self._semantic_saved: dict[str, Any] = {}
         self._from_class: set[str] = set()
         self._semantic_class: type | None = None
+        self.tma = TmaStores()
 
     # -- the wrapped builder methods --------------------------------------------------------
     def __enter__(self) -> Recorder:
@@ -277,6 +281,12 @@ class Recorder:
         for role, wrapper in (("load", masked_load), ("store", masked_store), ("atomic", atomic_rmw),
                               ("atomic_cas", atomic_cas)):
             setattr(b, names[role], wrapper)
+        # A descriptor's store writes whole 16-byte chunks on a GPU with TMA: stored so here too (descriptor_stores.py).
+        if callable(getattr(b, DESCRIPTOR_STORE, None)):
+            self._saved[DESCRIPTOR_STORE] = getattr(b, DESCRIPTOR_STORE)
+            if DESCRIPTOR_STORE not in vars(b):
+                self._from_class.add(DESCRIPTOR_STORE)
+            setattr(b, DESCRIPTOR_STORE, self.tma.wrap(self._saved[DESCRIPTOR_STORE]))
         self._semantic_class = semantic_class
         return self
 
@@ -399,7 +409,7 @@ class Recorder:
                 coords = block_coordinates(elements, active, tuple(int(i) for i in lane), shape)
             self.trace.invalid.append(InvalidAccess(
                 op, name, first, program, line, _source_line(self.kernel_file, line), int(sel.size), element,
-                shape=shape, coords=coords))
+                shape=shape, coords=coords, why=self.tma.current_note if op == "store" else ""))
 
     def _outside_views(self, op: str, addr: np.ndarray, slot: np.ndarray, inside: np.ndarray, program,
                        line: int | None) -> np.ndarray:
@@ -497,6 +507,7 @@ def block_coordinates(elements: np.ndarray, active: np.ndarray, lane: tuple[int,
 
 
 # Atomic operations by the interpreter's enum name; integer and float adds are both "add".
+DESCRIPTOR_STORE = "create_descriptor_store"  # the interpreter builder's, on every Triton with descriptors
 _RMW_NAMES = {"ADD": "add", "FADD": "add", "UMIN": "min", "UMAX": "max"}
 
 # What a masked-off lane of a load without `other=` holds in the checked run: a NaN with a payload of
