@@ -223,7 +223,7 @@ def test_sizes_that_compile_alike_share_one_check_and_all_fail():
 
 
 def test_an_autotune_config_is_compiled_with_its_launch_options():
-    from puzzles.grading.autotune_configs import ConfigLaunch
+    from puzzles.running.kernel import ConfigLaunch
 
     p = catalog.get(20)
     tuner = p.reference()

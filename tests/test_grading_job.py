@@ -56,7 +56,7 @@ def test_job_carries_the_kernel_handle_the_parsed_spec_and_the_sizes():
     handle = job.handle
     assert handle.fn is unwrap_kernel(p.reference()) and handle.file == handle.fn.__code__.co_filename
     assert handle.param_names[:3] == ["x_ptr", "y_ptr", "z_ptr"] and handle.def_line is not None
-    assert handle.chain[-1] is p.reference()  # a plain @triton.jit kernel: the chain is the kernel itself
+    assert handle.chain.links == (p.reference(),) and handle.chain.jitted is p.reference()  # a plain @triton.jit kernel
     assert job.parsed_spec is p.parsed_spec and job.parsed_spec.input_names == ("x", "y")
     assert job.input_names == ["x", "y"]
     assert [dict(s) for s in job.run_sizes] == [dict(s) for s in p.sizes] and job.size_problem is None

@@ -26,7 +26,6 @@ from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import SpecError
-from puzzles.grading.autotune_configs import is_autotuned
 from puzzles.grading.cases import Case, input_stream, make_case, unknown_sizes_note
 from puzzles.grading.configs import autotune_missing, grade_every_config
 from puzzles.grading.job import GradingJob, make_job
@@ -99,7 +98,7 @@ def test(
     missing = autotune_missing(job)
     if missing is not None:
         return present(build_result(job, error=missing), quiet, False, job.puzzle)
-    if is_autotuned(kernel):  # the steps below once per config, in one verdict
+    if job.handle.chain.autotuner is not None:  # the steps below once per config, in one verdict
 
         def start_config(launch: Any, tuned: list[Sizes], **overrides: Any) -> StartedGrading:
             return start_grading(job.for_config(launch, tuned, **overrides), time.perf_counter())
@@ -161,7 +160,7 @@ class StartedGrading:
         notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
         notes += [job.other_puzzles_kernel, self.unknown_sizes]
         notes.append(argument_order_note(job))
-        notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(job.kernel) else None)
+        notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(job.handle) else None)
         if not on_gpu() and not all(o.passed for o in outcomes):  # compiled, these lines are right
             notes += python_on_blocks_notes(job.handle)
         perf_report = None

@@ -21,7 +21,6 @@ import torch
 import triton
 
 from puzzles.course.puzzle import Sizes
-from puzzles.grading.autotune_configs import ConfigLaunch
 from puzzles.grading.cases import Case
 from puzzles.grading.inputs import build_arena
 from puzzles.grading.job import GradingJob
@@ -155,7 +154,7 @@ def start_runs(job: GradingJob, args_for: Callable, cases: list[Case]) -> Pendin
     The runs get the job's `KernelHandle` as their kernel: nothing about it is resolved again per size."""
     # One config of an autotuned kernel shares the machine with the other configs' runs: one child for it.
     return PendingRuns(job.handle, args_for, cases, job.timeout, job.isolate, job.record,
-                       spread=not isinstance(job.kernel, ConfigLaunch))
+                       spread=job.handle.chain.config_launch is None)
 
 
 def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool = True,

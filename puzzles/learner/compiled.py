@@ -19,13 +19,13 @@ from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import SpecError
-from puzzles.grading.autotune_configs import ConfigLaunch, autotuner_of
 from puzzles.grading.cases import make_case
 from puzzles.grading.job import make_job
 from puzzles.grading.signature import bind_arguments, check_kernel
 from puzzles.running.compile_check.listings import compile_call
 from puzzles.running.compiled_code import Compiled, not_compiled, target_number
 from puzzles.running.errors import KernelError
+from puzzles.running.kernel import ConfigLaunch, autotuner_of
 
 
 def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int = "sm_90", *,
