@@ -64,7 +64,7 @@ def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int 
         return not_compiled(name, number, KernelError("sizes", job.size_problem or "no sizes to compile at"))
     sizes = {**job.run_sizes[0], **meta}
     try:
-        case = make_case(job.spec, job.puzzle, sizes, 0, 0)
+        case = make_case(job, sizes, 0)
     except (SpecError, TypeError, ValueError) as err:
         return not_compiled(name, number, KernelError("spec", f"cannot build inputs from the spec: {err}"))
     options = {k: v for k, v in (("num_warps", num_warps), ("num_stages", num_stages), ("maxnreg", maxnreg))
