@@ -73,10 +73,13 @@ def test_sizes_the_rules_rule_out_are_resolved_into_a_problem_not_raised():
 def test_one_configs_handle_shares_the_kernels_resolved_state():
     p = catalog.get(20)
     job = make_job(p.reference(), p.spec, 20, **OPTIONS)
-    job.handle.description  # noqa: B018 - described once
-    one = job.for_config(job.kernel, [dict(s) for s in p.sizes])
+    one, two = (job.for_config(job.kernel, [dict(s) for s in p.sizes]) for _ in range(2))
     assert one.handle.fn is job.handle.fn and one.handle.parameters is job.handle.parameters
-    assert one.handle.sources is job.handle.sources and one.handle.description is job.handle.description
+    assert one.handle.chain.decorators is job.handle.chain.decorators
+    assert one.handle.sources is job.handle.sources
+    # Described by whichever config asks first (none did before the configs were made), then shared.
+    assert one.handle.description is two.handle.description is job.handle.description is not None
+    assert (one.expected_signature, one.parsed_spec) == (job.expected_signature, job.parsed_spec)
 
 
 def test_a_warm_test_reads_the_kernel_and_the_spec_once(monkeypatch):
@@ -125,7 +128,6 @@ class FactCounter:
         from pathlib import Path
 
         import puzzles
-
         from puzzles.course.puzzle import Puzzle
         from puzzles.course.spec import parse_spec
         from puzzles.grading import job as job_module
