@@ -25,7 +25,7 @@ from puzzles.grading.signature import bind_arguments, check_kernel
 from puzzles.running.compile_check.listings import compile_call
 from puzzles.running.compiled_code import Compiled, not_compiled, target_number
 from puzzles.running.errors import KernelError
-from puzzles.running.kernel import ConfigLaunch, autotuner_of
+from puzzles.running.kernel import ConfigLaunch, KernelHandle
 
 
 def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int = "sm_90", *,
@@ -44,12 +44,13 @@ def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int 
     `.shared`, `.num_warps`, `.accesses`, `.dots`; `.ok` is False (and `.error` says why) when the kernel
     would not compile."""
     number = target_number(target)
-    tuner = autotuner_of(kernel)
+    handle = KernelHandle.of(kernel)  # walked once, its config's launch included
+    tuner = handle.chain.autotuner
     meta: Sizes = {}
     if tuner is not None:  # compiled as its first config launches it
         config = tuner.configs[0]
-        kernel, meta = ConfigLaunch(tuner.fn, config, kernel), dict(config.kwargs)
-    job = make_job(kernel, spec, puzzle, nelem=nelem, blocks=B)
+        handle, meta = handle.for_launch(ConfigLaunch(tuner.fn, config, kernel)), dict(config.kwargs)
+    job = make_job(handle, spec, puzzle, nelem=nelem, blocks=B)
     name = job.kernel_name
     if job.fn is None:
         return not_compiled(name, number, KernelError("signature", "this is not a @triton.jit kernel"))
