@@ -1,7 +1,8 @@
-"""Step 2 of grading: which puzzle, which sizes, and each size's inputs and expected output.
+"""Step 2 of grading: each size's inputs and expected output (the sizes themselves are resolved in the
+job: puzzles/grading/job.py).
 
 A `Case` is one size made concrete: a guarded arena of random inputs and a poisoned output, the
-grid, and what the spec returns for those inputs.
+grid, and what the spec returns for those inputs (`make_case(job, ...)`; `case_from_spec` without a job).
 """
 
 from __future__ import annotations
