@@ -179,14 +179,14 @@ def test_a_tight_tolerance_leaves_a_float32_kernel_ten_times_room(p):
     import dataclasses
 
     from puzzles.course.spec import call_spec
-    from puzzles.grading.cases import make_case
+    from puzzles.grading.cases import case_from_spec
     from puzzles.grading.judging import values_close
     from puzzles.grading.tensor_lists import TensorLists
 
     checked = 0
     for index, sizes in enumerate(p.sizes):
         for seed in range(5):
-            case = make_case(p.spec, p, sizes, seed, index)
+            case = case_from_spec(p.spec, p, sizes, seed, index)
             if case.contiguous_expected is not None:  # strided inputs: the arena holds their storage, not views
                 continue
             if p.tensor_lists is not None:  # one allocation per tensor: the spec takes each list end to end

@@ -13,7 +13,7 @@ import torch
 from puzzles import test
 from puzzles.course import catalog
 from puzzles.grading import on_gpu
-from puzzles.grading.cases import make_case
+from puzzles.grading.cases import case_from_spec
 from puzzles.grading.job import make_job
 from puzzles.grading.signature import bind_arguments
 from puzzles.running import compile_check
@@ -130,7 +130,7 @@ def test_a_construct_only_the_interpreter_accepts_leads_what_the_interpreter_the
 def _calls(p):
     kernel = p.reference()
     args_for = bind_arguments(make_job(kernel, p.spec, None))
-    return kernel, [args_for(make_case(p.spec, p, s, 1, i)) for i, s in enumerate(p.sizes)]
+    return kernel, [args_for(case_from_spec(p.spec, p, s, 1, i)) for i, s in enumerate(p.sizes)]
 
 
 @pytest.mark.parametrize("p", catalog.all_puzzles(), ids=lambda p: p.id)
@@ -206,7 +206,7 @@ def test_the_courses_debugging_helpers_compile():
     assert result.passed and result.notes == [], str(result)
     p = catalog.get(2)
     args_for = bind_arguments(make_job(ck.add_mask2_kernel_debugging, p.spec, None))
-    check = compile_check.start(ck.add_mask2_kernel_debugging, [args_for(make_case(p.spec, p, p.canonical, 1, 0))])
+    check = compile_check.start(ck.add_mask2_kernel_debugging, [args_for(case_from_spec(p.spec, p, p.canonical, 1, 0))])
     check.report(True)
     assert check.results and all("skipped" not in v and "error" not in v for v in check.results.values())
 
@@ -216,14 +216,14 @@ def test_sizes_that_compile_alike_share_one_check_and_all_fail():
     p = catalog.get(7)
     kernel = ck.sum_kernel_dynamic_arange
     args_for = bind_arguments(make_job(kernel, p.spec, None))
-    check = compile_check.start(kernel, [args_for(make_case(p.spec, p, s, 1, i)) for i, s in enumerate(sizes)])
+    check = compile_check.start(kernel, [args_for(case_from_spec(p.spec, p, s, 1, i)) for i, s in enumerate(sizes)])
     assert [item["sizes"] for item in check.items if item["stage"] == "front"] == [[0, 1]]
     result = test(kernel, puzzle=7, sizes=sizes, quiet=True)
     assert [o.status for o in result.outcomes] == ["compile error", "compile error"], str(result)
 
 
 def test_an_autotune_config_is_compiled_with_its_launch_options():
-    from puzzles.grading.autotune_configs import ConfigLaunch
+    from puzzles.running.kernel import ConfigLaunch
 
     p = catalog.get(20)
     tuner = p.reference()
@@ -231,7 +231,7 @@ def test_an_autotune_config_is_compiled_with_its_launch_options():
     launch = ConfigLaunch(tuner.fn, config)
     sizes = {**p.sizes[0], **config.kwargs}
     args_for = bind_arguments(make_job(launch, p.spec, p))
-    check = compile_check.start(launch, [args_for(make_case(p.spec, p, sizes, 1, 0))])
+    check = compile_check.start(launch, [args_for(case_from_spec(p.spec, p, sizes, 1, 0))])
     assert all(item["options"]["num_warps"] == config.num_warps for item in check.items)
     report = check.report(wait_full=True)
     assert report.problems == [] and not any(v.get("skipped") for v in check.results.values())

@@ -16,6 +16,7 @@ from puzzles import compiled, test
 from puzzles.course import catalog
 from puzzles.running.compiled_code.reading import files_placer
 from puzzles.running.compiled_code.vector_width import memory_ops
+from puzzles.running.kernel import unwrap_kernel
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -29,7 +30,7 @@ def _shared_cache(tmp_path_factory):
 
 
 def marked_line(kernel, marker: str) -> int:
-    fn = kernel.fn.fn if hasattr(kernel.fn, "fn") else kernel.fn  # under @triton.autotune too
+    fn = unwrap_kernel(kernel)  # under @triton.autotune too
     lines, first = inspect.getsourcelines(fn)
     return next(first + i for i, text in enumerate(lines) if marker in text)
 

@@ -16,7 +16,7 @@ import wrong_kernels as wrong
 
 from puzzles import on_gpu, test
 from puzzles.course import catalog
-from puzzles.grading.cases import make_case
+from puzzles.grading.cases import case_from_spec
 from puzzles.grading.job import make_job
 from puzzles.grading.judging import judge_runs
 from puzzles.grading.runs import run_on_gpu
@@ -76,8 +76,9 @@ def cpu_worker(monkeypatch):
 
 def _grade_in_worker(kernel, timeout: float = 20.0):
     p = catalog.get(2)
-    cases = [make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
-    runs = run_on_gpu(kernel, bind_arguments(make_job(kernel, p.spec, None)), cases, timeout)
+    cases = [case_from_spec(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
+    job = make_job(kernel, p.spec, None, timeout=timeout)
+    runs = run_on_gpu(job, bind_arguments(job), cases)
     return judge_runs(make_job(kernel, None, None), cases, runs)
 
 

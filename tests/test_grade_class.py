@@ -25,7 +25,8 @@ from puzzles.classroom.worker import encode_tensor
 from puzzles.cli import grade
 from puzzles.course import catalog
 from puzzles.course.solution_source import reference_source
-from puzzles.grading.cases import make_case, size_list
+from puzzles.grading.cases import case_from_spec
+from puzzles.grading.job import size_list
 
 ROOT = Path(__file__).resolve().parent.parent
 P1_ID = catalog.get(1).id
@@ -140,7 +141,7 @@ def test_per_student_jobs_merged_give_the_roster_gradebook(tmp_path):
 def test_a_claimed_pass_is_checked_against_the_spec():
     p = catalog.get(1)
     sizes = [dict(s) for s in p.sizes]
-    right = [{"sizes": s, "seed": 5, "index": i, "output": encode_tensor(make_case(p.spec, p, s, 5, i).expected)}
+    right = [{"sizes": s, "seed": 5, "index": i, "output": encode_tensor(case_from_spec(p.spec, p, s, 5, i).expected)}
              for i, s in enumerate(sizes)]
     assert check_evidence(p, 5, right) is None
     wrong = [dict(item, output=encode_tensor(torch.zeros(s["N0"]))) for item, s in zip(right, sizes, strict=True)]
@@ -291,9 +292,9 @@ def test_the_grader_confirms_right_outputs_of_every_puzzle(number):
     p = catalog.get(number)
     sizes = size_list(p, None, None, None)
     right = [{"sizes": dict(s), "seed": 3, "index": i,
-              "output": encode_tensor(make_case(p.spec, p, dict(s), 3, i).expected)} for i, s in enumerate(sizes)]
+              "output": encode_tensor(case_from_spec(p.spec, p, dict(s), 3, i).expected)} for i, s in enumerate(sizes)]
     assert check_evidence(p, 3, right) is None
-    first = make_case(p.spec, p, dict(sizes[0]), 3, 0).expected
+    first = case_from_spec(p.spec, p, dict(sizes[0]), 3, 0).expected
     poisoned = [dict(right[0], output=encode_tensor(torch.full_like(first, 7)))] + right[1:]
     assert check_evidence(p, 3, poisoned) is not None
 

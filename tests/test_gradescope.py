@@ -293,7 +293,7 @@ def test_speed_points_are_a_test_of_their_own_and_a_machine_without_a_gpu_says_s
 
 
 def test_hidden_sizes_are_new_keep_the_listed_rules_and_depend_only_on_the_seed():
-    from puzzles.grading.cases import make_case
+    from puzzles.grading.cases import case_from_spec
 
     for p in catalog.all_puzzles():
         drawn = hidden_sizes.draw(p, 11, 2, check=lambda p, s: True)
@@ -309,7 +309,7 @@ def test_hidden_sizes_are_new_keep_the_listed_rules_and_depend_only_on_the_seed(
             kept = [k for k in p.canonical if k not in redrawn
                     and not any(all(s[k] == s[r] for s in p.sizes) for r in redrawn)]  # puzzle 1's B0 = N0
             assert any(all(sizes[k] == s[k] for k in kept) for s in p.sizes), (p.number, sizes)
-            make_case(p.spec, hidden_sizes.with_sizes(p, drawn), sizes, 3, drawn.index(sizes))  # the spec builds
+            case_from_spec(p.spec, hidden_sizes.with_sizes(p, drawn), sizes, 3, drawn.index(sizes))  # the spec builds
     # The listed rules: puzzle 1's block stays its size, puzzle 12's MID a multiple of 64, puzzle 18's G divides K.
     assert all(s["B0"] == s["N0"] for s in hidden_sizes.draw(catalog.get(1), 3, 2, check=lambda p, s: True))
     assert all(s["MID"] % 64 == 0 for s in hidden_sizes.draw(catalog.get(12), 3, 2, check=lambda p, s: True))

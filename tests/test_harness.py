@@ -12,8 +12,8 @@ import wrong_kernels as wrong
 from puzzles import on_gpu, test
 from puzzles.course import catalog
 from puzzles.course.solution_source import starter_source
-from puzzles.grading.cases import size_list, unknown_sizes_note
 from puzzles.grading.inputs import build_arena, poison_, random_tensor, unwritten_mask
+from puzzles.grading.job import size_list, unknown_sizes_note
 
 # Debugging and the in-process interpreter path exist only where kernels are interpreted; on a GPU
 # tests/test_gpu.py grades the same kernels compiled.
@@ -466,7 +466,7 @@ def check_children(request, monkeypatch):
 @pytest.mark.parametrize("kernel, number", [(None, 2), (wrong.add_mask2_kernel_no_mask, 2), (None, 9)])
 def test_gpu_checks_name_each_sizes_accesses_however_they_are_spread(kernel, number, check_children):
     # The GPU run simulated by the right answer: the verdict per size comes from the checks alone.
-    from puzzles.grading.cases import make_case
+    from puzzles.grading.cases import case_from_spec
     from puzzles.grading.job import make_job
     from puzzles.grading.judging import judge_runs
     from puzzles.grading.runs import run_on_gpu
@@ -475,8 +475,9 @@ def test_gpu_checks_name_each_sizes_accesses_however_they_are_spread(kernel, num
 
     p = catalog.get(number)
     kernel = kernel or p.reference()
-    cases = [make_case(p.spec, p, s, 3, i) for i, s in enumerate(p.sizes)]
-    runs = run_on_gpu(kernel, bind_arguments(make_job(kernel, p.spec, None)), cases, 20.0,
+    cases = [case_from_spec(p.spec, p, s, 3, i) for i, s in enumerate(p.sizes)]
+    job = make_job(kernel, p.spec, None, timeout=20.0)
+    runs = run_on_gpu(job, bind_arguments(job), cases,
                       run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
     outcomes = judge_runs(make_job(kernel, None, None), cases, runs)
     assert len(outcomes) == len(p.sizes) and all(r.trace is not None for r in runs)
@@ -491,7 +492,7 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict(check_children):
     # On a GPU the compiler may remove an endless loop: the compiled run "passes" and only the
     # interpreter's access check runs forever. Simulated here with a compiled run that returns
     # the right answer.
-    from puzzles.grading.cases import make_case
+    from puzzles.grading.cases import case_from_spec
     from puzzles.grading.job import make_job
     from puzzles.grading.runs import run_on_gpu
     from puzzles.grading.signature import bind_arguments
@@ -499,8 +500,9 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict(check_children):
 
     p = catalog.get(2)
     kernel = wrong.add_mask2_kernel_forever
-    cases = [make_case(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
-    runs = run_on_gpu(kernel, bind_arguments(make_job(kernel, p.spec, None)), cases, 1.0,
+    cases = [case_from_spec(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
+    job = make_job(kernel, p.spec, None, timeout=1.0)
+    runs = run_on_gpu(job, bind_arguments(job), cases,
                       run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
     assert len(runs) == 1 and runs[0].error.kind == "timeout"  # stops after the first size
 
@@ -564,7 +566,7 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 def test_known_bugs_fail_at_every_seed(kernel, number, index):
     # The verdict must not depend on the seed: the puzzle's size `index` fails each of these at
     # 50 seeds. Only that size runs, without recording accesses, to keep the test fast.
-    from puzzles.grading.cases import make_case
+    from puzzles.grading.cases import case_from_spec
     from puzzles.grading.job import make_job
     from puzzles.grading.judging import judge_run
     from puzzles.grading.runs import run_interpreted
@@ -573,7 +575,7 @@ def test_known_bugs_fail_at_every_seed(kernel, number, index):
     p = catalog.get(number)
     args_for = bind_arguments(make_job(kernel, p.spec, None))
     for seed in range(1000, 1050):
-        case = make_case(p.spec, p, p.sizes[index], seed, index)
+        case = case_from_spec(p.spec, p, p.sizes[index], seed, index)
         outcome = judge_run(case, run_interpreted(kernel, args_for, case, record=False), None)
         assert outcome.status == "wrong", f"seed {seed}: {outcome.reason()}"
 

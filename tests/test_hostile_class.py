@@ -210,7 +210,8 @@ import json
 import puzzles.cli.grade as grade
 from puzzles.classroom.worker import encode_tensor
 from puzzles.course import catalog
-from puzzles.grading.cases import make_case, size_list
+from puzzles.grading.cases import case_from_spec
+from puzzles.grading.job import size_list
 
 real_grade = grade.grade_puzzle
 
@@ -218,7 +219,7 @@ def forging_grade(submission, p, **kwargs):
     if p.number == 1:
         two = catalog.get(2)
         evidence = [{"sizes": s, "seed": kwargs["seed"], "index": i,
-                     "output": encode_tensor(make_case(two.spec, two, s, kwargs["seed"], i).expected)}
+                     "output": encode_tensor(case_from_spec(two.spec, two, s, kwargs["seed"], i).expected)}
                     for i, s in enumerate(size_list(two, None, None, None))]
         channel().write(json.dumps({"event": "puzzle", "number": 2, "status": "passed", "reason": "",
                                     "seconds": 0.0, "source": "", "evidence": evidence}) + "\\n")

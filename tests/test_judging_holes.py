@@ -296,7 +296,7 @@ def test_grey_ignoring_the_strides_is_told_it_read_the_input_contiguously(seed):
 def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_happened_to_be_zero():
     """Compiled, the masked-off lanes may hold zeros and the output comes out right; the interpreter's check
     run (lanes poisoned) is judged too. Simulated here: the GPU's output is the right one."""
-    from puzzles.grading.cases import make_case
+    from puzzles.grading.cases import case_from_spec
     from puzzles.grading.job import make_job
     from puzzles.grading.judging import judge_run
     from puzzles.grading.runs import run_interpreted
@@ -304,7 +304,7 @@ def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_ha
     from puzzles.running.interpreter import RunOutput
 
     p = catalog.get(7)
-    case = make_case(p.spec, p, p.sizes[1], 3, 1)
+    case = case_from_spec(p.spec, p, p.sizes[1], 3, 1)
     relying = sum_kernel_relying_on_zero_lanes
     checked = run_interpreted(relying, bind_arguments(make_job(relying, p.spec, p)), case, True)
     checked.trace.output = checked.output
@@ -329,16 +329,16 @@ def cpu_worker(monkeypatch):
 
 
 def _grade_through_the_worker(number: int, kernel):
-    from puzzles.grading.cases import make_case
+    from puzzles.grading.cases import case_from_spec
     from puzzles.grading.job import make_job
     from puzzles.grading.judging import judge_runs
     from puzzles.grading.runs import run_on_gpu
     from puzzles.grading.signature import bind_arguments
 
     p = catalog.get(number)
-    cases = [make_case(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]
+    cases = [case_from_spec(p.spec, p, s, 7, i) for i, s in enumerate(p.sizes)]
     job = make_job(kernel, p.spec, p)
-    return judge_runs(job, cases, run_on_gpu(kernel, bind_arguments(job), cases, 20.0))
+    return judge_runs(job, cases, run_on_gpu(job, bind_arguments(job), cases))
 
 
 @interpreted_only

@@ -168,7 +168,7 @@ def test_the_likely_slips_are_computed_only_for_a_wrong_output():
     import dataclasses
 
     from puzzles.course.puzzle import Mistake
-    from puzzles.grading.cases import make_case
+    from puzzles.grading.cases import case_from_spec
 
     calls = []
 
@@ -179,7 +179,7 @@ def test_the_likely_slips_are_computed_only_for_a_wrong_output():
     p = catalog.get(15)
     p = dataclasses.replace(p, likely_mistakes=(Mistake("counted", counted),))
     assert test(p.reference(), p.spec, puzzle=p, quiet=True, seed=1234).passed and calls == []
-    case = make_case(p.spec, p, p.canonical, 1234, 0)
+    case = case_from_spec(p.spec, p, p.canonical, 1234, 0)
     assert case.mistaken == [] and len(calls) == 1  # asked for: computed once, then kept
     assert case.mistaken == [] and len(calls) == 1
 

@@ -565,13 +565,13 @@ def test_a_wrong_output_that_no_slip_explains_names_none():
 def test_every_likely_slip_gives_a_wrong_output_at_some_size(p):
     """A slip whose output is the spec's at every size could never be told apart: each one must differ somewhere
     (where it does not, e.g. puzzle 18's chunk taken as the group at BK = G, the verdict skips it)."""
-    from puzzles.grading.cases import make_case
+    from puzzles.grading.cases import case_from_spec
 
     def same(a, b, case):
         return torch.equal(a, b) if not b.dtype.is_floating_point else torch.allclose(
             a.double(), b.double(), rtol=case.rtol, atol=case.atol)
 
-    cases = [make_case(p.spec, p, sizes, 1234, i) for i, sizes in enumerate(p.sizes)]
+    cases = [case_from_spec(p.spec, p, sizes, 1234, i) for i, sizes in enumerate(p.sizes)]
     for mistake in p.likely_mistakes:  # the sentence may end with what the slip did at that size
         differs = [not same(out, c.expected, c) for c in cases for text, out in c.mistaken
                    if text.startswith(mistake.text)]

@@ -50,7 +50,8 @@ from puzzles.cli.grade import code_cells, strip_magics
 from puzzles.course import catalog
 from puzzles.course.puzzle import Puzzle
 from puzzles.course.solution_source import is_starter
-from puzzles.grading.cases import make_case, size_list
+from puzzles.grading.cases import case_from_spec
+from puzzles.grading.job import size_list
 from puzzles.grading.judging import values_close
 
 CLASS_TIMEOUT = 5.0  # seconds per size: the same verdicts as 20 s on the course's kernels, 4x cheaper on loops
@@ -209,7 +210,7 @@ def check_evidence(p: Puzzle, seed: int, evidence: list) -> str | None:
             if not matching:
                 return f"an output for a size this puzzle does not have ({sizes})"
             out = decode_tensor(item["output"])
-            case = make_case(p.spec, p, {k: v for k, v in sizes.items()}, seed, index)
+            case = case_from_spec(p.parsed_spec, p, {k: v for k, v in sizes.items()}, seed, index)
         except (KeyError, TypeError, ValueError) as err:
             return f"a malformed output ({type(err).__name__}: {err})"
         expected = case.expected

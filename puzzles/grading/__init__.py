@@ -26,10 +26,9 @@ from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import SpecError
-from puzzles.grading.autotune_configs import is_autotuned
-from puzzles.grading.cases import Case, input_stream, make_case, unknown_sizes_note
+from puzzles.grading.cases import Case, make_case
 from puzzles.grading.configs import autotune_missing, grade_every_config
-from puzzles.grading.job import GradingJob, make_job
+from puzzles.grading.job import GradingJob, make_job, unknown_sizes_note
 from puzzles.grading.judging import judge_runs
 from puzzles.grading.operations import interpreter_probe_error, python_on_blocks_notes
 from puzzles.grading.presenting import measure_speed, present
@@ -98,8 +97,8 @@ def test(
                    compiled=shown_target(compiled), observe=observe)
     missing = autotune_missing(job)
     if missing is not None:
-        return present(build_result(job, error=missing), quiet, False, job.puzzle)
-    if is_autotuned(kernel):  # the steps below once per config, in one verdict
+        return present(job, build_result(job, error=missing), picture=False)
+    if job.handle.chain.autotuner is not None:  # the steps below once per config, in one verdict
 
         def start_config(launch: Any, tuned: list[Sizes], **overrides: Any) -> StartedGrading:
             return start_grading(job.for_config(launch, tuned, **overrides), time.perf_counter())
@@ -107,7 +106,7 @@ def test(
         result = grade_every_config(job, start_config, started)
     else:
         result = start_grading(job, started).finish()
-    return present(result, quiet, viz, job.puzzle)
+    return present(job, result)
 
 
 class StartedGrading:
@@ -133,7 +132,7 @@ class StartedGrading:
         if self.problem is None:
             self.args_for = bind_arguments(job)
             # On a GPU only a puzzle graded on its compiled code is compiled here (begin decides).
-            self.check = _compile_check.begin(job.handle, self.args_for, self.cases, job.puzzle, job.compile_check)
+            self.check = _compile_check.begin(job, self.args_for, self.cases)
             self.runs = start_runs(job, self.args_for, self.cases)
 
     @property
@@ -157,11 +156,11 @@ class StartedGrading:
         outcomes = judge_runs(job, cases, runs)
         for outcome in outcomes:  # a stopped size shows its limit, not a time
             outcome.time_limit = job.timeout if outcome.status == "timeout" else None
-        notes = _compile_check.fold(self.check, outcomes, job.title, started, job.compile_check)
+        notes = _compile_check.fold(self.check, outcomes, job, started)
         notes.append("unknown puzzle: tested only the sizes given" if found is None else None)
         notes += [job.other_puzzles_kernel, self.unknown_sizes]
         notes.append(argument_order_note(job))
-        notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(job.kernel) else None)
+        notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(job.handle) else None)
         if not on_gpu() and not all(o.passed for o in outcomes):  # compiled, these lines are right
             notes += python_on_blocks_notes(job.handle)
         perf_report = None
@@ -214,8 +213,7 @@ def _cases(job: GradingJob) -> tuple[list[Case], KernelError | None]:
     if job.size_problem is not None:
         return [], KernelError("sizes", job.size_problem)
     try:
-        return [make_case(job.spec, job.puzzle, s, job.seed, input_stream(job.puzzle, s, i))
-                for i, s in enumerate(job.run_sizes)], None
+        return [make_case(job, s, i) for s, i in zip(job.run_sizes, job.run_streams, strict=True)], None
     except (SpecError, TypeError, ValueError) as err:
         return [], KernelError("spec", f"cannot build inputs from the spec: {err}")
 

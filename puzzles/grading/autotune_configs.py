@@ -1,53 +1,21 @@
-"""The configs of an `@triton.autotune` kernel, as the grader sees them: each config's launch, the
-configs of the grader's own within a puzzle's rules, and their descriptions in a verdict.
+"""The configs of an `@triton.autotune` kernel, as the grader sees them: the configs of the grader's own
+within a puzzle's rules, and their descriptions in a verdict.
 
-The grader (puzzles/grading/configs.py) grades an autotuned kernel under each of these; the GPU
-worker rebuilds a config's launch on its side (puzzles/running/gpu_worker.py). Plain records and pure
-functions: nothing here runs a kernel.
+The grader (puzzles/grading/configs.py) grades an autotuned kernel under each of these, each config
+launched by a `puzzles.running.kernel.ConfigLaunch`. Pure functions: nothing here runs a kernel.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import triton
 
 from puzzles.course.puzzle import Puzzle
 
 
-class ConfigLaunch:
-    """The autotuner's kernel, launched as one config would launch it."""
-
-    def __init__(self, jit: Any, config: triton.Config, outer: Any = None) -> None:
-        self.fn = jit  # where unwrap_kernel looks for the kernel's Python function
-        self.config = config
-        self.outer = outer  # the decorated kernel, whose @triton.heuristics still apply
-
-    def __getitem__(self, grid: Any) -> Any:
-        launch = self.fn[grid]
-        options = {"num_warps": self.config.num_warps, "num_stages": self.config.num_stages}
-        return lambda *args, **kwargs: launch(*args, **kwargs, **options)
-
-
 def describe(config: triton.Config) -> str:
     """`B0=64, num_warps=2`: a config as a learner wrote it."""
     meta = ", ".join(f"{k}={v}" for k, v in config.kwargs.items())
     return f"{meta}, num_warps={config.num_warps}" if meta else f"num_warps={config.num_warps}"
-
-
-def autotuner_of(kernel: Any) -> triton.runtime.Autotuner | None:
-    """The @triton.autotune wrapper of a kernel, also under a @triton.heuristics above it."""
-    for _ in range(8):
-        if isinstance(kernel, triton.runtime.Autotuner):
-            return kernel
-        if isinstance(kernel, ConfigLaunch) or not hasattr(kernel, "fn"):
-            return None
-        kernel = kernel.fn
-    return None
-
-
-def is_autotuned(kernel: Any) -> bool:
-    return autotuner_of(kernel) is not None
 
 
 def tuning_rules(puzzle: Puzzle | None) -> dict[str, tuple[int, ...]]:

@@ -1,7 +1,8 @@
-"""Step 2 of grading: which puzzle, which sizes, and each size's inputs and expected output.
+"""Step 2 of grading: each size's inputs and expected output (the sizes themselves are resolved in the
+job: puzzles/grading/job.py).
 
 A `Case` is one size made concrete: a guarded arena of random inputs and a poisoned output, the
-grid, and what the spec returns for those inputs.
+grid, and what the spec returns for those inputs (`make_case(job, ...)`; `case_from_spec` without a job).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any
 import torch
 
 from puzzles.course.puzzle import OutputParts, Puzzle, Reduction, Sizes, SplitK, default_grid
-from puzzles.course.spec import SpecError, call_spec, spec_signature
+from puzzles.course.spec import ParsedSpec, SpecError, parse_spec
 from puzzles.grading.inputs import build_arena, poison_, random_tensor
+from puzzles.grading.job import GradingJob
 from puzzles.grading.layouts import storage_numel, strided_layout, strided_view, strides_of
 from puzzles.running.recording import StridedLayout
 
@@ -55,105 +57,30 @@ class Case:
         return self.slips() if self.slips is not None else []
 
 
-def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:
-    """The sizes to grade: `sizes` exactly where given (sizes_given_note says what that leaves out); else the
-    grading cell's size (nelem, B: the canonical size with the values the cell gives) first where it is none of
-    the puzzle's, then every one of the puzzle's sizes. Editing the cell never shrinks what a pass covers; each
-    canonical size keeps its inputs (input_stream)."""
-    if sizes is not None:
-        return [dict(s) for s in sizes]
-    given = {**(nelem or {}), **(B or {})}
-    if p is None:
-        if not given:
-            raise ValueError("an unknown puzzle needs its sizes: test(kernel, spec, nelem={...}, B={...})")
-        return [given]
-    cell = _follow_rules(p, given)
-    canonical = [dict(s) for s in p.sizes]
-    return ([cell] if cell not in canonical else []) + canonical
+def make_case(job: GradingJob, sizes: Sizes, index: int) -> Case:
+    """The job's case at `sizes`, drawn from input stream `index` (`job.run_streams`), from its parsed spec, its
+    puzzle and its seed."""
+    return case_from_spec(job.parsed_spec, job.puzzle, sizes, job.seed, index)
 
 
-def input_stream(p: Puzzle | None, sizes: Sizes, position: int) -> int:
-    """The index a size's inputs are drawn by (make_case): a size of the puzzle's its own place in the puzzle's
-    list, whatever else is graded beside it (its input scale and shaped inputs go by that place too); any other
-    size its position in the list graded (the grading cell's edited size, first, the canonical's 0)."""
-    return p.sizes.index(sizes) if p is not None and sizes in p.sizes else position
-
-
-def sizes_given_note(p: Puzzle | None, sizes: list[Sizes] | None) -> str:
-    """Where test(..., sizes=[...]) leaves out sizes of the puzzle on purpose: what its verdict is not ("" where
-    every size of the puzzle is among them, or the puzzle is unknown)."""
-    if p is None or sizes is None:
-        return ""
-    missing = [s for s in p.sizes if dict(s) not in [dict(t) for t in sizes]]
-    if not missing:
-        return ""
-    shown = "; ".join(" ".join(f"{k}={v}" for k, v in s.items()) for s in missing[:3])
-    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-    return (f"graded only the sizes given to test(sizes=...), which leave out {len(missing)} of the puzzle's "
-            f"{len(p.sizes)} sizes ({shown}{more}): this is not a pass of puzzle {p.number}; without sizes= "
-            "test() grades every size, as the scoreboard (python -m puzzles grade) does")
-
-
-def unknown_sizes_note(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None) -> str | None:
-    """A note naming the sizes given to test() that the puzzle has no use for (a typo: `n0` for `N0`)."""
-    if p is None:
-        return None
-    known = {k for s in p.sizes for k in s}
-    unknown = [k for k in {**(nelem or {}), **(B or {})} if k not in known
-               and not (p.tensor_lists is not None and k[:1] == "L" and k[1:].isdigit())]
-    if not unknown:
-        return None
-    return (f"{', '.join(unknown)} {'is not a size' if len(unknown) == 1 else 'are not sizes'} of puzzle {p.number}, "
-            f"so {'it' if len(unknown) == 1 else 'they'} changed nothing; its sizes are {', '.join(p.canonical)}")
-
-
-class SizeRuleError(ValueError):
-    """Sizes given to test() that the puzzle's own rules rule out."""
-
-
-def _follow_rules(p: Puzzle, given: Sizes) -> Sizes:
-    """The canonical size with the learner's values, and the sizes that depend on them.
-
-    The rules are read off the sizes the puzzle tests: two sizes equal in every one of them
-    (puzzle 1's B0 = N0) stay equal, and a block that is always a power of two must stay one.
-    """
-    sizes = {**p.canonical, **given}
-    if len(p.sizes) < 2:
-        return sizes
-    keys = list(p.canonical)
-    for a in keys:
-        for b in keys:
-            if a == b or not all(s.get(a) == s.get(b) for s in p.sizes):
-                continue
-            if a in given and b in given and given[a] != given[b]:
-                raise SizeRuleError(f"Puzzle {p.number} needs {b} = {a}, and {a}={given[a]}, {b}={given[b]} break it: "
-                                    f"pass only {a} (the grader sets {b} to match)")
-            if a in given and b not in given:
-                sizes[b] = given[a]
-    for k in keys:
-        v = sizes[k]
-        if k.startswith("B") and all(s[k] & (s[k] - 1) == 0 for s in p.sizes) and (v <= 0 or v & (v - 1)):
-            source = next((f" (the puzzle sets {k} = {a}, given as {a}={v})" for a in given if a != k
-                           and all(s.get(a) == s.get(k) for s in p.sizes)), "")
-            raise SizeRuleError(f"Puzzle {p.number} needs the block size {k} to be a power of two, not {v}{source}: "
-                                "tl.arange and block shapes need powers of two")
-    return sizes
-
-
-def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int, index: int) -> Case:
-    """The inputs of the `index`-th size. Every size reports the run's `seed`, which
-    reproduces all of them (each size draws from its own stream of it)."""
+def case_from_spec(spec: ParsedSpec | Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: int,
+                   index: int) -> Case:
+    """The inputs of the `index`-th size, and what the spec returns for them (a spec function is read once per
+    process, `parse_spec`). Every size reports the run's `seed`, which reproduces all of them (each size draws
+    from its own stream of it). For a caller without a job: a class's grader recomputing a learner's cases, a
+    test."""
+    parsed = spec if isinstance(spec, ParsedSpec) else parse_spec(spec)
     scale = p.input_scale(index) if p else 1.0
     if p is not None and p.tensor_lists is not None:  # one allocation per tensor, and tables of them
         from puzzles.grading.tensor_lists import TensorLists, build
 
-        arena, pointers, guarded, expected, relink = build(spec, p.tensor_lists, sizes, seed + index, scale)
+        arena, pointers, guarded, expected, relink = build(parsed, p.tensor_lists, sizes, seed + index, scale)
         count = len(TensorLists.lengths(sizes))  # each list end to end, as the spec sees it
         flat = {name: torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(count)]) for name in p.tensor_lists.lists}
         return Case(sizes, seed, p.grid(sizes), arena, pointers, expected, rtol=p.rtol, atol=p.atol,
                      guarded=guarded, relink=relink,
                      slips=_slips(p, flat, {}, sizes))
-    inputs, out = spec_signature(spec)
+    inputs, out = parsed.signature()
     shapes = {t.name: (t.shape(sizes), t.dtype) for t in inputs}
     shapes[out.name] = (out.shape(sizes), out.dtype)
     # A strided input lives in a flat storage (the arena guards all of it); the spec sees the view.
@@ -175,12 +102,13 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
         arena.tensors[out.name].zero_()
     else:
         poison_(arena.tensors[out.name])
-    expected = call_spec(spec, [seen.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
+    expected = parsed.call([seen.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
+    name = parsed.fn.__name__
     if not isinstance(expected, torch.Tensor):
-        raise SpecError(f"{spec.__name__} must return a tensor, returned {type(expected).__name__}")
+        raise SpecError(f"{name} must return a tensor, returned {type(expected).__name__}")
     if tuple(expected.shape) != shapes[out.name][0] or expected.dtype != out.dtype:
         raise SpecError(
-            f"{spec.__name__} returned {expected.dtype} of shape {tuple(expected.shape)} but its annotation says "
+            f"{name} returned {expected.dtype} of shape {tuple(expected.shape)} but its annotation says "
             f"{out.dtype} of shape {shapes[out.name][0]}")
     grid = (p.grid if p else default_grid)(sizes)
     rtol, atol = (p.rtol, p.atol) if p else (1e-3, 1e-3)
@@ -191,7 +119,7 @@ def make_case(spec: Callable[..., Any], p: Puzzle | None, sizes: Sizes, seed: in
     if strided:
         read = {n: _contiguous_reading(arena.tensors[n], views[n][0]) for n in strided}
         if all(t is not None for t in read.values()):
-            contiguous = call_spec(spec, [read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
+            contiguous = parsed.call([read.get(t.name, arena.tensors[t.name]).clone() for t in inputs], sizes)
     # A slip may read a strided input's gaps (a hard-coded stride): it gets a view of the whole storage.
     slips = _slips(p, {t.name: arena.tensors[t.name] for t in inputs},
                    {n: (views[n][0], strided[n]) for n in strided}, sizes)

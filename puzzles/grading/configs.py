@@ -24,21 +24,13 @@ from typing import Any, Protocol
 
 import triton
 
-from puzzles.grading.autotune_configs import (
-    ConfigLaunch,
-    autotuner_of,
-    describe,
-    describe_rules,
-    grader_configs,
-    is_autotuned,
-    tuning_rules,
-)
+from puzzles.grading.autotune_configs import describe, describe_rules, grader_configs, tuning_rules
 from puzzles.grading.job import GradingJob
 from puzzles.grading.result import TestResult
 from puzzles.grading.verdict import build_result
 from puzzles.running.compile_check import merge_pending_notes
 from puzzles.running.errors import KernelError
-from puzzles.running.kernel import on_gpu
+from puzzles.running.kernel import ConfigLaunch, on_gpu
 
 
 class StartedConfig(Protocol):
@@ -65,7 +57,7 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
     if job.size_problem is not None:
         return build_result(job, error=KernelError("sizes", job.size_problem), seconds=time.perf_counter() - started)
     base = list(job.run_sizes)  # every size of the puzzle, and the grading cell's where it differs
-    tuner = autotuner_of(kernel)
+    tuner = job.handle.chain.autotuner
     configs = list(tuner.configs)
 
     def start(config: triton.Config, *more: triton.Config, **overrides: Any) -> StartedConfig:
@@ -164,8 +156,8 @@ def _finish_grader_configs(started: list[tuple[list[triton.Config], StartedConfi
 
 def autotune_missing(job: GradingJob) -> KernelError | None:
     """The error for a plain @triton.jit kernel given to a puzzle that grades its autotuning."""
-    puzzle, kernel = job.puzzle, job.kernel
-    if puzzle is None or not puzzle.autotune or isinstance(kernel, ConfigLaunch) or is_autotuned(kernel):
+    puzzle, chain = job.puzzle, job.handle.chain
+    if puzzle is None or not puzzle.autotune or chain.config_launch is not None or chain.autotuner is not None:
         return None
     return KernelError("rule", f"Puzzle {puzzle.number} grades an autotuned kernel: keep the "
                        "@triton.autotune(configs=[...], key=[...]) decorator above @triton.jit")

@@ -1,7 +1,8 @@
 """What one grading is about, resolved once: the learner's kernel (a `KernelHandle`: its function, file,
-decorators, parameters and source), the spec (a `ParsedSpec`), the puzzle, the sizes to run and test()'s
-options. test() builds a `GradingJob`; every step takes it and reads its fields instead of unwrapping
-the kernel, reading a signature, parsing source or looking the puzzle up again."""
+decorators, parameters and source), the spec (a `ParsedSpec`), the puzzle and its expected signature, the
+sizes to run (resolved here: `size_list`, the puzzle's size rules) and test()'s options. test() builds a
+`GradingJob`; every step takes it and reads its fields instead of unwrapping the kernel, reading a
+signature, parsing source or looking the puzzle up again."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import torch
 from puzzles.course import catalog
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import ParsedSpec, parse_spec
-from puzzles.grading.cases import size_list
 from puzzles.grading.operations import mentions_16_bit
 from puzzles.running.kernel import KernelHandle
 
@@ -33,6 +33,7 @@ class GradingJob:
     nelem: Sizes | None  # the canonical sizes and blocks, as the classic notebooks pass them
     blocks: Sizes | None
     run_sizes: tuple[Sizes, ...]  # the sizes to run, resolved once (empty when `size_problem` says why)
+    run_streams: tuple[int, ...]  # the stream each size's inputs are drawn from (`input_stream`), one per size
     size_problem: str | None  # sizes given to test() that the puzzle's rules rule out
     seed: int
     timeout: float
@@ -42,6 +43,8 @@ class GradingJob:
     perf: bool
     compile_check: bool | str
     quiet: bool
+    # The kernel's signature as the statement gives it (read from the reference once; None: no puzzle).
+    expected_signature: str | None = None
     compiled: int | None = None  # show the code compiled for this target (90 for sm_90) under the verdict
     # Called with (cases, runs) once a launch's runs are in, before they are judged: what a class's worker
     # sends the grader as evidence (puzzles/classroom/worker.py), the raw outputs and nothing judged.
@@ -105,8 +108,11 @@ class GradingJob:
         """The job for one config of an autotuned kernel: its launch, with the config's sizes as the
         puzzle's sizes for this run (its B0 comes from the config)."""
         p = dataclasses.replace(self.puzzle, sizes=tuple(tuned)) if self.puzzle is not None else None
+        run_sizes = tuple(dict(s) for s in tuned)
         job = dataclasses.replace(self, handle=self.handle.for_launch(launch), puzzle=p, sizes=tuned, nelem=None,
-                                  blocks=None, run_sizes=tuple(dict(s) for s in tuned), size_problem=None, **overrides)
+                                  blocks=None, run_sizes=run_sizes, size_problem=None,
+                                  run_streams=tuple(input_stream(p, s, i) for i, s in enumerate(run_sizes)),
+                                  **overrides)
         if "sixteen_bit" in self.__dict__:  # the same kernel and spec: resolved once for all the configs
             job.__dict__["sixteen_bit"] = self.__dict__["sixteen_bit"]
         return job
@@ -141,5 +147,97 @@ def make_job(kernel: Any, spec: Callable[..., Any] | None, puzzle: Puzzle | int 
         run_sizes, size_problem = (), str(err)
     return GradingJob(handle=handle, spec=spec, parsed_spec=parse_spec(spec) if spec is not None else None,
                       puzzle=found, sizes=sizes, nelem=nelem, blocks=blocks, run_sizes=run_sizes,
+                      run_streams=tuple(input_stream(found, s, i) for i, s in enumerate(run_sizes)),
                       size_problem=size_problem, seed=seed, timeout=timeout, isolate=isolate, record=record, viz=viz,
-                      perf=perf, compile_check=compile_check, quiet=quiet, compiled=compiled, observe=observe)
+                      perf=perf, compile_check=compile_check, quiet=quiet,
+                      expected_signature=found.expected_signature() if found is not None else None,
+                      compiled=compiled, observe=observe)
+
+
+# -- the sizes to run, resolved once per job ---------------------------------------------------------------
+
+
+def size_list(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None, sizes: list[Sizes] | None) -> list[Sizes]:
+    """The sizes to grade: `sizes` exactly where given (sizes_given_note says what that leaves out); else the
+    grading cell's size (nelem, B: the canonical size with the values the cell gives) first where it is none of
+    the puzzle's, then every one of the puzzle's sizes. Editing the cell never shrinks what a pass covers; each
+    canonical size keeps its inputs (input_stream)."""
+    if sizes is not None:
+        return [dict(s) for s in sizes]
+    given = {**(nelem or {}), **(B or {})}
+    if p is None:
+        if not given:
+            raise ValueError("an unknown puzzle needs its sizes: test(kernel, spec, nelem={...}, B={...})")
+        return [given]
+    cell = _follow_rules(p, given)
+    canonical = [dict(s) for s in p.sizes]
+    return ([cell] if cell not in canonical else []) + canonical
+
+
+def input_stream(p: Puzzle | None, sizes: Sizes, position: int) -> int:
+    """The index a size's inputs are drawn by (make_case): a size of the puzzle's its own place in the puzzle's
+    list, whatever else is graded beside it (its input scale and shaped inputs go by that place too); any other
+    size its position in the list graded (the grading cell's edited size, first, the canonical's 0)."""
+    return p.sizes.index(sizes) if p is not None and sizes in p.sizes else position
+
+
+def sizes_given_note(p: Puzzle | None, sizes: list[Sizes] | None) -> str:
+    """Where test(..., sizes=[...]) leaves out sizes of the puzzle on purpose: what its verdict is not ("" where
+    every size of the puzzle is among them, or the puzzle is unknown)."""
+    if p is None or sizes is None:
+        return ""
+    missing = [s for s in p.sizes if dict(s) not in [dict(t) for t in sizes]]
+    if not missing:
+        return ""
+    shown = "; ".join(" ".join(f"{k}={v}" for k, v in s.items()) for s in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return (f"graded only the sizes given to test(sizes=...), which leave out {len(missing)} of the puzzle's "
+            f"{len(p.sizes)} sizes ({shown}{more}): this is not a pass of puzzle {p.number}; without sizes= "
+            "test() grades every size, as the scoreboard (python -m puzzles grade) does")
+
+
+def unknown_sizes_note(p: Puzzle | None, nelem: Sizes | None, B: Sizes | None) -> str | None:
+    """A note naming the sizes given to test() that the puzzle has no use for (a typo: `n0` for `N0`)."""
+    if p is None:
+        return None
+    known = {k for s in p.sizes for k in s}
+    unknown = [k for k in {**(nelem or {}), **(B or {})} if k not in known
+               and not (p.tensor_lists is not None and k[:1] == "L" and k[1:].isdigit())]
+    if not unknown:
+        return None
+    return (f"{', '.join(unknown)} {'is not a size' if len(unknown) == 1 else 'are not sizes'} of puzzle {p.number}, "
+            f"so {'it' if len(unknown) == 1 else 'they'} changed nothing; its sizes are {', '.join(p.canonical)}")
+
+
+class SizeRuleError(ValueError):
+    """Sizes given to test() that the puzzle's own rules rule out."""
+
+
+def _follow_rules(p: Puzzle, given: Sizes) -> Sizes:
+    """The canonical size with the learner's values, and the sizes that depend on them.
+
+    The rules are read off the sizes the puzzle tests: two sizes equal in every one of them
+    (puzzle 1's B0 = N0) stay equal, and a block that is always a power of two must stay one.
+    """
+    sizes = {**p.canonical, **given}
+    if len(p.sizes) < 2:
+        return sizes
+    keys = list(p.canonical)
+    for a in keys:
+        for b in keys:
+            if a == b or not all(s.get(a) == s.get(b) for s in p.sizes):
+                continue
+            if a in given and b in given and given[a] != given[b]:
+                raise SizeRuleError(f"Puzzle {p.number} needs {b} = {a}, and {a}={given[a]}, {b}={given[b]} break it: "
+                                    f"pass only {a} (the grader sets {b} to match)")
+            if a in given and b not in given:
+                sizes[b] = given[a]
+    for k in keys:
+        v = sizes[k]
+        if k.startswith("B") and all(s[k] & (s[k] - 1) == 0 for s in p.sizes) and (v <= 0 or v & (v - 1)):
+            source = next((f" (the puzzle sets {k} = {a}, given as {a}={v})" for a in given if a != k
+                           and all(s.get(a) == s.get(k) for s in p.sizes)), "")
+            raise SizeRuleError(f"Puzzle {p.number} needs the block size {k} to be a power of two, not {v}{source}: "
+                                "tl.arange and block shapes need powers of two")
+    return sizes
+

@@ -14,14 +14,15 @@ from puzzles.grading.result import TestResult
 from puzzles.grading.runs import ArenaNames, ArenaTensor, on_gpu
 
 
-def present(result: TestResult, quiet: bool, viz: bool, puzzle: Puzzle | None) -> TestResult:
-    """Show a verdict (unless quiet) and its memory picture (if asked), and return it."""
-    if not quiet:
+def present(job: GradingJob, result: TestResult, picture: bool = True) -> TestResult:
+    """Show the job's verdict (unless `job.quiet`) and its memory picture (if `job.viz` asks and the grading got
+    as far as running: `picture`), and return it."""
+    if not job.quiet:
         _show(result)
-    if viz:
+    if job.viz and picture:
         from puzzles import viz as _viz
 
-        _viz.show(result, puzzle=puzzle)
+        _viz.show(result, puzzle=job.puzzle)
     return result
 
 

@@ -21,7 +21,6 @@ import torch
 import triton
 
 from puzzles.course.puzzle import Sizes
-from puzzles.grading.autotune_configs import ConfigLaunch
 from puzzles.grading.cases import Case
 from puzzles.grading.inputs import build_arena
 from puzzles.grading.job import GradingJob
@@ -44,9 +43,12 @@ class PendingRuns:
     runs) is forked at once, so several launches (an autotuned kernel's configs) work side by side
     on the machine's cores. `collect()` waits for the results; `cancel()` ends the children unread."""
 
-    def __init__(self, kernel: Any, args_for: Callable, cases: list[Case], timeout: float, isolate: bool | None,
-                 record: bool, run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None,
-                 spread: bool = False) -> None:
+    def __init__(self, job: GradingJob, args_for: Callable, cases: list[Case],
+                 run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None) -> None:
+        # The runs get the job's `KernelHandle` as their kernel: nothing about it is resolved again per size.
+        kernel, timeout, isolate, record = job.handle, job.timeout, job.isolate, job.record
+        # One config of an autotuned kernel shares the machine with the other configs' runs: one child for it.
+        spread = job.handle.chain.config_launch is None
         self.kernel, self.args_for, self.cases, self.timeout = kernel, args_for, cases, timeout
         if run_compiled is None and on_gpu():
             run_compiled = functools.partial(run_in_gpu_worker, timeout=timeout)
@@ -151,20 +153,16 @@ class PendingRuns:
 
 def start_runs(job: GradingJob, args_for: Callable, cases: list[Case]) -> PendingRuns:
     """Start one run per size (without a GPU: interpreted in a forked child where the OS can fork;
-    on a GPU: compiled in the GPU worker, checked under the interpreter); `collect()` the results.
-    The runs get the job's `KernelHandle` as their kernel: nothing about it is resolved again per size."""
-    # One config of an autotuned kernel shares the machine with the other configs' runs: one child for it.
-    return PendingRuns(job.handle, args_for, cases, job.timeout, job.isolate, job.record,
-                       spread=not isinstance(job.kernel, ConfigLaunch))
+    on a GPU: compiled in the GPU worker, checked under the interpreter); `collect()` the results."""
+    return PendingRuns(job, args_for, cases)
 
 
-def run_on_gpu(kernel: Any, args_for: Callable, cases: list[Case], timeout: float, record: bool = True,
-               run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None,
-               isolate: bool | None = None) -> list[RunOutput]:
+def run_on_gpu(job: GradingJob, args_for: Callable, cases: list[Case],
+               run_compiled: Callable[[Any, Callable, Case], RunOutput] | None = None) -> list[RunOutput]:
     """The GPU path of `start_runs` whatever this machine has: `run_compiled` (default: the GPU worker)
     runs each size, the interpreter checks it."""
-    compiled_run = run_compiled or functools.partial(run_in_gpu_worker, timeout=timeout)
-    return PendingRuns(kernel, args_for, cases, timeout, isolate, record, compiled_run).collect()
+    compiled_run = run_compiled or functools.partial(run_in_gpu_worker, timeout=job.timeout)
+    return PendingRuns(job, args_for, cases, compiled_run).collect()
 
 
 def idle_cores() -> int:

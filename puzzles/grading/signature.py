@@ -23,7 +23,7 @@ def check_kernel(job: GradingJob) -> KernelError | None:
     error from inside Triton, which is what calling it anyway would give)."""
     kernel, p, fn = job.kernel, job.puzzle, job.fn
     inputs = job.input_names
-    expected = p.expected_signature() if p else None
+    expected = job.expected_signature
     want_names = _expected_params(expected, inputs)
     expected = expected or f"kernel({', '.join(want_names)}, <sizes>, <blocks>: tl.constexpr)"
     want = f"\n  expected: {expected}"
@@ -71,7 +71,7 @@ def check_kernel(job: GradingJob) -> KernelError | None:
         if missing:
             return bad(f"has no parameter {', '.join(missing)}: the kernel cannot know "
                        f"{'that size' if len(missing) == 1 else 'those sizes'} without it")
-        wrong_place = _positional_mismatch([q.name for q in params], n_ptr, p)
+        wrong_place = _positional_mismatch([q.name for q in params], n_ptr, p, job.expected_signature)
         if wrong_place:
             return bad(wrong_place)
     return forbidden_call_error(job.handle, p.forbidden_calls, p.number) if p and p.forbidden_calls else None
@@ -115,16 +115,17 @@ def _positional_sizes(p: Puzzle | None) -> tuple[str, ...]:
     return p.positional_sizes if p is not None else ()
 
 
-def _launch_text(p: Puzzle, n_ptr: int) -> str:
-    pointers = [_base(n) for n in _expected_params(p.expected_signature(), [])[:n_ptr]]
+def _launch_text(p: Puzzle, n_ptr: int, expected: str | None) -> str:
+    pointers = [_base(n) for n in _expected_params(expected, [])[:n_ptr]]
     return f"{p.kernel_name}[grid]({', '.join(pointers + list(_positional_sizes(p)))})"
 
 
-def _positional_mismatch(params: list[str], n_ptr: int, p: Puzzle) -> str | None:
+def _positional_mismatch(params: list[str], n_ptr: int, p: Puzzle, expected: str | None) -> str | None:
     for i, name in enumerate(_positional_sizes(p)):
         at = params[n_ptr + i] if n_ptr + i < len(params) else None
         if at != name:
-            return (f"takes {at} where the notebook's own launch, `{_launch_text(p, n_ptr)}`, passes {name} by "
+            launch = _launch_text(p, n_ptr, expected)
+            return (f"takes {at} where the notebook's own launch, `{launch}`, passes {name} by "
                     f"position: declare {name} right after the pointers, as the statement does")
     return None
 
@@ -134,7 +135,7 @@ def argument_order_note(job: GradingJob) -> str | None:
     fn, p = job.fn, job.puzzle
     if fn is None or p is None:
         return None
-    wanted = _expected_params(p.expected_signature(), [])
+    wanted = _expected_params(job.expected_signature, [])
     declared = [n for n in job.handle.param_names if n in wanted]
     statement = [n for n in wanted if n in declared]
     if declared == statement:

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from puzzles.course.puzzle import Sizes, TensorLists, cdiv
-from puzzles.course.spec import call_spec, spec_signature
+from puzzles.course.spec import ParsedSpec, parse_spec
 from puzzles.grading.inputs import Arena, build_arena, poison_, random_tensor
 
 
@@ -95,12 +95,13 @@ class Relink:
         a.gather = self.outputs
 
 
-def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int, scale: float,
+def build(spec: ParsedSpec | Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int, scale: float,
           device: str = "cpu") -> tuple[Arena, list[str], list[str], torch.Tensor, Callable[[Arena], None]]:
     """The arena of one case on `device`: (arena, the kernel's pointer names, every input region's
     name, the expected z, and `relink`, which makes an arena (this one, or its copy on a GPU) point at
     its own tensors: the address table, the kernel's z and the gathering of the outputs)."""
-    inputs, out = spec_signature(spec)
+    parsed = spec if isinstance(spec, ParsedSpec) else parse_spec(spec)
+    inputs, out = parsed.signature()
     by_name = {t.name: t for t in inputs}
     lengths = TensorLists.lengths(sizes)
     rows = len(lists.lists) + len(lists.outputs)
@@ -131,7 +132,7 @@ def build(spec: Callable[..., Any], lists: TensorLists, sizes: Sizes, seed: int,
     relink = Relink(tuple(lists.lists), tuple(lengths), gather, out.name, lists.pointers[0])
     relink(arena)
     flat = [torch.cat([arena.tensors[f"{name}[{k}]"] for k in range(len(lengths))]) for name in by_name]
-    expected = call_spec(spec, flat, sizes)
+    expected = parsed.call(flat, sizes)
     return arena, list(lists.pointers), list(lists.pointers) + pieces, expected, relink
 
 

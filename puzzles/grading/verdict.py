@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from puzzles.grading.cases import sizes_given_note
-from puzzles.grading.job import GradingJob
+from puzzles.grading.job import GradingJob, sizes_given_note
 from puzzles.grading.presenting import device_name
 from puzzles.grading.result import SizeOutcome, TestResult
 from puzzles.running.errors import KernelError

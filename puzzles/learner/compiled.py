@@ -19,13 +19,13 @@ from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import SpecError
-from puzzles.grading.autotune_configs import ConfigLaunch, autotuner_of
 from puzzles.grading.cases import make_case
 from puzzles.grading.job import make_job
 from puzzles.grading.signature import bind_arguments, check_kernel
 from puzzles.running.compile_check.listings import compile_call
 from puzzles.running.compiled_code import Compiled, not_compiled, target_number
 from puzzles.running.errors import KernelError
+from puzzles.running.kernel import ConfigLaunch, KernelHandle
 
 
 def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int = "sm_90", *,
@@ -44,12 +44,13 @@ def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int 
     `.shared`, `.num_warps`, `.accesses`, `.dots`; `.ok` is False (and `.error` says why) when the kernel
     would not compile."""
     number = target_number(target)
-    tuner = autotuner_of(kernel)
+    handle = KernelHandle.of(kernel)  # walked once, its config's launch included
+    tuner = handle.chain.autotuner
     meta: Sizes = {}
     if tuner is not None:  # compiled as its first config launches it
         config = tuner.configs[0]
-        kernel, meta = ConfigLaunch(tuner.fn, config, kernel), dict(config.kwargs)
-    job = make_job(kernel, spec, puzzle, nelem=nelem, blocks=B)
+        handle, meta = handle.for_launch(ConfigLaunch(tuner.fn, config, kernel)), dict(config.kwargs)
+    job = make_job(handle, spec, puzzle, nelem=nelem, blocks=B)
     name = job.kernel_name
     if job.fn is None:
         return not_compiled(name, number, KernelError("signature", "this is not a @triton.jit kernel"))
@@ -64,7 +65,7 @@ def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int 
         return not_compiled(name, number, KernelError("sizes", job.size_problem or "no sizes to compile at"))
     sizes = {**job.run_sizes[0], **meta}
     try:
-        case = make_case(job.spec, job.puzzle, sizes, 0, 0)
+        case = make_case(job, sizes, 0)
     except (SpecError, TypeError, ValueError) as err:
         return not_compiled(name, number, KernelError("spec", f"cannot build inputs from the spec: {err}"))
     options = {k: v for k, v in (("num_warps", num_warps), ("num_stages", num_stages), ("maxnreg", maxnreg))

@@ -29,7 +29,6 @@ import ast
 import inspect
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -39,7 +38,7 @@ import triton.language as tl
 from triton.runtime.jit import JITFunction
 
 from puzzles.running import bfloat16
-from puzzles.running.kernel import unwrap_kernel
+from puzzles.running.kernel import KernelHandle, unwrap_kernel
 
 # One sentence, shown with a verdict when a compiled kernel calls breakpoint_if.
 STEP_THROUGH_ADVICE = (
@@ -179,16 +178,18 @@ breakpoint_if = DebugHelper(_unwrapped(_breakpoint_if_compiled), _breakpoint_if_
 
 def calls_breakpoint_if(kernel: Any) -> bool:
     """Whether the kernel, or a @triton.jit helper of the learner's that it calls, names
-    `breakpoint_if` (as a name or a module's attribute, `puzzles.breakpoint_if`)."""
+    `breakpoint_if` (as a name or a module's attribute, `puzzles.breakpoint_if`). Given test()'s
+    `KernelHandle`, the sources it already parsed are read, not parsed again."""
+    handle = KernelHandle.of(kernel)
     seen: set[int] = set()
 
     def visit(fn: Any) -> bool:
         if fn is None or id(fn) in seen or (getattr(fn, "__module__", "") or "").startswith("triton"):
             return False
         seen.add(id(fn))
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-        except (OSError, TypeError, SyntaxError):
+        source = handle.source(fn)
+        tree = source.tree if source is not None else None
+        if tree is None:
             return False
         scope = dict(getattr(fn, "__globals__", {}))
 
@@ -208,7 +209,7 @@ def calls_breakpoint_if(kernel: Any) -> bool:
                 return True
         return False
 
-    return visit(unwrap_kernel(kernel))
+    return visit(handle.fn)
 
 
 def check_tensors(*tensors: torch.Tensor, device: str | None = None) -> None:

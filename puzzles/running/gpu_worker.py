@@ -49,7 +49,8 @@ from typing import Any
 
 from puzzles.running.errors import KernelError
 from puzzles.running.frames import FrameReader, send_frame
-from puzzles.running.kernel import KernelHandle, unwrap_kernel
+from puzzles.running.kernel import ConfigLaunch, KernelHandle, unwrap_kernel
+from puzzles.running.kernel_chain import is_config_launch, is_triton, walk_chain
 from puzzles.running.worker_processes import START_LIMIT, WorkerProcess, launch, spare_count
 
 # Words of CUDA errors after which the worker's context is gone (the process must end).
@@ -91,33 +92,29 @@ class Reply:
 
 def ship(kernel: Any) -> ShippedKernel:
     """Describe a @triton.jit kernel, with its @triton.autotune / @triton.heuristics wrappers and
-    an autotune config's launch options (puzzles.grading.autotune_configs.ConfigLaunch), for `land` elsewhere."""
-    import triton
-
+    an autotune config's launch options (puzzles.running.kernel.ConfigLaunch), for `land` elsewhere."""
     from puzzles.running import kernel_source
 
-    handle = kernel if isinstance(kernel, KernelHandle) else None  # test()'s: its description is made once
+    handle = kernel if isinstance(kernel, KernelHandle) else None  # test()'s: walked and described once
+    chain = handle.chain if handle is not None else walk_chain(kernel)
     layers: list[tuple[str, dict]] = []
-    current = handle.kernel if handle is not None else kernel
-    for _ in range(8):
-        config = getattr(current, "config", None)
-        if isinstance(config, triton.Config) and hasattr(current, "fn"):  # one autotune config's launch
-            layers.append(("options", {"num_warps": config.num_warps, "num_stages": config.num_stages}))
-        elif isinstance(current, triton.runtime.Autotuner):
+    for link in chain.links:
+        if is_config_launch(link):  # one autotune config's launch
+            layers.append(("options", {"num_warps": link.config.num_warps, "num_stages": link.config.num_stages}))
+        elif is_triton(link, "Autotuner"):
             layers.append(("autotune", {
                 "configs": [(dict(c.kwargs), c.num_warps, c.num_stages, c.num_ctas, c.maxnreg)
-                            for c in current.configs],
-                "key": list(current.keys), "reset_to_zero": list(current.reset_to_zero),
-                "restore_value": list(current.restore_value)}))
-        elif isinstance(current, triton.runtime.Heuristics):
-            layers.append(("heuristics", {name: _ship_function(f) for name, f in current.values.items()}))
+                            for c in link.configs],
+                "key": list(link.keys), "reset_to_zero": list(link.reset_to_zero),
+                "restore_value": list(link.restore_value)}))
+        elif is_triton(link, "Heuristics"):
+            layers.append(("heuristics", {name: _ship_function(f) for name, f in link.values.items()}))
         else:
             break
-        current = current.fn
     if handle is not None:
         description = handle.description
     else:
-        description = kernel_source.describe_kernel(unwrap_kernel(current))
+        description = kernel_source.describe_kernel(chain.fn)
     if description is None:
         raise CannotShip("the kernel's source cannot be read (define it in a file or a notebook cell)")
     return ShippedKernel(description, layers)
@@ -145,7 +142,6 @@ def land(shipped: ShippedKernel) -> Any:
     """The kernel again, in this process: rebuilt and wrapped in its layers."""
     import triton
 
-    from puzzles.grading.autotune_configs import ConfigLaunch
     from puzzles.running import kernel_source
 
     kernel = kernel_source.rebuild_kernel(shipped.description)["root"]

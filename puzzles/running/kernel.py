@@ -6,7 +6,6 @@ resolved once per `test()`).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 import os
 from collections.abc import Callable
@@ -17,6 +16,7 @@ import torch
 import triton
 
 from puzzles.running import kernel_source
+from puzzles.running.kernel_chain import KernelChain, walk_chain
 from puzzles.running.kernel_source import FunctionSource, read_source
 from puzzles.running.lines import def_line
 
@@ -32,12 +32,7 @@ def unwrap_kernel(kernel: Any) -> Callable[..., Any] | None:
     `KernelHandle`'s, already resolved."""
     if isinstance(kernel, KernelHandle):
         return kernel.fn
-    seen = 0
-    while not hasattr(kernel, "arg_names") or isinstance(kernel, (triton.runtime.Autotuner, triton.runtime.Heuristics)):
-        if not hasattr(kernel, "fn") or seen > 5:
-            return None
-        kernel, seen = kernel.fn, seen + 1
-    return getattr(kernel, "fn", None)
+    return walk_chain(kernel).fn
 
 
 def kernel_file(kernel: Any) -> str | None:
@@ -47,19 +42,29 @@ def kernel_file(kernel: Any) -> str | None:
     return fn.__code__.co_filename if fn is not None else None
 
 
+def autotuner_of(kernel: Any) -> Any:
+    """The @triton.autotune wrapper of a kernel, also under a @triton.heuristics above it (None for one config's
+    launch, and for a plain kernel)."""
+    chain = kernel.chain if isinstance(kernel, KernelHandle) else walk_chain(kernel)
+    return chain.autotuner
 
-def decorator_chain(kernel: Any) -> list[Any]:
-    """The kernel and what it wraps, outermost first: heuristics, autotuner, ..., the jitted function.
-    An autotune config's launch (puzzles/grading/autotune_configs.py) starts at the kernel it came from (`outer`)."""
-    chain, obj = [], getattr(kernel, "outer", None) or kernel
-    for _ in range(8):
-        chain.append(obj)
-        if hasattr(obj, "arg_names") and not isinstance(obj, (triton.runtime.Autotuner, triton.runtime.Heuristics)):
-            break
-        if not hasattr(obj, "fn"):
-            break
-        obj = obj.fn
-    return chain
+
+def is_autotuned(kernel: Any) -> bool:
+    return autotuner_of(kernel) is not None
+
+
+class ConfigLaunch:
+    """The autotuner's kernel, launched as one config would launch it."""
+
+    def __init__(self, jit: Any, config: triton.Config, outer: Any = None) -> None:
+        self.fn = jit  # the kernel under the autotuner, where the chain walk goes on
+        self.config = config
+        self.outer = outer  # the decorated kernel, whose @triton.heuristics still apply
+
+    def __getitem__(self, grid: Any) -> Any:
+        launch = self.fn[grid]
+        options = {"num_warps": self.config.num_warps, "num_stages": self.config.num_stages}
+        return lambda *args, **kwargs: launch(*args, **kwargs, **options)
 
 
 @dataclass(frozen=True)
@@ -68,44 +73,44 @@ class KernelHandle:
     unwrapping the kernel, reading its signature or parsing its source again.
 
     `kernel` is as given (@triton.jit, @triton.autotune, @triton.heuristics, or one autotune config's
-    launch); `fn` the Python function under the decorators (None: not a Triton kernel)."""
+    launch); `chain` its one walk (`kernel_chain.py`), which everything else here is built from; `fn` the
+    Python function under the decorators (None: not a Triton kernel)."""
 
     kernel: Any
+    chain: KernelChain
     fn: Callable[..., Any] | None
     file: str | None
     def_line: int | None
-    chain: tuple[Any, ...]  # outermost first, down to the jitted function
     parameters: tuple[inspect.Parameter, ...]
     supplied: frozenset[str]  # parameters that @triton.heuristics or an autotune config fills in
     heuristics: tuple[Any, ...]  # the @triton.heuristics wrappers, outermost first
     # The kernel's and its helpers' sources, read on first use (by code object): the operation rules,
     # the interpreter probe and the description shipped to the compile check and the GPU worker share them.
     sources: dict[Any, FunctionSource | None] = field(default_factory=dict, compare=False, repr=False)
+    # What is derived from the sources on first use (the description): shared by every config's launch.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, kernel: Any) -> KernelHandle:
         if isinstance(kernel, KernelHandle):
             return kernel
-        fn = unwrap_kernel(kernel)
-        chain = tuple(decorator_chain(kernel))
-        heuristics = tuple(o for o in chain if isinstance(o, triton.runtime.Heuristics))
-        supplied: set[str] = set()
-        for obj in chain:
-            if isinstance(obj, triton.runtime.Heuristics):
-                supplied |= set(obj.values)
-            elif isinstance(obj, triton.runtime.Autotuner):
-                supplied |= {k for config in obj.configs for k in config.kwargs}
+        chain = walk_chain(kernel)
+        fn = chain.fn
         parameters = tuple(inspect.signature(fn).parameters.values()) if fn is not None else ()
-        return cls(kernel, fn, fn.__code__.co_filename if fn is not None else None,
-                   def_line(fn) if fn is not None else None, chain, parameters, frozenset(supplied), heuristics)
+        return cls(kernel, chain, fn, fn.__code__.co_filename if fn is not None else None,
+                   def_line(fn) if fn is not None else None, parameters, chain.supplied, chain.heuristics)
 
     def for_launch(self, launch: Any) -> KernelHandle:
-        """The handle of one autotune config's launch of this kernel: the same function, parameters and
-        sources (nothing read again), another object to launch."""
-        other = dataclasses.replace(self, kernel=launch, chain=tuple(decorator_chain(launch)))
-        if "description" in self.__dict__:
-            other.__dict__["description"] = self.__dict__["description"]
-        return other
+        """The handle of one autotune config's launch of this kernel: the same function, parameters, sources and
+        description (nothing read, walked or described again), another object to launch."""
+        below = getattr(launch, "fn", None)
+        links = self.chain.links
+        if below is not None and any(link is below for link in links):
+            rest = links[next(i for i, link in enumerate(links) if link is below):]
+            chain = KernelChain((launch, *rest), self.chain.fn, self.chain.decorators)
+        else:  # a launch of something else than this kernel's own wrappers
+            chain = walk_chain(launch)
+        return dataclasses.replace(self, kernel=launch, chain=chain)
 
     @property
     def name(self) -> str:
@@ -122,11 +127,14 @@ class KernelHandle:
             self.sources[key] = read_source(fn)
         return self.sources[key]
 
-    @functools.cached_property
+    @property
     def description(self) -> dict | None:
         """The jitted function as source plus the globals it reads (puzzles/running/kernel_source.py), for
-        another process to rebuild: the compile check's workers and the GPU worker get this one."""
-        return kernel_source.describe_kernel(self.fn, self.source)
+        another process to rebuild: the compile check's workers and the GPU worker get this one, made once for
+        the kernel and every config's launch of it."""
+        if "description" not in self.derived:
+            self.derived["description"] = kernel_source.describe_kernel(self.fn, self.source)
+        return self.derived["description"]
 
 
 def own_jit_function(value: Any) -> Callable[..., Any] | None:
@@ -136,7 +144,7 @@ def own_jit_function(value: Any) -> Callable[..., Any] | None:
     if not (hasattr(value, "fn") or hasattr(value, "arg_names")) or inspect.ismodule(value):
         return None
     try:
-        inner = unwrap_kernel(value)
+        inner = walk_chain(value).fn
     except Exception:  # noqa: BLE001 - anything odd is not a helper
         return None
     if inner is None or not hasattr(inner, "__code__") or (inner.__module__ or "").startswith("triton."):

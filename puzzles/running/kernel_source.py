@@ -106,25 +106,12 @@ def names_used(source: str, tree: ast.Module | None = None) -> set[str]:
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
-def jitted_python_function(value: Any) -> Any:
-    """The Python function under a @triton.jit function (through @triton.autotune / @triton.heuristics
-    wrappers), read without importing Triton; None for anything else."""
-    import types
-
-    for _ in range(8):
-        inner = getattr(value, "fn", None)
-        if inner is None:
-            return None
-        if isinstance(inner, types.FunctionType):
-            return inner if hasattr(value, "arg_names") else None
-        value = inner
-    return None
-
-
 def encode_global(value: Any, add: Any) -> tuple:
     """A global as the worker can rebuild it; anything else becomes an opaque stand-in, which
     Triton's compiler rejects just as it rejects the real object."""
     import types
+
+    from puzzles.running.kernel_chain import jitted_python_function  # (standard library only, like this module)
 
     if isinstance(value, types.ModuleType):
         return ("module", value.__name__)

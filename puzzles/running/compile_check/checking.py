@@ -331,7 +331,7 @@ def start_listing(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: i
 
 def _describe(kernel: Any) -> tuple[dict, list[str], frozenset[str], dict[str, int]] | None:
     """The kernel as the compiler's process rebuilds it, its parameters, those without an annotation, and an
-    autotune config's launch options (puzzles/grading/autotune_configs.py)."""
+    autotune config's launch options (a `ConfigLaunch`, puzzles/running/kernel.py)."""
     from puzzles.running.kernel import KernelHandle
 
     handle = KernelHandle.of(kernel)  # `kernel` may be test()'s handle already: nothing is read again

@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from puzzles.running.compile_check.checking import Check, CompileProblem, start
 from puzzles.running.compile_check.settings import ALWAYS_TARGETS, BUDGET, FULL_GRACE, T4, enabled
@@ -25,12 +25,29 @@ class NotStarted:
     why: str
 
 
-def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None,
-          flag: bool | str = True) -> Check | NotStarted | None:
+class CompileJob(Protocol):
+    """What the check reads of a grading job (puzzles/grading/job.py's `GradingJob`, a layer above this one):
+    the kernel's handle, the puzzle, test()'s compile_check flag (True, False or "full") and the verdict's title."""
+
+    @property
+    def handle(self) -> Any: ...
+
+    @property
+    def puzzle(self) -> Any: ...
+
+    @property
+    def compile_check(self) -> bool | str: ...
+
+    @property
+    def title(self) -> str: ...
+
+
+def begin(job: CompileJob, args_for: Any, cases: list[Any]) -> Check | NotStarted | None:
     """The harness's hook, before the interpreted run: start checking at every case's size. When it
     cannot, a notebook's cell goes on without it; `grade` (flag "full") fails the kernel instead. A puzzle
     graded on its compiled code (Puzzle.compiled_rule) gets that compile where the check is off (on a GPU,
     or switched off) too."""
+    kernel, puzzle, flag = job.handle, job.puzzle, job.compile_check
     rule = getattr(puzzle, "compiled_rule", None)
     if not enabled(flag) and rule is None:
         return None
@@ -44,10 +61,10 @@ def begin(kernel: Any, args_for: Any, cases: list[Any], puzzle: Any = None,
     return NotStarted(why) if check is None and (flag == "full" or rule is not None) else check
 
 
-def fold(check: Check | NotStarted | None, outcomes: list[Any], title: str, started: float,
-         flag: bool | str = True) -> list[str]:
+def fold(check: Check | NotStarted | None, outcomes: list[Any], job: CompileJob, started: float) -> list[str]:
     """The check's word on the interpreted sizes: a compile failure fails (in `outcomes`) the sizes the
     interpreter passed; returns the notes for the verdict."""
+    title, flag = job.title, job.compile_check
     notes: list[str] = []
     if check is None:
         return notes
