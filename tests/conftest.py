@@ -26,6 +26,21 @@ ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
 
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The course's two skip marks, defined here only: `gpu` (kernels compiled on a CUDA GPU, skipped without one)
+    and `interpreter("why")` (kernels under Triton's CPU interpreter, skipped on a GPU with the reason given)."""
+    from puzzles import on_gpu
+
+    gpu = on_gpu()
+    for item in items:
+        if not gpu and item.get_closest_marker("gpu") is not None:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU (kernels compile there)"))
+        marker = item.get_closest_marker("interpreter")
+        if gpu and marker is not None:
+            why = marker.args[0] if marker.args else "runs under the interpreter"
+            item.add_marker(pytest.mark.skip(reason=f"without a GPU only: {why}"))
+
 def pythonpath_without_checkout() -> str:
     """PYTHONPATH less this checkout: a test that runs a copy of the course must import the copy's own
     `puzzles`, yet keep packages that this environment gets through PYTHONPATH (as on a GPU machine

@@ -16,7 +16,7 @@ from puzzles.grading.result import SLIP_NOTE
 
 pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
 
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
+interpreted_only = pytest.mark.interpreter("needs the interpreter's recorded accesses")
 
 
 def grade(kernel, seed: int = 1234, **kwargs):

@@ -14,13 +14,13 @@ import torch
 import triton
 import triton.language as tl
 
-from puzzles import on_gpu, print_if, sandboxed, test  # conftest imports puzzles first: the interpreter is on first
+from puzzles import print_if, sandboxed, test  # conftest imports puzzles first: the interpreter is on first
 from puzzles.course import catalog
 from puzzles.grading.result import SLIP_NOTE
 from puzzles.running import bfloat16
 from puzzles.running.interpreter import memoized_plain_launches
 
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="checks Triton's CPU interpreter")
+interpreted_only = pytest.mark.interpreter("checks Triton's CPU interpreter")
 
 
 def torch_bits(values: np.ndarray) -> np.ndarray:

@@ -12,7 +12,6 @@ import torch
 
 from puzzles import test
 from puzzles.course import catalog
-from puzzles.grading import on_gpu
 from puzzles.grading.cases import case_from_spec
 from puzzles.grading.job import make_job
 from puzzles.grading.signature import bind_arguments
@@ -20,7 +19,7 @@ from puzzles.running import compile_check
 from puzzles.running.compile_check.messages import TF32_NOTE
 from puzzles.running.compile_check.verdict import TF32_TOLERANCE
 
-pytestmark = pytest.mark.skipif(on_gpu(), reason="on a GPU the kernel is really compiled; no ahead-of-time check")
+pytestmark = pytest.mark.interpreter("on a GPU the kernel is really compiled; no ahead-of-time check")
 
 
 @pytest.fixture(autouse=True)

@@ -10,13 +10,13 @@ import torch
 import triton
 import triton.language as tl
 
-from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+from puzzles import test  # conftest imports puzzles first: the interpreter is on before triton loads
 from puzzles.course import catalog
 from puzzles.grading.result import SLIP_NOTE
 
 pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
 
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
+interpreted_only = pytest.mark.interpreter("needs the interpreter's recorded accesses")
 LARGE_LOGITS = 3  # the size whose logits reach ±100 (bug_inputs.cross_entropy_inputs)
 
 

@@ -11,15 +11,12 @@ import pytest
 import torch
 
 from puzzles import check_tensors, test
-from puzzles.grading import on_gpu
 from puzzles.learner import debug
 from puzzles.running import interpreter as execution
 
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="the interpreter's own output format")
+interpreted_only = pytest.mark.interpreter("the interpreter's own output format")
 
 
-def gpu_only(test_fn):
-    return pytest.mark.gpu(pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")(test_fn))
 
 
 @interpreted_only
@@ -128,7 +125,7 @@ def test_print_if_compiles_for_sm_90_into_a_print_under_a_program_id_test():
     assert ttir.count("tt.print") == 1  # and nothing from breakpoint_if
 
 
-@pytest.mark.skipif(on_gpu(), reason="the ahead-of-time compile check runs only without a GPU")
+@pytest.mark.interpreter("the ahead-of-time compile check runs only without a GPU")
 def test_the_compile_check_compiles_print_if_rather_than_skipping_it(load_kernel, tmp_path, monkeypatch):
     monkeypatch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
@@ -185,7 +182,7 @@ def k(z_ptr):
 # -- on a GPU ---------------------------------------------------------------------------------------------
 
 
-@gpu_only
+@pytest.mark.gpu
 def test_on_a_gpu_breakpoint_if_runs_and_the_verdict_says_how_to_step_through():
     import compile_kernels as ck
 
@@ -206,7 +203,7 @@ torch.cuda.synchronize()
 """
 
 
-@gpu_only
+@pytest.mark.gpu
 def test_on_a_gpu_print_if_prints_from_the_chosen_program_only():
     from conftest import TESTS
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from puzzles import on_gpu, test
+from puzzles import test
 from puzzles.course import catalog
 from puzzles.course.notebooks import COMPILE_BASELINE_RESULTS, puzzle_notebook
 from puzzles.grading import perf
@@ -96,7 +96,7 @@ for number, fast in ((2, False), (10, True), (19, False), (18, True)):
 """
 
 
-@pytest.mark.skipif(on_gpu(), reason="runs the interpreter")
+@pytest.mark.interpreter("runs the interpreter")
 def test_the_benchmark_launches_kernels_as_the_grader_binds_them():
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", LAUNCH_CHECK], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -107,7 +107,6 @@ def test_the_benchmark_launches_kernels_as_the_grader_binds_them():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")
 @pytest.mark.parametrize("p", FAST, ids=lambda p: p.id)
 def test_fast_reference_compiles_and_passes(p):
     result = test(p.fast_reference_kernel(), p.spec, quiet=True)

@@ -35,7 +35,7 @@ HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
 
 
 def gpu(test):
-    return pytest.mark.gpu(pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")(test))
+    return pytest.mark.gpu(test)
 
 
 def randn(*shape, seed: int = 0, scale: float = 1.0) -> torch.Tensor:

@@ -33,7 +33,7 @@ TOL = 1e-2
 
 
 def gpu(test):
-    return pytest.mark.gpu(pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")(test))
+    return pytest.mark.gpu(test)
 
 
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -431,7 +431,7 @@ def test_quantize_linears_on_a_tiny_model_matches_the_dequantized_model():
     assert rel_err(model(x), ref(x)) < TOL
 
 
-@pytest.mark.skipif(not CUDA, reason="transformers Llama check runs on the GPU")
+@pytest.mark.gpu
 def test_transformers_llama_matches_dequantized_model():
     transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(hidden_size=512, intermediate_size=1408, num_hidden_layers=2,

@@ -91,7 +91,6 @@ def test_pdl_is_asked_for_only_where_it_exists():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 def test_graph_decoder_uses_pdl_on_hopper_and_decodes_the_same_tokens():
     pytest.importorskip("transformers")
     from test_gptq_decode import tiny_llama

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 import wrong_kernels as wrong
 
-from puzzles import on_gpu, test
+from puzzles import test
 from puzzles.course import catalog
 from puzzles.grading.cases import case_from_spec
 from puzzles.grading.job import make_job
@@ -207,7 +207,6 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 
 # -- on a CUDA GPU (skipped without one) ----------------------------------------------------------------------
 
-needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")]
 
 
 @triton.jit
@@ -218,8 +217,7 @@ def add_mask2_kernel_spins(x_ptr, z_ptr, N0, B0: tl.constexpr):
         tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
 
 
-@needs_gpu[0]
-@needs_gpu[1]
+@pytest.mark.gpu
 def test_on_a_gpu_a_fault_then_a_correct_kernel_then_a_torch_op():
     spec = catalog.get(2).spec
     wild = test(add_mask2_kernel_wild, spec, quiet=True)
@@ -230,8 +228,7 @@ def test_on_a_gpu_a_fault_then_a_correct_kernel_then_a_torch_op():
     assert torch.ones(3, device="cuda").sum().item() == 3.0  # this process's CUDA is fine
 
 
-@needs_gpu[0]
-@needs_gpu[1]
+@pytest.mark.gpu
 def test_on_a_gpu_the_cell_after_a_fault_is_served_by_the_loaded_spare():
     # The spare worker has loaded CUDA before the fault, and takes over: no restart to wait for (5-6 s before).
     spec = catalog.get(2).spec
@@ -250,8 +247,7 @@ def test_on_a_gpu_the_cell_after_a_fault_is_served_by_the_loaded_spare():
     assert w.current is spare  # the spare took over: nothing restarted
 
 
-@needs_gpu[0]
-@needs_gpu[1]
+@pytest.mark.gpu
 def test_on_a_gpu_an_endless_loop_stops_at_the_limit():
     started = time.perf_counter()
     result = test(add_mask2_kernel_spins, catalog.get(2).spec, quiet=True, timeout=3)
@@ -261,8 +257,7 @@ def test_on_a_gpu_an_endless_loop_stops_at_the_limit():
     assert test(add_mask2_kernel, catalog.get(2).spec, quiet=True).passed
 
 
-@needs_gpu[0]
-@needs_gpu[1]
+@pytest.mark.gpu
 def test_on_a_gpu_the_notebook_process_never_initialises_cuda_for_test():
     # Run in a fresh interpreter: grading a kernel there leaves its CUDA untouched (it can fork).
     import subprocess
@@ -284,8 +279,7 @@ def add_mask2_kernel_device_print(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 10.0, mask=mask)
 
 
-@needs_gpu[0]
-@needs_gpu[1]
+@pytest.mark.gpu
 def test_on_a_gpu_what_the_kernel_prints_comes_back_with_the_verdict():
     result = test(add_mask2_kernel_device_print, catalog.get(2).spec, quiet=True)
     assert result.passed

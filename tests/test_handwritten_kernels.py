@@ -20,7 +20,7 @@ from puzzles import on_gpu, test
 from puzzles.course import catalog
 from puzzles.running import interpreter_hooks
 
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses and poison")
+interpreted_only = pytest.mark.interpreter("needs the interpreter's recorded accesses and poison")
 
 
 def _name(kernel) -> str:
@@ -242,7 +242,7 @@ def add_with_pythons_abs(x_ptr, z_ptr, N0, B0: tl.constexpr):
     tl.store(z_ptr + offs, x + abs(-10.0), mask=offs < N0)
 
 
-@pytest.mark.skipif(on_gpu(), reason="the compile check runs where there is no GPU")
+@pytest.mark.interpreter("the compile check runs where there is no GPU")
 def test_a_python_builtin_the_compiler_lacks_is_told_its_triton_name():
     text = str(grade(2, add_with_pythons_abs, seed=6))
     assert "would not compile for a GPU" in text and "use tl.abs(x)" in text, text
@@ -298,7 +298,7 @@ def test_a_module_imported_after_a_function_of_its_file_was_rebuilt_reads_its_re
     assert "return x * 2.0" in fresh.SOURCE_SEEN
 
 
-@pytest.mark.skipif(on_gpu(), reason="the compile check runs where there is no GPU")
+@pytest.mark.interpreter("the compile check runs where there is no GPU")
 def test_a_dot_summed_in_float16_gets_a_note_where_the_tolerance_allows_tf32():
     """Puzzle 12's tolerance is TF32's (10 bits of mantissa, as float16 has): a float16 accumulator may pass it,
     so the compiled IR's float16 tt.dot is named (the full compile is where the note is read)."""

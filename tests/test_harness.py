@@ -9,7 +9,7 @@ import pytest
 import torch
 import wrong_kernels as wrong
 
-from puzzles import on_gpu, test
+from puzzles import test
 from puzzles.course import catalog
 from puzzles.course.solution_source import starter_source
 from puzzles.grading.inputs import build_arena, poison_, random_tensor, unwritten_mask
@@ -17,7 +17,7 @@ from puzzles.grading.job import size_list, unknown_sizes_note
 
 # Debugging and the in-process interpreter path exist only where kernels are interpreted; on a GPU
 # tests/test_gpu.py grades the same kernels compiled.
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="runs the interpreter in-process")
+interpreted_only = pytest.mark.interpreter("runs the interpreter in-process")
 
 ALL = catalog.all_puzzles()
 

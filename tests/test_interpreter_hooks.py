@@ -12,14 +12,14 @@ import torch
 import triton
 import triton.language as tl
 
-from puzzles import on_gpu, test
+from puzzles import test
 from puzzles.course import catalog
 from puzzles.grading.kernel_body import kernel_body_error
 from puzzles.running import compat, interpreter_hooks
 from puzzles.running.interpreter import interpreted
 from puzzles.running.recording import Recorder, Trace
 
-pytestmark = pytest.mark.skipif(on_gpu(), reason="grades under the interpreter, whose hooks are tested here")
+pytestmark = pytest.mark.interpreter("grades under the interpreter, whose hooks are tested here")
 descriptors = pytest.mark.skipif(not interpreter_hooks.has_tensor_descriptors(),
                                  reason=f"triton {triton.__version__}'s interpreter has no tensor descriptors")
 

@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 from judging import grade
 
-from puzzles import on_gpu, test
+from puzzles import test
 from puzzles.course import catalog
 from puzzles.grading.split_k import rows_text
 from puzzles.running import compat
@@ -18,7 +18,7 @@ from puzzles.running.recording import InvalidAccess
 TRITON_3_5 = compat.parse(triton.__version__) == (3, 5)
 
 # Out-of-bounds accesses and masked-off lanes are the interpreter's recording.
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
+interpreted_only = pytest.mark.interpreter("needs the interpreter's recorded accesses")
 
 
 @triton.jit

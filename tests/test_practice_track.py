@@ -7,12 +7,12 @@ import pytest
 import triton
 import triton.language as tl
 
-from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+from puzzles import test  # conftest imports puzzles first: the interpreter is on before triton loads
 from puzzles.course import catalog
 
 pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
 
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
+interpreted_only = pytest.mark.interpreter("needs the interpreter's recorded accesses")
 
 
 def grade(number: int, kernel, **kwargs):
@@ -120,7 +120,7 @@ def test_a_kernel_right_under_one_config_fails_naming_the_others():
     assert "B0=32 num_warps=1" in result.reason()  # the first failure names its config
 
 
-@pytest.mark.skipif(on_gpu(), reason="the starter's never-written output is the interpreter's recording")
+@pytest.mark.interpreter("the starter's never-written output is the interpreter's recording")
 def test_the_starter_verdict_says_its_reason_once(load_kernel):
     """The starter writes nothing under each of its 3 configs at 3 sizes: one reason, then "the same as above"
     (the element counts are the sizes'), and each config's note counts its rows instead of repeating it."""
@@ -262,7 +262,7 @@ def test_grey_with_the_channel_stride_hard_coded_is_named_and_its_reads_of_row_p
     assert "load of x_ptr + 30, which is no element of x (1 after x[0, 29, 0];" in gap.describe(), gap.describe()
 
 
-@pytest.mark.skipif(on_gpu(), reason="the never-written elements are the interpreter's recording")
+@pytest.mark.interpreter("the never-written elements are the interpreter's recording")
 def test_a_failing_autotuned_verdict_shows_the_graders_configs_and_explains_every_unwritten_row():
     """The grader's own configs are graded and shown whatever the learner's gave (the statement promises them),
     and each config whose blocks leave gaps (pid * 128 under B0 = 32) gets the hint its overlapping ones get."""

@@ -55,7 +55,7 @@ def test_the_primer_runs_with_a_wild_demo_and_the_notebook_lives_on(tmp_path):
         assert "program 1 writes" in out and "offsets [0 1 2 3 4 5 6 7]" in out, out[-4000:]
 
 
-@pytest.mark.skipif(on_gpu(), reason="on a GPU the launch runs in the GPU worker, under its own limit")
+@pytest.mark.interpreter("on a GPU the launch runs in the GPU worker, under its own limit")
 def test_a_demo_stopped_at_its_time_limit_says_how_to_raise_that_limit(load_kernel, capsys):
     import torch
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("memoized_launches")  # tests/conftest.py
 TRACK = [catalog.get(n) for n in range(13, 19)]
 # The verdicts below rely on the interpreter's recording: compiled on a GPU, an out-of-bounds load goes unseen and a
 # zero-initialised output cannot tell "never written" from "wrong" (tests/test_gpu.py covers the references there).
-interpreted_only = pytest.mark.skipif(on_gpu(), reason="needs the interpreter's recorded accesses")
+interpreted_only = pytest.mark.interpreter("needs the interpreter's recorded accesses")
 
 
 # -- every reference passes, every starter fails -----------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 import rule_kernels as rk
 import triton
 
-from puzzles import on_gpu, test
+from puzzles import test
 from puzzles.course import catalog
 from puzzles.grading.autotune_configs import grader_configs, tuning_rules
 from puzzles.grading.operations import forbidden_calls
@@ -78,7 +78,7 @@ def test_a_helper_named_dot_that_does_not_use_tl_dot_passes():
     assert result.passed, str(result)
 
 
-@pytest.mark.skipif(on_gpu(), reason="the ahead-of-time compile check runs only without a GPU")
+@pytest.mark.interpreter("the ahead-of-time compile check runs only without a GPU")
 def test_tl_dot_that_no_name_shows_is_found_in_the_compiled_ir(tmp_path, monkeypatch):
     monkeypatch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path / "compile-cache"))
     monkeypatch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
@@ -153,7 +153,8 @@ def _forked_children() -> list[int]:
     return found
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists() or on_gpu(), reason="reads /proc; the interpreted path")
+@pytest.mark.interpreter("the interpreted path")
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 @pytest.mark.parametrize("kernel", [catalog.get(20).reference(), rk.silu_mul_kernel_wrong_second_config],
                          ids=name_of)
 def test_every_config_starts_before_any_is_read_and_the_unneeded_are_ended(kernel, monkeypatch):

@@ -15,7 +15,6 @@ from puzzles.classroom import command, gradebook
 from puzzles.classroom.roster import Options, PuzzleVerdict, Student, StudentResult, grade_student, speed_record
 from puzzles.course import catalog
 from puzzles.course.solution_source import reference_source
-from puzzles.grading import on_gpu
 
 without_compile_check = fixtures.without_compile_check  # the fixture, found here by pytest
 
@@ -93,7 +92,7 @@ def test_a_workers_speed_claim_is_kept_only_in_its_shape():
     assert negative["progress"] is None
 
 
-@pytest.mark.skipif(on_gpu(), reason="on a GPU --speed times the kernels")
+@pytest.mark.interpreter("on a GPU --speed times the kernels")
 def test_on_a_cpu_speed_says_it_needs_a_gpu_and_grades_correctness_only(capsys):
     args = argparse.Namespace(memory=None, timeout=None, seed=None, speed=True)
     options = command.options_from(args)
@@ -110,7 +109,7 @@ def graded_for_speed(tmp_path, number: int) -> StudentResult:
 
 
 @pytest.mark.usefixtures("without_compile_check")
-@pytest.mark.skipif(on_gpu(), reason="on a GPU the kernel is timed (the test below)")
+@pytest.mark.interpreter("on a GPU the kernel is timed (the test below)")
 def test_a_student_graded_for_speed_where_no_gpu_times_it_gets_no_speed_points(tmp_path):
     # The request's speed flag reaches the sandboxed worker; off a GPU test(perf=True) measures nothing.
     result = graded_for_speed(tmp_path, 1)
@@ -122,7 +121,6 @@ def test_a_student_graded_for_speed_where_no_gpu_times_it_gets_no_speed_points(t
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU (kernels compile there)")
 def test_on_a_gpu_a_student_graded_for_speed_gets_speed_points_from_the_sandbox(tmp_path):
     result = graded_for_speed(tmp_path, 2)
     assert [v.status for v in result.verdicts] == ["passed"], result

@@ -6,7 +6,7 @@ shapes) last one launch and give what Triton gives; a kernel is rewritten once b
 import pytest
 import wrong_kernels as wrong
 
-from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
+from puzzles import test  # conftest imports puzzles first: the interpreter is on before triton loads
 from puzzles.course import catalog
 from puzzles.running.child import run_in_child as running_run_in_child
 
@@ -35,7 +35,7 @@ def test_sizes_dealt_to_children_by_their_programs_then_by_what_they_took():
     assert runs.deal(cases, 2) == [[1], [0, 2, 3, 4]]
 
 
-@pytest.mark.skipif(on_gpu(), reason="without a GPU only (on a GPU the interpreter's runs are the access checks)")
+@pytest.mark.interpreter("without a GPU only (on a GPU the interpreter's runs are the access checks)")
 @pytest.mark.parametrize("kernel, number", [(None, 10), (wrong.add_mask2_kernel_no_mask, 2), (None, 18)])
 def test_a_verdict_is_the_same_however_many_children_run_the_sizes(kernel, number, idle, monkeypatch):
     import puzzles.grading.runs as running

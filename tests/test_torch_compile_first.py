@@ -139,7 +139,7 @@ def test_the_shipped_capture_is_inductors_code_for_this_spec():
     json.dumps(saved)
 
 
-@pytest.mark.skipif(on_gpu(), reason="on a GPU the code is compiled live")
+@pytest.mark.interpreter("on a GPU the code is compiled live")
 def test_without_a_gpu_the_notebook_reads_the_capture_and_says_so():
     code = inductor_code.compiled_code(22)
     assert code.startswith("# No GPU here") and "captured on a NVIDIA H100" in code
@@ -162,7 +162,6 @@ def test_the_refresh_command_needs_a_gpu(capsys):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not on_gpu(), reason="needs a CUDA GPU")
 def test_on_a_gpu_inductor_still_leaves_the_epilogue_to_a_second_kernel():
     kernels, calls = inductor_code.kernels_in(inductor_code.compiled_code(22))
     assert calls == ["extern_kernels.mm"] and len(kernels) == 1
