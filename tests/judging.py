@@ -1,5 +1,5 @@
 """What the two files of issue 21's judging holes share (tests/test_judging_holes.py and
-tests/test_judging_holes_split_k.py): the 20 seeds the issue asks for, the interpreter-only mark, and the grading
+tests/test_judging_holes_matmuls.py): the 20 seeds the issue asks for, the interpreter-only mark, and the grading
 call (which the message and quantization-track tests use too)."""
 
 from __future__ import annotations

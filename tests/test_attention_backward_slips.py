@@ -180,7 +180,7 @@ def test_dq_stored_by_every_key_block_is_a_race_told_by_its_coordinates():
 
 @interpreted_only
 def test_a_race_on_an_output_that_packs_nothing_is_told_by_its_coordinates():
-    from test_judging_holes_split_k import splitk_store_then_add
+    from test_judging_holes_matmuls import splitk_store_then_add
 
     failure = grade(17, splitk_store_then_add, 1).first_failure
     assert failure is not None and failure.status == "race", str(failure)

@@ -7,7 +7,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-import wrong_kernels as wrong
+import wrong_kernels_matmuls as wrong_matmuls
 from judging import grade
 
 from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
@@ -518,7 +518,7 @@ SLIPS = [
     (15, gemv_without_scale, "scale is left out"),
     (16, grouped_order_row_major, "row-major order"),
     (16, grouped_order_full_last_band, "last band is taken as GROUP_M"),
-    (16, wrong.grouped_order_kernel_position_from_pid, "the program's position in its band"),
+    (16, wrong_matmuls.grouped_order_kernel_position_from_pid, "the program's position in its band"),
     (18, gptq_without_plus_one, "without its + 1"),
     (18, gptq_zeros_packed_along_k, "qzeros is packed along N"),
     (18, gptq_group_of_64, "k // 64, a fixed size"),

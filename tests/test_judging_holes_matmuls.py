@@ -1,14 +1,18 @@
-"""Issue 21's judging holes for split-K (puzzles 17 and 18), closed in general: the contract (each part reads
-only its own K chunks and adds with atomics; an exchange or a plain store mixed with adds is a race) and
-puzzle 18's groups at sizes that are not powers of two. Each wrong kernel fails for its own reason and each
-correct variant (unlike the reference) passes, at 20 seeds each. The other classes: tests/test_judging_holes.py
-(a file of its own so that the two halves of the suite's longest file run on both CI cores)."""
+"""The judging holes of the matmul family and the later puzzles, closed in general (issue 21 and the red teams):
+split-K's contract (each part reads only its own K chunks and adds with atomics; an exchange or a plain store mixed
+with adds is a race) and puzzle 18's groups at sizes that are not powers of two; then (sections 8-11) a block
+written as a number, a small term missing, puzzle 16's position in a band, and two blocks mixed up or one tile row
+assumed. Each wrong kernel fails for its own reason and each correct variant (unlike the reference) passes. The
+classes every puzzle shares (size rules, outputs in one buffer, masked loads without other=, messages, races,
+float16): tests/test_judging_holes.py."""
 
 from __future__ import annotations
 
 import pytest
 import triton
 import triton.language as tl
+import wrong_kernels as wrong
+import wrong_kernels_matmuls as wrong_matmuls
 from judging import SEEDS, grade, interpreted_only
 
 from puzzles.course import catalog
@@ -258,3 +262,82 @@ def test_splitk_where_every_part_reads_all_of_k_breaks_the_contract():
     assert failure is not None and failure.status == "split-K contract", str(result)
     assert "which part 0 (program (0, 0, 0)) also reads" in failure.reason(), failure.reason()
     assert "tl.load(a_ptr" in failure.error.source
+
+
+# -- 8. a block written as a number where the kernel's argument belongs ------------------------------------------
+# Closed in general by tests/test_catalog.py (every block takes two values across the graded sizes); these are
+# the kernels that passed before, each now failing at the size whose block differs from its number.
+
+
+@pytest.mark.parametrize(("number", "kernel", "status", "block"), [
+    (11, wrong_matmuls.dot_kernel_rows_of_16, "unwritten", "B0=32"),
+    (12, wrong_matmuls.quant_dot_kernel_columns_of_16, "unwritten", "B1=32"),
+    (12, wrong_matmuls.quant_dot_kernel_one_shift_word_per_chunk, "wrong", "B_MID=128"),
+    (17, wrong_matmuls.splitk_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
+    (18, wrong_matmuls.gptq_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
+], ids=["11-B0", "12-B1", "12-B_MID", "17-BM", "18-BM"])
+def test_a_block_written_as_a_number_fails_where_the_sizes_use_another(number, kernel, status, block):
+    result = grade(number, kernel, seed=3)
+    failure = result.first_failure
+    assert failure is not None and failure.status == status, str(result)
+    assert block in str(result).splitlines()[0], str(result)
+
+
+# -- 9. a formula a small term short, under a float32 tolerance --------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(1, 4))
+def test_sgd_without_weight_decay_fails_and_the_note_names_a_missing_term(seed):
+    """A formula a small term short is near-miss too: under puzzle 21's float32 tolerance it fails, and the
+    verdict names the missing term (puzzle 21's likely slip; before it, the low-precision note asked about a
+    missing term as well as about float16)."""
+    result = grade(21, wrong.sgd_kernel_without_weight_decay, seed=seed)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong" and "weight_decay=0.01" in str(result).splitlines()[0]
+    assert "the weight decay is left out" in failure.note, failure.note
+
+
+# -- 10. puzzle 16's position in a band (the fourth red team) ------------------------------------------------------
+
+
+def _short_bands(sizes: dict) -> list[tuple[int, int]]:
+    """(first program, rows) of the last band of tile rows, when it is shorter than GROUP_M."""
+    tiles_m, tiles_n = -(-sizes["M"] // sizes["BM"]), -(-sizes["N"] // sizes["BN"])
+    rows, group = tiles_m % sizes["GROUP_M"], sizes["GROUP_M"]
+    return [((tiles_m // group) * group * tiles_n, rows)] if rows else []
+
+
+def test_grouped_order_has_a_short_band_whose_first_program_its_height_does_not_divide():
+    """`pid % rows` equals the position in the band `(pid % (GROUP_M * TN)) % rows` wherever `rows` divides the
+    band's first program id: in every full band, in a one-row band and in a first band. One graded size must
+    have a later short band of two rows or more that starts elsewhere."""
+    bands = [b for s in catalog.get(16).sizes for b in _short_bands(s)]
+    assert any(first > 0 and rows >= 2 and first % rows for first, rows in bands), bands
+
+
+def test_grouped_order_with_the_position_taken_from_the_program_id_fails():
+    result = grade(16, wrong_matmuls.grouped_order_kernel_position_from_pid)
+    failure = result.first_failure
+    assert failure is not None and failure.status == "wrong", str(result)
+    first, rows = _short_bands(failure.sizes)[0]
+    assert rows >= 2 and all(m.index[0] >= first for m in failure.mismatches), str(result)
+    assert "GROUP_M=3" in str(result).splitlines()[0]
+
+
+# -- 11. two blocks mixed up, or one tile row assumed (the fourth red team) ------------------------------------------
+# Closed in general by tests/test_catalog.py (no two sizes equal in every graded size; each block's axis runs two
+# programs or more where the block differs from each other block), and for puzzle 12 by a size of two 128-wide
+# chunks (B_MID // 8 is 8 wherever B_MID is 64): these passed before.
+
+
+@pytest.mark.parametrize(("number", "kernel", "status", "size"), [
+    (11, wrong_matmuls.dot_kernel_steps_by_b0, "wrong", "B0=32 B1=16 B2=1 B_MID=64"),
+    (12, wrong_matmuls.quant_dot_kernel_first_group_from_the_words_per_chunk, "wrong", "MID=256"),
+    (17, wrong_matmuls.splitk_matmul_kernel_rows_from_bn, "wrong", "BM=32 BN=16"),
+    (18, wrong_matmuls.gptq_matmul_kernel_one_tile_row, "unwritten", "M=40"),
+], ids=["11-B0-for-B_MID", "12-group-from-words", "17-BN-for-BM", "18-one-tile-row"])
+def test_mixed_up_blocks_and_a_single_tile_row_fail(number, kernel, status, size):
+    result = grade(number, kernel, seed=4)
+    failure = result.first_failure
+    assert failure is not None and failure.status == status, str(result)
+    assert size in str(result).splitlines()[0], str(result)
