@@ -36,7 +36,7 @@ MOVED = {
     "isolation": "classroom.isolation",
     "kernel_source": "running.kernel_source",
     "layouts": "grading.layouts",
-    "load_rules": "cli.load_rules",
+    "load_rules": "submissions.load_rules",
     "mistakes": "course.mistakes",
     "notebooks": "course.notebooks",
     "perf": "grading.perf",

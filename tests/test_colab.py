@@ -211,7 +211,7 @@ def test_a_notebook_in_a_checkout_without_an_install_finds_the_checkout():
 
 
 def test_progress_in_a_folder_without_notebooks_says_what_it_looked_for(tmp_path, monkeypatch):
-    from puzzles.cli import grade
+    from puzzles.learner import progress as grade
 
     # As on Colab: a notebook opened alone, the current folder holds no puzzle notebook, no checkout.
     monkeypatch.chdir(tmp_path)

@@ -1,4 +1,4 @@
-"""The load rules (puzzles/cli/load_rules.py): what a graded file may run while it loads. Every reference and
+"""The load rules (puzzles/submissions/load_rules.py): what a graded file may run while it loads. Every reference and
 every notebook of the course loads unrefused; code that could forge a verdict or trap the grader is
 refused before anything runs, with its line and why, and costs only the puzzles that need it."""
 
@@ -10,14 +10,14 @@ import json
 import classroom_fixtures as fixtures
 import pytest
 
-from puzzles.cli import grade
-from puzzles.cli.load_rules import LoadRules
 from puzzles.course import catalog
 from puzzles.course.notebooks import NOTEBOOK_DIR
 from puzzles.course.solution_source import ROOT, reference_source
+from puzzles.submissions import grade
+from puzzles.submissions.load_rules import LoadRules
 
 HEADER = ("import math\nimport os\nimport torch\nimport triton\nimport triton.language as tl\nfrom triton import jit\n"
-          "import puzzles.cli.grade as grading\n")
+          "import puzzles.submissions.grade as grading\n")
 
 ALLOWED = {
     "constexpr": "B = tl.constexpr(32)",

@@ -1,6 +1,6 @@
 """What a graded file may run while it loads: an allowlist, checked on the source before anything runs.
 
-Grading a file executes its definitions (puzzles/cli/grade.py). Whatever those statements evaluate runs
+Grading a file executes its definitions (puzzles/submissions/grade.py). Whatever those statements evaluate runs
 in the grading process: a default argument, a decorator, an annotation, an assignment's value, a
 class body. In a class's grading worker, such code could hand the spec's own output in as the
 kernel's or trap the grader (puzzles/classroom/roster.py checks the outputs anyway, as defence in depth);
