@@ -37,8 +37,8 @@ try:
     from puzzles.grading import on_gpu, test
     from puzzles.grading.result import TestResult
     from puzzles.learner.compiled import compiled
-    from puzzles.learner.debug import breakpoint_if, check_tensors, print_if
-    from puzzles.learner.sandbox import sandboxed
+    from puzzles.running.debug import breakpoint_if, check_tensors, print_if
+    from puzzles.running.sandbox import sandboxed
 except Exception as _err:
     # A missing (or unsupported) torch, triton, numpy or jaxtyping must not stop `python -m puzzles
     # doctor`, which says what to install; anything else from the course's own modules is a bug.

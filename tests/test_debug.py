@@ -12,7 +12,7 @@ import torch
 
 from puzzles import check_tensors, test
 from puzzles.grading import on_gpu
-from puzzles.learner import debug
+from puzzles.running import debug
 from puzzles.running import interpreter as execution
 
 interpreted_only = pytest.mark.skipif(on_gpu(), reason="the interpreter's own output format")

@@ -189,3 +189,12 @@ def test_a_pre_hook_that_zeroes_an_output_is_told_of_reset_to_zero():
     assert len(found) == 1 and "reset_to_zero=[\"z_ptr\"]" in found[0], found
     other = refusals("C = triton.Config({'B0': 64}, pre_hook=lambda nargs: os.system('x'))")
     assert other and "reset_to_zero" not in other[0], other
+
+
+def test_a_graded_file_may_import_exactly_the_courses_public_names():
+    """`from puzzles import X` is allowed for the names of `puzzles.__all__`, listed again in the load rules
+    (which sit below the package's face): the two lists stay equal."""
+    import puzzles
+    from puzzles.submissions.load_rules import FROM_PUZZLES
+
+    assert FROM_PUZZLES == set(puzzles.__all__)

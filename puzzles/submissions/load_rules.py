@@ -8,7 +8,7 @@ and an object of a learner's class, met by the grader while it inspects the glob
 runs the class's `__getattr__`, `__eq__` or `__hash__` there without any call at load. So:
 
 - **Imports only of what the notebooks import** (`IMPORTABLE_MODULES`, `FROM_TRITON`, `COURSE_IMPORTS`, the
-  names of `puzzles.__all__`): never the references (`solutions`), the grader's own modules, `builtins`,
+  course's public names `FROM_PUZZLES`): never the references (`solutions`), the grader's own modules, `builtins`,
   `os`, `sys`, `inspect`...: a file that can name them could read an answer or reach the grader's state.
 - **No class definitions**: kernels never need one, and a class is the only way a file could put
   its own code behind attribute access, comparison or hashing.
@@ -64,6 +64,12 @@ IMPORTABLE_PACKAGES = ("triton.language.",)  # triton.language.extra.libdevice (
 # `from triton import X`: Triton's public decorators and helpers, never its runtime, compiler or backends.
 FROM_TRITON = frozenset({"jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
                          "constexpr", "JITFunction"})
+# `from puzzles import X`: the course's public names, `puzzles.__all__` (a test keeps the two equal). Listed here,
+# not read from the package: a name added to the learner's API is importable by a graded file only once added here.
+FROM_PUZZLES = frozenset({
+    "PUZZLES", "Float32", "Int32", "Puzzle", "Tensor", "TestResult", "all_puzzles", "breakpoint_if", "cdiv",
+    "check_tensors", "compiled", "get", "on_gpu", "print_if", "sandboxed", "test",
+})
 # `from puzzles... import X` beyond `puzzles`' own public names: what the generated notebooks' cells import.
 COURSE_IMPORTS = frozenset({
     "puzzles.cli.grade.progress", "puzzles.course.philox.rand", "puzzles.grading.tensor_lists.compare_with_loop",
@@ -121,9 +127,7 @@ def course_import(module: str, name: str) -> bool:
     """`from puzzles import test`, `from puzzles.course.philox import rand`, a catalog module's spec: what a
     notebook of the course imports (never a reference, never the grader's insides)."""
     if module == "puzzles":
-        import puzzles
-
-        return name in puzzles.__all__
+        return name in FROM_PUZZLES
     if f"{module}.{name}" in COURSE_IMPORTS:
         return True
     package, _, slug = module.rpartition(".")

@@ -5,8 +5,8 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
-from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
-from puzzles.grading.tensor_lists import TensorLists, list_sizes
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, TensorLists
+from puzzles.course.tensor_lists import list_sizes
 
 
 def sgd_spec(params: Float32[Tensor, "T"], grads: Float32[Tensor, "T"], moms: Float32[Tensor, "T"], *,
