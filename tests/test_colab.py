@@ -110,7 +110,7 @@ def _combined_notebook(work: Path) -> Path:
         reference = nbformat.v4.new_code_cell(reference_source(p))
         check = nbformat.v4.new_code_cell(grade[0].source, metadata={"tags": ["grade-reference"]})
         nb.cells += [reference, check]
-    nb.cells.append(nbformat.v4.new_code_cell("from puzzles.cli.grade import progress\n\nprogress()",
+    nb.cells.append(nbformat.v4.new_code_cell("from puzzles import progress\n\nprogress()",
                                               metadata={"tags": ["progress"]}))
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"c{i}"

@@ -222,7 +222,10 @@ def spec_source(p: Puzzle) -> str:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             continue  # the text of the notebook's extra cells (BENCHMARK_CODE ...), shown in cells of their own
         start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
-        keep.append((node, "\n".join(lines[start - 1 : node.end_lineno])))
+        code = "\n".join(lines[start - 1 : node.end_lineno])
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("puzzles."):
+            code = code.replace(f"from {node.module} import", "from puzzles import", 1)  # its public name
+        keep.append((node, code))
     imports = [k for _, k in keep if k.startswith(("import ", "from "))]
     body = [(n, k) for n, k in keep if not k.startswith(("import ", "from "))]
     definition = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -340,7 +343,7 @@ def progress_notebook() -> dict:
               "one is run by the same `test()` as its grading cell. Each row links to its puzzle. "
               "`make grade` prints the same scoreboard in a terminal.", "progress-title"),
         setup_cell("progress-setup"),
-        _cell("code", "from puzzles.cli.grade import progress\n\nprogress()  # or progress(\"path/to/folder\")",
+        _cell("code", "from puzzles import progress\n\nprogress()  # or progress(\"path/to/folder\")",
               "progress-board"),
     ])
 
