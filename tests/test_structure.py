@@ -210,13 +210,33 @@ def test_old_module_paths_still_import_as_the_same_modules():
     for old, new in MOVED.items():
         assert importlib.import_module(f"puzzles.{old}") is importlib.import_module(f"puzzles.{new}"), old
     from puzzles.autotune import sweep  # the names the committed notebooks imported before
+    from puzzles.catalog.p02_constant_add_block import add2_spec
     from puzzles.catalog.p20_autotune import PUZZLE
     from puzzles.grade import progress
-    from puzzles.tensor_lists import compare_with_loop
+    from puzzles.tensor_lists import compare_with_loop, tables
 
     assert PUZZLE.number == 20 and callable(sweep) and callable(progress) and callable(compare_with_loop)
+    assert callable(tables) and callable(add2_spec)
     assert importlib.import_module("puzzles.catalog.p20_autotune").__spec__.name == \
         "puzzles.course.catalog.p20_autotune"
+
+
+def test_every_path_a_shipped_notebook_imported_still_imports():
+    """`git log -p -- notebooks/` lists them: the deep paths the notebooks imported until they imported
+    public names, and the old ones above (puzzles/moved.py); each still gives the same object."""
+    import puzzles
+    from puzzles.cli.grade import progress
+    from puzzles.course.catalog.p02_constant_add_block import add2_spec
+    from puzzles.course.philox import rand
+    from puzzles.grading.tensor_lists import compare_with_loop
+    from puzzles.learner.autotune import sweep
+    from puzzles.learner.inductor_code import compare_with_compiled, compiled_code, kernels_in
+
+    assert (progress, rand, compare_with_loop, sweep) == (puzzles.progress, puzzles.rand, puzzles.compare_with_loop,
+                                                          puzzles.sweep)
+    assert (compare_with_compiled, compiled_code, kernels_in) == (puzzles.compare_with_compiled,
+                                                                  puzzles.compiled_code, puzzles.kernels_in)
+    assert add2_spec is puzzles.get(2).spec
 
 
 # The layers of puzzles/, lowest first (ARCHITECTURE.md's table says what each holds). A module may import
