@@ -46,6 +46,7 @@ if __name__ == "__main__":  # said before torch and the course load (seconds) wh
 import torch  # noqa: E402
 
 from puzzles.course import catalog  # noqa: E402
+from puzzles.course.amounts import fewest_bytes, size_text  # noqa: E402
 from puzzles.course.puzzle import Puzzle, ScalarWork, Sizes  # noqa: E402
 from puzzles.course.spec import call_spec  # noqa: E402
 from puzzles.grading import perf  # noqa: E402
@@ -145,7 +146,7 @@ def measure(p: Puzzle, limits: Any) -> Row:
     if p.fast_reference is not None:
         fast_ms, fast_err = time_kernel(p, p.fast_reference_kernel(), sizes)
     eager_ms, compiled_ms, why = time_spec(p, sizes)
-    read, written = perf.fewest_bytes(p.spec, sizes)
+    read, written = fewest_bytes(p.spec, sizes)
     report = perf.PerfReport(sizes=sizes, ms=ref_ms, torch_ms=eager_ms, read_bytes=read, written_bytes=written,
                              flops=p.flops(sizes) if p.flops else 0, limits=limits,
                              scalar=p.scalar_work(sizes) if p.scalar_work else ScalarWork())
@@ -158,7 +159,7 @@ def measure(p: Puzzle, limits: Any) -> Row:
     compared = goal is None or bool(goal.vs_compile)
     if not compared:
         notes = (notes + "; " if notes else "") + f"no torch.compile goal: {goal.compile_note}"
-    return Row(p.number, p.title, perf.size_text(sizes), us(ref_ms), us(fast_ms), us(eager_ms), us(compiled_ms),
+    return Row(p.number, p.title, size_text(sizes), us(ref_ms), us(fast_ms), us(eager_ms), us(compiled_ms),
                floor_ms * 1000, bound, ref_err, fast_err, notes, compared)
 
 

@@ -33,12 +33,17 @@ try:
     from torch import Tensor
 
     from puzzles.course.catalog import PUZZLES, all_puzzles, get
+    from puzzles.course.philox import rand
     from puzzles.course.puzzle import Puzzle, cdiv
     from puzzles.grading import on_gpu, test
     from puzzles.grading.result import TestResult
+    from puzzles.grading.tensor_lists import compare_with_loop
+    from puzzles.learner.autotune import sweep
     from puzzles.learner.compiled import compiled
-    from puzzles.learner.debug import breakpoint_if, check_tensors, print_if
-    from puzzles.learner.sandbox import sandboxed
+    from puzzles.learner.inductor_code import compare_with_compiled, compiled_code, kernels_in
+    from puzzles.learner.progress import progress
+    from puzzles.running.debug import breakpoint_if, check_tensors, print_if
+    from puzzles.running.sandbox import sandboxed
 except Exception as _err:
     # A missing (or unsupported) torch, triton, numpy or jaxtyping must not stop `python -m puzzles
     # doctor`, which says what to install; anything else from the course's own modules is a bug.
@@ -81,6 +86,7 @@ else:
 
         _gpu_worker.warm_up()
 
+# What a notebook imports: `from puzzles import ...` only, never a module's path (tests/test_notebooks.py checks).
 __all__ = [
     "PUZZLES",
     "Float32",
@@ -92,10 +98,17 @@ __all__ = [
     "breakpoint_if",
     "cdiv",
     "check_tensors",
+    "compare_with_compiled",
+    "compare_with_loop",
     "compiled",
+    "compiled_code",
     "get",
+    "kernels_in",
     "on_gpu",
     "print_if",
+    "progress",
+    "rand",
     "sandboxed",
+    "sweep",
     "test",
 ]

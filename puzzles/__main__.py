@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "grade":
         from puzzles.cli import grade
+        from puzzles.learner.progress import scoreboard
+        from puzzles.submissions.grade import grade as grade_files
 
         if args.student or args.merge or args.per_file or is_class_folder(args.paths) or (args.out and args.paths):
             from puzzles.classroom import command as class_command
@@ -81,12 +83,12 @@ def main(argv: list[str] | None = None) -> int:
 
             grades = class_command.isolated_grades(paths, selected, args, timeout)
         else:
-            grades = grade.grade(paths, selected, timeout=timeout, viz_dir=args.viz, seed=args.seed)
+            grades = grade_files(paths, selected, timeout=timeout, viz_dir=args.viz, seed=args.seed)
         if args.json:
             for g_ in grades:
                 print(json.dumps(g_.record()))
         else:
-            print(grade.scoreboard(grades))
+            print(scoreboard(grades))
         attempted = [g_ for g_ in grades if g_.status != "not attempted"]
         return 0 if attempted and all(g_.status == "passed" for g_ in attempted) else 1
     if args.command == "gradescope":

@@ -1,9 +1,11 @@
-"""Old import paths of modules that moved, still importable.
+"""Old import paths that notebooks the course shipped used, still importable.
 
 Notebooks copied into `my-notebooks/` before the course's modules were grouped into subpackages
-import `puzzles.autotune`, `puzzles.grade`, `puzzles.tensor_lists`, `puzzles.catalog.pNN_...`: an
-import of an old path gets the module at its new path (the same module object, not a copy). The
-course's own code uses the new paths only (tests/test_structure.py checks).
+import `puzzles.autotune` (sweep), `puzzles.grade` (progress), `puzzles.tensor_lists` (tables,
+compare_with_loop) and `puzzles.catalog.p02_constant_add_block` (add2_spec): an import of an old path
+gets the module at its new path (the same module object, not a copy). Only those paths are kept
+(`git log -p -- notebooks/` lists every import the shipped notebooks had); the course's own code uses
+the new paths, and its notebooks import public names only (`from puzzles import sweep`).
 """
 
 from __future__ import annotations
@@ -14,46 +16,16 @@ import importlib.machinery
 import sys
 from types import ModuleType
 
-# old path -> new path, both below `puzzles.` (`puzzles.execution` is not here: it was split by job, into
-# running/kernel.py, errors.py, lines.py, interpreter.py, limits.py, child.py and frames.py)
+# old path -> new path, both below `puzzles.`
 MOVED = {
     "autotune": "learner.autotune",
-    "autotune_configs": "grading.autotune_configs",
-    "bug_inputs": "course.bug_inputs",
     "catalog": "course.catalog",
-    "class_command": "classroom.command",
-    "compat": "running.compat",
-    "compile_check": "running.compile_check",
-    "debug": "learner.debug",
-    "doctor": "cli.doctor",
-    "gpu_worker": "running.gpu_worker",
     "grade": "cli.grade",
-    "grade_worker": "classroom.worker",
-    "gradebook": "classroom.gradebook",
-    "harness": "grading",
-    "harness.running": "grading.runs",
-    "inputs": "grading.inputs",
-    "isolation": "classroom.isolation",
-    "kernel_source": "running.kernel_source",
-    "layouts": "grading.layouts",
-    "load_rules": "cli.load_rules",
-    "mistakes": "course.mistakes",
-    "notebooks": "course.notebooks",
-    "perf": "grading.perf",
-    "picture_hooks": "course.picture_hooks",
-    "primer": "course.primer",
-    "puzzle": "course.puzzle",
-    "recording": "running.recording",
-    "result": "grading.result",
-    "sandbox": "learner.sandbox",
-    "solution_source": "course.solution_source",
     "tensor_lists": "grading.tensor_lists",
-    "workspace": "learner.workspace",
 }
 
-# Old packages (their modules moved with them). `puzzles.classroom` is not here: it was a module and is
-# now the classroom package.
-OLD_PACKAGES = ("harness", "catalog", "compile_check")
+# Old packages (their modules moved with them).
+OLD_PACKAGES = ("catalog",)
 
 
 def new_name(name: str) -> str | None:

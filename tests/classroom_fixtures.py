@@ -1,6 +1,6 @@
 """A synthetic class for the class-grading tests: honest students
 (references, starters, a wrong kernel, a notebook) and hostile ones. The load rules
-(puzzles/cli/load_rules.py) refuse what used to run while loading (a class body replacing `test` or the
+(puzzles/submissions/load_rules.py) refuse what used to run while loading (a class body replacing `test` or the
 harness's judge, writing another student's file, a class whose metaclass kills the grading process
 when the grader reads a global): those students now get the refusal as their message. The others
 reach the layers behind the rules with allowed constructs only: a loop in C while loading that the
@@ -62,7 +62,7 @@ REASONS[("switcher", 1)] = SWITCHER_REASON
 
 FORGED_TEST = '''
 class Sneaky:  # a class body runs while loading: replace the grader's test() with a yes-man
-    import puzzles.cli.grade as grading
+    import puzzles.submissions.grade as grading
 
     class Passed:
         passed, seconds, seed = True, 0.0, 1

@@ -110,7 +110,7 @@ def _combined_notebook(work: Path) -> Path:
         reference = nbformat.v4.new_code_cell(reference_source(p))
         check = nbformat.v4.new_code_cell(grade[0].source, metadata={"tags": ["grade-reference"]})
         nb.cells += [reference, check]
-    nb.cells.append(nbformat.v4.new_code_cell("from puzzles.cli.grade import progress\n\nprogress()",
+    nb.cells.append(nbformat.v4.new_code_cell("from puzzles import progress\n\nprogress()",
                                               metadata={"tags": ["progress"]}))
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"c{i}"
@@ -211,7 +211,7 @@ def test_a_notebook_in_a_checkout_without_an_install_finds_the_checkout():
 
 
 def test_progress_in_a_folder_without_notebooks_says_what_it_looked_for(tmp_path, monkeypatch):
-    from puzzles.cli import grade
+    from puzzles.learner import progress as grade
 
     # As on Colab: a notebook opened alone, the current folder holds no puzzle notebook, no checkout.
     monkeypatch.chdir(tmp_path)

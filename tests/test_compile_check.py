@@ -183,7 +183,7 @@ def test_a_float32_dot_in_tf32_is_a_note_where_the_tolerance_is_tighter():
     ("sum_kernel_scalar_accumulator", 7, "would not compile for a GPU"),  # the compile check
 ])
 def test_grade_fails_an_interpreter_only_kernel(tmp_path, kernel, number, words):
-    from puzzles.cli.grade import grade
+    from puzzles.submissions.grade import grade
 
     name = catalog.get(number).kernel_name
     source = inspect.getsource(getattr(ck, kernel).fn).replace(kernel, name)

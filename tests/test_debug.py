@@ -11,12 +11,10 @@ import pytest
 import torch
 
 from puzzles import check_tensors, test
-from puzzles.learner import debug
+from puzzles.running import debug
 from puzzles.running import interpreter as execution
 
 interpreted_only = pytest.mark.interpreter("the interpreter's own output format")
-
-
 
 
 @interpreted_only

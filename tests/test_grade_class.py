@@ -22,11 +22,11 @@ from warm_forks import run_python
 from puzzles.classroom.isolation import GIB, UID_BASE, Limits, can_switch_user, job_uid
 from puzzles.classroom.roster import check_evidence
 from puzzles.classroom.worker import encode_tensor
-from puzzles.cli import grade
 from puzzles.course import catalog
 from puzzles.course.solution_source import reference_source
 from puzzles.grading.cases import case_from_spec
 from puzzles.grading.job import size_list
+from puzzles.submissions import grade
 
 ROOT = Path(__file__).resolve().parent.parent
 P1_ID = catalog.get(1).id
@@ -184,7 +184,7 @@ def test_what_loading_prints_never_reaches_the_scoreboards_stdout(tmp_path, caps
     """What loading prints (an import that prints: `import this`, allowed here only, as no import of the load
     rules' own list prints) goes to stderr: stdout is the scoreboard's (`--json` lines a script reads), and a
     printed verdict must not pass for one."""
-    from puzzles.cli import load_rules
+    from puzzles.submissions import load_rules
 
     monkeypatch.setattr(load_rules, "IMPORTABLE_MODULES", load_rules.IMPORTABLE_MODULES | {"this"})
     monkeypatch.delitem(sys.modules, "this", raising=False)  # imported once already: it would print nothing
@@ -323,7 +323,7 @@ def test_the_memory_watch_stops_a_process_tree_past_its_limit(tmp_path, worker_t
     pid_file = tmp_path / "hoarder.pid"
     worker_trigger(f"""
         import os, time
-        import puzzles.cli.grade as grade
+        import puzzles.submissions.grade as grade
 
         real_collect = grade.collect
 
@@ -365,7 +365,7 @@ def test_a_worker_killed_mid_puzzle_fails_that_puzzle_and_a_fresh_one_grades_the
     worker_trigger(f"""
         import os, signal, time
         from pathlib import Path
-        import puzzles.cli.grade as grade
+        import puzzles.submissions.grade as grade
         import puzzles.classroom.isolation as isolation
 
         real_apply, real_grade = isolation.apply_limits, grade.grade_puzzle
@@ -416,7 +416,7 @@ def test_a_forged_pass_from_the_worker_is_not_confirmed(tmp_path, worker_trigger
     from puzzles.classroom.roster import Options, Student, grade_student
 
     worker_trigger("""
-        import puzzles.cli.grade as grade
+        import puzzles.submissions.grade as grade
         import puzzles.grading as harness
         from puzzles.grading.result import SizeOutcome
 

@@ -7,9 +7,11 @@ import os
 
 import nbformat
 
-from puzzles.cli import grade
+from puzzles.cli.grade import expand
 from puzzles.course import catalog, notebooks
 from puzzles.course.solution_source import reference_source, starter_source
+from puzzles.learner import progress
+from puzzles.submissions import grade
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 P1 = catalog.get(1)
@@ -18,7 +20,7 @@ P1 = catalog.get(1)
 def test_a_kernel_defined_twice_names_the_graded_file(tmp_path, capsys):
     (tmp_path / "a.py").write_text(HEADER + reference_source(P1))
     (tmp_path / "b.py").write_text(HEADER + starter_source(P1))
-    (g,) = grade.grade(grade.expand([str(tmp_path)]), [P1])
+    (g,) = grade.grade(expand([str(tmp_path)]), [P1])
     err = capsys.readouterr().err
     # The attempt wins over a later starter, and the warning (stderr) names both files.
     assert g.status == "passed" and g.source.endswith("a.py")
@@ -44,7 +46,7 @@ def test_progress_links_each_puzzle_notebook(tmp_path, monkeypatch):
             cell.source = reference_source(P1)
     nbformat.write(nb, tmp_path / f"{P1.id}.ipynb")
     monkeypatch.chdir(tmp_path)
-    board = grade.progress()
+    board = progress.progress()
     html = board._repr_html_()
     assert f'href="{P1.id}.ipynb"' in html and "1 of" in html
     assert f"✓   1 {P1.title}" in str(board)

@@ -136,7 +136,7 @@ def results_of(root: Path, proc: subprocess.Popen) -> dict:
 def test_the_zip_holds_gradescope_s_scripts_and_the_pinned_course(autograder):
     base, names, modes = autograder
     assert {"setup.sh", "run_autograder", "gradescope.json", "requirements.txt", "requirements-grading.txt",
-            "scripts/setup.py", "puzzles/classroom/worker.py", "puzzles/cli/load_rules.py",
+            "scripts/setup.py", "puzzles/classroom/worker.py", "puzzles/submissions/load_rules.py",
             "puzzles/course/starters.json"} <= set(names)
     assert not [n for n in names if n.startswith("solutions/")]  # no reference kernel in the container
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]

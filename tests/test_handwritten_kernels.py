@@ -309,7 +309,7 @@ def test_a_dot_summed_in_float16_gets_a_note_where_the_tolerance_allows_tf32():
 
 
 def test_a_module_of_ones_own_beside_a_graded_file_is_named_as_such(tmp_path):
-    from puzzles.cli.grade import load_file
+    from puzzles.submissions.grade import load_file
 
     (tmp_path / "rt5_own_helpers.py").write_text(HELPERS_MODULE)
     (tmp_path / "p02.py").write_text("import rt5_own_helpers\nimport not_a_module_anywhere\n")

@@ -19,11 +19,11 @@ from conftest import pythonpath_without_checkout
 from test_gradescope import autograder, lay_out, results_of, run_autograder  # noqa: F401 - the fixture, found by pytest
 from warm_forks import run_python
 
-from puzzles.cli import grade
 from puzzles.course import catalog
 from puzzles.course.solution_source import ROOT
 from puzzles.running.child import run_in_child
 from puzzles.running.frames import FrameReader, send_frame
+from puzzles.submissions import grade
 
 P1 = catalog.get(1)
 worker_trigger = fixtures.worker_trigger  # the fixture, found here by pytest
@@ -207,7 +207,7 @@ def test_a_forged_report_fails_every_puzzle_and_says_what_was_attempted(tmp_path
 
     worker_trigger(FIND_CHANNEL + """
 import json
-import puzzles.cli.grade as grade
+import puzzles.submissions.grade as grade
 from puzzles.classroom.worker import encode_tensor
 from puzzles.course import catalog
 from puzzles.grading.cases import case_from_spec

@@ -14,10 +14,10 @@ import triton.language as tl
 
 from puzzles import test
 from puzzles.course import catalog
-from puzzles.grading.kernel_body import kernel_body_error
 from puzzles.running import compat, interpreter_hooks
 from puzzles.running.interpreter import interpreted
 from puzzles.running.recording import Recorder, Trace
+from puzzles.submissions.kernel_body import kernel_body_error
 
 pytestmark = pytest.mark.interpreter("grades under the interpreter, whose hooks are tested here")
 descriptors = pytest.mark.skipif(not interpreter_hooks.has_tensor_descriptors(),

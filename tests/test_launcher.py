@@ -30,7 +30,7 @@ P1 = catalog.get(1)
 DESCRIBE = """
     import json, os, tempfile
     from pathlib import Path
-    import puzzles.cli.grade as grade
+    import puzzles.submissions.grade as grade
 
     real_grade = grade.grade_puzzle
 

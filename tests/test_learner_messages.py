@@ -235,8 +235,8 @@ def test_a_long_reason_is_cut_after_a_whole_clause_never_inside_brackets():
 
 
 def test_the_scoreboard_and_the_progress_table_shorten_by_the_same_rule(tmp_path):
-    from puzzles.cli import grade as grading
     from puzzles.grading.result import brief_reason
+    from puzzles.learner import progress as grading
 
     g = grading.Grade(catalog.get(18), "failed", SLIP_REASON, "18_gptq_splitk.ipynb")
     assert brief_reason(SLIP_REASON) in grading.scoreboard([g])

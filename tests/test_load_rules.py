@@ -1,4 +1,4 @@
-"""The load rules (puzzles/cli/load_rules.py): what a graded file may run while it loads. Every reference and
+"""The load rules (puzzles/submissions/load_rules.py): what a graded file may run while it loads. Every reference and
 every notebook of the course loads unrefused; code that could forge a verdict or trap the grader is
 refused before anything runs, with its line and why, and costs only the puzzles that need it."""
 
@@ -10,14 +10,14 @@ import json
 import classroom_fixtures as fixtures
 import pytest
 
-from puzzles.cli import grade
-from puzzles.cli.load_rules import LoadRules
 from puzzles.course import catalog
 from puzzles.course.notebooks import NOTEBOOK_DIR
 from puzzles.course.solution_source import ROOT, reference_source
+from puzzles.submissions import grade
+from puzzles.submissions.load_rules import LoadRules
 
 HEADER = ("import math\nimport os\nimport torch\nimport triton\nimport triton.language as tl\nfrom triton import jit\n"
-          "import puzzles.cli.grade as grading\n")
+          "import puzzles.submissions.grade as grading\n")
 
 ALLOWED = {
     "constexpr": "B = tl.constexpr(32)",
@@ -189,3 +189,12 @@ def test_a_pre_hook_that_zeroes_an_output_is_told_of_reset_to_zero():
     assert len(found) == 1 and "reset_to_zero=[\"z_ptr\"]" in found[0], found
     other = refusals("C = triton.Config({'B0': 64}, pre_hook=lambda nargs: os.system('x'))")
     assert other and "reset_to_zero" not in other[0], other
+
+
+def test_a_graded_file_may_import_exactly_the_courses_public_names():
+    """`from puzzles import X` is allowed for the names of `puzzles.__all__`, listed again in the load rules
+    (which sit below the package's face): the two lists stay equal."""
+    import puzzles
+    from puzzles.submissions.load_rules import FROM_PUZZLES
+
+    assert FROM_PUZZLES == set(puzzles.__all__)

@@ -36,6 +36,30 @@ def test_a_hand_edit_is_detected(tmp_path):
     assert notebooks.drift(tmp_path) == ["01_constant_add.ipynb"]
 
 
+def test_the_notebooks_import_the_course_by_its_public_names_only():
+    """`from puzzles import X` with X in `puzzles.__all__`, or `import puzzles`: never a module's path, which
+    moves with the code (puzzles/moved.py keeps only the paths shipped notebooks used importable)."""
+    import ast
+
+    import puzzles
+
+    found = []
+    for name, nb in notebooks.all_notebooks().items():
+        for index, cell in enumerate(nb["cells"]):
+            if cell["cell_type"] != "code":
+                continue
+            source = "\n".join(line for line in "".join(cell["source"]).splitlines() if not line.startswith(("%", "!")))
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "puzzles":
+                    names = [alias.name for alias in node.names]
+                    if node.module != "puzzles" or not set(names) <= set(puzzles.__all__):
+                        found.append(f"{name} [cell {index}]: from {node.module} import {', '.join(names)}")
+                elif isinstance(node, ast.Import):
+                    found += [f"{name} [cell {index}]: import {a.name}" for a in node.names
+                              if a.name.startswith("puzzles.")]
+    assert found == []
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_notebook_opens_on_its_title_with_the_set_up_code_folded(name):
     # JupyterLab folds a cell whose metadata says jupyter.source_hidden; Colab shows a `cellView: form` cell as

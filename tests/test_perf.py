@@ -10,6 +10,7 @@ import torch
 
 from puzzles import test
 from puzzles.course import catalog
+from puzzles.course.amounts import fewest_bytes
 from puzzles.course.notebooks import speed_text
 from puzzles.course.puzzle import ScalarWork, SpeedGoal
 from puzzles.grading import perf
@@ -20,7 +21,7 @@ H100 = perf.DeviceLimits("H100", copy_gbps=2000.0, matmul_tflops=600.0, write_gb
 
 def report(number: int, ms: float, limits: perf.DeviceLimits = H100, **more) -> perf.PerfReport:
     p = catalog.get(number)
-    read, written = perf.fewest_bytes(p.spec, p.perf_size)
+    read, written = fewest_bytes(p.spec, p.perf_size)
     flops = p.flops(p.perf_size) if p.flops else 0
     more.setdefault("scalar", p.scalar_work(p.perf_size) if p.scalar_work else ScalarWork())
     more.setdefault("goal", p.speed_goal)
@@ -38,7 +39,7 @@ def test_reads_and_writes_are_timed_at_their_own_rates():
 def test_an_output_that_is_only_written_is_not_over_the_roofline():
     # Puzzle 4 writes 256 MiB and reads 64 KiB: a kernel that writes at the fill rate is at the roofline,
     # where counting its bytes against the copy rate made it 110% (103% was seen on an H100).
-    read, written = perf.fewest_bytes(catalog.get(4).spec, catalog.get(4).perf_size)
+    read, written = fewest_bytes(catalog.get(4).spec, catalog.get(4).perf_size)
     assert (read, written) == (2 * 8192 * 4, 8192 * 8192 * 4)
     fastest = read / (H100.read_gbps * 1e6) + written / (H100.written_gbps * 1e6)
     r = report(4, fastest)
@@ -72,7 +73,7 @@ def test_puzzle_21_has_a_speed_size_and_its_bytes_count_the_lists_end_to_end():
     p = catalog.get(21)
     assert p.perf_size is not None and p.perf_size["K"] == 120
     total = p.perf_size["T"]
-    assert perf.fewest_bytes(p.spec, p.perf_size) == (3 * total * 4, 2 * total * 4)
+    assert fewest_bytes(p.spec, p.perf_size) == (3 * total * 4, 2 * total * 4)
     text = report(21, 0.2).text()
     assert "K=120 T=" in text and "L0=" not in text and "roofline" in text
     assert "L0=" not in speed_text(p) and "K=120" in speed_text(p)

@@ -9,8 +9,8 @@ import wrong_kernels as wrong
 
 from puzzles import test
 from puzzles.course import catalog
+from puzzles.course.amounts import fmt_bytes, fmt_flops
 from puzzles.course.notebooks import speed_text
-from puzzles.grading.perf import fmt_bytes, fmt_flops
 from puzzles.grading.result import render_html
 
 P2 = catalog.get(2)

@@ -184,7 +184,7 @@ def sgd_kernel_last_chunk_unmasked(addresses_ptr, numels_ptr, chunks_ptr, z_ptr,
 
 
 def test_each_tensor_of_each_list_is_its_own_guarded_allocation():
-    from puzzles.grading.tensor_lists import chunk_map
+    from puzzles.course.tensor_lists import chunk_map
 
     p = catalog.get(21)
     for s in p.sizes:

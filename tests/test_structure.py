@@ -168,14 +168,14 @@ def test_no_python_file_over_the_line_limit():
 
 # Besides __init__ and __main__, the package's top level keeps at most this many modules: the rest
 # live in subpackages named for their concern (course, running, grading, learner, classroom, cli, viz,
-# diagrams).
+# diagrams, submissions).
 MAX_TOP_LEVEL_MODULES = 10
 
 
 def test_the_package_is_divided_by_concern():
     top = sorted(p.name for p in (ROOT / "puzzles").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
-    for package in ("course", "running", "grading", "learner", "classroom", "cli", "viz", "diagrams"):
+    for package in ("course", "running", "grading", "learner", "classroom", "cli", "viz", "diagrams", "submissions"):
         assert (ROOT / "puzzles" / package / "__init__.py").exists(), package
 
 
@@ -210,10 +210,137 @@ def test_old_module_paths_still_import_as_the_same_modules():
     for old, new in MOVED.items():
         assert importlib.import_module(f"puzzles.{old}") is importlib.import_module(f"puzzles.{new}"), old
     from puzzles.autotune import sweep  # the names the committed notebooks imported before
+    from puzzles.catalog.p02_constant_add_block import add2_spec
     from puzzles.catalog.p20_autotune import PUZZLE
     from puzzles.grade import progress
-    from puzzles.tensor_lists import compare_with_loop
+    from puzzles.tensor_lists import compare_with_loop, tables
 
     assert PUZZLE.number == 20 and callable(sweep) and callable(progress) and callable(compare_with_loop)
+    assert callable(tables) and callable(add2_spec)
     assert importlib.import_module("puzzles.catalog.p20_autotune").__spec__.name == \
         "puzzles.course.catalog.p20_autotune"
+
+
+def test_every_path_a_shipped_notebook_imported_still_imports():
+    """`git log -p -- notebooks/` lists them: the deep paths the notebooks imported until they imported
+    public names, and the old ones above (puzzles/moved.py); each still gives the same object."""
+    import puzzles
+    from puzzles.cli.grade import progress
+    from puzzles.course.catalog.p02_constant_add_block import add2_spec
+    from puzzles.course.philox import rand
+    from puzzles.grading.tensor_lists import compare_with_loop
+    from puzzles.learner.autotune import sweep
+    from puzzles.learner.inductor_code import compare_with_compiled, compiled_code, kernels_in
+
+    assert (progress, rand, compare_with_loop, sweep) == (puzzles.progress, puzzles.rand, puzzles.compare_with_loop,
+                                                          puzzles.sweep)
+    assert (compare_with_compiled, compiled_code, kernels_in) == (puzzles.compare_with_compiled,
+                                                                  puzzles.compiled_code, puzzles.kernels_in)
+    assert add2_spec is puzzles.get(2).spec
+
+
+# The layers of puzzles/, lowest first (ARCHITECTURE.md's table says what each holds). A module may import
+# from its own layer and those below it, never from one above: lazy imports (inside a function) count, and
+# only imports under `if TYPE_CHECKING:` may name a higher layer's types (they never run). A module is in
+# the layer of the longest room that holds it.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("puzzles.running",),  # running a kernel where it cannot hurt; a learner's debug helpers and sandbox
+    ("puzzles.course",),  # what the course says: the Puzzle record, specs, the catalog, the notebooks
+    ("puzzles.viz", "puzzles.diagrams"),  # pictures: a run's memory picture, a puzzle's diagram
+    ("puzzles.grading",),  # test() and its steps, the TestResult (shown with viz/'s picture)
+    ("puzzles.submissions",),  # a learner's files loaded under the load rules, and graded
+    ("puzzles.learner",),  # what a notebook calls besides test(): progress, sweep, compiled, workspace
+    ("puzzles.classroom",),  # grading a class: each submission in an isolated worker, the gradebook
+    ("puzzles.cli",),  # the learner's commands (arguments, printing)
+    ("puzzles", "puzzles.__main__", "puzzles.moved"),  # the package's face: the learner's API, the dispatch
+)
+# (importing module, imported module) that still run back up, as a ratchet: none left (issue 49).
+KNOWN_UPWARD_IMPORTS: set[tuple[str, str]] = set()
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of the longest room that holds `module` (None: in no room)."""
+    best: tuple[int, int] | None = None
+    for index, rooms in enumerate(LAYERS):
+        for room in rooms:
+            exact_only = room == "puzzles"  # the package's own __init__, not everything below it
+            if module == room or (not exact_only and module.startswith(room + ".")):
+                if best is None or len(room) > best[0]:
+                    best = (len(room), index)
+    return None if best is None else best[1]
+
+
+def type_checking_nodes(tree: ast.AST) -> set[int]:
+    """The ids of the import statements under `if TYPE_CHECKING:` (annotations only, never run)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and ast.unparse(test).endswith("TYPE_CHECKING"):
+            found |= {id(sub) for stmt in node.body for sub in ast.walk(stmt)}
+    return found
+
+
+def upward_imports(root: Path = ROOT) -> dict[tuple[str, str], list[int]]:
+    """(module, imported module) -> the lines, for every run-time import of puzzles/ from a lower layer into a
+    higher one."""
+    modules = {m: p for m, p in module_files(root).items() if m.split(".")[0] == "puzzles"}
+    found: dict[tuple[str, str], list[int]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        type_only = type_checking_nodes(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in type_only:
+                continue
+            single = ast.Module(body=[node], type_ignores=[])
+            for target in imported_modules(module, path, single, modules):
+                low, high = layer_of(module), layer_of(target)
+                if low is not None and high is not None and high > low:
+                    found.setdefault((module, target), []).append(node.lineno)
+    return found
+
+
+def imported_modules(module: str, path: Path, tree: ast.Module, modules: dict[str, Path]) -> set[str]:
+    """The project modules one import statement names (`imports_of`'s reading of a statement)."""
+    edges: set[str] = set()
+    node = tree.body[0]
+    if isinstance(node, ast.Import):
+        edges |= {o for a in node.names if (o := owning_module(a.name, modules)) and o != module}
+    else:
+        if node.level:
+            base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            source = ".".join(base + ([node.module] if node.module else []))
+        else:
+            source = node.module or ""
+        for alias in node.names:
+            submodule = f"{source}.{alias.name}"
+            target = submodule if submodule in modules else owning_module(source, modules)
+            if target is not None and target != module:
+                edges.add(target)
+    return edges
+
+
+def test_every_module_of_the_package_is_in_a_layer():
+    modules = [m for m in module_files(ROOT) if m.split(".")[0] == "puzzles"]
+    assert [m for m in modules if layer_of(m) is None] == [], "add its room to LAYERS"
+
+
+def test_the_layer_checker_sees_lazy_imports_and_skips_type_only_ones(tmp_path):
+    package = tmp_path / "puzzles"
+    for room in ("running", "grading"):
+        (package / room).mkdir(parents=True)
+        (package / room / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "grading" / "verdict.py").write_text("V = 1\n")
+    (package / "running" / "low.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from puzzles.grading.verdict import V\n"
+        "def f():\n    from ..grading import verdict\n    return verdict\n")
+    assert upward_imports(tmp_path) == {("puzzles.running.low", "puzzles.grading.verdict"): [5]}
+
+
+def test_no_import_runs_back_up_the_layers():
+    found = upward_imports()
+    new = {f"{module} (line {', '.join(map(str, lines))}) imports {target}" for (module, target), lines in found.items()
+           if (module, target) not in KNOWN_UPWARD_IMPORTS}
+    assert new == set(), "an import from a lower layer into a higher one: move the code to the layer it belongs in"
+    assert KNOWN_UPWARD_IMPORTS - set(found) == set(), "gone: remove them from KNOWN_UPWARD_IMPORTS"

@@ -121,8 +121,8 @@ def test_an_error_in_the_courses_own_module_is_not_hidden(tmp_path):
     code = ("import sys, importlib.abc\n"
             "class Broken(importlib.abc.MetaPathFinder):\n"
             "    def find_spec(self, name, path, target=None):\n"
-            "        if name == 'puzzles.learner.debug':\n"
-            "            raise ImportError('cannot import name x', name='puzzles.learner.debug')\n"
+            "        if name == 'puzzles.running.debug':\n"
+            "            raise ImportError('cannot import name x', name='puzzles.running.debug')\n"
             "sys.meta_path.insert(0, Broken())\n"
             "import puzzles\n")
     proc = run_python(["-c", code], ROOT, timeout=120)

@@ -19,9 +19,9 @@ from puzzles.classroom.roster import (
     grade_student,
     submission_files,
 )
-from puzzles.cli.grade import Grade
 from puzzles.course.puzzle import Puzzle
 from puzzles.running.kernel import on_gpu
+from puzzles.submissions.grade import Grade
 
 GRADED, USAGE, GRADER_FAILED = 0, 2, 3
 

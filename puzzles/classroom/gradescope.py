@@ -246,7 +246,7 @@ def unreadable(files: list[Path], submission: Path) -> dict[str, tuple[str, str]
     """The submitted files that are not a readable notebook or Python file: their name in the submission ->
     (why, the text still legible in them). Read here as text or JSON only (nothing in them runs in this
     process); a file that reads but does not parse is the worker's to report (a loading problem)."""
-    from puzzles.cli.grade import code_cells
+    from puzzles.submissions.grade import code_cells
 
     found = {}
     for path in files:

@@ -46,13 +46,13 @@ from puzzles.classroom.isolation import (
     prepare_folder,
     symbolic_links,
 )
-from puzzles.cli.grade import code_cells, strip_magics
 from puzzles.course import catalog
 from puzzles.course.puzzle import Puzzle
 from puzzles.course.solution_source import is_starter
 from puzzles.grading.cases import case_from_spec
 from puzzles.grading.job import size_list
 from puzzles.grading.judging import values_close
+from puzzles.submissions.grade import code_cells, strip_magics
 
 CLASS_TIMEOUT = 5.0  # seconds per size: the same verdicts as 20 s on the course's kernels, 4x cheaper on loops
 SUBMISSION_SUFFIXES = (".ipynb", ".py")

@@ -6,7 +6,7 @@ runs: apply the limits (and drop to its own user), import the grader, and say so
 submission's definitions and grade each puzzle, reporting one JSON line per step on the channel
 it was started with (what the submission prints goes to a log instead).
 
-The load rules (puzzles/cli/load_rules.py) leave the submission no code of its own to run here while
+The load rules (puzzles/submissions/load_rules.py) leave the submission no code of its own to run here while
 it loads, and none behind attribute access (no class), only its kernels (checked before they run)
 and the lambdas Triton calls, under the same rules. This process is still not trusted once the
 submission is loaded: its verdicts are claims. With each
@@ -15,7 +15,7 @@ of the inputs it was given, so that the grader, in its own process, rebuilds tho
 compares the outputs itself (puzzles/classroom/roster.py). The outputs are taken by an observer on the
 grading job (`evidence_keeper`, test()'s `observe`) before anything judges them; the kernel's own run is
 a forked child that holds no handle to the report channel (puzzles/running/child.py), and a graded
-kernel's body is checked against an allowlist of resolved names before it runs (grading/kernel_body.py).
+kernel's body is checked against an allowlist of resolved names before it runs (submissions/kernel_body.py).
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def main() -> int:
     protections = apply_limits(limits, Path.cwd(), lambda: _start_compilers(limits.uid))
     _emit(channel, "started", active=protections.active, missing=protections.missing)
 
-    from puzzles.cli import grade
     from puzzles.running.compile_check import settings
+    from puzzles.submissions import grade
 
     settings.READ_CACHE = False  # what a kernel wrote into the folder's cache never answers for another
     # Sizes other than the catalog's where the grader asks for them (Gradescope's hidden sizes: hidden_sizes.py).
@@ -124,7 +124,6 @@ def serve_as_launcher() -> None:
     """`--launcher`: import what a worker imports before it reads its request, then fork a worker per
     request of the grader (puzzles/classroom/launcher.py). Nothing imported here starts a thread."""
     import puzzles.classroom.isolation
-    import puzzles.cli.grade
     import puzzles.course.catalog
     import puzzles.running.compile_check  # noqa: F401
     from puzzles.running import fork_server

@@ -1,3 +1,3 @@
-"""The learner's commands: `grade` (the scoreboard over notebooks or files, and what a graded file may
-run while it loads) and `doctor`.
+"""The learner's commands: `grade` (`grade.py`: which files and puzzles a command line names; the loading
+and grading are puzzles/submissions/'s) and `doctor`.
 """

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import base64
 import hashlib
+import io
 import json
 import textwrap
 from pathlib import Path
@@ -134,15 +135,21 @@ from puzzles import Float32, Int32, Tensor, test  # `import puzzles` picks the i
 """
 
 
+CSS_PIXELS_PER_INCH = 96
+
+
 def diagram_markdown(p: Puzzle) -> str:
     """The puzzle's diagram inlined as a PNG data: URI, so the notebook renders on its own (Colab,
     nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it.
-    PNG, not SVG: Colab's markdown shows no SVG data URI. The PNG is drawn at twice its size for
-    high-density screens; the width attribute shows it at its natural size."""
-    from puzzles.diagrams import show_width
+    PNG, not SVG: Colab's markdown shows no SVG data URI. The PNG is drawn for high-density screens
+    and records its dpi: the width attribute shows it at its natural size, read from the file."""
+    from PIL import Image  # matplotlib's own PNG writer is Pillow
 
-    png = base64.b64encode((ASSET_DIR / f"{p.id}.png").read_bytes()).decode("ascii")
-    return (f'<img src="data:image/png;base64,{png}" width="{show_width()}" '
+    data = (ASSET_DIR / f"{p.id}.png").read_bytes()
+    with Image.open(io.BytesIO(data)) as image:
+        width = round(image.size[0] * CSS_PIXELS_PER_INCH / image.info["dpi"][0])
+    png = base64.b64encode(data).decode("ascii")
+    return (f'<img src="data:image/png;base64,{png}" width="{width}" '
             f'alt="diagram of puzzle {p.number}: {p.title}">')
 
 
@@ -215,7 +222,10 @@ def spec_source(p: Puzzle) -> str:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             continue  # the text of the notebook's extra cells (BENCHMARK_CODE ...), shown in cells of their own
         start = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
-        keep.append((node, "\n".join(lines[start - 1 : node.end_lineno])))
+        code = "\n".join(lines[start - 1 : node.end_lineno])
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("puzzles."):
+            code = code.replace(f"from {node.module} import", "from puzzles import", 1)  # its public name
+        keep.append((node, code))
     imports = [k for _, k in keep if k.startswith(("import ", "from "))]
     body = [(n, k) for n, k in keep if not k.startswith(("import ", "from "))]
     definition = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -279,7 +289,7 @@ def puzzle_notebook(p: Puzzle) -> dict:
 
 def speed_text(p: Puzzle) -> str:
     """The performance challenge: its size and the least work it needs, from the spec's shapes."""
-    from puzzles.grading.perf import fewest_bytes, fmt_bytes, fmt_count, fmt_flops, size_text
+    from puzzles.course.amounts import fewest_bytes, fmt_bytes, fmt_count, fmt_flops, size_text
 
     size = p.perf_size or {}
     nbytes = sum(fewest_bytes(p.spec, size))
@@ -333,7 +343,7 @@ def progress_notebook() -> dict:
               "one is run by the same `test()` as its grading cell. Each row links to its puzzle. "
               "`make grade` prints the same scoreboard in a terminal.", "progress-title"),
         setup_cell("progress-setup"),
-        _cell("code", "from puzzles.cli.grade import progress\n\nprogress()  # or progress(\"path/to/folder\")",
+        _cell("code", "from puzzles import progress\n\nprogress()  # or progress(\"path/to/folder\")",
               "progress-board"),
     ])
 

@@ -133,7 +133,9 @@ stopped; your notebook survives. Every verdict carries the random `seed`: pass `
 the same inputs again. The result is also an object: `result.passed`, `result.outcomes`.
 
 Here is the verdict on a kernel that forgot its mask:"""),
-        ("code", """from puzzles.course.catalog.p02_constant_add_block import add2_spec
+        ("code", """from puzzles import get
+
+add2_spec = get(2).spec  # puzzle 2's spec
 
 
 @triton.jit

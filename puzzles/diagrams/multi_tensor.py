@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from puzzles.course.puzzle import cdiv
+from puzzles.course.puzzle import TensorLists, cdiv
+from puzzles.course.tensor_lists import chunk_map
 from puzzles.diagrams import paint, style
 from puzzles.diagrams.scene import Scene
-from puzzles.grading.tensor_lists import TensorLists, chunk_map
 
 
 def draw_multi_tensor(fig: Figure, scene: Scene) -> None:

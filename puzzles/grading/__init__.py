@@ -36,11 +36,11 @@ from puzzles.grading.result import TestResult
 from puzzles.grading.runs import PendingRuns, on_gpu, start_runs
 from puzzles.grading.signature import argument_order_note, bind_arguments, check_kernel
 from puzzles.grading.verdict import build_result
-from puzzles.learner.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.running import compat, interpreter_hooks
 from puzzles.running import compile_check as _compile_check
 from puzzles.running.compile_check.listings import compile_call, from_check
 from puzzles.running.compiled_code import Compiled, target_number
+from puzzles.running.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.running.errors import KernelError
 
 __all__ = ["DEFAULT_TIMEOUT", "GradingJob", "build_result", "on_gpu", "present", "test"]

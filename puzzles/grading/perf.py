@@ -30,9 +30,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
-import math
 import os
-import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -41,8 +39,9 @@ from typing import Any
 import torch
 import triton
 
+from puzzles.course.amounts import fewest_bytes, fmt_bytes, fmt_count, fmt_flops, size_text
 from puzzles.course.puzzle import Baseline, ScalarWork, SpeedGoal
-from puzzles.course.spec import call_spec, spec_signature
+from puzzles.course.spec import call_spec
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "triton-puzzles" / "device_limits.json"
 
@@ -205,12 +204,6 @@ class PerfReport:
         return "; ".join(parts)
 
 
-def size_text(sizes: Sizes, sep: str = " ") -> str:
-    """The sizes as `N0=4096 B0=1024`; a tensor-list puzzle's many lengths (L0, L1, ...) are left
-    out, its count K and total T say enough."""
-    return sep.join(f"{k}={v}" for k, v in sizes.items() if not re.fullmatch(r"L\d+", k))
-
-
 # Timings of one kernel vary by a few percent from run to run: a goal within this much is met.
 TIMING_NOISE = 0.05
 # ... and at the launch floor, where a few microseconds are the whole time, do_bench's median moves by about
@@ -277,43 +270,9 @@ def _ratio(ms: float, other_ms: float, other: str) -> str:
     return f"{other_ms / ms:.1f}x faster than {other}" if ms < other_ms else f"{ms / other_ms:.1f}x slower than {other}"
 
 
-def fmt_count(n: float) -> str:
-    """A count in short: 268M, 4.1K, 12."""
-    return _scaled(n, ("", "K", "M", "G", "T")).replace(" ", "")
-
-
 def _us(ms: float) -> str:
     us = ms * 1000
     return f"{us:.2f} us" if us < 1 else f"{us:.1f} us"
-
-
-def fewest_bytes(spec: Callable[..., Any], sizes: Sizes) -> tuple[int, int]:
-    """(bytes read, bytes written) when each of the spec's inputs is read once and its output
-    written once (a list of tensors counts as the spec sees it: laid end to end)."""
-    inputs, out = spec_signature(spec)
-
-    def nbytes(t: Any) -> int:
-        return math.prod(t.shape(sizes)) * torch.empty((), dtype=t.dtype).element_size()
-
-    return sum(nbytes(t) for t in inputs), nbytes(out)
-
-
-def _scaled(value: float, units: tuple[str, ...]) -> str:
-    """Three significant figures in the largest unit (steps of 1000) that keeps the number >= 1."""
-    i = 0
-    while i + 1 < len(units) and abs(value) >= 1000:
-        value, i = value / 1000, i + 1
-    return f"{value:.0f} {units[i]}" if i == 0 or value >= 100 else f"{value:.3g} {units[i]}"
-
-
-def fmt_bytes(n: float) -> str:
-    """Bytes a learner can read: 512 B, 4.1 KB, 33.6 MB (a small puzzle moves KB, never "0 MB")."""
-    return _scaled(n, ("B", "KB", "MB", "GB", "TB"))
-
-
-def fmt_flops(n: float) -> str:
-    """Floating-point operations: 131 kFLOP, 2.1 MFLOP, 68.7 GFLOP (never "0 GFLOP")."""
-    return _scaled(n, ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"))
 
 
 # -- measuring (on a GPU) ----------------------------------------------------------------------------

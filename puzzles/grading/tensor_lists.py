@@ -27,20 +27,8 @@ import torch
 
 from puzzles.course.puzzle import Sizes, TensorLists, cdiv
 from puzzles.course.spec import ParsedSpec, parse_spec
+from puzzles.course.tensor_lists import chunk_map
 from puzzles.grading.inputs import Arena, build_arena, poison_, random_tensor
-
-
-def list_sizes(lengths: list[int], block: int, **scalars: float) -> Sizes:
-    """A size dict for a tensor-list puzzle: K, L0..., T (the total), C (the chunks) and B0."""
-    chunks = sum(cdiv(n, block) for n in lengths)
-    return {"K": len(lengths), **{f"L{k}": n for k, n in enumerate(lengths)}, "T": sum(lengths), "C": chunks,
-            "B0": block, **scalars}  # type: ignore[dict-item]
-
-
-def chunk_map(numels: list[int], block: int) -> torch.Tensor:
-    """(tensor index, chunk index) for each program, tensor by tensor."""
-    rows = [(t, c) for t, n in enumerate(numels) for c in range(cdiv(n, block))]
-    return torch.tensor(rows, dtype=torch.int32).reshape(-1, 2)
 
 
 def tables(lists: list[list[torch.Tensor]], block: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -147,8 +135,8 @@ def compare_with_loop(kernel: Any, loop_kernel: Any, lengths: list[int] | None =
 
     lengths, block: the tensors' sizes and B0 (default: 240 tensors from 1 K to 4 M elements and
     B0 = 1024 on a GPU; six small tensors and B0 = 64 on a CPU)."""
-    from puzzles.learner.sandbox import run_safely, show
     from puzzles.running.kernel import on_gpu
+    from puzzles.running.sandbox import run_safely, show
 
     gpu = on_gpu()
     lengths = lengths or ([4096 * 1024, 4096, 1024, 1024 * 1024, 1024, 1024] * 40 if gpu else [300, 7, 64, 129, 1, 50])

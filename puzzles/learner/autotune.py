@@ -17,8 +17,8 @@ def sweep(kernel: Any, sizes: list[int] | None = None) -> Any:
     against puzzle 20's PyTorch spec over `sizes` (`triton.testing.perf_report`), in GB/s; returns
     that table. It runs in the GPU worker, like every launch of a learner's kernel: a bad kernel
     gives a message, not a dead notebook. Without a GPU it says why there is nothing to time."""
-    from puzzles.learner.sandbox import run_safely, show
     from puzzles.running.kernel import on_gpu
+    from puzzles.running.sandbox import run_safely, show
 
     if not on_gpu():
         print("No GPU: Triton's interpreter runs kernels as NumPy code, so a time measured here says nothing about "

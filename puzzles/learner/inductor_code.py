@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from puzzles.course import catalog
+from puzzles.course.amounts import size_text
 from puzzles.course.spec import call_spec
 from puzzles.grading.inputs import draw_inputs
-from puzzles.grading.perf import bench, size_text, time_compiled
+from puzzles.grading.perf import bench, time_compiled
 from puzzles.running.kernel import on_gpu
 
 CAPTURES = Path(__file__).resolve().parents[1] / "course" / "captures"

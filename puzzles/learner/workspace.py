@@ -27,6 +27,12 @@ KEPT_TAGS = ("starter", "grade")
 _GENERATED_ID = re.compile(r"^(p\d+-|progress-)")
 
 
+def default_folder() -> Path:
+    """The learner's workspace (my-notebooks/) when it holds notebooks, else the course's notebooks/:
+    what `python -m puzzles grade` and `progress()` grade when told no folder."""
+    return WORKSPACE if any(WORKSPACE.glob("*.ipynb")) else NOTEBOOK_DIR
+
+
 def _digest(nb: dict) -> str | None:
     return nb.get("metadata", {}).get(META_KEY, {}).get("digest")
 

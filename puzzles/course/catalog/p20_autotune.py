@@ -34,7 +34,7 @@ correct) is the part that counts.
 """
 
 BENCHMARK_CODE = """\
-from puzzles.learner.autotune import sweep
+from puzzles import sweep
 
 # Each config alone with triton.testing.do_bench at N0 = 2**24, then the autotuned kernel against the spec
 # over N0 = 2**12 .. 2**26 with triton.testing.perf_report (`sweep??` shows the code). It runs in the GPU

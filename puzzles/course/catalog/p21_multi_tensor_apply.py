@@ -5,8 +5,8 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
-from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
-from puzzles.grading.tensor_lists import TensorLists, list_sizes
+from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, TensorLists
+from puzzles.course.tensor_lists import list_sizes
 
 
 def sgd_spec(params: Float32[Tensor, "T"], grads: Float32[Tensor, "T"], moms: Float32[Tensor, "T"], *,
@@ -25,7 +25,7 @@ leaves most of the GPU idle during each small launch; one launch over the chunk 
 program busy with a chunk of `B0` elements, whichever tensor it belongs to.
 
 The cell below defines the loop's kernel, one tensor per launch, and hands both kernels to
-`compare_with_loop` (from `puzzles.grading.tensor_lists`; `compare_with_loop??` shows its source). It
+`compare_with_loop` (from `puzzles`; `compare_with_loop??` shows its source). It
 builds the tables for a list of real tensors with `tables` (what a fused optimizer does once per
 step), runs your kernel once and the plain kernel once per tensor, checks that they agree and
 counts the launches. On a GPU it also times both; on a CPU the interpreter's times mean nothing
@@ -35,7 +35,7 @@ a wild pointer gives a message here instead of ending the notebook.
 """
 
 LOOP_CODE = """\
-from puzzles.grading.tensor_lists import compare_with_loop
+from puzzles import compare_with_loop
 
 
 @triton.jit

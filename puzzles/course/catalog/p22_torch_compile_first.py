@@ -50,7 +50,7 @@ while it is still in registers, before its one store.
 """
 
 COMPILE_CODE = """\
-from puzzles.learner.inductor_code import compare_with_compiled, compiled_code, kernels_in
+from puzzles import compare_with_compiled, compiled_code, kernels_in
 
 print(compare_with_compiled(22))  # steps 1 and 2: eager and compiled times (on a GPU)
 code = compiled_code(22)  # on a GPU: compiled now; on a CPU: the capture shipped with the course

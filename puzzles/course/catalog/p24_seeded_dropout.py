@@ -81,7 +81,7 @@ mask over `1 - p`), so **the backward kernel is this kernel**, launched on `dz` 
 That holds only if the numbers depend on `(seed, column)` alone, not on how the launch is cut: a
 backward kernel is often tuned with another block size, and a mask drawn at the lane's position in its
 block, `tl.arange(0, B0)`, would differ there. So the grader checks the exact numbers: the spec draws
-them with `rand` from `puzzles.course.philox`, Triton's generator written in PyTorch and checked
+them with `rand` from `puzzles`, Triton's generator written in PyTorch and checked
 against `tl.rand` on a CPU and a GPU, and each graded size uses another block size.
 
 The grid is `(cdiv(N0, B0), N1)`: program `(c, j)` handles columns `c·B0 … c·B0 + B0 − 1` of row `j`

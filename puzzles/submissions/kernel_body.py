@@ -54,7 +54,7 @@ CALL_OF_A_VALUE = "calls a value"
 
 
 def course_helpers() -> tuple[Any, ...]:
-    from puzzles.learner.debug import breakpoint_if, print_if
+    from puzzles.running.debug import breakpoint_if, print_if
 
     return print_if, breakpoint_if
 

@@ -84,7 +84,7 @@ class Sandboxed:
 
     def __getitem__(self, grid: Any) -> Any:
         def launch(*args: Any, **kwargs: Any) -> None:
-            reply = run_safely("puzzles.learner.sandbox:launch_here", self.kernel, grid, list(args), kwargs,
+            reply = run_safely("puzzles.running.sandbox:launch_here", self.kernel, grid, list(args), kwargs,
                                timeout=self.timeout, limit_call="sandboxed(kernel, timeout={})[grid](...)")
             tensors = _tensors_in(list(args) + list(kwargs.values()))
             advice = ("test(kernel, spec) names the line it was on." if reply.status == "timeout" else

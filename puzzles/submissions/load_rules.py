@@ -1,6 +1,6 @@
 """What a graded file may run while it loads: an allowlist, checked on the source before anything runs.
 
-Grading a file executes its definitions (puzzles/cli/grade.py). Whatever those statements evaluate runs
+Grading a file executes its definitions (puzzles/submissions/grade.py). Whatever those statements evaluate runs
 in the grading process: a default argument, a decorator, an annotation, an assignment's value, a
 class body. In a class's grading worker, such code could hand the spec's own output in as the
 kernel's or trap the grader (puzzles/classroom/roster.py checks the outputs anyway, as defence in depth);
@@ -8,7 +8,7 @@ and an object of a learner's class, met by the grader while it inspects the glob
 runs the class's `__getattr__`, `__eq__` or `__hash__` there without any call at load. So:
 
 - **Imports only of what the notebooks import** (`IMPORTABLE_MODULES`, `FROM_TRITON`, `COURSE_IMPORTS`, the
-  names of `puzzles.__all__`): never the references (`solutions`), the grader's own modules, `builtins`,
+  course's public names `FROM_PUZZLES`): never the references (`solutions`), the grader's own modules, `builtins`,
   `os`, `sys`, `inspect`...: a file that can name them could read an answer or reach the grader's state.
 - **No class definitions**: kernels never need one, and a class is the only way a file could put
   its own code behind attribute access, comparison or hashing.
@@ -64,7 +64,15 @@ IMPORTABLE_PACKAGES = ("triton.language.",)  # triton.language.extra.libdevice (
 # `from triton import X`: Triton's public decorators and helpers, never its runtime, compiler or backends.
 FROM_TRITON = frozenset({"jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
                          "constexpr", "JITFunction"})
-# `from puzzles... import X` beyond `puzzles`' own public names: what the generated notebooks' cells import.
+# `from puzzles import X`: the course's public names, `puzzles.__all__` (a test keeps the two equal). Listed here,
+# not read from the package: a name added to the learner's API is importable by a graded file only once added here.
+FROM_PUZZLES = frozenset({
+    "PUZZLES", "Float32", "Int32", "Puzzle", "Tensor", "TestResult", "all_puzzles", "breakpoint_if", "cdiv",
+    "check_tensors", "compare_with_compiled", "compare_with_loop", "compiled", "compiled_code", "get", "kernels_in",
+    "on_gpu", "print_if", "progress", "rand", "sandboxed", "sweep", "test",
+})
+# `from puzzles.xxx import X`: the deep paths that notebooks shipped before 2026-11-28 import (a learner's copy
+# still loads); the generated notebooks import public names only.
 COURSE_IMPORTS = frozenset({
     "puzzles.cli.grade.progress", "puzzles.course.philox.rand", "puzzles.grading.tensor_lists.compare_with_loop",
     "puzzles.learner.autotune.sweep", "puzzles.learner.inductor_code.compare_with_compiled",
@@ -121,9 +129,7 @@ def course_import(module: str, name: str) -> bool:
     """`from puzzles import test`, `from puzzles.course.philox import rand`, a catalog module's spec: what a
     notebook of the course imports (never a reference, never the grader's insides)."""
     if module == "puzzles":
-        import puzzles
-
-        return name in puzzles.__all__
+        return name in FROM_PUZZLES
     if f"{module}.{name}" in COURSE_IMPORTS:
         return True
     package, _, slug = module.rpartition(".")
