@@ -166,6 +166,21 @@ def test_no_python_file_over_the_line_limit():
     assert KNOWN_LONG_FILES - long_files == set(), "short enough now: remove them from KNOWN_LONG_FILES"
 
 
+# The tests, benchmarks and scripts keep the same limit: a test file is cut along its subject, as the package is.
+def test_no_test_benchmark_or_script_over_the_line_limit():
+    long_files = {str(path.relative_to(ROOT)) for folder in ("tests", "benchmarks", "scripts")
+                  for path in sorted((ROOT / folder).rglob("*.py")) if len(path.read_text().splitlines()) > MAX_LINES}
+    assert long_files == set(), f"over {MAX_LINES} lines: split by subject"
+
+
+# The skip marks are defined once (tests/conftest.py: `gpu`, `interpreter("why")`), not rebuilt in each file.
+def test_gpu_skips_use_the_suites_marks():
+    rebuilt = [f"{path.name}:{n}" for path in sorted((ROOT / "tests").glob("*.py")) if path.name != "test_structure.py"
+               for n, line in enumerate(path.read_text().splitlines(), 1)
+               if "skipif(" in line and "on_gpu()" in line]
+    assert rebuilt == [], f"use @pytest.mark.gpu or @pytest.mark.interpreter(why): {rebuilt}"
+
+
 # Besides __init__ and __main__, the package's top level keeps at most this many modules: the rest
 # live in subpackages named for their concern (course, running, grading, learner, classroom, cli, viz,
 # diagrams, submissions).
