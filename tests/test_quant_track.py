@@ -398,7 +398,7 @@ def _wrong_at_the_canonical_size(number, kernel):
     assert _size(result) == catalog.get(number).canonical and "elements wrong" in result.reason()
 
 
-def _out_of_bounds_on_a_ragged_block(number, kernel, dim, block):
+def out_of_bounds_on_a_ragged_block(number, kernel, dim, block):
     """A missing mask: the first failing size has a ragged last block along `dim`; the reason."""
     result = grade(number, kernel)
     assert result.first_failure.status == "out of bounds", str(result)
@@ -413,7 +413,7 @@ def test_pack_mistakes_give_wrong_words(kernel):
 
 @interpreted_only
 def test_pack_without_word_mask_runs_out_of_bounds_on_a_ragged_row():
-    reason = _out_of_bounds_on_a_ragged_block(13, pack_without_word_mask, "N1", "B1")
+    reason = out_of_bounds_on_a_ragged_block(13, pack_without_word_mask, "N1", "B1")
     assert "out-of-bounds" in reason and "of x[" in reason
 
 
@@ -433,7 +433,7 @@ def test_unpack_along_the_wrong_axis():
 
 @interpreted_only
 def test_gemv_without_k_mask_reads_past_the_vector():
-    assert "load of x[" in _out_of_bounds_on_a_ragged_block(15, gemv_without_k_mask, "K", "BK")
+    assert "load of x[" in out_of_bounds_on_a_ragged_block(15, gemv_without_k_mask, "K", "BK")
 
 
 def test_gemv_with_the_transposed_layout():

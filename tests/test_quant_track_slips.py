@@ -9,6 +9,23 @@ import triton
 import triton.language as tl
 import wrong_kernels_matmuls as wrong_matmuls
 from judging import grade
+from test_quant_track import (  # the track's kernels, written once there
+    gemv_weight_read_as_n_by_k,
+    gptq_group_of_64,
+    gptq_group_of_chunk_start,
+    gptq_without_k_mask,
+    gptq_without_plus_one,
+    gptq_zeros_packed_along_k,
+    grouped_order_full_last_band,
+    grouped_order_row_major,
+    out_of_bounds_on_a_ragged_block,
+    pack_nibbles_reversed,
+    pack_without_nibble_mask,
+    quant_dot_all_by_byte,
+    quant_dot_by_nibble,
+    quant_dot_weights_by_byte,
+    unpack_masking_before_shifting,
+)
 
 from puzzles.course import catalog
 
@@ -98,7 +115,7 @@ def test_every_likely_slip_gives_a_wrong_output_at_some_size(p):
 
 @interpreted_only
 def test_gptq_without_k_mask():
-    assert "out-of-bounds" in _out_of_bounds_on_a_ragged_block(18, gptq_without_k_mask, "K", "BK")
+    assert "out-of-bounds" in out_of_bounds_on_a_ragged_block(18, gptq_without_k_mask, "K", "BK")
 
 
 @triton.jit
