@@ -168,7 +168,10 @@ def test_the_wheel_holds_every_file_of_the_course(wheel):
     if not tracked:
         pytest.skip("needs a git checkout")
     shipped = set(zipfile.ZipFile(wheel).namelist())
-    wanted = [name for name in tracked if name.endswith(".py") or name.startswith("puzzles/course/captures/")]
+    # A file the index lists but the tree lacks (moved in a copy whose index is older, as the GPU machine's) is
+    # not part of this course.
+    wanted = [name for name in tracked if (name.endswith(".py") or name.startswith("puzzles/course/captures/"))
+              and (ROOT / name).exists()]
     missing = [name for name in wanted if name not in shipped]
     assert not missing, f"not in the wheel (pyproject.toml's package data?): {missing}"
 
