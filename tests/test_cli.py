@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import torch
-from warm_forks import run_python
+from commands import run_command
 
 from puzzles import on_gpu
 from puzzles.cli import doctor
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return run_python(["-m", "puzzles", *args], ROOT)  # forked from a warm parent: tests/warm_forks.py
+    return run_command(list(args), ROOT)
 
 
 def test_doctor_passes_on_the_pinned_set():

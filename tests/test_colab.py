@@ -23,8 +23,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from commands import run_python
 from conftest import pythonpath_without_checkout
-from warm_forks import run_python
 
 from puzzles.course import catalog, notebooks
 from puzzles.course.solution_source import reference_source

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 import wrong_kernels
-from warm_forks import run_python
+from commands import run_command
 
 from puzzles.course import catalog
 from puzzles.course.solution_source import reference_source
@@ -19,7 +19,7 @@ HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
 
 
 def run_grade(*args: str) -> subprocess.CompletedProcess:
-    return run_python(["-m", "puzzles", "grade", *args], ROOT)  # forked from a warm parent: tests/warm_forks.py
+    return run_command(["grade", *args], ROOT)
 
 
 def records(proc: subprocess.CompletedProcess) -> dict[int, dict]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import classroom_fixtures as fixtures
 import pytest
 import torch
-from warm_forks import run_python
+from commands import run_command
 
 from puzzles.classroom.isolation import GIB, UID_BASE, Limits, can_switch_user, job_uid
 from puzzles.classroom.roster import check_evidence
@@ -36,9 +36,9 @@ FAST = ["--puzzle", "1", "--puzzle", "2", "--timeout", "2", "--seed", "7"]
 
 
 def run_grade(*args: str) -> subprocess.CompletedProcess:
-    """The grading command, forked from a warm parent (tests/warm_forks.py); its `pid` gives its jobs' users
-    (job_uid(slot) of that pid)."""
-    return run_python(["-m", "puzzles", "grade", *args], ROOT, timeout=600)
+    """The grading command, run in this process (tests/commands.py); its `pid` gives its jobs' users (job_uid(slot)
+    of that pid)."""
+    return run_command(["grade", *args], ROOT)
 
 
 def rows(table: Path) -> list[dict]:

@@ -15,9 +15,9 @@ import subprocess
 import classroom_fixtures as fixtures
 import hostile_submissions as hostile
 import pytest
+from commands import run_command
 from conftest import pythonpath_without_checkout
 from test_gradescope import autograder, lay_out, results_of, run_autograder  # noqa: F401 - the fixture, found by pytest
-from warm_forks import run_python
 
 from puzzles.course import catalog
 from puzzles.course.solution_source import ROOT
@@ -67,8 +67,8 @@ def test_a_hostile_class_in_the_roster_mode(tmp_path):
     (folder / "linker" / "answers.py").symlink_to(REFERENCE)
     (folder / "nb_importer").mkdir()  # a notebook's cells are the file: its kernel cell imports the reference
     fixtures.write_notebook(folder / "nb_importer" / f"{P1.id}.ipynb", hostile.ATTACKS["imports the reference"][0])
-    proc = run_python(["-m", "puzzles", "grade", str(folder), "--puzzle", "1", "--timeout", "5", "--seed", "7",
-                       "--jobs", "2", "--out", str(tmp_path / "book")], ROOT, timeout=900)
+    proc = run_command(["grade", str(folder), "--puzzle", "1", "--timeout", "5", "--seed", "7", "--jobs", "2",
+                        "--out", str(tmp_path / "book")], ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "book" / "grades.csv").open())}
     for attack in hostile.ATTACKS:

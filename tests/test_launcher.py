@@ -8,8 +8,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import classroom_fixtures as fixtures
@@ -133,37 +131,3 @@ def test_a_notebook_kernel_forked_from_the_warm_parent_is_set_up_as_a_started_on
     assert [forked[k] for k in ("cwd", "path", "client")] == [started[k] for k in ("cwd", "path", "client")]
     assert started["parent"] == os.getpid() != forked["parent"] and forked["leader"]
     assert forked["loaded"] == [True, True, False]
-
-
-PROBE = """import atexit, json, os, sys
-atexit.register(lambda: print("at exit", file=sys.stderr))
-loaded = [m in sys.modules for m in ("torch", "triton", "puzzles")]
-print(json.dumps({"argv": sys.argv, "path": sys.path, "cwd": os.getcwd(), "name": __name__,
-                  "probe": os.environ.get("PROBE"), "loaded": loaded}))
-sys.exit(3)
-"""
-
-
-def test_a_command_forked_from_the_warm_parent_sees_what_a_started_one_sees(tmp_path):
-    # tests/warm_forks.py's run_python (the tests' grading commands): for `python -m MODULE`, `python -c CODE` and
-    # `python SCRIPT`, the same arguments, path, folder, environment, `__main__`, exit status, output and atexit
-    # functions as the process subprocess.run starts; besides, torch and Triton already loaded, not `puzzles`.
-    from warm_forks import run_python
-
-    (tmp_path / "probe.py").write_text(PROBE)
-    env = {**os.environ, "PROBE": "here"}
-    for args in (["-m", "probe", "a", "b"], ["-c", PROBE, "c"], [str(tmp_path / "probe.py"), "d"]):
-        started = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                                 timeout=120)
-        forked = run_python(args, tmp_path, env=env, timeout=120)
-        assert (forked.returncode, forked.stderr) == (started.returncode, started.stderr) == (3, "at exit\n")
-        seen, expected = json.loads(forked.stdout), json.loads(started.stdout)
-        assert expected["loaded"] == [False, False, False] and seen.pop("loaded") == [True, True, False]
-        expected.pop("loaded")
-        assert seen == expected, args
-    # Where the server's imports would differ (triton.language decorates its own functions when imported, as
-    # interpreted or compiled ones), the command is started: nothing loaded before it.
-    other = "0" if os.environ.get("TRITON_INTERPRET") == "1" else "1"
-    alone = run_python(["-c", "import sys; print('triton' in sys.modules)"], tmp_path,
-                       env={**os.environ, "TRITON_INTERPRET": other})
-    assert alone.stdout == "False\n", alone.stderr

@@ -9,7 +9,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from warm_forks import run_python
+from commands import run_python
 
 from puzzles.cli import doctor
 from puzzles.course import catalog

@@ -10,8 +10,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import wrong_kernels as wrong
+from commands import run_python
 from PIL import Image
-from warm_forks import run_python
 
 from puzzles import test, viz
 from puzzles.course import catalog

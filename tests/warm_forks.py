@@ -1,15 +1,15 @@
-"""Processes the tests start, forked from a warm parent: the notebook executions' kernels and the command lines
-(`python -m puzzles grade ...`) of the tests that are not about a process's start-up.
+"""The notebook executions' kernels, forked from a warm parent. (The tests of a command's output run the command in
+their own process, tests/commands.py.)
 
-A kernel started as `python -m ipykernel_launcher`, or a `python -m puzzles` started, spends 2-3 s of CPU importing
-torch. Here a process that has imported torch and Triton (not `puzzles`, whose import chooses the interpreter and
-starts the compile check's process) forks them instead: puzzles/running/fork_server.py, loaded by path,
-one per test process (`warm_parent()`). The child is what would have started: a session of its own, the folder,
-environment, arguments and path of the started process, then the program's own entry point. One difference: torch's
-thread pool has one thread there (the server imports torch with OMP_NUM_THREADS=1, as a fork cannot carry a pool),
-which only the speed of torch calls sees. Where any of that is not available here (no pidfd, another
-jupyter_client, a PYTHONPATH other than the server's), the process starts as usual. tests/test_launcher.py checks
-that a forked kernel and a forked command see what started ones see.
+A kernel started as `python -m ipykernel_launcher` spends 2-3 s of CPU importing torch, and the suite executes some
+forty notebooks. Here a process that has imported torch and Triton (not `puzzles`, whose import chooses the
+interpreter and starts the compile check's process) forks them instead: puzzles/running/fork_server.py, loaded by
+path, one per test process (`warm_parent()`). The child is what would have started: a session of its own, the
+folder, environment and path of the started kernel, then ipykernel's own entry point. One difference: torch's thread
+pool has one thread there (the server imports torch with OMP_NUM_THREADS=1, as a fork cannot carry a pool), which
+only the speed of torch calls sees. Where any of that is not available here (no pidfd, another jupyter_client, a
+PYTHONPATH other than the server's), the kernel starts as usual. tests/test_launcher.py checks that a forked kernel
+sees what a started one sees.
 """
 
 from __future__ import annotations
@@ -19,12 +19,7 @@ import contextlib
 import functools
 import importlib.util
 import os
-import runpy
-import signal
-import subprocess
 import sys
-import tempfile
-import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
@@ -55,72 +50,25 @@ def serve() -> None:
     import triton  # noqa: F401
     import triton.language  # noqa: F401
 
-    launcher_module().serve(run_forked)
+    launcher_module().serve(run_kernel)
 
 
-def run_forked() -> int:
-    """In the forked child: a command (run_python's, which names its status file) or a kernel."""
-    return run_command() if STATUS_VARIABLE in os.environ else run_kernel()
-
-
-def path_as_started(first: str | None) -> None:
-    """sys.path as a process started here has it: `first` (the folder that `python -m` or a script puts first, '' for
-    -c; None for a kernel, whose path lacks it: IPython puts '' back) instead of the server's '' and this folder; a
+def path_as_started() -> None:
+    """sys.path as a kernel started here has it: without the server's '' and this folder (IPython puts '' back); a
     relative PYTHONPATH entry, which Python made absolute against the server's folder ("/"), resolved against this
     process's own, as in a process started there."""
     relative = {"//" + os.path.normpath(entry): os.path.abspath(entry)  # "scripts" and "./scripts": "//scripts"
                 for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry and not os.path.isabs(entry)}
-    sys.path[:] = [*([first] if first is not None else []),
-                   *(relative.get(entry, entry) for entry in sys.path if entry not in ("", str(TESTS)))]
+    sys.path[:] = [relative.get(entry, entry) for entry in sys.path if entry not in ("", str(TESTS))]
 
 
 def run_kernel() -> int:
     """In the forked child: `python -m ipykernel_launcher`."""
-    path_as_started(None)
+    path_as_started()
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance()
     return 0
-
-
-STATUS_VARIABLE = "WARM_FORKS_STATUS_FILE"  # where a forked command writes its exit status (its parent reaps it)
-
-
-def run_command() -> int:
-    """In the forked child: `python -m MODULE ARGS`, `python -c CODE ARGS` or `python SCRIPT ARGS` as Python runs
-    them (sys.argv, sys.path, `__main__`), then what Python does at exit (the atexit functions, the streams
-    flushed); the exit status goes to the file its parent reads."""
-    status_file = os.environ.pop(STATUS_VARIABLE)
-    code = 1
-    try:
-        if sys.argv[0] == "-m":
-            module, sys.argv = sys.argv[1], ["-m", *sys.argv[2:]]  # "-m" while the package imports, as Python has it
-            path_as_started(os.getcwd())
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
-        elif sys.argv[0] == "-c":
-            source, sys.argv = sys.argv[1], ["-c", *sys.argv[2:]]
-            path_as_started("")
-            main = sys.modules["__main__"]
-            main.__dict__.clear()
-            main.__dict__.update(__name__="__main__", __builtins__=__builtins__)
-            exec(compile(source, "<string>", "exec"), main.__dict__)
-        else:
-            path_as_started(os.path.dirname(os.path.abspath(sys.argv[0])))
-            runpy.run_path(sys.argv[0], run_name="__main__")
-        code = 0
-    except SystemExit as end:
-        if end.code is None or isinstance(end.code, int):
-            code = end.code or 0
-        else:
-            print(end.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001 - as Python reports an uncaught exception
-        traceback.print_exc()
-    atexit._run_exitfuncs()  # noqa: SLF001 - what the interpreter runs at its exit; the child ends with os._exit
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    Path(status_file).write_text(str(code))
-    return code
 
 
 # This test process's fork server, by what its imports read: the path, and TRITON_INTERPRET (triton.language's own
@@ -149,51 +97,6 @@ def warm_parent(env: Mapping[str, str] | None = None) -> object | None:
         if len(SERVERS) == 1:
             atexit.register(lambda: [s.stop() for s in SERVERS.values()])
     return server
-
-
-def run_python(args: list[str], cwd: Path | str, env: dict[str, str] | None = None,
-               timeout: float = 300) -> subprocess.CompletedProcess:
-    """`subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)`,
-    forked from the warm parent where it can be (`args`: "-m MODULE ...", "-c CODE ..." or "SCRIPT ..."). The result
-    carries the process's `pid`."""
-    env = dict(os.environ if env is None else env)
-    server = warm_parent(env)
-    if server is not None:
-        with contextlib.suppress(OSError):  # the server is gone: started as usual
-            return _forked(server, args, Path(cwd).resolve(), env, timeout)
-    with subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as proc:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # as subprocess.run: leaving the block would wait for it
-            raise
-    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    done.pid = proc.pid
-    return done
-
-
-def _forked(server: object, args: list[str], cwd: Path, env: dict[str, str],
-            timeout: float) -> subprocess.CompletedProcess:
-    argv = [sys.executable, *args]
-    with tempfile.TemporaryDirectory() as folder, open(os.devnull, "rb") as nothing, \
-            open(Path(folder) / "out", "w+b") as out, open(Path(folder) / "err", "w+b") as err:
-        status = Path(folder) / "status"
-        pid, pidfd = server.start(cwd, {**env, STATUS_VARIABLE: str(status)},
-                                  [nothing.fileno(), out.fileno(), err.fileno()], list(args))
-        try:
-            launcher_module().LaunchedProcess(pid, pidfd).wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)  # a session of its own: it and whatever it started
-            raise subprocess.TimeoutExpired(argv, timeout) from None
-        out.seek(0)
-        err.seek(0)
-        code = int(status.read_text()) if status.exists() else -signal.SIGKILL  # no status: it was killed
-        done = subprocess.CompletedProcess(argv, code, out.read().decode(errors="replace"),
-                                           err.read().decode(errors="replace"))
-    done.pid = pid
-    return done
 
 
 @contextlib.contextmanager
