@@ -86,7 +86,8 @@ else:
 
         _gpu_worker.warm_up()
 
-# What a notebook imports: `from puzzles import ...` only, never a module's path (tests/test_notebooks.py checks).
+# What a notebook imports: `from puzzles import ...` only, never a module's path (tests/course/test_notebooks.py
+# checks).
 __all__ = [
     "PUZZLES",
     "Float32",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Debian's headless browser for tests/test_browser.py: `apt-get install -y chromium chromium-driver`.
+# Install Debian's headless browser for tests/learner/test_browser.py: `apt-get install -y chromium chromium-driver`.
 # The test drives chromium over the DevTools protocol (chromedriver is installed for Selenium users).
 # Without root or apt-get this says why and exits 0: the browser test then skips with a reason.
 # (Debian's packages; on Ubuntu `chromium` is a snap stub that does not run in containers.)

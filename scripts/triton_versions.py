@@ -32,12 +32,14 @@ ENVS = ROOT / ".venvs"
 # Every test file that judges kernels: the interpreter hooks first (a hook missing fails there, by name), then the
 # references, starters and wrong kernels, the hand-written kernels, the judging holes, the learner's messages,
 # the quantization and training tracks, and the compile check.
-TESTS = ["tests/test_versions.py", "tests/test_interpreter_hooks.py", "tests/test_harness.py",
-         "tests/test_harness_runs.py", "tests/test_catalog.py", "tests/test_handwritten_kernels.py",
-         "tests/test_judging_holes.py", "tests/test_judging_holes_matmuls.py", "tests/test_learner_messages.py",
-         "tests/test_learner_walkthrough.py", "tests/test_quant_track.py", "tests/test_quant_track_slips.py",
-         "tests/test_dropout_layernorm.py", "tests/test_cross_entropy.py", "tests/test_attention_backward.py",
-         "tests/test_practice_track.py", "tests/test_compile_check.py"]
+TESTS = ["tests/running/test_versions.py", "tests/running/test_interpreter_hooks.py", "tests/grading/test_harness.py",
+         "tests/grading/test_harness_runs.py", "tests/course/test_catalog.py",
+         "tests/grading/test_handwritten_kernels.py", "tests/grading/test_judging_holes.py",
+         "tests/grading/test_judging_holes_matmuls.py", "tests/grading/test_learner_messages.py",
+         "tests/grading/test_learner_walkthrough.py", "tests/course/test_quant_track.py",
+         "tests/course/test_quant_track_slips.py", "tests/course/test_dropout_layernorm.py",
+         "tests/course/test_cross_entropy.py", "tests/course/test_attention_backward.py",
+         "tests/course/test_practice_track.py", "tests/running/test_compile_check.py"]
 PTH = "_course_base.pth"
 
 

@@ -23,7 +23,13 @@ for name, stand_in in SKIPPED_IMPORTS.items():
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
-sys.path.insert(0, str(TESTS))
+# The suite is laid out like the package (tests/running/, tests/grading/, ...); the shared helpers are in
+# tests/support/ and the kernel collections in tests/kernels/. Every folder is on the path, so that a test imports
+# a helper, a collection or another test module's kernels by its name, wherever it lives.
+SUPPORT, KERNELS = TESTS / "support", TESTS / "kernels"
+TEST_FOLDERS = sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("__pycache__", "browser"))
+for folder in [TESTS, *TEST_FOLDERS]:
+    sys.path.insert(0, str(folder))
 
 
 

@@ -175,7 +175,7 @@ def test_no_test_benchmark_or_script_over_the_line_limit():
 
 # The skip marks are defined once (tests/conftest.py: `gpu`, `interpreter("why")`), not rebuilt in each file.
 def test_gpu_skips_use_the_suites_marks():
-    rebuilt = [f"{path.name}:{n}" for path in sorted((ROOT / "tests").glob("*.py")) if path.name != "test_structure.py"
+    rebuilt = [f"{path.name}:{n}" for path in sorted((ROOT / "tests").rglob("*.py")) if path.name != "test_structure.py"
                for n, line in enumerate(path.read_text().splitlines(), 1)
                if "skipif(" in line and "on_gpu()" in line]
     assert rebuilt == [], f"use @pytest.mark.gpu or @pytest.mark.interpreter(why): {rebuilt}"
@@ -359,3 +359,15 @@ def test_no_import_runs_back_up_the_layers():
            if (module, target) not in KNOWN_UPWARD_IMPORTS}
     assert new == set(), "an import from a lower layer into a higher one: move the code to the layer it belongs in"
     assert KNOWN_UPWARD_IMPORTS - set(found) == set(), "gone: remove them from KNOWN_UPWARD_IMPORTS"
+
+
+# The suite is laid out like the package: a test file lives in the folder of what it tests (tests/running/,
+# tests/grading/, ...), the shared helpers in tests/support/, the kernel collections in tests/kernels/.
+def test_the_suite_is_laid_out_like_the_package():
+    loose = sorted(p.name for p in (ROOT / "tests").glob("*.py") if p.name not in ("conftest.py", "test_structure.py"))
+    assert loose == [], f"put these in the folder of what they test (tests/<package>/): {loose}"
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and p.name not in ("__pycache__", "browser")}
+    packages = {p.name for p in (ROOT / "puzzles").iterdir() if (p / "__init__.py").exists()}
+    assert folders - packages <= {"support", "kernels", "gptq"}, folders - packages
+    names = [p.name for p in (ROOT / "tests").rglob("*.py") if p.name != "__init__.py"]
+    assert len(names) == len(set(names)), "a module name twice: every folder is on the path, names must differ"

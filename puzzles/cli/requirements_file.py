@@ -2,7 +2,7 @@
 evaluated for a given Python (a pin with no wheel for 3.10 has a second line for it).
 
 The doctor compares the installed packages with the pins for the running Python; the suite
-(tests/test_requirements.py) resolves the pins for every Python the course supports, including those
+(tests/cli/test_requirements.py) resolves the pins for every Python the course supports, including those
 this machine does not have, which is why markers are evaluated here rather than by pip (pip evaluates
 them for the Python it runs under, whatever `--python-version` says).
 """

@@ -17,7 +17,7 @@ PyTorch has no unsigned 32-bit multiply, so the words are kept in int64 tensors 
 product of two words is formed from 16-bit halves so that no intermediate passes 2^63. Every operation
 here is exact integer arithmetic except the last multiply, one float32 rounding, as on a GPU: the spec of
 puzzle 24 draws exactly the numbers the kernel draws, on a CPU and on a GPU
-(tests/test_dropout_layernorm.py checks both, against `tl.rand` itself).
+(tests/course/test_dropout_layernorm.py checks both, against `tl.rand` itself).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ chunks, a strided view, or a picture of its own (a tile order; lists of tensors)
 
 The SVG output is deterministic (fixed hash salt, no date, glyphs drawn as paths with the
 DejaVu Sans that ships with matplotlib), so regenerating gives identical bytes with the pinned
-matplotlib, and `tests/test_diagrams.py` can check that `assets/` is up to date. Rasterised
+matplotlib, and `tests/course/test_diagrams.py` can check that `assets/` is up to date. Rasterised
 pixels may differ by a shade between machines, so each PNG records in its metadata the digest
 of the SVG it was drawn with (`Source`), which the test checks instead of the PNG's bytes.
 

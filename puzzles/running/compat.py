@@ -24,7 +24,7 @@ from types import SimpleNamespace
 from typing import Any
 
 # The Pythons the course supports: pyproject.toml's requires-python (">=3.10,<3.15"), which
-# tests/test_requirements.py checks against this and resolves the pinned set for each. Triton 3.7.1
+# tests/cli/test_requirements.py checks against this and resolves the pinned set for each. Triton 3.7.1
 # has wheels up to 3.14; numpy >= 2.3 and jaxtyping >= 0.3.8 need 3.11, so 3.10 has pins of its own.
 PYTHON_OLDEST = (3, 10)
 PYTHON_BELOW = (3, 15)  # first unsupported

@@ -1,6 +1,6 @@
 """Offline check of the warp-specialised prefill kernel (:mod:`solutions.gptq.ws_prefill`): compile it for
 sm_90 on any machine, GPU or not, and report the wgmma count and what ptxas says (serialised wgmma,
-spills). tests/test_gptq_ws.py runs it in a subprocess, one line of JSON per tile:
+spills). tests/gptq/test_gptq_ws.py runs it in a subprocess, one line of JSON per tile:
 
     python -m solutions.gptq.ws_compile_check 128,4 256,3
 """

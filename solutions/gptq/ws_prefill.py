@@ -18,7 +18,7 @@ Here each program computes a 128 x BLOCK_M tile of C^T = W^T A^T with three part
 The overlap comes from the partitions, not from within a warpgroup: while one consumer dequantizes,
 the other's wgmma keeps the tensor cores busy, and the loader's copies run ahead of both. (Keeping a
 step's wgmma in flight while the same warpgroup dequantizes the next step made ptxas serialise every
-wgmma, C7515, in the variants tried; tests/test_gptq_ws.py compiles the kernel for sm_90 and fails if
+wgmma, C7515, in the variants tried; tests/gptq/test_gptq_ws.py compiles the kernel for sm_90 and fails if
 ptxas reports serialised wgmma.) Registers: 168 per thread at launch for 12 warps, redistributed by
 ``setmaxnreg`` as 240 for each consumer warpgroup and 24 for the loader's.
 
