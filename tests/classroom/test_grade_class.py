@@ -37,8 +37,7 @@ FAST = ["--puzzle", "1", "--puzzle", "2", "--timeout", "2", "--seed", "7"]
 
 def run_grade(*args: str) -> subprocess.CompletedProcess:
     """The grading command, run in this process (tests/support/commands.py); its `pid` gives its jobs' users
-    (job_uid(slot)
-    of that pid)."""
+    (job_uid(slot) of that pid)."""
     return run_command(["grade", *args], ROOT)
 
 

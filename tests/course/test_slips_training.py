@@ -1,8 +1,7 @@
 """Issue 48 for puzzles 22, 24, 25 and 26: every wrong kernel fails and every common slip is named.
 
-Each slip (tests/kernels/slip_kernels_training.py: the reference with one line changed, as learners wrote them) is
-named at
-one seed in a full grading, and fails with its name at 20 seeds at the size that catches it (`sweep`: the inputs
+Each slip (tests/kernels/slip_kernels_training.py: the reference with one line changed, as learners wrote them) is named
+at one seed in a full grading, and fails with its name at 20 seeds at the size that catches it (`sweep`: the inputs
 of a puzzle's size are the same whether it is graded alone or with the others, so a failure there is a failure
 of the grading). Right kernels in other styles pass the shaped sizes at 20 seeds. A float16 diagnosis is given
 only where a 16-bit type is in play; packed results are named dx, dw, db."""

@@ -1,7 +1,6 @@
 """Known-wrong kernels of the matmul family (puzzles 11, 12, 16, 17, 18): a block written as a number, blocks
 mixed up, one tile row assumed (the second and fourth red teams). tests/grading/test_judging_holes_matmuls.py checks
-each
-fails for its own reason; the other wrong kernels: tests/kernels/wrong_kernels.py."""
+each fails for its own reason; the other wrong kernels: tests/kernels/wrong_kernels.py."""
 
 import triton
 import triton.language as tl

@@ -90,9 +90,8 @@ def _venv(tmp: Path) -> Path:
 
 def _combined_notebook(work: Path) -> Path:
     """Notebook 1 copied as shipped, then for each puzzle of REFERENCE_SAMPLE its spec, starter and grading cell,
-    and the reference with the grading cell again: one kernel grades them all (every starter and reference runs
-    in its own notebook in tests/course/test_notebooks.py; every module of the course is in the wheel: the test
-    below)."""
+    and the reference with the grading cell again: one kernel grades them all (every starter and reference runs in
+    its own notebook in tests/course/test_notebooks.py; every module of the course is in the wheel: next test)."""
     first = catalog.get(1)
     nb = nbformat.read(notebooks.NOTEBOOK_DIR / f"{first.id}.ipynb", as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("import puzzles\nprint(puzzles.__file__)"))

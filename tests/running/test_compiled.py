@@ -180,8 +180,7 @@ def test_puzzle_23_fails_a_right_copy_whose_loads_are_32_bit_and_says_what_to_ch
     assert error.message.startswith(f"Puzzle 23 asks for 128-bit global loads and stores, and compiled for sm_90 "
                                     f"the load at line {load} is 32-bit (8 × ld.global.b32)")
     assert f"the store at line {marked_line(kernel, 'STORE_LINE')} is 32-bit" in error.message
-    # what it misses, read from the compiled code (tests/running/test_compiled_rule.py has each condition), not the
-    # calls
+    # what it misses, read from the compiled code, not the calls (tests/running/test_compiled_rule.py: each condition)
     assert f"- the load at line {load}: its address is computed from `S1`" in error.message
     assert "tl.max_constancy" not in error.message and "compiled(copy_rows_kernel, puzzle=23)" in error.message
     assert error.line == load and "LOAD_LINE" in error.source

@@ -8,9 +8,8 @@ path, one per test process (`warm_parent()`). The child is what would have start
 folder, environment and path of the started kernel, then ipykernel's own entry point. One difference: torch's thread
 pool has one thread there (the server imports torch with OMP_NUM_THREADS=1, as a fork cannot carry a pool), which
 only the speed of torch calls sees. Where any of that is not available here (no pidfd, another jupyter_client, a
-PYTHONPATH other than the server's), the kernel starts as usual. tests/classroom/test_launcher.py checks that a
-forked kernel
-sees what a started one sees.
+PYTHONPATH other than the server's), the kernel starts as usual. tests/classroom/test_launcher.py checks that a forked
+kernel sees what a started one sees.
 """
 
 from __future__ import annotations
