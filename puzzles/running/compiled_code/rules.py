@@ -3,7 +3,8 @@ store of the kernel, compiled for the rule's target at the canonical size, moves
 thread and instruction. The compile check judges it on the full compile it does anyway
 (puzzles/running/compile_check/checking.py): no second compile. A narrower access is told which of the
 compiler's conditions it misses, as the TTGIR shows them (vector_width.py): the elements each thread holds, what
-the compiler knows of its address's alignment, whether its mask is known to be the same across a vector."""
+the compiler knows of its address's alignment, whether its mask is known to be the same across a vector. A rule with
+`tma` (puzzle 29) asks instead that every load and store be a TMA copy (`judge_tma`)."""
 
 from __future__ import annotations
 
