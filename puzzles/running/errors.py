@@ -177,8 +177,9 @@ def triton_error_hint(message: str, source: str = "") -> str:
         return descriptor_strides()
     if "block offset start must be 16-byte aligned" in message:
         return DESCRIPTOR_COORDINATES
-    # Triton checks a descriptor store's value against the block shape with a bare assert: no words of its own.
-    if message.strip() in ("AssertionError", "AssertionError: AssertionError") and re.search(r"\w\.store\(", source):
+    # A descriptor store's value against its block shape: a bare assert up to Triton 3.8, the two shapes from 3.9.
+    bare = message.strip() in ("AssertionError", "AssertionError: AssertionError")
+    if (bare or "expected value shape" in message) and re.search(r"\w\.store\(", source):
         return DESCRIPTOR_STORE_SHAPE
     if ("object is not iterable" in message or "unsupported tensor index" in message) and re.search(
             r"\w\[(?![^]]*(:|None))[^]]*\]", source):
