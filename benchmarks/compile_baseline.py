@@ -53,7 +53,7 @@ from puzzles.grading import perf  # noqa: E402
 from puzzles.grading.cases import Case  # noqa: E402
 from puzzles.grading.job import make_job  # noqa: E402
 from puzzles.grading.presenting import bound_launch, speed_tensors  # noqa: E402
-from puzzles.grading.runs import ArenaNames  # noqa: E402
+from puzzles.grading.runs import ArenaNames, use_scratch_allocator  # noqa: E402
 from puzzles.grading.signature import bind_arguments  # noqa: E402
 
 
@@ -194,6 +194,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print(NO_GPU)
         return 0
+    use_scratch_allocator("cuda")  # device-side tensor descriptors (puzzle 29) need global scratch memory
 
     import triton
 

@@ -147,6 +147,7 @@ def test_every_size_keeps_tmas_rules_and_leaves_ragged_tiles():
         assert rule in PUZZLE.statement, rule
 
 
+@pytest.mark.interpreter("the interpreter's descriptor check names the rule; on a GPU the words are not checked yet")
 def test_a_size_whose_rows_are_no_multiple_of_16_bytes_is_told_why():
     result = grade(29, PUZZLE.reference(), seed=1, sizes=[{"N0": 100, "N1": 38, "B0": 32, "B1": 16}])
     assert not result.passed

@@ -112,11 +112,14 @@ dtype=torch.int8, device="cuda"))`.
     needs_triton=TritonFeature("device-side tensor descriptors (tl.make_tensor_descriptor)", "3.5",
                                has_tensor_descriptors),
     notebook_cells=(("markdown", READ_TEXT), ("code", READ_CODE)),
-    perf_size={"N0": 8192, "N1": 8192, "B0": 64, "B1": 64},
-    speed_goal=SpeedGoal(roofline=0.6, levers=(
-        "larger tiles (64 × 64 to 128 × 128 float32: each TMA copy then moves 16-64 KB, and fewer programs pay "
-        "the descriptor's set-up), num_warps 4-8 for the transpose in registers, and enough programs per SM "
-        "(shared memory per program: two tiles) to keep several copies in flight")),
+    # Measured on an H200 (benchmarks/results/nvidia-h200/p29_tiles.md): 64 x 128 tiles with 4 warps are the fastest
+    # of 18 shapes, 147.7 us against torch.compile's 139.0 us and a 127.3 us memory floor.
+    perf_size={"N0": 8192, "N1": 8192, "B0": 64, "B1": 128},
+    speed_goal=SpeedGoal(vs_compile=0.9, roofline=0.8, levers=(
+        "tiles of 64 x 128 float32 with 4 warps (each TMA copy then moves 32 KB, and fewer programs pay the "
+        "descriptor's set-up); the transpose itself goes through registers (tl.trans), which is what keeps the "
+        "reference 6% behind torch.compile's pointer transpose on an H200: the goal is 0.9 of its speed and 80% of "
+        "the roofline")),
     # A copy: every element exact.
     rtol=0.0,
     atol=0.0,
