@@ -24,11 +24,15 @@ def chunk_end(extent: int, itemsize: int) -> int:
     return -(-extent * itemsize // CHUNK_BYTES) * CHUNK_BYTES // itemsize
 
 
+def innermost(desc: Any) -> tuple[int, int]:
+    """The descriptor's innermost extent in elements, and its element size in bytes."""
+    return int(np.asarray(desc.shape[-1].data).item()), desc.base.dtype.element_ty.primitive_bitwidth // 8
+
+
 def stored_lanes(desc: Any, offsets: list[Any], mask: np.ndarray) -> np.ndarray:
     """The lanes a TMA store of the descriptor's block at `offsets` writes: those within the tensor (`mask`, as
     Triton's interpreter computed it) and, along the innermost dimension, the rest of the last 16-byte chunk."""
-    itemsize = desc.base.dtype.element_ty.primitive_bitwidth // 8
-    extent = int(np.asarray(desc.shape[-1].data).item())
+    extent, itemsize = innermost(desc)
     end = chunk_end(extent, itemsize)
     if end == extent:
         return mask
@@ -45,8 +49,7 @@ def stored_lanes(desc: Any, offsets: list[Any], mask: np.ndarray) -> np.ndarray:
 
 def note(desc: Any) -> str:
     """Why a descriptor store wrote past its tensor, in the learner's terms."""
-    itemsize = desc.base.dtype.element_ty.primitive_bitwidth // 8
-    extent = int(np.asarray(desc.shape[-1].data).item())
+    extent, itemsize = innermost(desc)
     row_bytes = extent * itemsize
     past = chunk_end(extent, itemsize) * itemsize - row_bytes
     return (f"a tensor descriptor's store is done in whole 16-byte chunks on a GPU with TMA (sm_90 and later): its "

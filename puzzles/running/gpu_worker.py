@@ -51,7 +51,7 @@ from puzzles.running.errors import KernelError
 from puzzles.running.frames import FrameReader, send_frame
 from puzzles.running.kernel import ConfigLaunch, KernelHandle, unwrap_kernel
 from puzzles.running.kernel_chain import is_config_launch, is_triton, walk_chain
-from puzzles.running.worker_processes import START_LIMIT, WorkerProcess, launch, spare_count
+from puzzles.running.worker_processes import START_LIMIT, WorkerProcess, file_start, launch, spare_count
 
 # Words of CUDA errors after which the worker's context is gone (the process must end).
 FAULT_WORDS = ("illegal memory access", "illegal address", "misaligned address", "unspecified launch failure",
@@ -508,9 +508,7 @@ def _captured() -> Any:  # pragma: no cover - runs in the worker process
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
-            size = sink.seek(0, os.SEEK_END)
-            sink.seek(0)
-            text.append(printed_text(sink.read(PRINTED_LIMIT).decode(errors="replace"), size))
+            text.append(printed_text(*file_start(sink, PRINTED_LIMIT)))
 
 
 def printed_text(start: str, size: int) -> str:

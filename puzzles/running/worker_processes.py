@@ -71,11 +71,16 @@ class WorkerProcess:
             return "", 0
         try:
             with open(self.prints_path, "rb") as prints:
-                size = prints.seek(0, os.SEEK_END)
-                prints.seek(0)
-                return prints.read(limit).decode(errors="replace"), size
+                return file_start(prints, limit)
         except OSError:
             return "", 0
+
+
+def file_start(stream: Any, limit: int) -> tuple[str, int]:
+    """The start (up to `limit` bytes, as text) of an open binary file, and its size in bytes."""
+    size = stream.seek(0, os.SEEK_END)
+    stream.seek(0)
+    return stream.read(limit).decode(errors="replace"), size
 
 
 def worker_environment(device: str, prints_path: str | None = None) -> dict[str, str]:
