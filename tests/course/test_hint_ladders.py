@@ -8,7 +8,8 @@ import importlib
 import re
 from pathlib import Path
 
-import alternative_kernels as ak
+import p26_layernorm_backward as p26
+import p28_attention_backward as p28
 import pytest
 
 from puzzles import test
@@ -70,8 +71,8 @@ def test_the_check_sees_a_hint_that_copies_the_reference():
         object.__setattr__(p, "hints", original)
 
 
-@pytest.mark.parametrize(("number", "kernel"), [(26, ak.layernorm_backward_kernel_one_program_sums),
-                                                (28, ak.attention_backward_kernel_two_walks)],
+@pytest.mark.parametrize(("number", "kernel"), [(26, p26.layernorm_backward_kernel_one_program_sums),
+                                                (28, p28.attention_backward_kernel_two_walks)],
                          ids=["26_one_program_sums", "28_two_walks"])
 def test_the_other_way_each_statement_names_passes(number, kernel):
     result = test(kernel, puzzle=number, quiet=True, seed=1)

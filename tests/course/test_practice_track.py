@@ -3,9 +3,10 @@ each starter fails, and each classic mistake (a known-wrong kernel below) is cau
 
 from __future__ import annotations
 
+import p19_colour_to_grey as p19
+import p20_autotune as p20
+import p21_multi_tensor_apply as p21
 import pytest
-import triton
-import triton.language as tl
 
 from puzzles import test  # conftest imports puzzles first: the interpreter is on before triton loads
 from puzzles.course import catalog
@@ -25,30 +26,6 @@ def grade(number: int, kernel, **kwargs):
 # -- puzzle 19: strides ------------------------------------------------------------------------------------
 
 
-@triton.jit
-def grey_kernel_contiguous(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    j = tl.program_id(1) * B1 + tl.arange(0, B1)
-    mask = (j[:, None] < N1) & (i[None, :] < N0)
-    pixel = x_ptr + j[:, None] * (3 * N0) + i[None, :] * 3  # assumes a packed N1 x N0 x 3 image
-    r = tl.load(pixel, mask=mask).to(tl.float32)
-    g = tl.load(pixel + 1, mask=mask).to(tl.float32)
-    b = tl.load(pixel + 2, mask=mask).to(tl.float32)
-    tl.store(z_ptr + j[:, None] * N0 + i[None, :], 0.2989 * r + 0.5870 * g + 0.1140 * b, mask=mask)
-
-
-@triton.jit
-def grey_kernel_no_row_mask(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    j = tl.program_id(1) * B1 + tl.arange(0, B1)
-    mask = (i[None, :] < N0) & (j[:, None] >= 0)  # the columns are masked, the rows are not
-    pixel = x_ptr + j[:, None] * S1 + i[None, :] * S0
-    r = tl.load(pixel, mask=mask).to(tl.float32)
-    g = tl.load(pixel + SC, mask=mask).to(tl.float32)
-    b = tl.load(pixel + 2 * SC, mask=mask).to(tl.float32)
-    tl.store(z_ptr + j[:, None] * N0 + i[None, :], 0.2989 * r + 0.5870 * g + 0.1140 * b, mask=mask)
-
-
 def test_grey_is_graded_on_non_contiguous_views():
     from puzzles.grading.layouts import storage_numel
 
@@ -61,7 +38,7 @@ def test_grey_is_graded_on_non_contiguous_views():
 
 
 def test_grey_assuming_a_contiguous_image_is_wrong():
-    result = grade(19, grey_kernel_contiguous)
+    result = grade(19, p19.grey_kernel_contiguous)
     assert not result.passed
     assert result.first_failure.status in ("wrong", "out of bounds"), str(result)
     assert all(not o.passed for o in result.outcomes)  # every layout the grader uses catches it
@@ -69,7 +46,7 @@ def test_grey_assuming_a_contiguous_image_is_wrong():
 
 @interpreted_only
 def test_grey_without_a_row_mask_reads_past_the_image():
-    result = grade(19, grey_kernel_no_row_mask)
+    result = grade(19, p19.grey_kernel_no_row_mask)
     assert not result.passed
     failure = result.first_failure
     assert failure.status == "out of bounds", str(result)
@@ -78,25 +55,6 @@ def test_grey_without_a_row_mask_reads_past_the_image():
 
 
 # -- puzzle 20: autotuning -----------------------------------------------------------------------------
-
-
-@triton.autotune(configs=[triton.Config({"B0": 32}, num_warps=1), triton.Config({"B0": 128}, num_warps=2),
-                          triton.Config({"B0": 1024}, num_warps=4)], key=["N0"])
-@triton.jit
-def silu_mul_kernel_one_config(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
-    offsets = tl.program_id(0) * 128 + tl.arange(0, B0)  # right only where B0 is 128
-    mask = offsets < N0
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(z_ptr + offsets, x * tl.sigmoid(x) * y, mask=mask)
-
-
-@triton.jit
-def silu_mul_kernel_not_autotuned(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
-    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
-    mask = offsets < N0
-    x = tl.load(x_ptr + offsets, mask=mask)
-    tl.store(z_ptr + offsets, x * tl.sigmoid(x) * tl.load(y_ptr + offsets, mask=mask), mask=mask)
 
 
 def test_autotuned_reference_is_graded_under_every_config():
@@ -111,7 +69,7 @@ def test_autotuned_reference_is_graded_under_every_config():
 
 
 def test_a_kernel_right_under_one_config_fails_naming_the_others():
-    result = grade(20, silu_mul_kernel_one_config)
+    result = grade(20, p20.silu_mul_kernel_one_config)
     assert not result.passed
     by_config = {n.split(":")[0]: n for n in result.notes if n.startswith("config ")}
     assert "passed" in by_config["config 2 of 3 (B0=128, num_warps=2)"]
@@ -137,50 +95,11 @@ def test_the_starter_verdict_says_its_reason_once(load_kernel):
 
 
 def test_a_plain_jit_kernel_is_refused_for_the_autotuning_puzzle():
-    result = grade(20, silu_mul_kernel_not_autotuned)
+    result = grade(20, p20.silu_mul_kernel_not_autotuned)
     assert not result.passed and result.error.kind == "rule" and "@triton.autotune" in result.reason()
 
 
 # -- puzzle 21: multi-tensor apply -------------------------------------------------------------------------
-
-
-@triton.jit
-def _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr,
-              OFFSET_FROM_PID: tl.constexpr, MASK: tl.constexpr):
-    """The reference with one mistake switched on by a flag."""
-    pid = tl.program_id(0)
-    t = tl.load(chunks_ptr + 2 * pid)
-    c = tl.load(chunks_ptr + 2 * pid + 1)
-    n = tl.load(numels_ptr + t)
-    p_ptr = tl.load(addresses_ptr + 0 * K + t).to(tl.pointer_type(tl.float32))
-    g_ptr = tl.load(addresses_ptr + 1 * K + t).to(tl.pointer_type(tl.float32))
-    m_ptr = tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32))
-    p_out = tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32))
-    m_out = tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32))
-    if OFFSET_FROM_PID:
-        offs = pid * B0 + tl.arange(0, B0)  # the program id runs across all tensors, not within one
-    else:
-        offs = c * B0 + tl.arange(0, B0)
-    if MASK:
-        mask = offs < n
-    else:
-        mask = offs >= 0  # every lane: the partial last chunk runs past its tensor
-    p = tl.load(p_ptr + offs, mask=mask)
-    m = momentum * tl.load(m_ptr + offs, mask=mask) + tl.load(g_ptr + offs, mask=mask) + weight_decay * p
-    tl.store(m_out + offs, m, mask=mask)
-    tl.store(p_out + offs, p - lr * m, mask=mask)
-
-
-@triton.jit
-def sgd_kernel_offset_from_pid(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
-                               B0: tl.constexpr):
-    _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0, True, True)
-
-
-@triton.jit
-def sgd_kernel_last_chunk_unmasked(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
-                                   B0: tl.constexpr):
-    _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, K, lr, momentum, weight_decay, B0, False, False)
 
 
 def test_each_tensor_of_each_list_is_its_own_guarded_allocation():
@@ -201,7 +120,7 @@ def test_each_tensor_of_each_list_is_its_own_guarded_allocation():
 
 @interpreted_only
 def test_sgd_with_the_chunk_offset_from_the_program_id_misses_the_later_tensors():
-    result = grade(21, sgd_kernel_offset_from_pid)
+    result = grade(21, p21.sgd_kernel_offset_from_pid)
     assert not result.passed
     failure = result.first_failure
     # Program ids run across the whole list: past the first tensor, every lane is masked off by
@@ -214,7 +133,7 @@ def test_sgd_with_the_chunk_offset_from_the_program_id_misses_the_later_tensors(
 
 @interpreted_only
 def test_sgd_without_masking_the_last_chunk_runs_past_its_tensor():
-    result = grade(21, sgd_kernel_last_chunk_unmasked)
+    result = grade(21, p21.sgd_kernel_last_chunk_unmasked)
     assert not result.passed
     failure = result.first_failure
     assert failure.status == "out of bounds", str(result)
@@ -236,23 +155,11 @@ def test_tables_for_real_tensors_point_at_them():
     assert chunks.tolist() == [[0, 0], [1, 0], [2, 0], [2, 1]]
 
 
-@triton.jit
-def grey_kernel_channels_one_apart(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    j = tl.program_id(1) * B1 + tl.arange(0, B1)
-    mask = (j[:, None] < N1) & (i[None, :] < N0)
-    pixel = x_ptr + j[:, None] * S1 + i[None, :] * S0
-    r = tl.load(pixel, mask=mask).to(tl.float32)
-    g = tl.load(pixel + 1, mask=mask).to(tl.float32)  # SC hard-coded as 1
-    b = tl.load(pixel + 2, mask=mask).to(tl.float32)
-    tl.store(z_ptr + j[:, None] * N0 + i[None, :], 0.2989 * r + 0.5870 * g + 0.1140 * b, mask=mask)
-
-
 @interpreted_only
 def test_grey_with_the_channel_stride_hard_coded_is_named_and_its_reads_of_row_padding_reported():
     """+1, +2 instead of SC, 2·SC: right in the crop (SC = 1), the next pixels' red bytes channels-first (the slip is
     named), and the row padding past the last column where rows are padded (reported with element and line)."""
-    result = grade(19, grey_kernel_channels_one_apart)
+    result = grade(19, p19.grey_kernel_channels_one_apart)
     crop, permuted, padded = result.outcomes
     assert crop.passed and permuted.status == "wrong", str(result)
     assert "the output is what this slip gives: green and blue are read at pixel + 1 and pixel + 2" in permuted.note
@@ -269,8 +176,8 @@ def test_a_failing_autotuned_verdict_shows_the_graders_configs_and_explains_ever
     from puzzles.grading.autotune_configs import grader_configs, tuning_rules
 
     p = catalog.get(20)
-    result = grade(20, silu_mul_kernel_one_config)
-    theirs = grader_configs(list(silu_mul_kernel_one_config.configs), tuning_rules(p))
+    result = grade(20, p20.silu_mul_kernel_one_config)
+    theirs = grader_configs(list(p20.silu_mul_kernel_one_config.configs), tuning_rules(p))
     assert {o.sizes["B0"] for o in result.outcomes} == {32, 128, 1024} | {c.kwargs["B0"] for c in theirs}
     assert sum(n.startswith("grader's config ") for n in result.notes) == len(theirs), result.notes
     for o in result.outcomes:

@@ -3,29 +3,16 @@
 
 from __future__ import annotations
 
+import p12_quantized_matmul as p12
+import p13_pack_int4 as p13
+import p14_unpack_int4 as p14
+import p15_int8_gemv as p15
+import p16_grouped_tile_order as p16
+import p18_gptq_splitk as p18
 import pytest
 import torch
-import triton
-import triton.language as tl
-import wrong_kernels_matmuls as wrong_matmuls
 from judging import grade
-from test_quant_track import (  # the track's kernels, written once there
-    gemv_weight_read_as_n_by_k,
-    gptq_group_of_64,
-    gptq_group_of_chunk_start,
-    gptq_without_k_mask,
-    gptq_without_plus_one,
-    gptq_zeros_packed_along_k,
-    grouped_order_full_last_band,
-    grouped_order_row_major,
-    out_of_bounds_on_a_ragged_block,
-    pack_nibbles_reversed,
-    pack_without_nibble_mask,
-    quant_dot_all_by_byte,
-    quant_dot_by_nibble,
-    quant_dot_weights_by_byte,
-    unpack_masking_before_shifting,
-)
+from test_quant_track import out_of_bounds_on_a_ragged_block
 
 from puzzles.course import catalog
 
@@ -34,30 +21,19 @@ interpreted_only = pytest.mark.interpreter("needs the interpreter's recorded acc
 
 # -- a wrong output that a likely slip explains is told which slip (puzzles/course/mistakes.py) ------------------------
 
-@triton.jit
-def gemv_without_scale(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
-    n = tl.program_id(0) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k = k0 + tl.arange(0, BK)
-        x = tl.load(x_ptr + k, mask=k < K, other=0.0).to(tl.float32)
-        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0)
-        acc += tl.sum(x[:, None] * w.to(tl.float32), axis=0)
-    tl.store(z_ptr + n, acc.to(tl.float16), mask=n < N)  # the per-column scale forgotten
-
 
 SLIPS = [
-    (13, pack_nibbles_reversed, "reverse order"),
-    (13, pack_without_nibble_mask, "without & 0xF"),
-    (14, unpack_masking_before_shifting, "masked in place"),
-    (15, gemv_without_scale, "scale is left out"),
-    (16, grouped_order_row_major, "row-major order"),
-    (16, grouped_order_full_last_band, "last band is taken as GROUP_M"),
-    (16, wrong_matmuls.grouped_order_kernel_position_from_pid, "the program's position in its band"),
-    (18, gptq_without_plus_one, "without its + 1"),
-    (18, gptq_zeros_packed_along_k, "qzeros is packed along N"),
-    (18, gptq_group_of_64, "k // 64, a fixed size"),
-    (18, gptq_group_of_chunk_start, "g = k0 // G"),
+    (13, p13.pack_nibbles_reversed, "reverse order"),
+    (13, p13.pack_without_nibble_mask, "without & 0xF"),
+    (14, p14.unpack_masking_before_shifting, "masked in place"),
+    (15, p15.gemv_without_scale, "scale is left out"),
+    (16, p16.grouped_order_row_major, "row-major order"),
+    (16, p16.grouped_order_full_last_band, "last band is taken as GROUP_M"),
+    (16, p16.grouped_order_kernel_position_from_pid, "the program's position in its band"),
+    (18, p18.gptq_without_plus_one, "without its + 1"),
+    (18, p18.gptq_zeros_packed_along_k, "qzeros is packed along N"),
+    (18, p18.gptq_group_of_64, "k // 64, a fixed size"),
+    (18, p18.gptq_group_of_chunk_start, "g = k0 // G"),
 ]
 
 
@@ -69,20 +45,21 @@ def test_a_likely_slip_is_named_in_the_verdict(number, kernel, slip):
 
 
 @interpreted_only  # a shift of 32 bits or more fills with the sign bit in the interpreter; compiled, it is undefined
-@pytest.mark.parametrize("kernel, slip", [(quant_dot_weights_by_byte, "the weights are unpacked 8 bits apart"),
-                                          (quant_dot_all_by_byte, "the weights and the shifts are unpacked 8 bits")],
+@pytest.mark.parametrize("kernel, slip", [(p12.quant_dot_weights_by_byte, "the weights are unpacked 8 bits apart"),
+                                          (p12.quant_dot_all_by_byte,
+                                           "the weights and the shifts are unpacked 8 bits")],
                          ids=["weights", "weights-and-shifts"])
 def test_nibbles_unpacked_a_byte_apart_are_named(kernel, slip):
     result = grade(12, kernel)
     assert result.first_failure.status == "wrong", str(result)
     assert "the output is what this slip gives" in result.reason() and slip in result.reason(), str(result)
-    assert grade(12, quant_dot_by_nibble).passed  # the same kernel with 4 bits a nibble: no slip to name
+    assert grade(12, p12.quant_dot_by_nibble).passed  # the same kernel with 4 bits a nibble: no slip to name
 
 
 def test_a_chunk_read_with_its_first_rows_group_names_the_rows_that_took_the_wrong_group():
     """g = k0 // G passes where G is a multiple of BK (sizes 1 and 2) and fails elsewhere: the verdict says which rows
     of which chunk took the wrong group, not only that 953 of 960 elements are wrong."""
-    result = grade(18, gptq_group_of_chunk_start)
+    result = grade(18, p18.gptq_group_of_chunk_start)
     failure = result.first_failure
     assert failure.sizes == catalog.get(18).sizes[2] and failure.status == "wrong", str(result)
     rows = "chunk k0 = 0 (rows 0…63) took group 0 for its rows 32…63, which are in group 1"
@@ -91,7 +68,7 @@ def test_a_chunk_read_with_its_first_rows_group_names_the_rows_that_took_the_wro
 
 
 def test_a_wrong_output_that_no_slip_explains_names_none():
-    result = grade(15, gemv_weight_read_as_n_by_k)
+    result = grade(15, p15.gemv_weight_read_as_n_by_k)
     assert result.first_failure.status == "wrong" and "slip" not in str(result), str(result)
     assert "kept in float16" not in str(result), str(result)  # wrong by far, everywhere: not a rounding
 
@@ -115,25 +92,12 @@ def test_every_likely_slip_gives_a_wrong_output_at_some_size(p):
 
 @interpreted_only
 def test_gptq_without_k_mask():
-    assert "out-of-bounds" in out_of_bounds_on_a_ragged_block(18, gptq_without_k_mask, "K", "BK")
-
-
-@triton.jit
-def gemv_with_tl_dot(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
-    n = tl.program_id(0) * BN + tl.arange(0, BN)
-    acc = tl.zeros([16, BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k = k0 + tl.arange(0, BK)
-        x = tl.load(x_ptr + k, mask=k < K, other=0.0).to(tl.float16)
-        rows = tl.zeros([16, BK], dtype=tl.float16) + x[None, :]  # the vector padded to 16 rows
-        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0)
-        acc = tl.dot(rows, w.to(tl.float16), acc)
-    tl.store(z_ptr + n, (tl.sum(acc, axis=0) / 16 * tl.load(scale_ptr)).to(tl.float16), mask=n < N)
+    assert "out-of-bounds" in out_of_bounds_on_a_ragged_block(18, p18.gptq_without_k_mask, "K", "BK")
 
 
 def test_gemv_with_tl_dot_is_rejected_where_the_statement_rules_it_out():
-    result = grade(15, gemv_with_tl_dot)
+    result = grade(15, p15.gemv_with_tl_dot)
     assert not result.passed and result.error is not None and result.error.kind == "rule", str(result)
     assert "not to use tl.dot" in result.reason() and "tl.dot(rows" in result.error.source
-    assert result.error.line == gemv_with_tl_dot.fn.__code__.co_firstlineno + 9  # counted from the decorator
+    assert result.error.line == p15.gemv_with_tl_dot.fn.__code__.co_firstlineno + 9  # counted from the decorator
     assert not result.outcomes  # rejected before running

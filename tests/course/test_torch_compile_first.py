@@ -7,9 +7,8 @@ from __future__ import annotations
 import ast
 import json
 
+import p22_torch_compile_first as p22
 import pytest
-import triton
-import triton.language as tl
 
 from puzzles import on_gpu, test
 from puzzles.course import catalog
@@ -23,86 +22,10 @@ def grade(kernel):
     return test(kernel, P.spec, quiet=True, seed=2207)
 
 
-
-@triton.jit
-def without_bias(x_ptr, w_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k = k0 + tl.arange(0, BK)
-        x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
-        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
-        acc += tl.dot(x, w)
-    z = tl.maximum(acc, 0.0)  # b never added
-    tl.store(z_ptr + m[:, None] * N + n[None, :], z.to(tl.float16), mask=(m < M)[:, None] & (n < N)[None, :])
-
-
-@triton.jit
-def without_relu(x_ptr, w_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k = k0 + tl.arange(0, BK)
-        x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
-        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
-        acc += tl.dot(x, w)
-    b = tl.load(b_ptr + n, mask=n < N, other=0.0)
-    z = acc + b[None, :].to(tl.float32)  # the relu forgotten
-    tl.store(z_ptr + m[:, None] * N + n[None, :], z.to(tl.float16), mask=(m < M)[:, None] & (n < N)[None, :])
-
-
-@triton.jit
-def bias_after_relu(x_ptr, w_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k = k0 + tl.arange(0, BK)
-        x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
-        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
-        acc += tl.dot(x, w)
-    b = tl.load(b_ptr + n, mask=n < N, other=0.0)
-    z = tl.maximum(acc, 0.0) + b[None, :].to(tl.float32)
-    tl.store(z_ptr + m[:, None] * N + n[None, :], z.to(tl.float16), mask=(m < M)[:, None] & (n < N)[None, :])
-
-
-@triton.jit
-def bias_by_row(x_ptr, w_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k = k0 + tl.arange(0, BK)
-        x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
-        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
-        acc += tl.dot(x, w)
-    b = tl.load(b_ptr + m, mask=m < M, other=0.0)  # one bias per row: reads past b where M > N
-    z = tl.maximum(acc + b[:, None].to(tl.float32), 0.0)
-    tl.store(z_ptr + m[:, None] * N + n[None, :], z.to(tl.float16), mask=(m < M)[:, None] & (n < N)[None, :])
-
-
-@triton.jit
-def k_loop_one_chunk_short(x_ptr, w_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                           BK: tl.constexpr):
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(0, K - BK, BK):  # the ragged last chunk never added
-        k = k0 + tl.arange(0, BK)
-        x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
-        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
-        acc += tl.dot(x, w)
-    b = tl.load(b_ptr + n, mask=n < N, other=0.0)
-    z = tl.maximum(acc + b[None, :].to(tl.float32), 0.0)
-    tl.store(z_ptr + m[:, None] * N + n[None, :], z.to(tl.float16), mask=(m < M)[:, None] & (n < N)[None, :])
-
-
 @pytest.mark.parametrize("kernel, slip", [
-    (without_bias, "the bias is left out"),
-    (without_relu, "the relu is left out"),
-    (bias_after_relu, "the bias is added after the relu"),
+    (p22.without_bias, "the bias is left out"),
+    (p22.without_relu, "the relu is left out"),
+    (p22.bias_after_relu, "the bias is added after the relu"),
 ], ids=lambda x: getattr(getattr(x, "fn", None), "__name__", ""))
 def test_a_likely_slip_is_named_in_the_verdict(kernel, slip):
     result = grade(kernel)
@@ -111,7 +34,7 @@ def test_a_likely_slip_is_named_in_the_verdict(kernel, slip):
 
 
 def test_a_bias_read_by_row_is_named_or_out_of_bounds():
-    result = grade(bias_by_row)
+    result = grade(p22.bias_by_row)
     statuses = {o.status for o in result.outcomes}
     assert not result.passed and "out of bounds" in statuses, str(result)  # M > N: reads past b
     wrong = [o for o in result.outcomes if o.status == "wrong"]
@@ -119,7 +42,7 @@ def test_a_bias_read_by_row_is_named_or_out_of_bounds():
 
 
 def test_a_loop_over_k_that_stops_a_chunk_short_fails():
-    result = grade(k_loop_one_chunk_short)
+    result = grade(p22.k_loop_one_chunk_short)
     assert result.first_failure.status == "wrong", str(result)
     assert "K" in result.reason(), str(result)
 

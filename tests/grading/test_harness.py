@@ -5,9 +5,14 @@ from __future__ import annotations
 import html
 import time
 
+import p01_constant_add as p01
+import p02_constant_add_block as p02
+import p04_outer_vector_add_block as p04
+import p05_fused_outer_multiply as p05
+import p08_long_softmax as p08
+import p09_simple_flash_attention as p09
 import pytest
 import torch
-import wrong_kernels as wrong
 
 from puzzles import test
 from puzzles.course import catalog
@@ -53,7 +58,7 @@ def _grade(kernel, number, **kwargs):
 
 
 def test_missing_mask_is_out_of_bounds_with_program_element_and_line():
-    result = _grade(wrong.add_mask2_kernel_no_mask, 2)
+    result = _grade(p02.add_mask2_kernel_no_mask, 2)
     failure = result.first_failure
     assert failure.status == "out of bounds"
     first = failure.invalid_accesses[0]
@@ -65,43 +70,43 @@ def test_missing_mask_is_out_of_bounds_with_program_element_and_line():
 
 
 def test_hard_coded_size_fails_at_other_sizes():
-    result = _grade(wrong.add_mask2_kernel_hard_coded, 2)
+    result = _grade(p02.add_mask2_kernel_hard_coded, 2)
     assert result.outcomes[0].passed  # right at the canonical size only
     assert {o.status for o in result.outcomes[1:]} <= {"out of bounds", "unwritten"}
     assert not result.passed
 
 
 def test_unwritten_tail_is_reported_as_never_written():
-    failure = _grade(wrong.add_mask2_kernel_unwritten_tail, 2).first_failure
+    failure = _grade(p02.add_mask2_kernel_unwritten_tail, 2).first_failure
     assert failure.status == "unwritten"
     assert failure.unwritten_count == 8 and failure.unwritten[0] == (192,)
     assert failure.mismatch_count == 0
 
 
 def test_off_by_one_block_offset_leaves_the_first_block_unwritten():
-    failure = _grade(wrong.add_mask2_kernel_off_by_one, 2).first_failure
+    failure = _grade(p02.add_mask2_kernel_off_by_one, 2).first_failure
     assert failure.status == "unwritten" and failure.unwritten[0] == (0,)
 
 
 def test_swapped_strides_give_wrong_values_with_coordinates():
-    failure = _grade(wrong.add_vec_block_kernel_swapped, 4).first_failure
+    failure = _grade(p04.add_vec_block_kernel_swapped, 4).first_failure
     assert failure.status == "wrong"
     m = failure.mismatches[0]
     assert len(m.index) == 2 and m.expected != pytest.approx(m.got)
 
 
 def test_missing_relu_fails_because_inputs_are_centred_on_zero():
-    failure = _grade(wrong.mul_relu_block_kernel_no_relu, 5).first_failure
+    failure = _grade(p05.mul_relu_block_kernel_no_relu, 5).first_failure
     assert failure.status == "wrong" and failure.mismatches[0].expected == 0
 
 
 def test_unstable_softmax_fails_on_large_inputs():
-    result = _grade(wrong.softmax_kernel_unstable, 8)
+    result = _grade(p08.softmax_kernel_unstable, 8)
     assert result.outcomes[0].passed and result.outcomes[-1].status == "wrong"
 
 
 def test_exception_inside_the_kernel_points_at_the_learners_line():
-    failure = _grade(wrong.add_mask2_kernel_raises, 2).first_failure
+    failure = _grade(p02.add_mask2_kernel_raises, 2).first_failure
     assert failure.status == "error"
     assert "power of 2" in failure.error.message
     assert "tl.arange(0, B0 + 1)" in failure.error.source
@@ -111,7 +116,7 @@ def test_exception_inside_the_kernel_points_at_the_learners_line():
 @pytest.mark.parametrize("isolate", [True, False], ids=["child", "in-process"])
 def test_endless_loop_is_stopped_and_the_process_survives(isolate):
     started = time.perf_counter()
-    result = _grade(wrong.add_mask2_kernel_forever, 2, timeout=1.5, isolate=isolate)
+    result = _grade(p02.add_mask2_kernel_forever, 2, timeout=1.5, isolate=isolate)
     assert time.perf_counter() - started < 10
     assert result.outcomes[0].status == "timeout"
     reason = result.outcomes[0].reason()
@@ -124,13 +129,13 @@ def test_endless_loop_is_stopped_and_the_process_survives(isolate):
 def test_out_of_bounds_writes_in_process_are_blocked_not_performed():
     # Without the child process the guard alone must keep memory intact.
     before = torch.arange(10)
-    result = _grade(wrong.add_mask2_kernel_no_mask, 2, isolate=False)
+    result = _grade(p02.add_mask2_kernel_no_mask, 2, isolate=False)
     assert result.first_failure.status == "out of bounds"
     assert torch.equal(before, torch.arange(10))
 
 
 def test_wrong_signature_names_the_parameter_and_the_expected_signature():
-    result = _grade(wrong.add_mask2_kernel_wrong_signature, 2)
+    result = _grade(p02.add_mask2_kernel_wrong_signature, 2)
     assert result.error.kind == "signature"
     assert "'N'" in result.error.message
     assert "add_mask2_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr)" in result.error.message
@@ -201,17 +206,17 @@ def test_block_size_must_be_constexpr(load_kernel):
 
 
 def test_a_plain_function_is_not_a_kernel():
-    result = _grade(wrong.add_kernel_not_jitted, 1)
+    result = _grade(p01.add_kernel_not_jitted, 1)
     assert result.error.kind == "signature" and "@triton.jit" in result.error.message
     assert "<function" not in str(result) and "add_kernel_not_jitted" in result.kernel
     assert "expected: add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr)" in result.error.message
 
 
 @pytest.mark.parametrize(("kernel", "number", "says"), [
-    (wrong.add_mask2_kernel_no_size, 2, "no parameter N0"),
-    (wrong.add_mask2_kernel_no_output, 2, "N0 where the pointer z_ptr belongs"),
-    (wrong.add_kernel_swapped_pointers, 1, "(z_ptr, x_ptr)"),
-    (wrong.add_kernel_not_jitted, 1, "@triton.jit"),
+    (p02.add_mask2_kernel_no_size, 2, "no parameter N0"),
+    (p02.add_mask2_kernel_no_output, 2, "N0 where the pointer z_ptr belongs"),
+    (p01.add_kernel_swapped_pointers, 1, "(z_ptr, x_ptr)"),
+    (p01.add_kernel_not_jitted, 1, "@triton.jit"),
 ], ids=["missing-size", "missing-output", "swapped-pointers", "not-jitted"])
 def test_each_signature_mistake_gets_the_expected_signature(kernel, number, says):
     result = _grade(kernel, number)
@@ -266,8 +271,8 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 
 
 def test_same_seed_same_inputs_and_failures():
-    a = _grade(wrong.add_vec_block_kernel_swapped, 4, seed=1234)
-    b = _grade(wrong.add_vec_block_kernel_swapped, 4, seed=1234)
+    a = _grade(p04.add_vec_block_kernel_swapped, 4, seed=1234)
+    b = _grade(p04.add_vec_block_kernel_swapped, 4, seed=1234)
     assert a.seed == b.seed == 1234
     assert a.first_failure.mismatches == b.first_failure.mismatches
     assert "seed=1234" in str(a)
@@ -343,7 +348,7 @@ def test_a_spec_that_breaks_its_own_annotation_is_reported(load_kernel):
 
 
 def test_result_renders_as_text_and_html():
-    result = _grade(wrong.add_mask2_kernel_no_mask, 2)
+    result = _grade(p02.add_mask2_kernel_no_mask, 2)
     text, page = str(result), result._repr_html_()
     assert "NOT YET" in text and "program (6, 0, 0)" in text
     assert "Not yet" in page and "<svg" in page and "x[200]" in page
@@ -440,27 +445,27 @@ def add_vec_block_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.c
 
 
 def test_transposed_output_is_named():
-    result = _grade(wrong.add_vec_block_kernel_swapped, 4)
+    result = _grade(p04.add_vec_block_kernel_swapped, 4)
     assert result.first_failure.transposed
     assert "transposed" in result.first_failure.reason()
-    assert not _grade(wrong.mul_relu_block_kernel_no_relu, 5).first_failure.transposed
+    assert not _grade(p05.mul_relu_block_kernel_no_relu, 5).first_failure.transposed
 
 
 def test_reproduce_seed_is_the_seed_of_the_failing_size():
-    result = _grade(wrong.add_mask2_kernel_hard_coded, 2, seed=500)
+    result = _grade(p02.add_mask2_kernel_hard_coded, 2, seed=500)
     failure = result.first_failure
     assert result.outcomes.index(failure) > 0  # a later size fails
     assert f"reproduce with seed={failure.seed}" in str(result)
-    again = _grade(wrong.add_mask2_kernel_hard_coded, 2, seed=failure.seed)
+    again = _grade(p02.add_mask2_kernel_hard_coded, 2, seed=failure.seed)
     assert again.first_failure.sizes == failure.sizes and again.first_failure.reason() == failure.reason()
 
 
 @pytest.mark.parametrize(("kernel", "number", "index"), [
-    (wrong.softmax_kernel_masked_zero, 8, 3),  # masked lanes loaded as 0 inflate every row's sum
-    (wrong.softmax_kernel_unstable, 8, 3),  # no max subtraction: exp overflows on the ±100 rows
-    (wrong.softmax_kernel_no_rescale, 8, 3),  # running sum not rescaled: the growing rows are off
-    (wrong.flashatt_kernel_no_rescale, 9, 3),  # accumulator not rescaled: keys grow along the row
-    (wrong.flashatt_kernel_no_maximum, 9, 3),  # no max subtraction: exp overflows on the scaled queries
+    (p08.softmax_kernel_masked_zero, 8, 3),  # masked lanes loaded as 0 inflate every row's sum
+    (p08.softmax_kernel_unstable, 8, 3),  # no max subtraction: exp overflows on the ±100 rows
+    (p08.softmax_kernel_no_rescale, 8, 3),  # running sum not rescaled: the growing rows are off
+    (p09.flashatt_kernel_no_rescale, 9, 3),  # accumulator not rescaled: keys grow along the row
+    (p09.flashatt_kernel_no_maximum, 9, 3),  # no max subtraction: exp overflows on the scaled queries
 ], ids=lambda v: getattr(v, "__name__", str(v)))
 @interpreted_only
 def test_known_bugs_fail_at_every_seed(kernel, number, index):
@@ -482,7 +487,7 @@ def test_known_bugs_fail_at_every_seed(kernel, number, index):
 
 def test_a_softmax_row_that_is_all_slightly_off_is_wrong_in_every_element():
     # Per-row tolerance: every element of the affected rows is reported, not the few largest.
-    failure = _grade(wrong.softmax_kernel_masked_zero, 8, seed=3).first_failure
+    failure = _grade(p08.softmax_kernel_masked_zero, 8, seed=3).first_failure
     rows_wrong = failure.status_map.any(axis=1)
     assert failure.status == "wrong"
     assert (failure.status_map[rows_wrong] == 1).all()

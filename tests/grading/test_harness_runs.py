@@ -4,8 +4,8 @@ tests/grading/test_harness.py."""
 
 from __future__ import annotations
 
+import p02_constant_add_block as p02
 import pytest
-import wrong_kernels as wrong
 from judging import grade
 
 from puzzles.course import catalog
@@ -22,7 +22,7 @@ def check_children(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("kernel, number", [(None, 2), (wrong.add_mask2_kernel_no_mask, 2), (None, 9)])
+@pytest.mark.parametrize("kernel, number", [(None, 2), (p02.add_mask2_kernel_no_mask, 2), (None, 9)])
 def test_gpu_checks_name_each_sizes_accesses_however_they_are_spread(kernel, number, check_children):
     # The GPU run simulated by the right answer: the verdict per size comes from the checks alone.
     from puzzles.grading.cases import case_from_spec
@@ -40,7 +40,7 @@ def test_gpu_checks_name_each_sizes_accesses_however_they_are_spread(kernel, num
                       run_compiled=lambda k, a, case: RunOutput(case.expected.clone()))
     outcomes = judge_runs(make_job(kernel, None, None), cases, runs)
     assert len(outcomes) == len(p.sizes) and all(r.trace is not None for r in runs)
-    if kernel is wrong.add_mask2_kernel_no_mask:
+    if kernel is p02.add_mask2_kernel_no_mask:
         ragged = [o for o, c in zip(outcomes, cases, strict=True) if c.sizes["N0"] % c.sizes["B0"]]
         assert ragged and all(o.status == "out of bounds" for o in ragged), [o.reason() for o in outcomes]
     else:
@@ -58,7 +58,7 @@ def test_a_timeout_in_the_gpu_check_pass_is_the_verdict(check_children):
     from puzzles.running.interpreter import RunOutput
 
     p = catalog.get(2)
-    kernel = wrong.add_mask2_kernel_forever
+    kernel = p02.add_mask2_kernel_forever
     cases = [case_from_spec(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
     job = make_job(kernel, p.spec, None, timeout=1.0)
     runs = run_on_gpu(job, bind_arguments(job), cases,

@@ -12,10 +12,20 @@ tests/grading/test_judging_holes_matmuls.py.
 
 from __future__ import annotations
 
+import p02_constant_add_block as p02
+import p05_fused_outer_multiply as p05
+import p07_long_sum as p07
+import p08_long_softmax as p08
+import p09_simple_flash_attention as p09
+import p10_convolution_2d as p10
+import p13_pack_int4 as p13
+import p14_unpack_int4 as p14
+import p15_int8_gemv as p15
+import p16_grouped_tile_order as p16
+import p19_colour_to_grey as p19
+import p20_autotune as p20
+import p21_multi_tensor_apply as p21
 import pytest
-import triton
-import triton.language as tl
-import wrong_kernels as wrong
 from judging import SEEDS, grade, interpreted_only
 
 from puzzles import on_gpu, test  # conftest imports puzzles first: the interpreter is on before triton loads
@@ -54,52 +64,10 @@ def test_gptq_groups_are_neither_powers_of_two_nor_multiples_or_divisors_of_the_
 # -- 2. multi-tensor apply: every output tensor in its own allocation ----------------------------------------
 
 
-@triton.jit
-def _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0: tl.constexpr,
-              END_TO_END: tl.constexpr):
-    """END_TO_END: the outputs written through z_ptr at running offsets (each list end to end), ignoring
-    rows 3 and 4 of the table; otherwise a right kernel unlike the reference (loads with other=, a where)."""
-    pid = tl.program_id(0)
-    t = tl.load(chunks_ptr + 2 * pid)
-    c = tl.load(chunks_ptr + 2 * pid + 1)
-    n = tl.load(numels_ptr + t)
-    offs = c * B0 + tl.arange(0, B0)
-    mask = offs < n
-    p = tl.load(tl.load(addresses_ptr + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask, other=0.0)
-    g = tl.load(tl.load(addresses_ptr + K + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask, other=0.0)
-    m = tl.load(tl.load(addresses_ptr + 2 * K + t).to(tl.pointer_type(tl.float32)) + offs, mask=mask, other=0.0)
-    m = momentum * m + (g + weight_decay * p)
-    p = tl.where(mask, p - lr * m, 0.0)
-    if END_TO_END:
-        start = 0
-        total = 0
-        for u in range(0, K):
-            size = tl.load(numels_ptr + u)
-            start += tl.where(u < t, size, 0)
-            total += size
-        tl.store(z_ptr + start + offs, p, mask=mask)
-        tl.store(z_ptr + total + start + offs, m, mask=mask)
-    else:
-        tl.store(tl.load(addresses_ptr + 3 * K + t).to(tl.pointer_type(tl.float32)) + offs, p, mask=mask)
-        tl.store(tl.load(addresses_ptr + 4 * K + t).to(tl.pointer_type(tl.float32)) + offs, m, mask=mask)
-
-
-@triton.jit
-def sgd_outputs_end_to_end(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
-                           B0: tl.constexpr):
-    _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0, True)
-
-
-@triton.jit
-def sgd_with_other_and_where(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay,
-                             B0: tl.constexpr):
-    _sgd_body(addresses_ptr, numels_ptr, chunks_ptr, z_ptr, K, lr, momentum, weight_decay, B0, False)
-
-
 @interpreted_only
 @pytest.mark.parametrize("seed", SEEDS)
 def test_sgd_writing_the_outputs_end_to_end_runs_past_the_first_output(seed):
-    result = grade(21, sgd_outputs_end_to_end, seed)
+    result = grade(21, p21.sgd_outputs_end_to_end, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "out of bounds", str(result)
     first = failure.invalid_accesses[0]
@@ -109,7 +77,7 @@ def test_sgd_writing_the_outputs_end_to_end_runs_past_the_first_output(seed):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_sgd_with_other_and_where_passes(seed):
-    result = grade(21, sgd_with_other_and_where, seed)
+    result = grade(21, p21.sgd_with_other_and_where, seed)
     assert result.passed, str(result)
 
 
@@ -133,59 +101,9 @@ def test_sgd_outputs_are_regions_of_their_own_and_z_is_the_first():
 # -- 4. masked loads without other= ------------------------------------------------------------------------------
 
 
-@triton.jit
-def _sum_body(x_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr, WHERE: tl.constexpr):
-    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
-    acc = tl.zeros([B0], dtype=tl.float32)
-    for j0 in range(0, T, B1):
-        cols = j0 + tl.arange(0, B1)
-        inside = (rows < N0)[:, None] & (cols < T)[None, :]
-        chunk = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=inside)  # no other=: undefined lanes
-        if WHERE:
-            chunk = tl.where(inside, chunk, 0.0)
-        acc += tl.sum(chunk, axis=1)
-    tl.store(z_ptr + rows, acc, mask=rows < N0)
-
-
-@triton.jit
-def sum_kernel_relying_on_zero_lanes(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
-    _sum_body(x_ptr, z_ptr, N0, T, B0, B1, False)
-
-
-@triton.jit
-def sum_kernel_masking_with_where(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
-    _sum_body(x_ptr, z_ptr, N0, T, B0, B1, True)
-
-
-@triton.jit
-def _gemv_body(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr, X_OTHER: tl.constexpr):
-    n = tl.program_id(0) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k = k0 + tl.arange(0, BK)
-        if X_OTHER:
-            x = tl.load(x_ptr + k, mask=k < K, other=0.0).to(tl.float32)
-        else:
-            x = tl.load(x_ptr + k, mask=k < K).to(tl.float32)
-        # No other= on the weights either: with x's lanes 0 the undefined weights add 0 (a right kernel).
-        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :])
-        acc += tl.sum(x[:, None] * w.to(tl.float32), axis=0)
-    scale = tl.load(scale_ptr + n, mask=n < N).to(tl.float32)
-    tl.store(z_ptr + n, (acc * scale).to(tl.float16), mask=n < N)
-
-
-@triton.jit
-def gemv_relying_on_zero_lanes(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
-    _gemv_body(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN, BK, False)
-
-
-@triton.jit
-def gemv_with_other_on_x_only(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
-    _gemv_body(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN, BK, True)
-
-
 @interpreted_only
-@pytest.mark.parametrize("number, kernel", [(7, sum_kernel_relying_on_zero_lanes), (15, gemv_relying_on_zero_lanes)],
+@pytest.mark.parametrize("number, kernel", [(7, p07.sum_kernel_relying_on_zero_lanes),
+                                            (15, p15.gemv_relying_on_zero_lanes)],
                          ids=["sum", "gemv"])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_kernel_relying_on_zero_masked_lanes_fails_naming_other(number, kernel, seed):
@@ -197,7 +115,8 @@ def test_a_kernel_relying_on_zero_masked_lanes_fails_naming_other(number, kernel
     assert "tl.load(x_ptr" in reason  # the line of the load
 
 
-@pytest.mark.parametrize("number, kernel", [(7, sum_kernel_masking_with_where), (15, gemv_with_other_on_x_only)],
+@pytest.mark.parametrize("number, kernel", [(7, p07.sum_kernel_masking_with_where),
+                                            (15, p15.gemv_with_other_on_x_only)],
                          ids=["sum-where", "gemv-x-other"])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_masked_loads_whose_lanes_never_reach_the_output_pass(number, kernel, seed):
@@ -208,23 +127,9 @@ def test_masked_loads_whose_lanes_never_reach_the_output_pass(number, kernel, se
 # -- 5. messages --------------------------------------------------------------------------------------------------
 
 
-@triton.jit
-def pack_two_nibbles_swapped(x_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
-    BW: tl.constexpr = B1 // 8
-    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
-    words = tl.program_id(1) * BW + tl.arange(0, BW)
-    nibble = tl.arange(0, 8)
-    ok = (rows < N0)[:, None] & (words < N1 // 8)[None, :]
-    x = tl.load(x_ptr + rows[:, None, None] * N1 + (words[:, None] * 8 + nibble[None, :])[None, :, :],
-                mask=ok[:, :, None], other=0)
-    place = tl.where(nibble < 2, 1 - nibble, nibble)  # nibbles 0 and 1 trade places
-    packed = tl.sum(((x.to(tl.int32) + 8) & 0xF) << (place * 4)[None, None, :], axis=2)
-    tl.store(z_ptr + rows[:, None] * (N1 // 8) + words[None, :], packed, mask=ok)
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_packed_words_show_in_hex_with_the_differing_nibbles(seed):
-    result = grade(13, pack_two_nibbles_swapped, seed)
+    result = grade(13, p13.pack_two_nibbles_swapped, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "wrong", str(result)
     m = failure.mismatches[0]
@@ -246,24 +151,15 @@ def test_packed_words_show_in_hex_with_the_differing_nibbles(seed):
     assert got_line[marks.index("^")] in "0123456789ABCDEF" and got_line[marks.rindex("^") + 1] == " "
 
 
-@triton.jit
-def grouped_order_row_major(z_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
-    tl.store(z_ptr + 2 * pid, pid // tl.cdiv(N, BN))  # ignores GROUP_M
-    tl.store(z_ptr + 2 * pid + 1, pid % tl.cdiv(N, BN))
-
-
 def test_small_integer_outputs_show_as_integers():
-    result = grade(16, grouped_order_row_major)
+    result = grade(16, p16.grouped_order_row_major)
     m = result.first_failure.mismatches[0]
     assert isinstance(m.expected, int) and m.word_bits == 0
     assert f"expected {m.expected}, got {m.got}" in result.reason()
 
 
 def test_a_timed_out_size_shows_its_limit_not_a_time():
-    from wrong_kernels import add_mask2_kernel_forever
-
-    result = grade(2, add_mask2_kernel_forever, timeout=0.5)
+    result = grade(2, p02.add_mask2_kernel_forever, timeout=0.5)
     failure = result.first_failure
     assert failure.status == "timeout"
     line = next(line for line in str(result).splitlines() if "[FAIL]" in line)
@@ -271,23 +167,11 @@ def test_a_timed_out_size_shows_its_limit_not_a_time():
     assert "over 0.5 s" in result._repr_html_()
 
 
-@triton.jit
-def grey_kernel_contiguous(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    j = tl.program_id(1) * B1 + tl.arange(0, B1)
-    mask = (j[:, None] < N1) & (i[None, :] < N0)
-    pixel = x_ptr + j[:, None] * (3 * N0) + i[None, :] * 3  # a packed image, not the strides given
-    r = tl.load(pixel, mask=mask, other=0).to(tl.float32)
-    g = tl.load(pixel + 1, mask=mask, other=0).to(tl.float32)
-    b = tl.load(pixel + 2, mask=mask, other=0).to(tl.float32)
-    tl.store(z_ptr + j[:, None] * N0 + i[None, :], 0.2989 * r + 0.5870 * g + 0.1140 * b, mask=mask)
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_grey_ignoring_the_strides_is_told_it_read_the_input_contiguously(seed):
     """The crop (the first size) has bytes between its rows: reading them is reported as reading no element of x;
     the channels-first layout has none, and its output is named a contiguous reading."""
-    result = grade(19, grey_kernel_contiguous, seed)
+    result = grade(19, p19.grey_kernel_contiguous, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "out of bounds", str(result)
     assert "which is no element of x" in failure.reason(), str(result)
@@ -306,13 +190,13 @@ def test_on_a_gpu_the_poisoned_check_run_fails_a_kernel_whose_undefined_lanes_ha
 
     p = catalog.get(7)
     case = case_from_spec(p.spec, p, p.sizes[1], 3, 1)
-    relying = sum_kernel_relying_on_zero_lanes
+    relying = p07.sum_kernel_relying_on_zero_lanes
     checked = run_interpreted(relying, bind_arguments(make_job(relying, p.spec, p)), case, True)
     checked.trace.output = checked.output
     gpu = RunOutput(case.expected.clone(), checked.trace, None, "", 0.01)
     outcome = judge_run(case, gpu, None)
     assert outcome.status == "wrong" and "right on this GPU" in outcome.reason() and "other=" in outcome.reason()
-    masking = sum_kernel_masking_with_where
+    masking = p07.sum_kernel_masking_with_where
     right = run_interpreted(masking, bind_arguments(make_job(masking, p.spec, p)), case, True)
     right.trace.output = right.output
     assert judge_run(case, RunOutput(case.expected.clone(), right.trace, None, "", 0.01), None).passed
@@ -345,17 +229,17 @@ def _grade_through_the_worker(number: int, kernel):
 @interpreted_only
 def test_through_the_worker_each_output_tensor_is_its_own_allocation(cpu_worker):
     assert all(o.passed for o in _grade_through_the_worker(21, catalog.get(21).reference()))
-    assert all(o.passed for o in _grade_through_the_worker(21, sgd_with_other_and_where))
-    failure = next(o for o in _grade_through_the_worker(21, sgd_outputs_end_to_end) if not o.passed)
+    assert all(o.passed for o in _grade_through_the_worker(21, p21.sgd_with_other_and_where))
+    failure = next(o for o in _grade_through_the_worker(21, p21.sgd_outputs_end_to_end) if not o.passed)
     assert failure.status == "out of bounds" and "params_out[0]" in failure.reason()
 
 
 @interpreted_only
 def test_through_the_worker_a_kernel_relying_on_zero_lanes_fails_on_the_check_run(cpu_worker):
     # The worker's run (the interpreter, lanes 0) is right; the check run's poisoned lanes show the dependence.
-    failure = next(o for o in _grade_through_the_worker(7, sum_kernel_relying_on_zero_lanes) if not o.passed)
+    failure = next(o for o in _grade_through_the_worker(7, p07.sum_kernel_relying_on_zero_lanes) if not o.passed)
     assert failure.status == "wrong" and "right on this GPU" in failure.reason() and "other=" in failure.reason()
-    assert all(o.passed for o in _grade_through_the_worker(7, sum_kernel_masking_with_where))
+    assert all(o.passed for o in _grade_through_the_worker(7, p07.sum_kernel_masking_with_where))
 
 
 # -- 6. results that only the interpreter's program order makes right (any output, not only split-K's) -------
@@ -372,9 +256,9 @@ def _line_of(kernel, text: str) -> int:
 
 @interpreted_only
 @pytest.mark.parametrize(("number", "kernel", "racing"), [
-    (2, wrong.add_mask2_kernel_writes_next_block, "tl.store(z_ptr + following, x"),
-    (14, wrong.unpack_int4_kernel_zeroes_next_rows, "tl.store(z_ptr + following[:, None]"),
-    (21, wrong.sgd_kernel_writes_next_chunk, "tl.store(p_out + following"),  # an output list's tensor
+    (2, p02.add_mask2_kernel_writes_next_block, "tl.store(z_ptr + following, x"),
+    (14, p14.unpack_int4_kernel_zeroes_next_rows, "tl.store(z_ptr + following[:, None]"),
+    (21, p21.sgd_kernel_writes_next_chunk, "tl.store(p_out + following"),  # an output list's tensor
 ])
 def test_programs_storing_different_values_into_one_element_race(number, kernel, racing):
     result = grade(number, kernel)
@@ -386,7 +270,7 @@ def test_programs_storing_different_values_into_one_element_race(number, kernel,
 
 @interpreted_only
 def test_an_atomic_and_another_programs_plain_store_into_one_element_race():
-    result = grade(2, wrong.add_mask2_kernel_exchanges_into_next_block)
+    result = grade(2, p02.add_mask2_kernel_exchanges_into_next_block)
     failure = result.first_failure
     assert failure is not None and failure.status == "race", str(result)
     assert "uses a plain tl.store" in failure.error.message
@@ -394,15 +278,15 @@ def test_an_atomic_and_another_programs_plain_store_into_one_element_race():
 
 @interpreted_only
 def test_a_program_reading_another_programs_output_races():
-    result = grade(2, wrong.add_mask2_kernel_reads_previous_output)
+    result = grade(2, p02.add_mask2_kernel_reads_previous_output)
     failure = result.first_failure
     assert failure is not None and failure.status == "race", str(result)
     assert "program (1, 0, 0) loads z[31], which program (0, 0, 0) stores" in failure.error.message
-    assert failure.error.line == _line_of(wrong.add_mask2_kernel_reads_previous_output, "tl.load(z_ptr")
+    assert failure.error.line == _line_of(p02.add_mask2_kernel_reads_previous_output, "tl.load(z_ptr")
 
 
 def test_programs_storing_the_same_value_twice_pass():
-    assert grade(2, wrong.add_mask2_kernel_writes_previous_block_again).passed
+    assert grade(2, p02.add_mask2_kernel_writes_previous_block_again).passed
 
 
 # -- 7. float16 arithmetic where the spec is float32 -----------------------------------------------------------
@@ -410,15 +294,15 @@ def test_programs_storing_the_same_value_twice_pass():
 
 @pytest.mark.parametrize("seed", range(1, 6))
 @pytest.mark.parametrize(("number", "kernel"), [
-    (2, wrong.add_mask2_kernel_float16),
-    (5, wrong.mul_relu_block_kernel_float16),
-    (7, wrong.sum_kernel_float16_accumulator),
-    (8, wrong.softmax_kernel_float16),
-    (9, wrong.flashatt_kernel_float16),
-    (10, wrong.conv2d_kernel_float16),
-    (19, wrong.grey_kernel_float16),
-    (20, wrong.silu_mul_kernel_float16),
-    (21, wrong.sgd_kernel_float16),
+    (2, p02.add_mask2_kernel_float16),
+    (5, p05.mul_relu_block_kernel_float16),
+    (7, p07.sum_kernel_float16_accumulator),
+    (8, p08.softmax_kernel_float16),
+    (9, p09.flashatt_kernel_float16),
+    (10, p10.conv2d_kernel_float16),
+    (19, p19.grey_kernel_float16),
+    (20, p20.silu_mul_kernel_float16),
+    (21, p21.sgd_kernel_float16),
 ], ids=["2", "5", "7", "8", "9", "10", "19", "20", "21"])
 def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed):
     result = grade(number, kernel, seed=seed)
@@ -431,12 +315,12 @@ def test_float16_arithmetic_fails_where_the_spec_is_float32(number, kernel, seed
 
 @pytest.mark.parametrize("seed", range(1, 6))
 @pytest.mark.parametrize(("number", "kernel"), [
-    (7, wrong.sum_kernel_column_partial_sums),
-    (8, wrong.softmax_kernel_exp),
-    (9, wrong.flashatt_kernel_exp),
-    (19, wrong.grey_kernel_blue_first),
-    (20, wrong.silu_mul_kernel_divided),
-    (21, wrong.sgd_kernel_reordered),
+    (7, p07.sum_kernel_column_partial_sums),
+    (8, p08.softmax_kernel_exp),
+    (9, p09.flashatt_kernel_exp),
+    (19, p19.grey_kernel_blue_first),
+    (20, p20.silu_mul_kernel_divided),
+    (21, p21.sgd_kernel_reordered),
 ], ids=["7", "8", "9", "19", "20", "21"])
 def test_float32_in_another_order_passes_the_tighter_tolerance(number, kernel, seed):
     assert grade(number, kernel, seed=seed).passed

@@ -8,11 +8,13 @@ float16): tests/grading/test_judging_holes.py."""
 
 from __future__ import annotations
 
+import p11_batched_matmul as p11
+import p12_quantized_matmul as p12
+import p16_grouped_tile_order as p16
+import p17_splitk_matmul as p17
+import p18_gptq_splitk as p18
+import p21_multi_tensor_apply as p21
 import pytest
-import triton
-import triton.language as tl
-import wrong_kernels as wrong
-import wrong_kernels_matmuls as wrong_matmuls
 from judging import SEEDS, grade, interpreted_only
 
 from puzzles.course import catalog
@@ -20,64 +22,9 @@ from puzzles.course import catalog
 # -- 1. puzzle 18's group where it does not divide the block (the size rules: tests/grading/test_judging_holes.py)
 
 
-@triton.jit
-def _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr, BN: tl.constexpr,
-               BK: tl.constexpr, SPLIT_K: tl.constexpr, GROUP_PER_CHUNK: tl.constexpr, PART_ZERO_ALL: tl.constexpr):
-    """Puzzle 18 with a loop over rounds (not the reference's strided range); one mistake per flag.
-
-    GROUP_PER_CHUNK: the group of row k0 + j taken as k0 // G + j // G (right only when G divides BK);
-    PART_ZERO_ALL: part 0 reduces all of K and adds it, the other parts do nothing."""
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    part = tl.program_id(2)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    rounds = tl.cdiv(K, BK * SPLIT_K)
-    step = SPLIT_K
-    if PART_ZERO_ALL:
-        rounds = tl.cdiv(K, BK) * (part == 0)
-        step = 1
-    for r in range(0, rounds):
-        k0 = (r * step + part * (1 - PART_ZERO_ALL)) * BK
-        j = tl.arange(0, BK)
-        k = k0 + j
-        k_in = k < K
-        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & k_in[None, :], other=0.0)
-        w_in = k_in[:, None] & (n < N)[None, :]
-        words = tl.load(qweight_ptr + (k // 8)[:, None] * N + n[None, :], mask=w_in, other=0)
-        q = (words >> ((k % 8) * 4)[:, None]) & 0xF
-        if GROUP_PER_CHUNK:
-            g = k0 // G + j // G
-        else:
-            g = k // G
-        scale = tl.load(scales_ptr + g[:, None] * N + n[None, :], mask=w_in, other=0.0)
-        zero_words = tl.load(qzeros_ptr + g[:, None] * (N // 8) + (n // 8)[None, :], mask=w_in, other=0)
-        zero = (zero_words >> ((n % 8) * 4)[None, :]) & 0xF
-        w = ((q - (zero + 1)).to(tl.float32) * scale.to(tl.float32)).to(tl.float16)
-        acc = tl.dot(a, w, acc)
-    tl.atomic_add(z_ptr + m[:, None] * N + n[None, :], acc.to(tl.float16), mask=(m < M)[:, None] & (n < N)[None, :])
-
-
-@triton.jit
-def gptq_group_per_chunk(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
-                         BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, True, False)
-
-
-@triton.jit
-def gptq_in_rounds(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
-                   BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, False, False)
-
-
-@triton.jit
-def gptq_part_zero_does_all(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM: tl.constexpr,
-                            BN: tl.constexpr, BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _gptq_body(a_ptr, qweight_ptr, scales_ptr, qzeros_ptr, z_ptr, M, N, K, G, BM, BN, BK, SPLIT_K, False, True)
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_gptq_group_from_the_chunk_start_fails_where_the_group_does_not_divide_the_block(seed):
-    result = grade(18, gptq_group_per_chunk, seed)
+    result = grade(18, p18.gptq_group_per_chunk, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "wrong", str(result)
     assert failure.sizes["BK"] % failure.sizes["G"] != 0 and "elements wrong" in result.reason()
@@ -86,98 +33,17 @@ def test_gptq_group_from_the_chunk_start_fails_where_the_group_does_not_divide_t
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_gptq_in_rounds_passes(seed):
-    result = grade(18, gptq_in_rounds, seed)
+    result = grade(18, p18.gptq_in_rounds, seed)
     assert result.passed, str(result)
 
 
 # -- 2. the split-K contract ------------------------------------------------------------------------------------
 
 
-@triton.jit
-def _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                 SPLIT_K: tl.constexpr, HOW: tl.constexpr):
-    """Split-K in rounds with tl.dot(a, b, acc). HOW: 0 right; 1 part 0 reduces all of K and stores its tile
-    (the other parts do nothing); 2 the same with tl.atomic_add; 3 part 0 exchanges its tile in, the others
-    add theirs; 4 part 0 stores its tile, the others add theirs; 5 right, with contiguous ranges of K;
-    6 every part loads every chunk and keeps only its own (right values, every row read SPLIT_K times)."""
-    m = tl.program_id(0) * BM + tl.arange(0, BM)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    part = tl.program_id(2)
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    alone = (HOW == 1) | (HOW == 2)
-    rounds = tl.cdiv(K, BK * SPLIT_K)
-    if alone:
-        rounds = tl.cdiv(K, BK) * (part == 0)
-    first = 0
-    if HOW == 5:
-        rounds = tl.cdiv(tl.cdiv(K, BK), SPLIT_K)
-        first = part * rounds
-    if HOW == 6:
-        rounds = tl.cdiv(K, BK)
-    for r in range(0, rounds):
-        if alone or HOW == 6:
-            k = r * BK + tl.arange(0, BK)
-        elif HOW == 5:
-            k = (first + r) * BK + tl.arange(0, BK)
-        else:
-            k = (r * SPLIT_K + part) * BK + tl.arange(0, BK)
-        a = tl.load(a_ptr + m[:, None] * K + k[None, :], mask=(m < M)[:, None] & (k < K)[None, :], other=0.0)
-        b = tl.load(b_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0.0)
-        if HOW == 6:
-            b = tl.where((r % SPLIT_K) == part, b, 0.0)
-        acc = tl.dot(a, b, acc)
-    tile = z_ptr + m[:, None] * N + n[None, :]
-    tile_in = (m < M)[:, None] & (n < N)[None, :]
-    if HOW == 1:
-        tl.store(tile, acc, mask=tile_in & (part == 0))
-    elif HOW == 3:
-        if part == 0:
-            tl.atomic_xchg(tile, acc, mask=tile_in)
-        else:
-            tl.atomic_add(tile, acc, mask=tile_in)
-    elif HOW == 4:
-        if part == 0:
-            tl.store(tile, acc, mask=tile_in)
-        else:
-            tl.atomic_add(tile, acc, mask=tile_in)
-    else:
-        tl.atomic_add(tile, acc, mask=tile_in)
-
-
-@triton.jit
-def splitk_in_rounds(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                     SPLIT_K: tl.constexpr):
-    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 0)
-
-
-@triton.jit
-def splitk_part_zero_stores_all(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                                BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 1)
-
-
-@triton.jit
-def splitk_part_zero_adds_all(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                              BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 2)
-
-
-@triton.jit
-def splitk_exchange_then_add(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                             BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 3)
-
-
-@triton.jit
-def splitk_store_then_add(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                          BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 4)
-
-
 @interpreted_only
 @pytest.mark.parametrize("seed", SEEDS)
 def test_splitk_where_part_zero_stores_the_whole_product_breaks_the_contract(seed):
-    result = grade(17, splitk_part_zero_stores_all, seed)
+    result = grade(17, p17.splitk_part_zero_stores_all, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "split-K contract", str(result)
     assert "plain tl.store" in failure.reason() and "tl.atomic_add" in failure.reason()
@@ -187,7 +53,7 @@ def test_splitk_where_part_zero_stores_the_whole_product_breaks_the_contract(see
 @interpreted_only
 @pytest.mark.parametrize("seed", SEEDS)
 def test_splitk_where_part_zero_adds_the_whole_product_reads_the_other_parts_rows(seed):
-    result = grade(17, splitk_part_zero_adds_all, seed)
+    result = grade(17, p17.splitk_part_zero_adds_all, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "split-K contract", str(result)
     reason = failure.reason()
@@ -198,7 +64,7 @@ def test_splitk_where_part_zero_adds_the_whole_product_reads_the_other_parts_row
 @interpreted_only
 @pytest.mark.parametrize("seed", SEEDS)
 def test_gptq_where_part_zero_does_all_breaks_the_contract(seed):
-    result = grade(18, gptq_part_zero_does_all, seed)
+    result = grade(18, p18.gptq_part_zero_does_all, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "split-K contract", str(result)
     assert "reads none of K" in failure.reason(), failure.reason()
@@ -207,7 +73,7 @@ def test_gptq_where_part_zero_does_all_breaks_the_contract(seed):
 @interpreted_only
 @pytest.mark.parametrize("seed", SEEDS)
 def test_splitk_mixing_exchange_and_add_is_an_order_dependent_race(seed):
-    result = grade(17, splitk_exchange_then_add, seed)
+    result = grade(17, p17.splitk_exchange_then_add, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "race", str(result)
     reason = failure.reason()
@@ -219,26 +85,14 @@ def test_splitk_mixing_exchange_and_add_is_an_order_dependent_race(seed):
 @interpreted_only
 @pytest.mark.parametrize("seed", SEEDS)
 def test_splitk_mixing_a_plain_store_and_add_is_a_race(seed):
-    result = grade(17, splitk_store_then_add, seed)
+    result = grade(17, p17.splitk_store_then_add, seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "race", str(result)
     assert "plain tl.store" in failure.reason() and "tl.store(tile" in failure.error.source
 
 
-@triton.jit
-def splitk_contiguous(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                      SPLIT_K: tl.constexpr):
-    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 5)
-
-
-@triton.jit
-def splitk_every_part_reads_all(a_ptr, b_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                                BK: tl.constexpr, SPLIT_K: tl.constexpr):
-    _splitk_body(a_ptr, b_ptr, z_ptr, M, N, K, BM, BN, BK, SPLIT_K, 6)
-
-
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("kernel", [splitk_in_rounds, splitk_contiguous], ids=lambda k: k.fn.__name__)
+@pytest.mark.parametrize("kernel", [p17.splitk_in_rounds, p17.splitk_contiguous], ids=lambda k: k.fn.__name__)
 def test_splitk_in_rounds_or_contiguous_ranges_passes(seed, kernel):
     result = grade(17, kernel, seed)
     assert result.passed, str(result)
@@ -251,13 +105,13 @@ def test_splitk_in_contiguous_ranges_that_leave_the_last_part_idle_passes():
         chunks = -(-s["K"] // s["BK"])
         return -(-chunks // s["SPLIT_K"]) * (s["SPLIT_K"] - 1) >= chunks
     assert any(idle(s) for s in catalog.get(17).sizes)
-    result = grade(17, splitk_contiguous, 1)
+    result = grade(17, p17.splitk_contiguous, 1)
     assert result.passed, str(result)
 
 
 @interpreted_only
 def test_splitk_where_every_part_reads_all_of_k_breaks_the_contract():
-    result = grade(17, splitk_every_part_reads_all, 5)
+    result = grade(17, p17.splitk_every_part_reads_all, 5)
     failure = result.first_failure
     assert failure is not None and failure.status == "split-K contract", str(result)
     assert "which part 0 (program (0, 0, 0)) also reads" in failure.reason(), failure.reason()
@@ -270,11 +124,11 @@ def test_splitk_where_every_part_reads_all_of_k_breaks_the_contract():
 
 
 @pytest.mark.parametrize(("number", "kernel", "status", "block"), [
-    (11, wrong_matmuls.dot_kernel_rows_of_16, "unwritten", "B0=32"),
-    (12, wrong_matmuls.quant_dot_kernel_columns_of_16, "unwritten", "B1=32"),
-    (12, wrong_matmuls.quant_dot_kernel_one_shift_word_per_chunk, "wrong", "B_MID=128"),
-    (17, wrong_matmuls.splitk_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
-    (18, wrong_matmuls.gptq_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
+    (11, p11.dot_kernel_rows_of_16, "unwritten", "B0=32"),
+    (12, p12.quant_dot_kernel_columns_of_16, "unwritten", "B1=32"),
+    (12, p12.quant_dot_kernel_one_shift_word_per_chunk, "wrong", "B_MID=128"),
+    (17, p17.splitk_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
+    (18, p18.gptq_matmul_kernel_rows_of_16, "unwritten", "BM=32"),
 ], ids=["11-B0", "12-B1", "12-B_MID", "17-BM", "18-BM"])
 def test_a_block_written_as_a_number_fails_where_the_sizes_use_another(number, kernel, status, block):
     result = grade(number, kernel, seed=3)
@@ -291,7 +145,7 @@ def test_sgd_without_weight_decay_fails_and_the_note_names_a_missing_term(seed):
     """A formula a small term short is near-miss too: under puzzle 21's float32 tolerance it fails, and the
     verdict names the missing term (puzzle 21's likely slip; before it, the low-precision note asked about a
     missing term as well as about float16)."""
-    result = grade(21, wrong.sgd_kernel_without_weight_decay, seed=seed)
+    result = grade(21, p21.sgd_kernel_without_weight_decay, seed=seed)
     failure = result.first_failure
     assert failure is not None and failure.status == "wrong" and "weight_decay=0.01" in str(result).splitlines()[0]
     assert "the weight decay is left out" in failure.note, failure.note
@@ -316,7 +170,7 @@ def test_grouped_order_has_a_short_band_whose_first_program_its_height_does_not_
 
 
 def test_grouped_order_with_the_position_taken_from_the_program_id_fails():
-    result = grade(16, wrong_matmuls.grouped_order_kernel_position_from_pid)
+    result = grade(16, p16.grouped_order_kernel_position_from_pid)
     failure = result.first_failure
     assert failure is not None and failure.status == "wrong", str(result)
     first, rows = _short_bands(failure.sizes)[0]
@@ -331,10 +185,10 @@ def test_grouped_order_with_the_position_taken_from_the_program_id_fails():
 
 
 @pytest.mark.parametrize(("number", "kernel", "status", "size"), [
-    (11, wrong_matmuls.dot_kernel_steps_by_b0, "wrong", "B0=32 B1=16 B2=1 B_MID=64"),
-    (12, wrong_matmuls.quant_dot_kernel_first_group_from_the_words_per_chunk, "wrong", "MID=256"),
-    (17, wrong_matmuls.splitk_matmul_kernel_rows_from_bn, "wrong", "BM=32 BN=16"),
-    (18, wrong_matmuls.gptq_matmul_kernel_one_tile_row, "unwritten", "M=40"),
+    (11, p11.dot_kernel_steps_by_b0, "wrong", "B0=32 B1=16 B2=1 B_MID=64"),
+    (12, p12.quant_dot_kernel_first_group_from_the_words_per_chunk, "wrong", "MID=256"),
+    (17, p17.splitk_matmul_kernel_rows_from_bn, "wrong", "BM=32 BN=16"),
+    (18, p18.gptq_matmul_kernel_one_tile_row, "unwritten", "M=40"),
 ], ids=["11-B0-for-B_MID", "12-group-from-words", "17-BN-for-BM", "18-one-tile-row"])
 def test_mixed_up_blocks_and_a_single_tile_row_fail(number, kernel, status, size):
     result = grade(number, kernel, seed=4)

@@ -4,9 +4,13 @@ for Triton's own messages (found walking notebooks 10-20 as a learner)."""
 
 from __future__ import annotations
 
+import p02_constant_add_block as p02
+import p07_long_sum as p07
+import p10_convolution_2d as p10
+import p14_unpack_int4 as p14
+import p15_int8_gemv as p15
 import pytest
 import triton
-import triton.language as tl
 from judging import grade
 
 from puzzles import test
@@ -21,47 +25,18 @@ TRITON_3_5 = compat.parse(triton.__version__) == (3, 5)
 interpreted_only = pytest.mark.interpreter("needs the interpreter's recorded accesses")
 
 
-@triton.jit
-def unpack_shifting_by_a_byte(qweight_ptr, z_ptr, K, N, BK: tl.constexpr, BN: tl.constexpr):
-    k = tl.program_id(0) * BK + tl.arange(0, BK)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    mask = (k < K)[:, None] & (n < N)[None, :]
-    words = tl.load(qweight_ptr + (k // 8)[:, None] * N + n[None, :], mask=mask)  # no other=: fine, never stored
-    q = (words >> ((k % 8) * 8)[:, None]) & 0xF  # 8 bits a nibble: wrong at every size
-    tl.store(z_ptr + k[:, None] * N + n[None, :], (q - 8).to(tl.int8), mask=mask)
-
-
-@triton.jit
-def unpack_without_any_mask(qweight_ptr, z_ptr, K, N, BK: tl.constexpr, BN: tl.constexpr):
-    k = tl.program_id(0) * BK + tl.arange(0, BK)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    words = tl.load(qweight_ptr + (k // 8)[:, None] * N + n[None, :])
-    q = (words >> ((k % 8) * 4)[:, None]) & 0xF
-    tl.store(z_ptr + k[:, None] * N + n[None, :], (q - 8).to(tl.int8))
-
-
-@triton.jit
-def unpack_with_the_row_as_word_index(qweight_ptr, z_ptr, K, N, BK: tl.constexpr, BN: tl.constexpr):
-    k = tl.program_id(0) * BK + tl.arange(0, BK)
-    n = tl.program_id(1) * BN + tl.arange(0, BN)
-    mask = (k < K)[:, None] & (n < N)[None, :]
-    words = tl.load(qweight_ptr + k[:, None] * N + n[None, :], mask=mask, other=0)  # k, not k // 8: 8x too far
-    q = (words >> ((k % 8) * 4)[:, None]) & 0xF
-    tl.store(z_ptr + k[:, None] * N + n[None, :], (q - 8).to(tl.int8), mask=mask)
-
-
 @interpreted_only
 def test_no_other_note_where_a_size_without_masked_lanes_is_wrong_too():
     """The wrong shift fails at K=64 too, where no lane is masked off: the masked load without other= (whose
     lanes are never stored) is not the mistake, and the verdict does not send the learner after it."""
-    result = grade(14, unpack_shifting_by_a_byte)
+    result = grade(14, p14.unpack_shifting_by_a_byte)
     assert all(o.status == "wrong" for o in result.outcomes), str(result)
     assert "other=" not in str(result)
 
 
 @interpreted_only
 def test_a_load_without_a_mask_is_not_called_a_masked_load_without_other():
-    result = grade(14, unpack_without_any_mask)
+    result = grade(14, p14.unpack_without_any_mask)
     assert result.first_failure.status == "out of bounds", str(result)
     assert "masked loads without other=" not in str(result)
 
@@ -69,14 +44,14 @@ def test_a_load_without_a_mask_is_not_called_a_masked_load_without_other():
 @interpreted_only
 def test_an_overshoot_is_named_after_the_pointer_on_the_line():
     """qweight_ptr + k * N runs 8 times past qweight, beyond z: the access is still qweight's, as the line says."""
-    result = grade(14, unpack_with_the_row_as_word_index)
+    result = grade(14, p14.unpack_with_the_row_as_word_index)
     accesses = result.first_failure.invalid_accesses
     assert accesses and {a.tensor for a in accesses} == {"qweight"}, str(result)
 
 
 @interpreted_only
 def test_one_detail_line_per_op_that_went_out_of_bounds():
-    result = grade(14, unpack_with_the_row_as_word_index)
+    result = grade(14, p14.unpack_with_the_row_as_word_index)
     lines = [line for line in str(result).splitlines() if line.strip().startswith("out of bounds:")]
     assert len(lines) == 1, str(result)
     assert "more times at this line, in programs (0, 1, 0)" in lines[0]
@@ -88,28 +63,8 @@ def test_lanes_are_counted_in_words():
     assert "(and 2 more lanes)" in InvalidAccess("load", "x", 40, (1, 0, 0), 3, "", count=3).describe()
 
 
-@triton.jit
-def add_storing_a_block_per_lane(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    x = tl.load(x_ptr + i, mask=i < N0)
-    tl.store(z_ptr + i, x[None, :] + tl.zeros([2, B0], dtype=tl.float32) + 10, mask=i < N0)  # 2 x B0 into B0
-
-
-@triton.jit
-def add_storing_integers(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    x = tl.load(x_ptr + i, mask=i < N0)
-    tl.store(z_ptr + i, (x * 4 + 10).to(tl.int32), mask=i < N0)
-
-
-@triton.jit
-def add_storing_zeros(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    tl.store(z_ptr + i, tl.zeros([B0], dtype=tl.float32), mask=i < N0)
-
-
 def test_a_value_larger_than_its_pointers_gets_advice():
-    result = grade(2, add_storing_a_block_per_lane)
+    result = grade(2, p02.add_storing_a_block_per_lane)
     assert result.first_failure.status == "error", str(result)
     # Triton 3.5's interpreter names a rank mismatch instead of the pointers' shape: its own advice.
     advice = "different numbers of axes" if TRITON_3_5 else "larger shape than the block of pointers"
@@ -117,27 +72,16 @@ def test_a_value_larger_than_its_pointers_gets_advice():
 
 
 def test_whole_numbers_where_floats_are_expected_are_pointed_out():
-    result = grade(2, add_storing_integers)
+    result = grade(2, p02.add_storing_integers)
     assert result.first_failure.status == "wrong", str(result)
     assert "whole number" in result.reason()
-    zeros = grade(2, add_storing_zeros)
+    zeros = grade(2, p02.add_storing_zeros)
     assert zeros.first_failure.status == "wrong" and "whole number" not in zeros.reason(), str(zeros)
-
-
-@triton.jit
-def sum_stopping_a_chunk_early(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    acc = tl.zeros([B0], dtype=tl.float32)
-    for j0 in range(0, T - B1, B1):  # one chunk short
-        j = j0 + tl.arange(0, B1)
-        x = tl.load(x_ptr + i[:, None] * T + j[None, :], mask=(i[:, None] < N0) & (j[None, :] < T), other=0.0)
-        acc += tl.sum(x, axis=1)
-    tl.store(z_ptr + i, acc, mask=i < N0)
 
 
 @interpreted_only
 def test_a_loop_that_stops_early_is_told_which_rows_it_never_read():
-    result = grade(7, sum_stopping_a_chunk_early)
+    result = grade(7, p07.sum_stopping_a_chunk_early)
     assert result.first_failure.status == "wrong", str(result)
     assert "no program loads x at T = 192…199 (of 0…199)" in result.reason(), str(result)
 
@@ -184,20 +128,12 @@ def test_the_likely_slips_are_computed_only_for_a_wrong_output():
     assert case.mistaken == [] and len(calls) == 1
 
 
-@triton.jit
-def add_reading_two_tensors_past_x(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
-    mask = offsets < N0
-    x = tl.load(x_ptr + offsets + 2 * N0, mask=mask)  # a stride slip: two whole tensors past x
-    tl.store(z_ptr + offsets, x + 10, mask=mask)
-
-
 @interpreted_only
 def test_an_overshoot_by_whole_tensors_is_out_of_bounds_of_its_own_tensor():
     """Every lane that reads two tensors past x is out of bounds of x, at every size: at N0 = 1000 (4000
     bytes) a guard of one tensor or 4096 bytes let 952 of the 1000 lanes land in z, as accesses that
     looked in bounds."""
-    result = grade(2, add_reading_two_tensors_past_x)
+    result = grade(2, p02.add_reading_two_tensors_past_x)
     assert {o.sizes["N0"] for o in result.outcomes} >= {1000}
     for outcome in result.outcomes:
         assert outcome.status == "out of bounds", (outcome.sizes, str(result))
@@ -247,21 +183,10 @@ def test_the_scoreboard_and_the_progress_table_shorten_by_the_same_rule(tmp_path
 
 # -- a float16 output whose sum was kept in float16 ---------------------------------------------------------
 
-@triton.jit
-def gemv_accumulating_in_float16(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
-    n = tl.program_id(0) * BN + tl.arange(0, BN)
-    acc = tl.zeros([BN], dtype=tl.float16)  # rounds at every step: a few sums end past the tolerance
-    for k0 in range(0, K, BK):
-        k = k0 + tl.arange(0, BK)
-        x = tl.load(x_ptr + k, mask=k < K, other=0.0).to(tl.float16)
-        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=(k < K)[:, None] & (n < N)[None, :], other=0)
-        acc += tl.sum(x[:, None] * w.to(tl.float16), axis=0)
-    tl.store(z_ptr + n, acc * tl.load(scale_ptr + n, mask=n < N, other=0.0), mask=n < N)
-
 
 @interpreted_only  # compiled, a GPU may keep the partial sums of tl.sum wider than float16
 def test_a_float16_sum_that_rounds_at_every_step_is_explained():
-    result = grade(15, gemv_accumulating_in_float16)
+    result = grade(15, p15.gemv_accumulating_in_float16)
     assert result.first_failure.status == "wrong", str(result)
     assert "a sum kept in float16" in result.reason() and "accumulate in float32" in result.reason(), str(result)
     assert str(result).count("kept in float16") == 1, str(result)  # said once, the other rows point at it
@@ -269,29 +194,13 @@ def test_a_float16_sum_that_rounds_at_every_step_is_explained():
 
 # -- an out-of-bounds access named by the axis that overflows (issue: puzzle 10's column mask) ---------------------
 
-@triton.jit
-def conv2d_without_the_column_mask(x_ptr, k_ptr, z_ptr, N0, H, W, KH: tl.constexpr, KW: tl.constexpr,
-                                   B0: tl.constexpr):
-    images = tl.program_id(0) * B0 + tl.arange(0, B0)
-    images_in = images < N0
-    a = tl.arange(0, KH)
-    b = tl.arange(0, KW)
-    kernel = tl.load(k_ptr + a[:, None] * KW + b[None, :])
-    for h in range(0, H):
-        for w in range(0, W):
-            at = images[:, None, None] * H * W + (h + a)[None, :, None] * W + (w + b)[None, None, :]
-            inside = images_in[:, None, None] & (h + a < H)[None, :, None]  # the columns w + b < W left out
-            window = tl.load(x_ptr + at, mask=inside, other=0.0)
-            tl.store(z_ptr + images * H * W + h * W + w, tl.sum(tl.sum(window * kernel[None, :, :], axis=2), axis=1),
-                     mask=images_in)
-
 
 @interpreted_only
 def test_an_access_past_a_rows_end_is_named_by_its_column_not_as_the_next_image():
     """Without the column mask, x[1, 7, 7 + 1] is flat index 128 of a 2×8×8 x, which the flat index alone names
     x[2, 0, 0], an image the kernel does mask. The block says which axis ran over, and the wrong elements' shared
     columns are named."""
-    result = grade(10, conv2d_without_the_column_mask)
+    result = grade(10, p10.conv2d_without_the_column_mask)
     failure = result.first_failure
     assert failure.status == "out of bounds", str(result)
     assert "load of x[1, 7, 8] (x is 2×8×8) out of bounds (column 8 of a row 8 wide)" in result.reason(), str(result)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+import p02_constant_add_block as p02
 import pytest
-import wrong_kernels as wrong
 
 from puzzles import test
 from puzzles.course import catalog
@@ -18,7 +18,7 @@ P2 = catalog.get(2)
 
 @pytest.fixture(scope="module")
 def failing():
-    result = test(wrong.add_mask2_kernel_no_mask, P2.spec, quiet=True)
+    result = test(p02.add_mask2_kernel_no_mask, P2.spec, quiet=True)
     assert not result.passed and result.first_failure.trace is not None
     return result
 

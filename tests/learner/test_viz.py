@@ -8,8 +8,9 @@ import time
 from dataclasses import replace
 
 import numpy as np
+import p02_constant_add_block as p02
+import p04_outer_vector_add_block as p04
 import pytest
-import wrong_kernels as wrong
 from commands import run_python
 from PIL import Image
 
@@ -48,7 +49,7 @@ def good():
 
 @pytest.fixture(scope="module")
 def no_mask():
-    result = test(wrong.add_mask2_kernel_no_mask, P2.spec, quiet=True, sizes=P2_SIZE)
+    result = test(p02.add_mask2_kernel_no_mask, P2.spec, quiet=True, sizes=P2_SIZE)
     assert result.first_failure.status == "out of bounds"
     return result
 
@@ -257,7 +258,7 @@ def test_puzzle_16_launch_order_is_a_map_of_cs_tiles_in_the_order_programs_take_
 
 def test_wrong_outputs_get_a_dark_dot():
     p = catalog.get(4)
-    result = test(wrong.add_vec_block_kernel_swapped, p.spec, quiet=True, sizes=[{"N0": 64, "N1": 64, "B0": 32,
+    result = test(p04.add_vec_block_kernel_swapped, p.spec, quiet=True, sizes=[{"N0": 64, "N1": 64, "B0": 32,
                                                                                    "B1": 32}])
     failure = result.first_failure
     wrong_index = int(np.flatnonzero(np.asarray(failure.status_map).reshape(-1) == 1)[0])
@@ -297,7 +298,7 @@ def test_save_pngs_writes_overview_order_and_programs(no_mask, tmp_path):
 
 
 def test_nothing_to_draw_without_a_trace(tmp_path, capsys):
-    result = test(wrong.add_mask2_kernel_wrong_signature, P2.spec, quiet=True)
+    result = test(p02.add_mask2_kernel_wrong_signature, P2.spec, quiet=True)
     assert result.error is not None
     assert viz.save_pngs(result, tmp_path) == []
     viz.show(result)  # must not raise
@@ -305,7 +306,7 @@ def test_nothing_to_draw_without_a_trace(tmp_path, capsys):
 
 
 def test_show_in_a_terminal_prints_the_table(capsys):
-    test(wrong.add_mask2_kernel_no_mask, P2.spec, quiet=True, sizes=P2_SIZE, viz=True)  # test() calls show()
+    test(p02.add_mask2_kernel_no_mask, P2.spec, quiet=True, sizes=P2_SIZE, viz=True)  # test() calls show()
     out = capsys.readouterr().out
     assert "(6, 0, 0)" in out and "fewest bytes the puzzle needs: 1,600" in out
     assert "offending: load of x[200] out of bounds" in out
@@ -350,7 +351,7 @@ def test_show_in_jupyter_falls_back_to_the_png(no_mask, jupyter, monkeypatch):
 
 def test_widget_steps_and_switches_views():
     pytest.importorskip("ipywidgets")
-    no_mask = test(wrong.add_mask2_kernel_no_mask, P2.spec, quiet=True)  # every size: the size menu
+    no_mask = test(p02.add_mask2_kernel_no_mask, P2.spec, quiet=True)  # every size: the size menu
     assert no_mask.outcomes[0].sizes == P2_SIZE[0]
     box = viz.widget(no_mask)
     (view, size), (prog, label), (step, _, step_label), _, image = (

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import p11_batched_matmul as p11
+import p28_attention_backward as p28
 import pytest
 import torch
 import triton
@@ -302,87 +304,11 @@ def grade(number: int, kernel, seed: int = 1234):
     return test(kernel, catalog.get(number).spec, quiet=True, seed=seed, compile_check=False)
 
 
-@triton.jit
-def dot_kernel_bf16(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID,
-                    B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, B_MID: tl.constexpr):
-    """Puzzle 11 with bfloat16 tiles into tl.dot, accumulated in float32."""
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    j = tl.program_id(1) * B1 + tl.arange(0, B1)
-    batch = tl.program_id(2) * B2
-    acc = tl.zeros([B0, B1], dtype=tl.float32)
-    for k0 in range(0, MID, B_MID):
-        k = k0 + tl.arange(0, B_MID)
-        x = tl.load(x_ptr + batch * N0 * MID + i[:, None] * MID + k[None, :],
-                    mask=(i[:, None] < N0) & (k[None, :] < MID), other=0.0)
-        y = tl.load(y_ptr + batch * MID * N1 + k[:, None] * N1 + j[None, :],
-                    mask=(k[:, None] < MID) & (j[None, :] < N1), other=0.0)
-        acc = tl.dot(x.to(tl.bfloat16), y.to(tl.bfloat16), acc=acc)
-    tl.store(z_ptr + batch * N0 * N1 + i[:, None] * N1 + j[None, :], acc,
-             mask=(i[:, None] < N0) & (j[None, :] < N1) & (batch < N2))
-
-
-@triton.jit
-def attention_backward_bf16(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_ptr, T, D: tl.constexpr,
-                            B0: tl.constexpr, B1: tl.constexpr, WITH_DELTA: tl.constexpr = True):
-    """Puzzle 28's reference with every tl.dot fed bfloat16 tiles (as its notebook advises, for speed) and
-    float32 accumulators; WITH_DELTA=False leaves out the softmax's rowsum(dO * O), a classic slip."""
-    scale = 1.0 / (D ** 0.5)
-    cols = tl.arange(0, D)
-    keys = tl.program_id(0) * B1 + tl.arange(0, B1)
-    keys_in = keys < T
-    k = tl.load(k_ptr + keys[:, None] * D + cols[None, :], mask=keys_in[:, None], other=0.0).to(tl.bfloat16)
-    v = tl.load(v_ptr + keys[:, None] * D + cols[None, :], mask=keys_in[:, None], other=0.0).to(tl.bfloat16)
-    dk = tl.zeros([B1, D], dtype=tl.float32)
-    dv = tl.zeros([B1, D], dtype=tl.float32)
-    for i0 in range(0, T, B0):
-        rows = i0 + tl.arange(0, B0)
-        rows_in = rows < T
-        at = rows[:, None] * D + cols[None, :]
-        q = tl.load(q_ptr + at, mask=rows_in[:, None], other=0.0).to(tl.bfloat16)
-        o = tl.load(o_ptr + at, mask=rows_in[:, None], other=0.0)
-        do = tl.load(do_ptr + at, mask=rows_in[:, None], other=0.0)
-        lse = tl.load(lse_ptr + rows, mask=rows_in, other=0.0)
-        p = tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None])
-        p = tl.where(rows_in[:, None] & keys_in[None, :], p, 0.0)
-        dv += tl.dot(tl.trans(p.to(tl.bfloat16)), do.to(tl.bfloat16))
-        delta = tl.sum(do * o, axis=1) if WITH_DELTA else tl.zeros([B0], dtype=tl.float32)
-        ds = p * (tl.dot(do.to(tl.bfloat16), tl.trans(v)) - delta[:, None])
-        dk += tl.dot(tl.trans(ds.to(tl.bfloat16)), q)
-        tl.atomic_add(dqkv_ptr + at, tl.dot(ds.to(tl.bfloat16), k) * scale, mask=rows_in[:, None])
-    tl.store(dqkv_ptr + T * D + keys[:, None] * D + cols[None, :], dk * scale, mask=keys_in[:, None])
-    tl.store(dqkv_ptr + 2 * T * D + keys[:, None] * D + cols[None, :], dv, mask=keys_in[:, None])
-
-
-@triton.jit
-def attention_backward_bf16_without_delta(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_ptr, T, D: tl.constexpr,
-                                          B0: tl.constexpr, B1: tl.constexpr):
-    attention_backward_bf16(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_ptr, T, D, B0, B1, False)
-
-
-@triton.jit
-def dot_kernel_bf16_swapped(x_ptr, y_ptr, z_ptr, N0, N1, N2, MID,
-                            B0: tl.constexpr, B1: tl.constexpr, B2: tl.constexpr, B_MID: tl.constexpr):
-    """Wrong: y's tile read with x's row stride (MID where N1 belongs)."""
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    j = tl.program_id(1) * B1 + tl.arange(0, B1)
-    batch = tl.program_id(2) * B2
-    acc = tl.zeros([B0, B1], dtype=tl.float32)
-    for k0 in range(0, MID, B_MID):
-        k = k0 + tl.arange(0, B_MID)
-        x = tl.load(x_ptr + batch * N0 * MID + i[:, None] * MID + k[None, :],
-                    mask=(i[:, None] < N0) & (k[None, :] < MID), other=0.0)
-        y = tl.load(y_ptr + batch * MID * N1 + j[None, :] * MID + k[:, None],
-                    mask=(k[:, None] < MID) & (j[None, :] < N1), other=0.0)
-        acc = tl.dot(x.to(tl.bfloat16), y.to(tl.bfloat16), acc=acc)
-    tl.store(z_ptr + batch * N0 * N1 + i[:, None] * N1 + j[None, :], acc,
-             mask=(i[:, None] < N0) & (j[None, :] < N1) & (batch < N2))
-
-
 @interpreted_only
 @pytest.mark.parametrize("seed", [1234, 7])
 def test_bfloat16_tiles_into_tl_dot_pass_puzzle_28(seed):
     """Its tolerance (1e-2, for TF32 on a GPU) allows bfloat16 tiles: they used about half of it here."""
-    result = grade(28, attention_backward_bf16, seed)
+    result = grade(28, p28.attention_backward_bf16, seed)
     assert result.passed, result.first_failure
 
 
@@ -390,7 +316,7 @@ def test_bfloat16_tiles_into_tl_dot_pass_puzzle_28(seed):
 def test_bfloat16_tiles_fall_outside_puzzle_11s_tolerance_as_bfloat16_rounding_not_as_a_slip():
     """Puzzle 11's sums of 64 products of bfloat16 operands (8 bits) land up to about 1.4e-2 off, past its TF32
     tolerance, on a GPU too: the verdict names the rounding of a lower precision, and nothing else."""
-    failure = grade(11, dot_kernel_bf16).first_failure
+    failure = grade(11, p11.dot_kernel_bf16).first_failure
     assert failure is not None and failure.status == "wrong"
     assert "the error that float16 or bfloat16 arithmetic makes" in failure.note, failure.note
     assert "whole number" not in failure.note and SLIP_NOTE not in failure.note
@@ -398,12 +324,12 @@ def test_bfloat16_tiles_fall_outside_puzzle_11s_tolerance_as_bfloat16_rounding_n
 
 @interpreted_only
 def test_a_wrong_bfloat16_kernel_still_fails_for_its_own_reason():
-    result = grade(28, attention_backward_bf16_without_delta)
+    result = grade(28, p28.attention_backward_bf16_without_delta)
     assert not result.passed
     failure = result.first_failure
     assert failure.status == "wrong" and SLIP_NOTE in failure.note and "rowsum(dO * O)" in failure.note, failure.note
     assert "whole number" not in failure.note
-    swapped = grade(11, dot_kernel_bf16_swapped)
+    swapped = grade(11, p11.dot_kernel_bf16_swapped)
     assert not swapped.passed and "whole number" not in swapped.first_failure.note
 
 
@@ -414,7 +340,7 @@ def test_where_the_fixes_cannot_be_installed_the_verdict_names_the_interpreter(m
     limit = "this kernel computes in bfloat16, which Triton's CPU interpreter gets wrong (test)"
     monkeypatch.setattr(bfloat16, "as_on_a_gpu", contextlib.nullcontext)
     monkeypatch.setattr(bfloat16, "interpreter_limit", lambda: limit)
-    result = grade(28, attention_backward_bf16)
+    result = grade(28, p28.attention_backward_bf16)
     assert not result.passed
     assert limit in result.first_failure.note and "whole number" not in result.first_failure.note
     assert SLIP_NOTE not in result.first_failure.note

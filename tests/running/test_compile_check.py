@@ -6,9 +6,13 @@ from __future__ import annotations
 import inspect
 import linecache
 
-import compile_kernels as ck
+import p02_constant_add_block as p02
+import p07_long_sum as p07
 import pytest
 import torch
+import triton
+import triton.language as tl
+from kernel_collections import kernel_file, kernel_named
 
 from puzzles import test
 from puzzles.course import catalog
@@ -58,7 +62,7 @@ INTERPRETER_FAILS_TOO = {"add_mask2_kernel_nested_def", "add_mask2_kernel_elemen
 
 @pytest.mark.parametrize(("name", "number", "says", "helper"), CONSTRUCTS, ids=[c[0] for c in CONSTRUCTS])
 def test_interpreter_only_kernel_fails_with_the_compilers_message_and_line(name, number, says, helper):
-    kernel = getattr(ck, name)
+    kernel = kernel_named(name)
     result = test(kernel, puzzle=number, quiet=True, seed=1, compile_check="full")
     assert not result.passed
     failure = result.first_failure
@@ -67,9 +71,9 @@ def test_interpreter_only_kernel_fails_with_the_compilers_message_and_line(name,
     if name not in INTERPRETER_FAILS_TOO:
         assert failure.error.message.startswith("runs in the interpreter but would not compile for a GPU: ")
     assert says in failure.error.message
-    where = getattr(ck, helper) if helper else kernel
+    where = kernel_named(helper) if helper else kernel
     assert failure.error.line == bad_line(where), str(result)
-    assert failure.error.filename == ck.__file__
+    assert failure.error.filename == kernel_file(where)
     assert "BAD_LINE" in failure.error.source
     assert "Traceback" not in str(result) and "code_generator" not in str(result)
     # Every size fails the same way (the front end runs at each of them).
@@ -77,23 +81,23 @@ def test_interpreter_only_kernel_fails_with_the_compilers_message_and_line(name,
 
 
 def test_the_same_kernels_pass_without_the_check(monkeypatch):
-    assert test(ck.add_mask2_kernel_lambda, puzzle=2, quiet=True, compile_check=False).passed
+    assert test(p02.add_mask2_kernel_lambda, puzzle=2, quiet=True, compile_check=False).passed
     monkeypatch.setenv("PUZZLES_COMPILE_CHECK", "0")
-    assert test(ck.add_mask2_kernel_global, puzzle=2, quiet=True).passed
+    assert test(p02.add_mask2_kernel_global, puzzle=2, quiet=True).passed
 
 
 def test_helpers_and_constexpr_globals_compile():
-    result = test(ck.add_mask2_kernel_good_helper, puzzle=2, quiet=True, compile_check="full")
+    result = test(p02.add_mask2_kernel_good_helper, puzzle=2, quiet=True, compile_check="full")
     assert result.passed, str(result)
 
 
 def test_a_tuple_indexed_by_a_static_range_variable_compiles():
-    result = test(ck.add_mask2_kernel_tuple_static_range, puzzle=2, quiet=True, compile_check="full")
+    result = test(p02.add_mask2_kernel_tuple_static_range, puzzle=2, quiet=True, compile_check="full")
     assert result.passed, str(result)
 
 
 def test_a_bare_assertion_from_the_front_end_becomes_words():
-    result = test(ck.add_mask2_kernel_tuple_loop, puzzle=2, quiet=True, seed=1)
+    result = test(p02.add_mask2_kernel_tuple_loop, puzzle=2, quiet=True, seed=1)
     message = result.first_failure.error.message
     assert "AssertionError" not in message and "tl.static_range" in message, message
 
@@ -164,6 +168,23 @@ def test_shared_memory_past_a_targets_limit_is_a_note():
     assert any("sm_75" in n and "shared memory" in n for n in report.notes), report.notes
 
 
+
+# Compile, and compute something else on a GPU: a tl.dot of float32 blocks runs in TF32 on tensor cores.
+@triton.jit
+def row_sums_by_a_float32_dot(x_ptr, z_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
+    tl.store(z_ptr + r[:, None] * B + r[None, :], tl.dot(x, tl.full([B, B], 1.0, tl.float32)))
+
+
+@triton.jit
+def row_sums_by_an_ieee_dot(x_ptr, z_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
+    ones = tl.full([B, B], 1.0, tl.float32)
+    tl.store(z_ptr + r[:, None] * B + r[None, :], tl.dot(x, ones, input_precision="ieee"))
+
+
 def test_a_float32_dot_in_tf32_is_a_note_where_the_tolerance_is_tighter():
     """On sm_80/sm_90 a tl.dot of float32 blocks runs in TF32, exact float32 in the interpreter: a note for
     puzzles whose tolerance TF32 misses, none for the matmul puzzles (tf32_matters=False) or an ieee dot."""
@@ -173,9 +194,9 @@ def test_a_float32_dot_in_tf32_is_a_note_where_the_tolerance_is_tighter():
     def notes(kernel, tf32_matters=True):
         return compile_check.start(kernel, call, tf32_matters=tf32_matters).report(wait_full=True).notes
 
-    assert TF32_NOTE in notes(ck.row_sums_by_a_float32_dot)
-    assert TF32_NOTE not in notes(ck.row_sums_by_a_float32_dot, tf32_matters=False)
-    assert TF32_NOTE not in notes(ck.row_sums_by_an_ieee_dot)
+    assert TF32_NOTE in notes(row_sums_by_a_float32_dot)
+    assert TF32_NOTE not in notes(row_sums_by_a_float32_dot, tf32_matters=False)
+    assert TF32_NOTE not in notes(row_sums_by_an_ieee_dot)
 
 
 @pytest.mark.parametrize("kernel, number, words", [
@@ -186,7 +207,7 @@ def test_grade_fails_an_interpreter_only_kernel(tmp_path, kernel, number, words)
     from puzzles.submissions.grade import grade
 
     name = catalog.get(number).kernel_name
-    source = inspect.getsource(getattr(ck, kernel).fn).replace(kernel, name)
+    source = inspect.getsource(kernel_named(kernel).fn).replace(kernel, name)
     path = tmp_path / "answers.py"
     path.write_text("import triton\nimport triton.language as tl\n\n\n" + source)
     (g,) = grade([path], [catalog.get(number)])
@@ -201,11 +222,12 @@ def test_the_courses_debugging_helpers_compile():
     # print_if compiles to a tl.device_print under a program-id test (tests/running/test_debug.py reads the IR),
     # breakpoint_if to nothing; the check compiles them with the kernel, to the end, with no note (the
     # printf's argument buffer on the stack is no register spill).
-    result = test(ck.add_mask2_kernel_debugging, puzzle=2, quiet=True, compile_check="full")
+    result = test(p02.add_mask2_kernel_debugging, puzzle=2, quiet=True, compile_check="full")
     assert result.passed and result.notes == [], str(result)
     p = catalog.get(2)
-    args_for = bind_arguments(make_job(ck.add_mask2_kernel_debugging, p.spec, None))
-    check = compile_check.start(ck.add_mask2_kernel_debugging, [args_for(case_from_spec(p.spec, p, p.canonical, 1, 0))])
+    args_for = bind_arguments(make_job(p02.add_mask2_kernel_debugging, p.spec, None))
+    check = compile_check.start(p02.add_mask2_kernel_debugging,
+                                [args_for(case_from_spec(p.spec, p, p.canonical, 1, 0))])
     check.report(True)
     assert check.results and all("skipped" not in v and "error" not in v for v in check.results.values())
 
@@ -213,7 +235,7 @@ def test_the_courses_debugging_helpers_compile():
 def test_sizes_that_compile_alike_share_one_check_and_all_fail():
     sizes = [{"N0": 4, "N1": 32, "T": 200, "B0": 1, "B1": 32}, {"N0": 5, "N1": 32, "T": 77, "B0": 1, "B1": 32}]
     p = catalog.get(7)
-    kernel = ck.sum_kernel_dynamic_arange
+    kernel = p07.sum_kernel_dynamic_arange
     args_for = bind_arguments(make_job(kernel, p.spec, None))
     check = compile_check.start(kernel, [args_for(case_from_spec(p.spec, p, s, 1, i)) for i, s in enumerate(sizes)])
     assert [item["sizes"] for item in check.items if item["stage"] == "front"] == [[0, 1]]
@@ -240,13 +262,13 @@ def test_a_dead_worker_is_replaced():
     old = compile_check.worker_for("front")
     old.proc.kill()
     old.proc.wait()
-    result = test(ck.add_mask2_kernel_lambda, puzzle=2, quiet=True)
+    result = test(p02.add_mask2_kernel_lambda, puzzle=2, quiet=True)
     assert result.first_failure.status == "compile error", str(result)
     assert compile_check.worker_for("front") is not old
 
 
 def test_a_kernel_the_compilers_process_cannot_rebuild_is_not_passed_unchecked():
-    result = test(ck.add_mask2_kernel_default_from_a_dict, puzzle=2, quiet=True, seed=1)
+    result = test(p02.add_mask2_kernel_default_from_a_dict, puzzle=2, quiet=True, seed=1)
     assert not result.passed and result.first_failure.status == "compile error", str(result)
     assert "could not be checked for a GPU" in result.first_failure.error.message
     assert "default value" in result.first_failure.error.message
@@ -301,7 +323,7 @@ def test_without_cache_reads_a_forged_cached_verdict_does_not_pass_a_kernel(tmp_
     could write "compiles" there for a kernel graded after it."""
     from puzzles.running.compile_check import settings
 
-    kernel = ck.add_mask2_kernel_lambda
+    kernel = p02.add_mask2_kernel_lambda
     assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").first_failure.status == "compile error"
     cached = list((tmp_path / "compile-cache").glob("*.json"))
     assert cached
@@ -324,27 +346,27 @@ def test_a_kernel_that_asks_whether_it_is_interpreted_fails(monkeypatch, name, h
     """It compiles, and passes the interpreter (shown with the rule off): only its source tells."""
     import puzzles.grading as harness
 
-    kernel = getattr(ck, name)
+    kernel = kernel_named(name)
     for flag in (True, "full"):
         result = test(kernel, puzzle=2, quiet=True, seed=1, compile_check=flag)
         assert not result.passed and result.error is not None and result.outcomes == [], str(result)  # never run
         error = result.error
         assert "a GPU would not run the same code" in error.message and says in error.message
-        assert error.line == bad_line(getattr(ck, helper) if helper else kernel)
+        assert error.line == bad_line(kernel_named(helper) if helper else kernel)
     assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check=False).passed  # a learner's own experiment
     monkeypatch.setattr(harness, "interpreter_probe_error", lambda kernel: None)
     assert test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").passed  # the hole the rule closes
 
 
 def test_comparisons_of_dtypes_constexprs_and_none_pass():
-    result = test(ck.add_mask2_kernel_fair_comparisons, puzzle=2, quiet=True, seed=1, compile_check="full")
+    result = test(p02.add_mask2_kernel_fair_comparisons, puzzle=2, quiet=True, seed=1, compile_check="full")
     assert result.passed, str(result)
 
 
 def test_a_kernel_that_reaches_the_interpreters_frames_never_runs():
-    result = test(ck.add_mask2_kernel_reaches_a_frame, puzzle=2, quiet=True, seed=1)
+    result = test(p02.add_mask2_kernel_reaches_a_frame, puzzle=2, quiet=True, seed=1)
     assert result.outcomes == [] and "reads `.f_back`, a Python object's insides" in result.error.message
-    assert result.error.line == bad_line(ck.add_mask2_kernel_reaches_a_frame)
+    assert result.error.line == bad_line(p02.add_mask2_kernel_reaches_a_frame)
 
 
 def test_a_kernel_calling_a_plain_python_function_never_runs(monkeypatch):
@@ -352,12 +374,12 @@ def test_a_kernel_calling_a_plain_python_function_never_runs(monkeypatch):
     grader refuses it first, from the source. Without that rule the compile check still fails it."""
     import puzzles.grading as harness
 
-    kernel = ck.add_mask2_kernel_plain_function
+    kernel = p02.add_mask2_kernel_plain_function
     result = test(kernel, puzzle=2, quiet=True, seed=1)
     assert result.outcomes == [] and "calls `_plus_ten_plain`, a plain Python function (put @triton.jit on it)" \
         in result.error.message
     assert result.error.line == bad_line(kernel)
-    method = test(ck.add_mask2_kernel_method_of_an_object, puzzle=2, quiet=True, seed=1)
+    method = test(p02.add_mask2_kernel_method_of_an_object, puzzle=2, quiet=True, seed=1)
     assert method.outcomes == [] and "calls `HELPERS.plus_ten`, a plain Python function" in method.error.message
     monkeypatch.setattr(harness, "interpreter_probe_error", lambda kernel: None)
     failure = test(kernel, puzzle=2, quiet=True, seed=1, compile_check="full").first_failure

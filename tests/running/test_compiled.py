@@ -10,9 +10,10 @@ from __future__ import annotations
 import inspect
 import linecache
 
-import compile_kernels as bad
-import compiled_kernels as ck
+import p02_constant_add_block as p02
+import p23_read_the_compiled_code as p23
 import pytest
+from kernel_collections import kernel_named
 
 from puzzles import compiled, test
 from puzzles.course import catalog
@@ -89,7 +90,7 @@ def test_a_large_enough_dot_on_sm90_becomes_wgmma_and_the_summary_says_so():
 
 
 def test_a_kernel_that_spills_is_told_so_with_its_stack_and_spill_instructions():
-    code = compiled(ck.add_mask2_kernel_many_live_values, puzzle=2, target="sm_80", nelem={"N0": 2048},
+    code = compiled(p02.add_mask2_kernel_many_live_values, puzzle=2, target="sm_80", nelem={"N0": 2048},
                     B={"B0": 2048}, maxnreg=24)
     assert code.ok and code.spills and code.registers <= 24
     assert code.resources.stack > 0 and code.resources.spill_stores > 0 and code.resources.spill_loads > 0
@@ -117,7 +118,7 @@ def test_an_unknown_target_is_refused_in_words():
 @pytest.mark.parametrize(("name", "says"), [("add_mask2_kernel_lambda", "a lambda is not supported"),
                                             ("add_mask2_kernel_global", "Cannot access global variable OFFSET")])
 def test_a_kernel_that_does_not_compile_gets_the_compile_checks_message(name, says):
-    kernel = getattr(bad, name)
+    kernel = kernel_named(name)
     code = compiled(kernel, puzzle=2, target="sm_90")
     assert isinstance(code, Compiled) and not code.ok and code.ptx == ""
     assert says in code.error.message and code.error.line == marked_line(kernel, "BAD_LINE")
@@ -127,7 +128,7 @@ def test_a_kernel_that_does_not_compile_gets_the_compile_checks_message(name, sa
 
 
 def test_a_kernel_of_no_puzzle_is_asked_for_its_puzzle():
-    code = compiled(ck.copy_rows_kernel_plain)  # its name is no puzzle's kernel name
+    code = compiled(p23.copy_rows_kernel_plain)  # its name is no puzzle's kernel name
     assert not code.ok and "compiled(copy_rows_kernel_plain, puzzle=N)" in code.summary()
 
 
@@ -153,7 +154,7 @@ def test_test_shows_the_summary_under_the_verdict():
 
 
 def test_test_compiled_names_a_kernel_that_does_not_compile():
-    result = test(bad.add_mask2_kernel_lambda, puzzle=2, quiet=True, seed=1, compiled=True)
+    result = test(p02.add_mask2_kernel_lambda, puzzle=2, quiet=True, seed=1, compiled=True)
     assert not result.passed and not result.compiled.ok
     assert "add_mask2_kernel_lambda would not compile for sm_90" in str(result)
 
@@ -171,7 +172,7 @@ def test_puzzle_23s_reference_passes_and_is_told_each_access_and_its_width():
 
 
 def test_puzzle_23_fails_a_right_copy_whose_loads_are_32_bit_and_says_what_to_change():
-    kernel = ck.copy_rows_kernel_plain
+    kernel = p23.copy_rows_kernel_plain
     result = test(kernel, puzzle=23, quiet=True, seed=1)
     assert not result.passed
     assert all(o.status == "error" for o in result.outcomes), str(result)  # right values, every size fails
@@ -187,9 +188,9 @@ def test_puzzle_23_fails_a_right_copy_whose_loads_are_32_bit_and_says_what_to_ch
 
 
 def test_puzzle_23_passes_the_same_copy_with_the_hints():
-    result = test(ck.copy_rows_kernel_hinted, puzzle=23, quiet=True, seed=1)
+    result = test(p23.copy_rows_kernel_hinted, puzzle=23, quiet=True, seed=1)
     assert result.passed, str(result)
-    code = compiled(ck.copy_rows_kernel_hinted, puzzle=23)
+    code = compiled(p23.copy_rows_kernel_hinted, puzzle=23)
     assert {(a.kind, a.bits, a.instruction) for a in code.accesses} == {
         ("load", 128, "ld.global.v4.b32"), ("store", 128, "st.global.v4.b32")}
 
@@ -197,7 +198,7 @@ def test_puzzle_23_passes_the_same_copy_with_the_hints():
 @pytest.mark.parametrize(("name", "narrow"), [("copy_rows_kernel_rows_only", "load"),
                                               ("copy_rows_kernel_no_x_hint", "load")])
 def test_puzzle_23_fails_a_copy_missing_one_hint_at_the_access_it_narrows(name, narrow):
-    kernel = getattr(ck, name)
+    kernel = kernel_named(name)
     result = test(kernel, puzzle=23, quiet=True, seed=1)
     assert not result.passed
     message = result.first_failure.error.message
@@ -210,14 +211,14 @@ def test_puzzle_23_fails_a_copy_missing_one_hint_at_the_access_it_narrows(name, 
 def test_puzzle_23_judges_values_before_the_compiled_code():
     # 128-bit, but it reads x as if its rows were not padded: the padding it reads (the grader guards the bytes
     # between a strided view's elements) and the wrong values are the verdict, not the compiled code
-    result = test(ck.copy_rows_kernel_contiguous, puzzle=23, quiet=True, seed=1)
+    result = test(p23.copy_rows_kernel_contiguous, puzzle=23, quiet=True, seed=1)
     failure = result.first_failure
     assert not result.passed and failure.status == "out of bounds", str(result)
     assert "which is no element of x" in str(result) and "asks for 128-bit" not in str(result)
 
 
 def test_puzzle_23_is_graded_on_its_compiled_code_with_the_compile_check_off():
-    result = test(ck.copy_rows_kernel_plain, puzzle=23, quiet=True, seed=1, compile_check=False)
+    result = test(p23.copy_rows_kernel_plain, puzzle=23, quiet=True, seed=1, compile_check=False)
     assert not result.passed and "is 32-bit (8 × ld.global.b32)" in result.first_failure.error.message
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 
-import compiled_kernels as ck
+import p23_read_the_compiled_code as p23
 import pytest
 
 from puzzles import compiled, test
@@ -48,8 +48,8 @@ def bullet(message: str, kind: str, line: int) -> str:
     return next(text for text in message.splitlines() if text.startswith(f"- the {kind} at line {line}: "))
 
 
-@pytest.mark.parametrize("kernel", [catalog.get(23).reference(), ck.copy_rows_kernel_hinted,
-                                    ck.copy_rows_kernel_row_loop_one_warp, ck.copy_rows_kernel_pointer_hint_bytes],
+@pytest.mark.parametrize("kernel", [catalog.get(23).reference(), p23.copy_rows_kernel_hinted,
+                                    p23.copy_rows_kernel_row_loop_one_warp, p23.copy_rows_kernel_pointer_hint_bytes],
                          ids=["reference_tiles", "hinted_tiles", "row_loop_one_warp", "pointer_in_bytes"])
 def test_every_blocking_the_statement_allows_can_pass(kernel):
     result = test(kernel, puzzle=23, quiet=True, seed=1)
@@ -58,16 +58,16 @@ def test_every_blocking_the_statement_allows_can_pass(kernel):
 
 
 def test_the_row_loop_is_128_bit_with_one_warp_and_32_bit_with_four():
-    four = compiled(ck.copy_rows_kernel_row_loop, puzzle=23)
-    one = compiled(ck.copy_rows_kernel_row_loop, puzzle=23, num_warps=1)
+    four = compiled(p23.copy_rows_kernel_row_loop, puzzle=23)
+    one = compiled(p23.copy_rows_kernel_row_loop, puzzle=23, num_warps=1)
     assert four.num_warps == 4 and {a.bits for a in four.accesses} == {32}
     assert one.num_warps == 1 and {a.bits for a in one.accesses} == {128}
-    carried = compiled(ck.copy_rows_kernel_row_loop_one_warp, puzzle=23)  # its config's num_warps
+    carried = compiled(p23.copy_rows_kernel_row_loop_one_warp, puzzle=23)  # its config's num_warps
     assert carried.num_warps == 1 and {a.bits for a in carried.accesses} == {128}
 
 
 def test_elements_per_thread_a_one_row_block_over_four_warps():
-    kernel = ck.copy_rows_kernel_row_loop
+    kernel = p23.copy_rows_kernel_row_loop
     message = reasons_of(kernel)
     load = bullet(message, "load", marked_line(kernel, "LOAD_LINE"))
     assert "each thread holds 1 of its block's 128 elements (128 over 128 threads)" in load
@@ -76,7 +76,7 @@ def test_elements_per_thread_a_one_row_block_over_four_warps():
 
 
 def test_alignment_and_the_mask_of_a_copy_without_promises():
-    kernel = ck.copy_rows_kernel_plain
+    kernel = p23.copy_rows_kernel_plain
     message = reasons_of(kernel)
     load = bullet(message, "load", marked_line(kernel, "LOAD_LINE"))
     store = bullet(message, "store", marked_line(kernel, "STORE_LINE"))
@@ -91,14 +91,14 @@ def test_alignment_and_the_mask_of_a_copy_without_promises():
 
 
 def test_the_mask_alone_where_the_rows_are_promised():
-    kernel = ck.copy_rows_kernel_rows_only
+    kernel = p23.copy_rows_kernel_rows_only
     message = reasons_of(kernel)
     load = bullet(message, "load", marked_line(kernel, "LOAD_LINE"))
     assert "its mask compares indices with `N0`" in load and "address" not in load
 
 
 def test_a_promise_on_an_argument_is_named_as_dropped():
-    kernel = ck.copy_rows_kernel_argument_hint
+    kernel = p23.copy_rows_kernel_argument_hint
     message = reasons_of(kernel)
     load = bullet(message, "load", marked_line(kernel, "LOAD_LINE"))
     promised = marked_line(kernel, "S1 = tl.multiple_of(S1, 4)")
@@ -110,7 +110,7 @@ def test_a_promise_on_an_argument_is_named_as_dropped():
 
 
 def test_a_pointer_promised_in_elements_is_told_it_counts_bytes():
-    kernel = ck.copy_rows_kernel_pointer_hint
+    kernel = p23.copy_rows_kernel_pointer_hint
     message = reasons_of(kernel)
     load = bullet(message, "load", marked_line(kernel, "LOAD_LINE"))
     promised = marked_line(kernel, "x_rows = tl.multiple_of(")
@@ -120,15 +120,15 @@ def test_a_pointer_promised_in_elements_is_told_it_counts_bytes():
 
 
 def test_one_missing_promise_names_only_the_access_it_narrows():
-    kernel = ck.copy_rows_kernel_no_x_hint
+    kernel = p23.copy_rows_kernel_no_x_hint
     message = reasons_of(kernel)
     assert "its address is computed from `S1`" in bullet(message, "load", marked_line(kernel, "LOAD_LINE"))
     assert "- the store at line" not in message
 
 
 def test_the_ttgir_reading_follows_the_mask_through_expand_dims_and_stops_at_promises():
-    code = compiled(ck.copy_rows_kernel_hinted, puzzle=23)
-    ops = memory_ops(code.ttgir, files_placer({ck.__file__}))
+    code = compiled(p23.copy_rows_kernel_hinted, puzzle=23)
+    ops = memory_ops(code.ttgir, files_placer({p23.__file__}))
     assert [(m.kind, m.shape, m.per_thread, m.share, m.threads) for m in ops] == [
         ("load", (8, 128), 4, 8, 128), ("store", (8, 128), 4, 8, 128)]
     for op in ops:
@@ -137,10 +137,10 @@ def test_the_ttgir_reading_follows_the_mask_through_expand_dims_and_stops_at_pro
 
 
 def test_an_access_in_a_helper_is_told_at_the_helpers_line():
-    kernel = ck.copy_rows_kernel_helper
+    kernel = p23.copy_rows_kernel_helper
     result = test(kernel, puzzle=23, quiet=True, seed=1)
     message = result.first_failure.error.message
-    lines, first = inspect.getsourcelines(ck._copy_one_row.fn)
+    lines, first = inspect.getsourcelines(p23._copy_one_row.fn)
     load = next(first + i for i, text in enumerate(lines) if "HELPER_LOAD" in text)
     text = bullet(message, "load", load)
     assert "each thread holds 1 of its block's 128 elements" in text and "`S1`" in text and "`N0`" in text

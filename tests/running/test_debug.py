@@ -99,9 +99,9 @@ sys.path.insert(0, {tests!r})
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-import compile_kernels as ck
+import p02_constant_add_block as p02
 
-kernel = ck.add_mask2_kernel_debugging
+kernel = p02.add_mask2_kernel_debugging
 src = ASTSource(kernel, {{"x_ptr": "*fp32", "z_ptr": "*fp32", "N0": "i32", "B0": "constexpr"}}, {{"B0": 32}})
 print(triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ttir"])
 """
@@ -182,9 +182,9 @@ def k(z_ptr):
 
 @pytest.mark.gpu
 def test_on_a_gpu_breakpoint_if_runs_and_the_verdict_says_how_to_step_through():
-    import compile_kernels as ck
+    import p02_constant_add_block as p02
 
-    result = test(ck.add_mask2_kernel_debugging, puzzle=2, quiet=True)
+    result = test(p02.add_mask2_kernel_debugging, puzzle=2, quiet=True)
     assert result.passed, str(result)
     assert debug.STEP_THROUGH_ADVICE in result.notes and 'TRITON_INTERPRET"] = "1"' in str(result)
 
@@ -193,10 +193,10 @@ _PRINT_ON_GPU = """
 import sys
 sys.path.insert(0, {tests!r})
 import torch
-import compile_kernels as ck
+import p02_constant_add_block as p02
 
 x = torch.arange(128, dtype=torch.float32, device="cuda")
-ck.add_mask2_kernel_debugging[(4,)](x, torch.empty_like(x), 128, B0=32)
+p02.add_mask2_kernel_debugging[(4,)](x, torch.empty_like(x), 128, B0=32)
 torch.cuda.synchronize()
 """
 

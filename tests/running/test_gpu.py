@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import p02_constant_add_block as p02
+import p08_long_softmax as p08
+import p09_simple_flash_attention as p09
 import pytest
 import torch
-import wrong_kernels as wrong
 
 from puzzles import test
 from puzzles.course import catalog
@@ -20,7 +22,7 @@ def test_reference_compiles_and_passes(p):
 
 
 def test_missing_mask_is_reported_with_program_and_line():
-    result = test(wrong.add_mask2_kernel_no_mask, catalog.get(2).spec, quiet=True)
+    result = test(p02.add_mask2_kernel_no_mask, catalog.get(2).spec, quiet=True)
     failure = result.first_failure
     assert failure.status == "out of bounds"
     first = failure.invalid_accesses[0]
@@ -28,7 +30,7 @@ def test_missing_mask_is_reported_with_program_and_line():
 
 
 def test_guard_zones_alone_catch_a_wild_store():
-    result = test(wrong.add_mask2_kernel_no_mask, catalog.get(2).spec, quiet=True, record=False)
+    result = test(p02.add_mask2_kernel_no_mask, catalog.get(2).spec, quiet=True, record=False)
     failure = result.first_failure
     assert failure.status == "out of bounds" and "outside z" in failure.reason()
 
@@ -58,7 +60,7 @@ def test_speed_is_reported_against_the_device_limits(number):
 def test_an_endless_loop_the_compiler_removed_still_fails_with_a_timeout():
     # The compiled loop `i = 0; while i < 1: i = i * 1` has no effect and is removed; only the
     # interpreter's access check runs it, forever: that timeout is the verdict, at one size.
-    result = test(wrong.add_mask2_kernel_forever, catalog.get(2).spec, quiet=True, timeout=2)
+    result = test(p02.add_mask2_kernel_forever, catalog.get(2).spec, quiet=True, timeout=2)
     assert not result.passed
     first = result.outcomes[0]
     assert first.status == "timeout" and "timeout=" in first.reason() and "N0=200" in first.reason()
@@ -67,11 +69,11 @@ def test_an_endless_loop_the_compiler_removed_still_fails_with_a_timeout():
 
 
 @pytest.mark.parametrize(("kernel", "number"), [
-    (wrong.softmax_kernel_masked_zero, 8),
-    (wrong.softmax_kernel_unstable, 8),
-    (wrong.softmax_kernel_no_rescale, 8),
-    (wrong.flashatt_kernel_no_rescale, 9),
-    (wrong.flashatt_kernel_no_maximum, 9),
+    (p08.softmax_kernel_masked_zero, 8),
+    (p08.softmax_kernel_unstable, 8),
+    (p08.softmax_kernel_no_rescale, 8),
+    (p09.flashatt_kernel_no_rescale, 9),
+    (p09.flashatt_kernel_no_maximum, 9),
 ], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_known_bugs_fail_compiled_at_every_seed(kernel, number):
     # The shaped inputs of puzzles 8 and 9 (puzzles/course/bug_inputs.py) must catch these compiled too.

@@ -8,11 +8,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import p02_constant_add_block as p02
 import pytest
 import torch
 import triton
 import triton.language as tl
-import wrong_kernels as wrong
 
 from puzzles import test
 from puzzles.course import catalog
@@ -22,35 +22,6 @@ from puzzles.grading.judging import judge_runs
 from puzzles.grading.runs import run_on_gpu
 from puzzles.grading.signature import bind_arguments
 from puzzles.running import fork_server, gpu_worker, worker_processes
-
-SCALE = tl.constexpr(10.0)
-
-
-@triton.jit
-def _plus_scale(x):
-    return x + SCALE
-
-
-@triton.jit
-def add_mask2_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
-    mask = offsets < N0
-    tl.store(z_ptr + offsets, _plus_scale(tl.load(x_ptr + offsets, mask=mask)), mask=mask)
-
-
-@triton.jit
-def add_mask2_kernel_wild(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
-    wild = (z_ptr.to(tl.int64, bitcast=True) + (1 << 46)).to(tl.pointer_type(tl.float32), bitcast=True)
-    tl.store(wild + offsets, tl.load(x_ptr + offsets, mask=offsets < N0))
-
-
-@triton.jit
-def add_mask2_kernel_prints(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    print("hello from program", tl.program_id(0))
-    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
-    mask = offsets < N0
-    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 10.0, mask=mask)
 
 
 @triton.autotune(configs=[triton.Config({"B0": 16}, num_warps=1), triton.Config({"B0": 64}, num_warps=2)],
@@ -83,7 +54,7 @@ def _grade_in_worker(kernel, timeout: float = 20.0):
 
 
 def test_a_kernel_travels_with_its_helper_and_constexpr_global(cpu_worker):
-    outcomes = _grade_in_worker(add_mask2_kernel)
+    outcomes = _grade_in_worker(p02.add_mask2_kernel)
     assert [o.status for o in outcomes] == ["passed"] * len(outcomes)
 
 
@@ -98,26 +69,26 @@ def test_autotuned_and_heuristics_kernels_travel_with_their_configs(cpu_worker):
 
 
 def test_what_the_kernel_prints_comes_back(cpu_worker):
-    outcomes = _grade_in_worker(add_mask2_kernel_prints)
+    outcomes = _grade_in_worker(p02.add_mask2_kernel_prints)
     assert outcomes[0].passed
     assert "hello from program" in outcomes[0].stdout
 
 
 def test_a_crash_ends_the_worker_and_the_next_kernel_passes(cpu_worker):
-    outcomes = _grade_in_worker(add_mask2_kernel_wild)
+    outcomes = _grade_in_worker(p02.add_mask2_kernel_wild)
     first = outcomes[0]
     assert first.status == "out of bounds" and first.invalid_accesses[0].op == "store"
     assert "crashed" in first.reason() and "N0=200" in first.reason() and "access check" in first.reason()
     assert all(o.status == "out of bounds" for o in outcomes[1:])  # the later sizes under the interpreter alone
     assert cpu_worker.call("worker_jobs:segfault").status == "crash"
-    assert all(o.passed for o in _grade_in_worker(add_mask2_kernel))
+    assert all(o.passed for o in _grade_in_worker(p02.add_mask2_kernel))
 
 
 def test_a_timeout_ends_the_worker_and_the_next_kernel_passes(cpu_worker):
-    outcomes = _grade_in_worker(wrong.add_mask2_kernel_forever, timeout=2.0)
+    outcomes = _grade_in_worker(p02.add_mask2_kernel_forever, timeout=2.0)
     assert outcomes[0].status == "timeout" and "on the GPU" in outcomes[0].reason()
     assert all(o.status == "not run" for o in outcomes[1:])
-    assert all(o.passed for o in _grade_in_worker(add_mask2_kernel))
+    assert all(o.passed for o in _grade_in_worker(p02.add_mask2_kernel))
 
 
 def test_a_crash_reply_carries_what_the_call_printed_before_it(cpu_worker):
@@ -208,7 +179,6 @@ def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):
 # -- on a CUDA GPU (skipped without one) ----------------------------------------------------------------------
 
 
-
 @triton.jit
 def add_mask2_kernel_spins(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
@@ -220,11 +190,11 @@ def add_mask2_kernel_spins(x_ptr, z_ptr, N0, B0: tl.constexpr):
 @pytest.mark.gpu
 def test_on_a_gpu_a_fault_then_a_correct_kernel_then_a_torch_op():
     spec = catalog.get(2).spec
-    wild = test(add_mask2_kernel_wild, spec, quiet=True)
+    wild = test(p02.add_mask2_kernel_wild, spec, quiet=True)
     failure = wild.first_failure
     assert failure is not None and "illegal memory access at N0=200" in failure.reason(), str(wild)
     assert "GPU process was restarted" in failure.reason() and failure.invalid_accesses[0].op == "store"
-    assert test(add_mask2_kernel, spec, quiet=True).passed
+    assert test(p02.add_mask2_kernel, spec, quiet=True).passed
     assert torch.ones(3, device="cuda").sum().item() == 3.0  # this process's CUDA is fine
 
 
@@ -232,16 +202,16 @@ def test_on_a_gpu_a_fault_then_a_correct_kernel_then_a_torch_op():
 def test_on_a_gpu_the_cell_after_a_fault_is_served_by_the_loaded_spare():
     # The spare worker has loaded CUDA before the fault, and takes over: no restart to wait for (5-6 s before).
     spec = catalog.get(2).spec
-    assert test(add_mask2_kernel, spec, quiet=True).passed
+    assert test(p02.add_mask2_kernel, spec, quiet=True).passed
     started = time.perf_counter()
-    assert test(add_mask2_kernel, spec, quiet=True).passed
+    assert test(p02.add_mask2_kernel, spec, quiet=True).passed
     warm = time.perf_counter() - started
     w = gpu_worker.worker()
     assert w.spare is not None and w.spare.wait_ready() is not None
     spare = w.spare
-    assert not test(add_mask2_kernel_wild, spec, quiet=True).passed
+    assert not test(p02.add_mask2_kernel_wild, spec, quiet=True).passed
     started = time.perf_counter()
-    assert test(add_mask2_kernel, spec, quiet=True).passed
+    assert test(p02.add_mask2_kernel, spec, quiet=True).passed
     after = time.perf_counter() - started
     print(f"warm cell {warm:.2f} s, the cell after a fault {after:.2f} s")  # timed by gpu_fault_recovery.py
     assert w.current is spare  # the spare took over: nothing restarted
@@ -254,7 +224,7 @@ def test_on_a_gpu_an_endless_loop_stops_at_the_limit():
     first = result.outcomes[0]
     assert first.status == "timeout" and "on the GPU" in first.reason(), str(result)
     assert time.perf_counter() - started < 60
-    assert test(add_mask2_kernel, catalog.get(2).spec, quiet=True).passed
+    assert test(p02.add_mask2_kernel, catalog.get(2).spec, quiet=True).passed
 
 
 @pytest.mark.gpu

@@ -7,10 +7,10 @@ Triton."""
 
 from __future__ import annotations
 
+import p02_constant_add_block as p02
 import pytest
 import torch
 import triton
-import triton.language as tl
 
 from puzzles import test
 from puzzles.course import catalog
@@ -55,88 +55,30 @@ def test_the_hooks_are_in_place_during_a_run_and_gone_after():
     assert {name: getattr(hooks.semantic_class, name) for name in loads_before} == loads_before
 
 
-# -- the load that sees `other=`: a one-lane load with other=0.0 is not one without other= -----------------------
-@triton.jit
-def add_reading_the_next_one(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    i = tl.program_id(0)  # one lane: a scalar pointer
-    after = tl.load(x_ptr + i + 1, mask=i + 1 < N0, other=0.0)
-    tl.store(z_ptr + i, tl.load(x_ptr + i) + 10.0 + 0.0 * after)  # 0 * NaN is NaN: poison would show
-
-
-@triton.jit
-def add_reading_the_next_one_without_other(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    i = tl.program_id(0)
-    after = tl.load(x_ptr + i + 1, mask=i + 1 < N0)
-    tl.store(z_ptr + i, tl.load(x_ptr + i) + 10.0 + 0.0 * after)
-
-
 def test_a_one_lane_load_with_other_zero_passes():
-    result = grade(2, add_reading_the_next_one, one_lane_sizes())
+    result = grade(2, p02.add_reading_the_next_one, one_lane_sizes())
     assert result.passed, str(result)
 
 
 def test_a_one_lane_masked_load_without_other_is_named():
-    result = grade(2, add_reading_the_next_one_without_other, one_lane_sizes())
+    result = grade(2, p02.add_reading_the_next_one_without_other, one_lane_sizes())
     assert not result.passed and "masked loads without other=" in str(result), str(result)
 
 
-# -- stores and atomics are checked --------------------------------------------------------------------------------
-@triton.jit
-def add_stored_without_mask(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    tl.store(z_ptr + i, tl.load(x_ptr + i, mask=i < N0, other=0.0) + 10.0)
-
-
-@triton.jit
-def add_exchanged(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    tl.atomic_xchg(z_ptr + i, tl.load(x_ptr + i, mask=i < N0, other=0.0) + 10.0, mask=i < N0)
-
-
-@triton.jit
-def add_exchanged_without_mask(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    i = tl.program_id(0) * B0 + tl.arange(0, B0)
-    tl.atomic_xchg(z_ptr + i, tl.load(x_ptr + i, mask=i < N0, other=0.0) + 10.0)
-
-
 def test_a_store_past_the_end_is_out_of_bounds():
-    result = grade(2, add_stored_without_mask)
+    result = grade(2, p02.add_stored_without_mask)
     assert not result.passed and "store of z" in str(result) and "out of bounds" in str(result), str(result)
 
 
 def test_atomics_are_checked():
-    assert grade(2, add_exchanged).passed
-    result = grade(2, add_exchanged_without_mask)
+    assert grade(2, p02.add_exchanged).passed
+    result = grade(2, p02.add_exchanged_without_mask)
     assert not result.passed and "atomic of z" in str(result) and "out of bounds" in str(result), str(result)
 
 
-# -- tensor descriptors: their loads and stores are recorded and bounds-checked --------------------------------------
-@triton.jit
-def add_descriptor_past_x(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    start = tl.program_id(0) * B0
-    x = tl.make_tensor_descriptor(x_ptr, shape=[N0 + B0], strides=[1], block_shape=[B0])  # the shape is wrong
-    z = tl.make_tensor_descriptor(z_ptr, shape=[N0], strides=[1], block_shape=[B0])
-    z.store([start], x.load([start]) + 10.0)
-
-
-@triton.jit
-def add_descriptor_past_z(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    start = tl.program_id(0) * B0
-    x = tl.make_tensor_descriptor(x_ptr, shape=[N0], strides=[1], block_shape=[B0])
-    z = tl.make_tensor_descriptor(z_ptr, shape=[N0 + B0], strides=[1], block_shape=[B0])
-    z.store([start], x.load([start]) + 10.0)
-
-
-@triton.jit
-def add_descriptor_first_block_only(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    x = tl.make_tensor_descriptor(x_ptr, shape=[N0], strides=[1], block_shape=[B0])
-    z = tl.make_tensor_descriptor(z_ptr, shape=[N0], strides=[1], block_shape=[B0])
-    z.store([0], x.load([0]) + 10.0)  # every program writes the first block
-
-
 @descriptors
-@pytest.mark.parametrize(("kernel", "op"), [(add_descriptor_past_x, "load of x"),
-                                            (add_descriptor_past_z, "store of z")])
+@pytest.mark.parametrize(("kernel", "op"), [(p02.add_descriptor_past_x, "load of x"),
+                                            (p02.add_descriptor_past_z, "store of z")])
 def test_a_descriptor_past_its_tensor_is_out_of_bounds(kernel, op):
     result = grade(2, kernel)
     assert not result.passed and op in str(result) and "out of bounds" in str(result), str(result)
@@ -144,7 +86,7 @@ def test_a_descriptor_past_its_tensor_is_out_of_bounds(kernel, op):
 
 @descriptors
 def test_outputs_a_descriptor_never_writes_are_judged():
-    result = grade(2, add_descriptor_first_block_only)
+    result = grade(2, p02.add_descriptor_first_block_only)
     assert not result.passed and "z[32]" in str(result), str(result)
 
 
@@ -156,7 +98,7 @@ def test_the_launcher_calls_the_patch_function_found(monkeypatch):
     original, calls = getattr(interpreter, name), []
     monkeypatch.setattr(interpreter, name, lambda fn: calls.append(fn) or original(fn))
     x = torch.zeros(4)
-    interpreted(add_stored_without_mask)[(1,)](x, x, 4, B0=4)
+    interpreted(p02.add_stored_without_mask)[(1,)](x, x, 4, B0=4)
     assert calls and torch.equal(x, torch.full((4,), 10.0))
     # Triton 3.5 leaves that launch's patches in place (tl.arange is the interpreter's then): the kernel-body rules
     # still take them for Triton's own.
@@ -196,18 +138,8 @@ def test_a_builder_method_reaching_memory_around_the_checked_ones_is_refused(mon
     assert problem and "reach memory around the checked ones: create_masked_load_elsewhere" in problem, problem
 
 
-# -- block pointers where the Triton has none (3.9): the verdict says what replaces them ----------------------------
-@triton.jit
-def add_block_pointer_advanced(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    xb = tl.make_block_ptr(x_ptr, shape=(N0,), strides=(1,), offsets=(0,), block_shape=(B0,), order=(0,))
-    zb = tl.make_block_ptr(z_ptr, shape=(N0,), strides=(1,), offsets=(0,), block_shape=(B0,), order=(0,))
-    for _ in range(0, N0, B0):
-        tl.store(zb, tl.load(xb, boundary_check=(0,)) + 10.0, boundary_check=(0,))
-        xb, zb = tl.advance(xb, (B0,)), tl.advance(zb, (B0,))
-
-
 def test_a_block_pointer_gets_its_replacement_or_passes():
-    result = grade(2, add_block_pointer_advanced)
+    result = grade(2, p02.add_block_pointer_advanced)
     if interpreter_hooks.has_block_pointers():
         assert result.passed, str(result)
         return

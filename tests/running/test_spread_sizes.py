@@ -3,8 +3,8 @@ deal): the verdict is the same however many children run them, the sizes are dea
 timeout stops the grading whichever child met it. And the interpreter's memos (dtypes, block types, tensor
 shapes) last one launch and give what Triton gives; a kernel is rewritten once before forking."""
 
+import p02_constant_add_block as p02
 import pytest
-import wrong_kernels as wrong
 
 from puzzles import test  # conftest imports puzzles first: the interpreter is on before triton loads
 from puzzles.course import catalog
@@ -36,7 +36,7 @@ def test_sizes_dealt_to_children_by_their_programs_then_by_what_they_took():
 
 
 @pytest.mark.interpreter("without a GPU only (on a GPU the interpreter's runs are the access checks)")
-@pytest.mark.parametrize("kernel, number", [(None, 10), (wrong.add_mask2_kernel_no_mask, 2), (None, 18)])
+@pytest.mark.parametrize("kernel, number", [(None, 10), (p02.add_mask2_kernel_no_mask, 2), (None, 18)])
 def test_a_verdict_is_the_same_however_many_children_run_the_sizes(kernel, number, idle, monkeypatch):
     import puzzles.grading.runs as running
 
@@ -57,7 +57,7 @@ def test_a_verdict_is_the_same_however_many_children_run_the_sizes(kernel, numbe
 
 def test_a_timeout_at_one_size_stops_the_grading_whichever_child_ran_it(idle):
     p = catalog.get(2)
-    result = test(wrong.add_mask2_kernel_forever, p.spec, quiet=True, timeout=1.0)
+    result = test(p02.add_mask2_kernel_forever, p.spec, quiet=True, timeout=1.0)
     assert not result.passed and "time" in str(result).lower()
 
 

@@ -8,9 +8,13 @@ import inspect
 import os
 from pathlib import Path
 
+import p02_constant_add_block as p02
+import p15_int8_gemv as p15
+import p20_autotune as p20
+import p21_multi_tensor_apply as p21
 import pytest
-import rule_kernels as rk
 import triton
+from kernel_collections import kernel_file
 
 from puzzles import test
 from puzzles.course import catalog
@@ -41,16 +45,16 @@ def marked_line(fn, marker: str = "FORBIDDEN") -> int:
 # -- puzzle 15: tl.dot however it is reached ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", list(rk.GEMV_WITH_DOT))
+@pytest.mark.parametrize("how", list(p15.GEMV_WITH_DOT))
 def test_tl_dot_is_found_through_helpers_and_aliases(how):
-    kernel, helper = rk.GEMV_WITH_DOT[how]
+    kernel, helper = p15.GEMV_WITH_DOT[how]
     result = grade(15, kernel)
     assert not result.passed and result.error is not None and result.error.kind == "rule", str(result)
     assert "not to use tl.dot" in result.error.message
     assert not result.outcomes  # rejected before running
     where = helper or kernel
     assert result.error.line == marked_line(where)
-    assert result.error.filename == rk.__file__ and "FORBIDDEN" in result.error.source
+    assert result.error.filename == kernel_file(where) and "FORBIDDEN" in result.error.source
     name = getattr(where, "fn", where).__name__
     assert f"{name} " in result.error.message  # the function that makes the call is named
     if helper is not None:
@@ -58,23 +62,23 @@ def test_tl_dot_is_found_through_helpers_and_aliases(how):
 
 
 def test_the_scaled_tensor_core_product_is_ruled_out_too():
-    result = grade(15, rk.int8_gemv_kernel_dot_scaled)
+    result = grade(15, p15.int8_gemv_kernel_dot_scaled)
     assert not result.passed and result.error is not None and result.error.kind == "rule", str(result)
     assert "not to use tl.dot_scaled" in result.error.message
-    assert result.error.line == marked_line(rk.int8_gemv_kernel_dot_scaled)
+    assert result.error.line == marked_line(p15.int8_gemv_kernel_dot_scaled)
 
 
 def test_the_search_resolves_names_not_text():
     # A helper of the learner's called `dot` that sums is not tl.dot; every alias of tl.dot is.
-    assert forbidden_calls(rk.int8_gemv_kernel_helper_named_dot, ("dot",)) == []
-    for kernel, _ in rk.GEMV_WITH_DOT.values():
+    assert forbidden_calls(p15.int8_gemv_kernel_helper_named_dot, ("dot",)) == []
+    for kernel, _ in p15.GEMV_WITH_DOT.values():
         assert [c.name for c in forbidden_calls(kernel, ("dot",))] == ["dot"]
-    written = {forbidden_calls(k, ("dot",))[0].written for k, _ in rk.GEMV_WITH_DOT.values()}
+    written = {forbidden_calls(k, ("dot",))[0].written for k, _ in p15.GEMV_WITH_DOT.values()}
     assert {"mm", "matmul", "T.dot", "product", "tl.dot"} <= written
 
 
 def test_a_helper_named_dot_that_does_not_use_tl_dot_passes():
-    result = grade(15, rk.int8_gemv_kernel_helper_named_dot)
+    result = grade(15, p15.int8_gemv_kernel_helper_named_dot)
     assert result.passed, str(result)
 
 
@@ -82,17 +86,17 @@ def test_a_helper_named_dot_that_does_not_use_tl_dot_passes():
 def test_tl_dot_that_no_name_shows_is_found_in_the_compiled_ir(tmp_path, monkeypatch):
     monkeypatch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path / "compile-cache"))
     monkeypatch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
-    kernel = rk.int8_gemv_kernel_dot_by_alias
+    kernel = p15.int8_gemv_kernel_dot_by_alias
     assert forbidden_calls(kernel, ("dot",)) == []  # tl.dot passed to a helper that calls its parameter
     result = grade(15, kernel)
     assert not result.passed
     failure = result.first_failure
     assert failure.error is not None and failure.error.kind == "rule", str(result)
     assert "not to use tl.dot" in failure.error.message and "tt.dot" in failure.error.message
-    assert failure.error.line == marked_line(rk._apply) and "FORBIDDEN" in failure.error.source
+    assert failure.error.line == marked_line(p15._apply) and "FORBIDDEN" in failure.error.source
     assert all(not o.passed for o in result.outcomes)
     # getattr(tl, "d" + "ot") shows no name either; it is refused before it runs, as reflection in a kernel
-    by_name = grade(15, rk.int8_gemv_kernel_dot_by_name)
+    by_name = grade(15, p15.int8_gemv_kernel_dot_by_name)
     assert by_name.outcomes == [] and "calls Python's `getattr`" in by_name.error.message
 
 
@@ -115,7 +119,7 @@ def test_the_grader_picks_its_configs_within_the_puzzles_rules_and_off_the_learn
         assert all(c.kwargs["UNROLL"] == 2 for c in configs)  # the learner's other meta-parameters are kept
 
 
-@pytest.mark.parametrize("kernel", [rk.silu_mul_kernel_literal_block, rk.silu_mul_kernel_literal_stride],
+@pytest.mark.parametrize("kernel", [p20.silu_mul_kernel_literal_block, p20.silu_mul_kernel_literal_stride],
                          ids=name_of)
 def test_a_kernel_right_only_under_its_own_configs_fails_under_the_graders(kernel):
     for seed in SEEDS:
@@ -128,8 +132,8 @@ def test_a_kernel_right_only_under_its_own_configs_fails_under_the_graders(kerne
         assert failure.sizes["B0"] != kernel.configs[0].kwargs["B0"]
 
 
-@pytest.mark.parametrize("kernel", [catalog.get(20).reference(), rk.silu_mul_kernel_extra_meta,
-                                    rk.silu_mul_kernel_heuristics_above], ids=name_of)
+@pytest.mark.parametrize("kernel", [catalog.get(20).reference(), p20.silu_mul_kernel_extra_meta,
+                                    p20.silu_mul_kernel_heuristics_above], ids=name_of)
 def test_correct_autotuned_kernels_pass_under_every_config(kernel):
     assert grade(20, kernel).passed  # at the puzzle's own sizes, compile check included
     for seed in SEEDS:
@@ -155,7 +159,7 @@ def _forked_children() -> list[int]:
 
 @pytest.mark.interpreter("the interpreted path")
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-@pytest.mark.parametrize("kernel", [catalog.get(20).reference(), rk.silu_mul_kernel_wrong_second_config],
+@pytest.mark.parametrize("kernel", [catalog.get(20).reference(), p20.silu_mul_kernel_wrong_second_config],
                          ids=name_of)
 def test_every_config_starts_before_any_is_read_and_the_unneeded_are_ended(kernel, monkeypatch):
     """The configs' runs work side by side (a warm grading cell of puzzle 20 on a GPU within 1 s): every
@@ -193,7 +197,7 @@ def test_every_config_starts_before_any_is_read_and_the_unneeded_are_ended(kerne
 # -- parameters and their order ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kernel", [rk.add_mask2_kernel_default, rk.add_mask2_kernel_heuristics],
+@pytest.mark.parametrize("kernel", [p02.add_mask2_kernel_default, p02.add_mask2_kernel_heuristics],
                          ids=name_of)
 def test_parameters_a_default_or_heuristics_supply_are_accepted(kernel):
     for seed in SEEDS:  # the compile check too, once (it must accept the parameters as well)
@@ -202,13 +206,13 @@ def test_parameters_a_default_or_heuristics_supply_are_accepted(kernel):
 
 
 def test_a_parameter_nothing_supplies_is_still_refused():
-    result = grade(2, rk.add_mask2_kernel_unknown)
+    result = grade(2, p02.add_mask2_kernel_unknown)
     assert result.error is not None and result.error.kind == "signature"
     assert "'ADD' that this puzzle does not provide" in result.error.message
 
 
 def test_sizes_declared_in_another_order_are_passed_by_name_and_the_verdict_says_so():
-    result = grade(2, rk.add_mask2_kernel_sizes_reordered)
+    result = grade(2, p02.add_mask2_kernel_sizes_reordered)
     assert result.passed, str(result)
     note = next(n for n in result.notes if "declares its parameters in the order" in n)
     assert "(x_ptr, z_ptr, B0, N0)" in note and "(x_ptr, z_ptr, N0, B0)" in note and "by name" in note
@@ -216,14 +220,14 @@ def test_sizes_declared_in_another_order_are_passed_by_name_and_the_verdict_says
 
 
 def test_where_the_notebook_launches_a_size_by_position_the_grader_does_too():
-    result = grade(20, rk.silu_mul_kernel_sizes_reordered)
+    result = grade(20, p20.silu_mul_kernel_sizes_reordered)
     assert result.error is not None and result.error.kind == "signature", str(result)
     assert "silu_mul_kernel[grid](x, y, z, N0)" in result.error.message
     assert "declare N0 right after the pointers" in result.error.message
 
 
 def test_puzzle_21s_count_of_tensors_is_passed_by_position_as_its_one_launch_cell_does():
-    result = grade(21, rk.sgd_kernel_count_last)
+    result = grade(21, p21.sgd_kernel_count_last)
     assert result.error is not None and result.error.kind == "signature", str(result)
     assert "sgd_kernel[grid](addresses, numels, chunks, z, K)" in result.error.message
     assert "declare K right after the pointers" in result.error.message

@@ -1,27 +1,20 @@
-"""Kernels that Triton's interpreter runs correctly but its GPU compiler rejects.
+"""Puzzle 2 written in ways Triton's interpreter runs but its GPU compiler rejects (each met in answers to the
+earlier courses), and kernels that ask whether they are interpreted: only the compile check, or their source, can
+fail them. `BAD_LINE` marks the line the compiler names (the tests find it by that marker)."""
 
-Each was met in answers to the earlier courses; each passes every size under the interpreter,
-so only the ahead-of-time compile check can fail it. `BAD_LINE` marks the line the compiler
-names (the tests find it by that marker). The last ones compile, but ask whether they are
-interpreted and compute something else when they are not: the grader reads that from their source.
-"""
+from __future__ import annotations
 
 import triton
 import triton.language as tl
 
+from puzzles import breakpoint_if, print_if
+
+# -- right under the interpreter, rejected by the GPU compiler (BAD_LINE: the line it names) ------------------------
+
 OFFSET = 10.0  # a plain global, not tl.constexpr: the GPU compiler refuses to read it
+
+
 HELPER_OFFSET = tl.constexpr(10.0)
-
-
-@triton.jit
-def sum_kernel_dynamic_arange(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
-    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
-    acc = tl.zeros([B0], dtype=tl.float32)
-    for j in range(0, T, B1):
-        cols = tl.arange(j, j + B1)  # BAD_LINE
-        mask = (rows[:, None] < N0) & (cols[None, :] < T)
-        acc += tl.sum(tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0), axis=1)
-    tl.store(z_ptr + rows, acc, mask=rows < N0)
 
 
 @triton.jit
@@ -29,17 +22,6 @@ def add_mask2_kernel_lambda(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
     plus_ten = lambda v: v + 10.0  # noqa: E731  BAD_LINE
     tl.store(z_ptr + offsets, plus_ten(tl.load(x_ptr + offsets, mask=offsets < N0)), mask=offsets < N0)
-
-
-@triton.jit
-def sum_kernel_scalar_accumulator(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
-    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
-    acc = 0.0
-    for j in range(0, T, B1):  # BAD_LINE
-        cols = j + tl.arange(0, B1)
-        mask = (rows[:, None] < N0) & (cols[None, :] < T)
-        acc += tl.sum(tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=mask, other=0.0), axis=1)
-    tl.store(z_ptr + rows, acc, mask=rows < N0)
 
 
 @triton.jit
@@ -168,9 +150,6 @@ def add_mask2_kernel_returns(x_ptr, z_ptr, N0, B0: tl.constexpr):
     return x  # BAD_LINE
 
 
-from puzzles import breakpoint_if, print_if  # noqa: E402 - the course's debugging helpers
-
-
 @triton.jit
 def add_mask2_kernel_debugging(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
@@ -270,19 +249,3 @@ def add_mask2_kernel_method_of_an_object(x_ptr, z_ptr, N0, B0: tl.constexpr):
     offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
     x = tl.load(x_ptr + offsets, mask=offsets < N0)
     tl.store(z_ptr + offsets, HELPERS.plus_ten(x), mask=offsets < N0)  # BAD_LINE
-
-
-# Compile, and compute something else on a GPU: a tl.dot of float32 blocks runs in TF32 on tensor cores.
-@triton.jit
-def row_sums_by_a_float32_dot(x_ptr, z_ptr, B: tl.constexpr):
-    r = tl.arange(0, B)
-    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
-    tl.store(z_ptr + r[:, None] * B + r[None, :], tl.dot(x, tl.full([B, B], 1.0, tl.float32)))
-
-
-@triton.jit
-def row_sums_by_an_ieee_dot(x_ptr, z_ptr, B: tl.constexpr):
-    r = tl.arange(0, B)
-    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
-    ones = tl.full([B, B], 1.0, tl.float32)
-    tl.store(z_ptr + r[:, None] * B + r[None, :], tl.dot(x, ones, input_precision="ieee"))

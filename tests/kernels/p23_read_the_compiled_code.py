@@ -1,9 +1,15 @@
-"""Kernels for tests/running/test_compiled.py: puzzle 23's copies with and without the hints that let its loads and
-stores compile to 128-bit instructions, and a kernel that spills registers under a register limit."""
+"""Puzzle 23 (read the compiled code): every kernel the tests grade as this puzzle, in one place.
+
+`CORRECT` lists the right answers written in other styles than the reference (graded by
+tests/grading/test_handwritten_kernels.py); every other kernel here is wrong on purpose, or right in a
+way one test needs, and its docstring or comment says how. Each takes the puzzle's signature."""
+
+from __future__ import annotations
 
 import triton
 import triton.language as tl
 
+# -- what they compile to -------------------------------------------------------------------------------------------
 
 @triton.jit
 def copy_rows_kernel_plain(x_ptr, z_ptr, N0, N1, S1, B0: tl.constexpr, B1: tl.constexpr):
@@ -53,15 +59,6 @@ def copy_rows_kernel_contiguous(x_ptr, z_ptr, N0, N1, S1, B0: tl.constexpr, B1: 
     mask = (j[:, None] < N1) & tl.max_constancy(i[None, :] < N0, [1, 4])
     x = tl.load(x_ptr + tl.multiple_of(j * N0, 4)[:, None] + i[None, :], mask=mask)
     tl.store(z_ptr + tl.multiple_of(j * N0, 4)[:, None] + i[None, :], x, mask=mask)
-
-
-@triton.jit
-def add_mask2_kernel_many_live_values(x_ptr, z_ptr, N0, B0: tl.constexpr):
-    """Puzzle 2's signature; every loaded value stays alive across a reduction, which spills under a register
-    limit (maxnreg=24) at B0 = 2048."""
-    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
-    x = tl.load(x_ptr + offsets, mask=offsets < N0, other=0.0)
-    tl.store(z_ptr + offsets, x / tl.sum(x) + tl.max(x), mask=offsets < N0)
 
 
 @triton.jit
@@ -135,3 +132,6 @@ def copy_rows_kernel_helper(x_ptr, z_ptr, N0, N1, S1, B0: tl.constexpr, B1: tl.c
     i = tl.program_id(0) * B0 + tl.arange(0, B0)
     for r in range(B1):
         _copy_one_row(x_ptr, z_ptr, tl.program_id(1) * B1 + r, i, N0, N1, S1)
+
+
+CORRECT = (copy_rows_kernel_hinted, copy_rows_kernel_row_loop_one_warp)
