@@ -4,8 +4,10 @@ import torch
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course import library_ops
 from puzzles.course import mistakes_training as slips
 from puzzles.course.bug_inputs import attention_backward_inputs
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor
 from puzzles.course.puzzle import Mistake, OutputPart, OutputParts, Puzzle, ScalarWork, SpeedGoal, cdiv
 
@@ -131,4 +133,8 @@ tolerance allows.
     # and correct kernels on the H100 were off by 1.2e-3 on gradients near 0.02 (puzzle 11 allows as much).
     rtol=1e-2,
     atol=1e-2,
+    library=LibraryBaseline(
+        "F.scaled_dot_product_attention backward (float32)", library_ops.sdpa_backward_library,
+        why="a user's attention is SDPA and its backward is autograd's: in float32 on a GPU, the memory-efficient "
+            "backend's backward kernel (flash attention's needs float16 or bfloat16)"),
 )
