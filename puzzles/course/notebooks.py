@@ -317,7 +317,8 @@ def goal_text(p: Puzzle) -> str:
         return ""
     roofline = (" Its roofline counts the least arithmetic too: the exponentials and multiply-adds at this GPU's "
                 "measured rates for them." if p.scalar_work else "")
-    return (f"\n\n**Goal:** {goal.text()} at this size; the report says whether your kernel meets it, and what "
+    library = p.library.label if p.library is not None else ""  # the op a user would call: part of the bar
+    return (f"\n\n**Goal:** {goal.text(library)} at this size; the report says whether your kernel meets it, and what "
             f"usually closes the gap. Here: {goal.levers}.{roofline}")
 
 

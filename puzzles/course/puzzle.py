@@ -73,7 +73,10 @@ class SpeedGoal:
         else:
             speed = ("torch.compile's speed" if self.vs_compile == 1.0
                      else f"{self.vs_compile:g}x torch.compile's speed")
-        return f"at least {speed}" + (f" and {self.roofline:.0%} of the roofline" if self.roofline else "")
+        text = f"at least {speed}" + (f" and {self.roofline:.0%} of the roofline" if self.roofline else "")
+        if library and self.library_note:  # shown beside the kernel, but no goal
+            text += f" ({library} is no goal here: {self.library_note})"
+        return text
 
 
 @dataclass(frozen=True)
