@@ -1,5 +1,6 @@
 """Every puzzle's reference kernel, and its fast reference, against what a user would write instead:
-the spec run eagerly and `torch.compile(spec)`, beside the roofline, at the puzzle's perf size.
+the spec run eagerly, `torch.compile(spec)` and the library op a user would call (`Puzzle.library`: torch.bmm
+with TF32, F.layer_norm, ...), beside the roofline, at the puzzle's perf size.
 
     python benchmarks/compile_baseline.py [--puzzle N ...] [--out benchmarks/results]
 
@@ -11,12 +12,15 @@ Needs a CUDA GPU; without one it says so and exits 0. For each puzzle of the cat
 - the spec, eagerly, and compiled with `torch.compile`, timed as `test(..., perf=True)` times them
   (perf.time_compiled: the first call compiles and is not counted; a compile that fails is a note in
   the table, not an error);
+- the puzzle's library op, made ready on the same inputs and timed under its settings (perf.time_library;
+  one that cannot run is a note), its output checked against the spec;
 - the floor of puzzles/grading/perf.py's roofline (the fewest bytes at the measured read and write
   rates, the FLOPs at the matrix rate, the elementwise multiply-adds and exponentials at theirs), or the
   launch floor where that is larger.
 All times are medians of `triton.testing.do_bench` (perf.bench, as the grader times). Writes
 compile_baseline.md and compile_baseline.json under --out/<device>/, with the command, the device
-and the versions. Exits 1 when a reference is wrong or slower than torch.compile.
+and the versions. Exits 1 when a reference is wrong, or slower than torch.compile or than the bar (the fastest of
+eager torch, torch.compile and the library op, as the speed goal judges it).
 """
 
 from __future__ import annotations
@@ -74,6 +78,11 @@ class Row:
     fast_reference_error: float | None
     notes: str = ""
     compared: bool = True  # False: the puzzle's speed goal has no torch.compile part (SpeedGoal.compile_note)
+    library: str = ""  # the library op's label ("" where the puzzle has none: Puzzle.no_library)
+    library_us: float | None = None
+    library_error: float | None = None  # its relative error against the spec
+    library_in_goal: bool = False  # the goal's bar counts it (no SpeedGoal.library_note)
+    vs_bar: float = 1.0  # the goal's factor on the bar's speed (SpeedGoal.vs_compile)
 
     @property
     def best_us(self) -> float | None:
@@ -86,6 +95,28 @@ class Row:
         if self.best_us is None or not self.compiled_us:
             return None
         return self.best_us / self.compiled_us
+
+    @property
+    def bar_us(self) -> float | None:
+        """The fastest of what a user would run instead: eager torch, torch.compile, and the library op where
+        the goal counts it (perf.PerfReport.bar)."""
+        times = [self.eager_us, self.compiled_us] + ([self.library_us] if self.library_in_goal else [])
+        measured = [t for t in times if t is not None]
+        return min(measured) if measured else None
+
+    @property
+    def best_vs_library(self) -> float | None:
+        """The better reference's time over the library op's (1.0 or less: at least as fast)."""
+        if self.best_us is None or not self.library_us:
+            return None
+        return self.best_us / self.library_us
+
+    @property
+    def slower_than_bar(self) -> bool:
+        """Slower than the bar (over the goal's factor) beyond the timing noise, where the goal compares them."""
+        bar = self.bar_us
+        return (self.compared and self.best_us is not None and bool(bar)
+                and not perf.within_noise(self.best_us / 1000, bar / self.vs_bar / 1000))
 
     @property
     def slower_than_compiled(self) -> bool:
@@ -139,6 +170,21 @@ def time_spec(p: Puzzle, sizes: Sizes) -> tuple[float, float | None, str]:
     return eager, compiled, why
 
 
+def time_library(p: Puzzle, sizes: Sizes) -> tuple[float | None, float | None, str]:
+    """(ms, relative error against the spec, why it was not timed) of the puzzle's library op, on the inputs
+    `test(..., perf=True)` times it with."""
+    assert p.library is not None
+    inputs, _ = speed_tensors(p, p.spec, sizes, p.number)
+    ms, why = perf.time_library(p.library, inputs, sizes)
+    if ms is None:
+        return None, None, why
+    ready = p.library.start(inputs, sizes)
+    with p.library.settings():
+        ready.run()
+    out = ready.output()
+    return ms, relative_error(out, call_spec(p.spec, inputs, sizes).to(out.device)), ""
+
+
 def measure(p: Puzzle, limits: Any) -> Row:
     sizes = dict(p.perf_size or {})
     ref_ms, ref_err = time_kernel(p, p.reference(), sizes)
@@ -159,8 +205,19 @@ def measure(p: Puzzle, limits: Any) -> Row:
     compared = goal is None or bool(goal.vs_compile)
     if not compared:
         notes = (notes + "; " if notes else "") + f"no torch.compile goal: {goal.compile_note}"
+    library_ms = library_err = None
+    if p.library is not None:
+        library_ms, library_err, why = time_library(p, sizes)
+        if why:
+            notes = (notes + "; " if notes else "") + f"{p.library.label} could not be timed: {why}"
+        if goal is not None and goal.library_note:
+            notes = (notes + "; " if notes else "") + f"{p.library.label} is no goal: {goal.library_note}"
     return Row(p.number, p.title, size_text(sizes), us(ref_ms), us(fast_ms), us(eager_ms), us(compiled_ms),
-               floor_ms * 1000, bound, ref_err, fast_err, notes, compared)
+               floor_ms * 1000, bound, ref_err, fast_err, notes, compared,
+               library=p.library.text() if p.library is not None else "", library_us=us(library_ms),
+               library_error=library_err,
+               library_in_goal=p.library is not None and not (goal is not None and goal.library_note),
+               vs_bar=goal.vs_compile if goal is not None and goal.vs_compile else 1.0)
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -172,15 +229,18 @@ def _error(value: float | None) -> str:
 
 
 def markdown(rows: list[Row], header: str) -> str:
-    lines = ["| puzzle | size | reference us | fast reference us | eager us | torch.compile us | floor us | "
-             "best / compiled | rel. error (ref, fast) | notes |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| puzzle | size | reference us | fast reference us | eager us | torch.compile us | library op | "
+             "library us | floor us | best / compiled | best / library | rel. error (ref, fast, library) | notes |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        ratio = r.best_vs_compiled
+        ratio, library_ratio = r.best_vs_compiled, r.best_vs_library
         verdict = "—" if ratio is None else f"{ratio:.2f}x" + (" (slower)" if r.slower_than_compiled else "")
+        against_library = "—" if library_ratio is None else f"{library_ratio:.2f}x" + (
+            "" if r.library_in_goal else " (no goal)") + (" (slower than the bar)" if r.slower_than_bar else "")
         lines.append(f"| {r.number} {r.title} | {r.size} | {_num(r.reference_us)} | {_num(r.fast_reference_us)} | "
-                     f"{_num(r.eager_us)} | {_num(r.compiled_us)} | {_num(r.floor_us)} ({r.bound}) | {verdict} | "
-                     f"{_error(r.reference_error)}, {_error(r.fast_reference_error)} | "
+                     f"{_num(r.eager_us)} | {_num(r.compiled_us)} | {r.library or '—'} | {_num(r.library_us)} | "
+                     f"{_num(r.floor_us)} ({r.bound}) | {verdict} | {against_library} | "
+                     f"{_error(r.reference_error)}, {_error(r.fast_reference_error)}, {_error(r.library_error)} | "
                      f"{r.notes} |")
     return header + "\n" + "\n".join(lines) + "\n"
 
@@ -208,7 +268,8 @@ def main() -> int:
         rows.append(row)
         print(f"{row.number:2d} {row.title:36s} ref {_num(row.reference_us)} us, "
               f"fast {_num(row.fast_reference_us)} us, "
-              f"eager {_num(row.eager_us)} us, compiled {_num(row.compiled_us)} us, floor {_num(row.floor_us)} us "
+              f"eager {_num(row.eager_us)} us, compiled {_num(row.compiled_us)} us, "
+              f"library {_num(row.library_us)} us, floor {_num(row.floor_us)} us "
               f"({row.bound}) {row.notes}", flush=True)
 
     device_dir = args.out / re.sub(r"[^A-Za-z0-9]+", "-", limits.device).strip("-").lower()
@@ -222,20 +283,27 @@ def main() -> int:
               f"Command: {command}\n"
               "Times: median of triton.testing.do_bench; torch.compile's first call (the compile) not counted.\n"
               "'best / compiled': the faster of the two references over torch.compile (slower: beyond the timing "
-              "noise, 5% or 1 us, where the puzzle's goal compares them).\n")
+              "noise, 5% or 1 us, where the puzzle's goal compares them).\n"
+              "'best / library': the same over the library op a user would call (Puzzle.library, under its settings; "
+              "'no goal': the goal's library_note leaves it out of the bar, the fastest of eager torch, "
+              "torch.compile and the library op that the speed goal is judged against).\n")
     (device_dir / "compile_baseline.md").write_text(markdown(rows, header))
     payload = {"command": command, "device": limits.device, **versions, "limits": asdict(limits),
                "rows": [{**asdict(r), "best_vs_compiled": r.best_vs_compiled,
-                         "slower_than_compiled": r.slower_than_compiled} for r in rows]}
+                         "slower_than_compiled": r.slower_than_compiled, "bar_us": r.bar_us,
+                         "best_vs_library": r.best_vs_library, "slower_than_bar": r.slower_than_bar} for r in rows]}
     (device_dir / "compile_baseline.json").write_text(json.dumps(payload, indent=1) + "\n")
     print("\n" + markdown(rows, header))
     print(f"wrote {device_dir}/compile_baseline.{{md,json}}")
-    wrong = [r.number for r in rows if any(e is not None and e > 1e-2 for e in (r.reference_error,
-                                                                                 r.fast_reference_error))]
+    wrong: list[int | str] = [r.number for r in rows if any(e is not None and e > 1e-2 for e in (
+        r.reference_error, r.fast_reference_error))]
     slow = [r.number for r in rows if r.slower_than_compiled]
-    if wrong or slow:
-        print(f"wrong: {wrong or 'none'}; slower than torch.compile: {slow or 'none'}")
-    return 1 if wrong or slow else 0
+    wrong += [f"{r.number} (its library op)" for r in rows if r.library_error is not None and r.library_error > 1e-2]
+    behind = [r.number for r in rows if r.slower_than_bar and not r.slower_than_compiled]
+    if wrong or slow or behind:
+        print(f"wrong: {wrong or 'none'}; slower than torch.compile: {slow or 'none'}; slower than the bar "
+              f"(eager torch or the library op): {behind or 'none'}")
+    return 1 if wrong or slow or behind else 0
 
 
 if __name__ == "__main__":

@@ -300,6 +300,8 @@ def speed_text(p: Puzzle) -> str:
                                                      f"{fmt_count(scalar.fmas)} multiply-adds"] if scalar else [])
     work = f"{fmt_bytes(nbytes)} to move" + (f" and {' and '.join(todo)} to do" if todo else "")
     sizes = size_text(size, ", ")
+    also = ([f"that of the library op a user would call instead, {p.library.label}"] if p.library else []) + (
+        [f"that of {baseline.name}"] if baseline else [])
     return (f"## Speed (on a GPU)\n\nOn a CUDA GPU, `test({p.kernel_name}, {p.spec_name}, perf=True)` also times your "
             f"kernel at {sizes}: at least {work} (each input read once, the output written once). It reports "
             "the median time, the bandwidth and FLOP rate reached, the fraction of this GPU's roofline (its read "
@@ -307,7 +309,8 @@ def speed_text(p: Puzzle) -> str:
             "where a launch alone takes longer "
             "than the work, that the size is launch-bound, and the time of the PyTorch spec and of "
             "`torch.compile` of the spec beside it (compiled once, its compile not counted)"
-            + (f", and that of {baseline.name}." if baseline else ".") + goal_text(p))
+            + "".join(f", {'and ' if i == len(also) - 1 else ''}{that}" for i, that in enumerate(also)) + "."
+            + goal_text(p))
 
 
 def goal_text(p: Puzzle) -> str:
@@ -317,7 +320,8 @@ def goal_text(p: Puzzle) -> str:
         return ""
     roofline = (" Its roofline counts the least arithmetic too: the exponentials and multiply-adds at this GPU's "
                 "measured rates for them." if p.scalar_work else "")
-    return (f"\n\n**Goal:** {goal.text()} at this size; the report says whether your kernel meets it, and what "
+    library = p.library.label if p.library is not None else ""  # the op a user would call: part of the bar
+    return (f"\n\n**Goal:** {goal.text(library)} at this size; the report says whether your kernel meets it, and what "
             f"usually closes the gap. Here: {goal.levers}.{roofline}")
 
 

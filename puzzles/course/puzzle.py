@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor, SharedRows, SlidingWindow, TileOrder
 from puzzles.course.solution_source import kernel_signature
 from puzzles.course.spec import ParsedSpec, parse_spec
@@ -50,6 +51,10 @@ class SpeedGoal:
     roofline: float | None = None
     levers: str = ""
     compile_note: str = ""
+    # The puzzle's library op (Puzzle.library) is timed and shown but is no part of the goal: why (a shape or an
+    # input layout that makes it unbeatable for the puzzle's kernel). Without it, the goal's bar is the fastest
+    # of eager torch, torch.compile and the library op (perf.PerfReport.bar).
+    library_note: str = ""
 
     def __post_init__(self) -> None:
         if bool(self.compile_note) == bool(self.vs_compile):
@@ -57,12 +62,21 @@ class SpeedGoal:
         if not self.vs_compile and not self.roofline:
             raise ValueError("a SpeedGoal needs a torch.compile part or a roofline part")
 
-    def text(self) -> str:
-        """The goal in words: `at least torch.compile's speed and 60% of the roofline`."""
+    def text(self, library: str = "") -> str:
+        """The goal in words: `at least torch.compile's speed and 60% of the roofline`; with the label of the
+        puzzle's library op (where it is part of the goal), `at least the speed of the fastest of ...`."""
         if not self.vs_compile:
             return f"at least {self.roofline:.0%} of the roofline (torch.compile is no goal here: {self.compile_note})"
-        speed = "torch.compile's speed" if self.vs_compile == 1.0 else f"{self.vs_compile:g}x torch.compile's speed"
-        return f"at least {speed}" + (f" and {self.roofline:.0%} of the roofline" if self.roofline else "")
+        if library and not self.library_note:
+            bar = f"the speed of the fastest of torch, torch.compile and {library}"
+            speed = bar if self.vs_compile == 1.0 else f"{self.vs_compile:g}x {bar}"
+        else:
+            speed = ("torch.compile's speed" if self.vs_compile == 1.0
+                     else f"{self.vs_compile:g}x torch.compile's speed")
+        text = f"at least {speed}" + (f" and {self.roofline:.0%} of the roofline" if self.roofline else "")
+        if library and self.library_note:  # shown beside the kernel, but no goal
+            text += f" ({library} is no goal here: {self.library_note})"
+        return text
 
 
 @dataclass(frozen=True)
@@ -325,6 +339,11 @@ class Puzzle:
     baseline: Baseline | None = None
     # The speed goal on a GPU at `perf_size` (stated in the notebook; the speed report says if it is met).
     speed_goal: SpeedGoal | None = None
+    # The library op a user would call instead (torch.bmm with TF32, F.layer_norm): timed beside eager torch and
+    # torch.compile, and part of the speed goal's bar (puzzles/course/library_baseline.py) ...
+    library: LibraryBaseline | None = None
+    # ... or why the puzzle has none (the spec is already that op; no op computes it).
+    no_library: str = ""
     # A faster second reference beside a teaching reference that stays simple (solutions/pNN_<slug>_fast.py).
     fast_reference: FastReference | None = None
     # Slips whose output the verdict recognises (a wrong matmul says nothing of its cause): puzzles/course/mistakes.py.

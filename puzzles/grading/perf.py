@@ -17,9 +17,12 @@ the launch floor, and the report says so instead.
 
 `torch.compile(spec)` is compiled once per puzzle in a process (the GPU worker: once per session)
 and timed after a first call, so the compile itself is never counted; a spec that does not
-compile is said so in the report, never raised. A puzzle's `SpeedGoal` (at least torch.compile's
-speed, and a roofline fraction where the roofline is the real bound) is judged from these times,
-and the report says what usually closes the gap when it is not met.
+compile is said so in the report, never raised. The puzzle's library op (`Puzzle.library`: torch.bmm
+with TF32, F.layer_norm; puzzles/course/library_baseline.py) is timed beside them, under its settings.
+The bar is the fastest of the three a user would run instead of the kernel (eager torch, torch.compile,
+the library op, unless the goal's `library_note` says why the library is no goal), and the report names
+it. A puzzle's `SpeedGoal` (at least the bar's speed, and a roofline fraction where the roofline is the
+real bound) is judged from these times, and the report says what usually closes the gap when it is not met.
 
 Everything but the measuring (`bench`, `device_limits`, `measure`) is pure: given the times,
 `PerfReport` computes and words the report (tested on a CPU with made-up limits).
@@ -40,6 +43,7 @@ import torch
 import triton
 
 from puzzles.course.amounts import fewest_bytes, fmt_bytes, fmt_count, fmt_flops, size_text
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import Baseline, ScalarWork, SpeedGoal
 from puzzles.course.spec import call_spec
 
@@ -90,6 +94,26 @@ class PerfReport:
     compiled_ms: float | None = None  # torch.compile(spec), after its compile
     compile_error: str = ""  # why torch.compile(spec) could not be timed
     goal: SpeedGoal | None = None
+    library: LibraryBaseline | None = None  # the op a user would call instead (Puzzle.library)
+    library_ms: float | None = None
+    library_error: str = ""  # why the library op could not be timed
+
+    @property
+    def library_in_bar(self) -> bool:
+        """The library op counts toward the bar: timed, and the goal gives no reason to leave it out."""
+        return (self.library is not None and self.library_ms is not None
+                and not (self.goal is not None and self.goal.library_note))
+
+    @property
+    def bar(self) -> tuple[str, float] | None:
+        """(what, ms): the fastest of what a user would run instead of the kernel (eager torch, torch.compile,
+        the library op where it counts), or None where none was timed."""
+        timed = [("torch (the spec)", self.torch_ms), ("torch.compile", self.compiled_ms)]
+        if self.library_in_bar:
+            assert self.library is not None
+            timed.append((self.library.label, self.library_ms))
+        measured = [(name, ms) for name, ms in timed if ms is not None]
+        return min(measured, key=lambda item: item[1]) if measured else None
 
     @property
     def bytes_moved(self) -> int:
@@ -168,8 +192,9 @@ class PerfReport:
 
     def record(self) -> dict[str, Any]:
         """What a class's gradebook keeps of the report (JSON): the times, the goal's progress, the lines."""
-        return {"ms": self.ms, "compiled_ms": self.compiled_ms, "progress": goal_progress(self),
-                "line": self.text()}
+        bar = self.bar
+        return {"ms": self.ms, "compiled_ms": self.compiled_ms, "library_ms": self.library_ms,
+                "bar": bar[0] if bar else None, "progress": goal_progress(self), "line": self.text()}
 
     def speed_line(self) -> str:
         size = size_text(self.sizes)
@@ -195,6 +220,14 @@ class PerfReport:
                          f"{_ratio(self.ms, self.compiled_ms, 'it')}")
         elif self.compile_error:
             parts.append(f"torch.compile could not be timed here ({self.compile_error})")
+        if self.library is not None and self.library_ms is not None:
+            parts.append(f"{self.library.text()} (what a user would call): {_us(self.library_ms)}; this kernel is "
+                         f"{_ratio(self.ms, self.library_ms, 'it')}")
+        elif self.library is not None:
+            parts.append(f"{self.library.label} could not be timed here ({self.library_error})")
+        bar = self.bar
+        if bar is not None and (self.library is not None or bar[0] != "torch.compile"):
+            parts.append(f"the bar: {bar[0]}, the fastest of those a user would run here")
         if self.baseline is not None and self.baseline_ms is not None:
             ratio = self.ms / self.baseline_ms
             gap = f"{ratio:.1f}x faster than this kernel" if ratio >= 1 else f"{1 / ratio:.1f}x slower than this kernel"
@@ -231,8 +264,9 @@ def goal_progress(report: PerfReport) -> float | None:
     if goal is None:
         return None
     parts = []
-    if goal.vs_compile and report.compiled_ms is not None:
-        allowed = report.compiled_ms / goal.vs_compile
+    bar = report.bar
+    if goal.vs_compile and bar is not None:
+        allowed = bar[1] / goal.vs_compile
         parts.append(1.0 if within_noise(report.ms, allowed) else allowed / report.ms)
     if goal.roofline:
         parts.append(min(report.attained / goal.roofline, 1.0))
@@ -245,16 +279,20 @@ def goal_line(report: PerfReport) -> str:
     if goal is None:
         return ""
     facts = []
-    if report.compiled_ms is not None:
-        facts.append(_ratio(report.ms, report.compiled_ms, "torch.compile"))
+    bar = report.bar
+    # The goal's comparison is with the bar; a goal without one (vs_compile 0) still shows torch.compile's.
+    compared = bar if goal.vs_compile and bar is not None else (
+        ("torch.compile", report.compiled_ms) if report.compiled_ms is not None else None)
+    if compared is not None:
+        facts.append(_ratio(report.ms, compared[1], compared[0]))
     if goal.roofline:
         facts.append(f"{report.attained:.0%} of what this GPU allows here")
     progress = goal_progress(report)
-    head = f"goal ({goal.text()})"
+    head = f"goal ({goal.text(report.library.label if report.library is not None else '')})"
     if progress is None:
         return f"{head}: cannot be judged here: torch.compile could not be timed"
     unjudged = ("; its torch.compile part cannot be judged here (torch.compile could not be timed)"
-                if goal.vs_compile and report.compiled_ms is None else "")
+                if goal.vs_compile and bar is None else "")
     if progress >= 1.0:
         return f"{head}: met ({', '.join(facts)}){unjudged}"
     levers = f"{goal.levers}; in general: {GENERIC_LEVERS}" if goal.levers else GENERIC_LEVERS
@@ -386,12 +424,25 @@ def compiled_keys() -> list[Any]:
     return [key if isinstance(key, int) else repr(key) for key in COMPILED]
 
 
+def time_library(library: LibraryBaseline, inputs: list[torch.Tensor], sizes: Sizes) -> tuple[float | None, str]:
+    """(ms, "") for the library op on `inputs`, made ready and timed under its settings (TF32), or (None, why
+    not): an op that does not run on this GPU or at this shape is a line in the report, never an error."""
+    try:
+        ready = library.start(inputs, sizes)
+        with library.settings():
+            return bench(ready.run), ""
+    except Exception as err:  # noqa: BLE001 - the comparison must never cost the learner the report
+        return None, _error_text(err)
+
+
 def measure(launch: Callable[[], Any], spec: Callable[..., Any], inputs: list[torch.Tensor], sizes: Sizes,
             flops: int, baseline: Baseline | None = None, scalar: ScalarWork | None = None,
-            goal: SpeedGoal | None = None, compile_key: Any = None) -> PerfReport:
+            goal: SpeedGoal | None = None, compile_key: Any = None,
+            library: LibraryBaseline | None = None) -> PerfReport:
     """Time a launch at one size, beside torch's version of the same work (the spec on `inputs`,
     the spec's inputs on the GPU), the spec under torch.compile (compiled once per `compile_key`,
-    default the spec) and the puzzle's baseline kernel, if it has one."""
+    default the spec), the library op a user would call (`library`) and the puzzle's baseline kernel, if it
+    has them."""
     ms = bench(launch)
     # A spec with no tensor inputs (puzzle 16: sizes alone) makes its tensors on the GPU too, as the kernel does.
     where = contextlib.nullcontext() if inputs else torch.device("cuda")
@@ -404,6 +455,8 @@ def measure(launch: Callable[[], Any], spec: Callable[..., Any], inputs: list[to
             baseline_ms = bench(baseline.launch(inputs, sizes))
         except Exception as err:  # noqa: BLE001 - the comparison must never cost the learner the report
             baseline_error = f"{type(err).__name__}: {err}".splitlines()[0]
+    library_ms, library_error = time_library(library, inputs, sizes) if library is not None else (None, "")
     read, written = fewest_bytes(spec, sizes)
     return PerfReport(dict(sizes), ms, torch_ms, read, written, flops, device_limits(), baseline, baseline_ms,
-                      baseline_error, scalar or ScalarWork(), compiled_ms, compile_error, goal)
+                      baseline_error, scalar or ScalarWork(), compiled_ms, compile_error, goal, library, library_ms,
+                      library_error)

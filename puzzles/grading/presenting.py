@@ -75,7 +75,8 @@ def measure_speed_here(kernel: Any, number: int | None, spec: Callable[..., Any]
     if p is None:
         return _perf.measure(launch, spec, inputs, sizes, flops)
     return _perf.measure(launch, spec, inputs, sizes, flops, p.baseline,
-                         p.scalar_work(sizes) if p.scalar_work else None, p.speed_goal, compile_key=p.number)
+                         p.scalar_work(sizes) if p.scalar_work else None, p.speed_goal, compile_key=p.number,
+                         library=p.library)
 
 
 def speed_tensors(p: Puzzle | None, spec: Callable[..., Any], sizes: Sizes, seed: int,

@@ -3,6 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course.library_baseline import ONE_TORCH_OP
 from puzzles.course.puzzle import Puzzle, SpeedGoal
 
 
@@ -44,4 +45,5 @@ where `offsets = tl.arange(0, B0)`.
     speed_goal=SpeedGoal(levers=(
         "nothing to tune in the kernel: 4096 elements are one launch of one program, and the launch is the "
         "time (the lesson is the launch floor; puzzle 2 is where blocks pay)")),
+    no_library=ONE_TORCH_OP.format(op="x + 10"),
 )

@@ -3,6 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course.library_baseline import ONE_TORCH_OP
 from puzzles.course.puzzle import Puzzle, SpeedGoal
 
 
@@ -45,4 +46,5 @@ of two), so the last block runs past the end: guard every load and store with a 
     speed_goal=SpeedGoal(roofline=0.8, levers=(
         "B0 of 1024 or more with num_warps 4 or 8, so that each thread moves 16-byte vectors and few programs"
         " cover the 64M elements")),
+    no_library=ONE_TORCH_OP.format(op="x + 10"),
 )

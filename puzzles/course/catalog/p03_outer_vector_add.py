@@ -4,6 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
+from puzzles.course.library_baseline import ONE_TORCH_OP
 from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 
 
@@ -52,4 +53,5 @@ Broadcasting builds the 2-D block: `x[None, :] + y[:, None]` has shape `B1 × B0
     speed_goal=SpeedGoal(levers=(
         "nothing to tune in the kernel: a 64 x 64 output is one program and one launch (puzzle 4 is where "
         "tiles pay)")),
+    no_library=ONE_TORCH_OP.format(op="x[None, :] + y[:, None], one broadcast add"),
 )

@@ -3,6 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course.library_baseline import ONE_TORCH_OP
 from puzzles.course.puzzle import Puzzle, SpeedGoal
 
 
@@ -45,4 +46,5 @@ positive lengths, not necessarily multiples of the blocks: mask the loads of `x`
     speed_goal=SpeedGoal(roofline=0.8, levers=(
         "tiles wide along N0 (B0 of 128 or 256), the contiguous axis of z, so each store is a full 16-byte "
         "vector; fewer, larger tiles (B0 * B1 of 4K-16K elements) with num_warps 4-8")),
+    no_library=ONE_TORCH_OP.format(op="x[None, :] + y[:, None], one broadcast add"),
 )

@@ -5,6 +5,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
+from puzzles.course.library_baseline import NO_SUCH_OP
 from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 
 
@@ -49,4 +50,5 @@ of the products are negative: the relu matters.
     speed_goal=SpeedGoal(roofline=0.8, levers=(
         "as puzzle 4: tiles wide along N0 (B0 of 128 or 256) for 16-byte stores, B0 * B1 of 4K-16K elements "
         "with num_warps 4-8; the relu costs nothing, fused into the store")),
+    no_library=NO_SUCH_OP.format(what="relu of an outer product: torch.outer and torch.relu are two calls"),
 )

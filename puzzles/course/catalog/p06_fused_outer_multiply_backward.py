@@ -4,6 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
+from puzzles.course.library_baseline import NO_SUCH_OP
 from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 
 
@@ -56,4 +57,6 @@ puzzle 4: axis 0 walks the `N0` columns, axis 1 the `N1` rows.
     speed_goal=SpeedGoal(roofline=0.8, levers=(
         "tiles wide along N0 (B0 of 128 or 256) so the loads of x and dz and the store of dx are 16-byte "
         "vectors; load y once per tile row; B0 * B1 of 4K-16K elements with num_warps 4-8")),
+    no_library=NO_SUCH_OP.format(what=(
+        "the gradient of relu(x_i * y_j) given dz: autograd would run the forward product again")),
 )

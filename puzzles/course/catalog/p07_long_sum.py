@@ -4,6 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes
+from puzzles.course.library_baseline import ONE_TORCH_OP
 from puzzles.course.puzzle import FastReference, KSlice, Mistake, Puzzle, Reduction, SpeedGoal, cdiv
 
 
@@ -69,4 +70,5 @@ the last chunk. `N1` is passed for compatibility with the classic course and is 
     speed_goal=SpeedGoal(roofline=0.7, levers=(
         "a large B1 (2048-8192: few loop steps, each a long contiguous load), num_warps 8, a float32 "
         "accumulator summed once after the loop (tl.sum of a block, not of each chunk)")),
+    no_library=ONE_TORCH_OP.format(op="x.sum(1)"),
 )

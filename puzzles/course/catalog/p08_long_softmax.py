@@ -3,8 +3,9 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.course import mistakes
+from puzzles.course import library_ops, mistakes
 from puzzles.course.bug_inputs import softmax_mixed_rows
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import FastReference, KSlice, Mistake, Puzzle, Reduction, ScalarWork, SpeedGoal, cdiv
 
 
@@ -80,4 +81,8 @@ The grid is `(cdiv(N0, B0),)`; `N1` is passed and not used.
         "fewer passes over each row: the max and the sum in one pass (online softmax), or the whole row of T "
         "in registers (a B1 of T, read once); tl.exp2 with log2(e) folded into the scale; B1 of 1024-4096 "
         "with num_warps 8")),
+    library=LibraryBaseline(
+        "torch.softmax", library_ops.softmax_library,
+        why="a row softmax is one torch call, a fused kernel that reads each row once where it fits, as a "
+            "user would write it instead of the spec's four ops"),
 )

@@ -3,8 +3,9 @@
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.course import mistakes
+from puzzles.course import library_ops, mistakes
 from puzzles.course.bug_inputs import attention_inputs
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.picture_hooks import RegisterTensor
 from puzzles.course.puzzle import FastReference, KSlice, Mistake, Puzzle, Reduction, ScalarWork, SpeedGoal, cdiv
 
@@ -87,4 +88,8 @@ of `-inf` never moves there, and the row comes out as 0 / 0.
         "one pass over k and v with a running maximum (online softmax); tl.exp2 with log2(e) folded into q "
         "once per program; large B1 (128-512) blocks of k and v; the exponentials bound it, not the bytes: "
         "every exp you avoid or move out of the loop counts")),
+    library=LibraryBaseline(
+        "F.scaled_dot_product_attention (head dimension 1, scale 1)", library_ops.attention_library,
+        why="this is attention with one feature per position: a user calls SDPA, which picks its backend (with "
+            "a head dimension of 1, its memory-efficient or math one)"),
 )

@@ -4,6 +4,8 @@ import torch
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course import library_ops
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.picture_hooks import SlidingWindow
 from puzzles.course.puzzle import FastReference, Puzzle, SpeedGoal, cdiv
 
@@ -76,4 +78,8 @@ are contiguous: `x[n, h, w]` sits at `x_ptr + n·H·W + h·W + w` (as `z[n, h, w
         "more output pixels per program (several rows of an image, or several images: B0 > 1), the KH x KW "
         "taps loaded once per program and reused for every pixel, loads along the contiguous W axis; or "
         "im2col tiles and tl.dot")),
+    library=LibraryBaseline(
+        "F.conv2d (cuDNN, TF32 off) after F.pad", library_ops.conv_library,
+        why="torch's convolution is a cross-correlation, as the spec's; the zeros outside the image are a pad of "
+            "KH - 1 rows and KW - 1 columns, as a user would write it. TF32 off: the tolerance, 1e-5, is float32's"),
 )

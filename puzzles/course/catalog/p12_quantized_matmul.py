@@ -99,4 +99,8 @@ multiple of `B_MID`; `N0` and `N1` are any sizes. `tl.dot` is allowed.
         "unpack a whole B_MID x B1 block of weights at once (shifts and masks on a loaded block, not per "
         "element), apply scale and shift per group before one tl.dot per step, tiles of 64-128 with num_warps"
         " 4-8")),
+    no_library=(
+        "torch's int4 weight-only matmul (torch._weight_int4pack_mm) takes groups of 32 to 256 weights "
+        "with bfloat16 scales and zero points in its own tiled layout; this puzzle's groups are 8 weights "
+        "with 4-bit shifts, which it cannot take (puzzle 18, GPTQ's groups of 128, is timed against it)"),
 )

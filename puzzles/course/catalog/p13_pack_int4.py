@@ -6,6 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
+from puzzles.course.library_baseline import NO_SUCH_OP
 from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 
 FPINT = 8  # 4-bit values per int32 word
@@ -92,4 +93,7 @@ any size and `N1` need not be a multiple of `B1`. Anything in `triton.language` 
     speed_goal=SpeedGoal(roofline=0.6, levers=(
         "each program packs a tile wide along N0 (B1 of 256 or more words), so loads of the eight nibbles and"
         " the store of the packed words are full vectors; shifts and ORs in registers, one store per word")),
+    no_library=NO_SUCH_OP.format(what=(
+        "packing int4 values into int32 words: torch's own packing for its int4 matmul "
+        "(_convert_weight_to_int4pack) writes a tiled layout, not these words")),
 )

@@ -6,6 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
+from puzzles.course.library_baseline import NO_SUCH_OP
 from puzzles.course.puzzle import FastReference, Mistake, Puzzle, SpeedGoal, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
@@ -79,4 +80,5 @@ of `BK`, nor `N` of `BN`.
     speed_goal=SpeedGoal(roofline=0.6, levers=(
         "load each packed word once and expand it in registers into its eight values (a reshape/broadcast of "
         "shifts), tiles wide along N (BN of 128-256) for 16-byte stores")),
+    no_library=NO_SUCH_OP.format(what="unpacking int4 words into int8 values"),
 )

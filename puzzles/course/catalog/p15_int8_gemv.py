@@ -3,8 +3,9 @@
 from jaxtyping import Float16, Int8
 from torch import Tensor
 
-from puzzles.course import mistakes
+from puzzles.course import library_ops, mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal, cdiv
 
 
@@ -78,4 +79,9 @@ sums. `K` need not be a multiple of `BK`, nor `N` of `BN`.
         "stream the int8 weights once in large, contiguous tiles (BK of 128-512 along K), accumulate in "
         "float32 and apply the per-channel scale once at the end; enough programs (BN small enough) to fill "
         "every multiprocessor")),
+    library=LibraryBaseline(
+        "torch._weight_int8pack_mm (int8 weight-only matmul)", library_ops.int8_library, dtype="float16",
+        why="torch's own int8 weight-only matmul (what torchao's int8 weight-only quantization runs): float16 "
+            "activations times int8 weights with one scale per output column, as the spec; the weight is stored "
+            "N x K, its layout, before timing"),
 )

@@ -6,6 +6,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
+from puzzles.course.library_baseline import NO_SUCH_OP
 from puzzles.course.picture_hooks import TileOrder
 from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, cdiv
 
@@ -97,4 +98,6 @@ multiple of `GROUP_M`. Write the remap yourself with integer arithmetic (`//`, `
         "the matmul that uses the order has"), levers=(
         "nothing to tune: the remap is a few integer operations per program and the launch is the time; its "
         "pay-off is in the matmul that uses it (puzzle 17)")),
+    no_library=NO_SUCH_OP.format(what=(
+        "the order of a matmul's tiles as a tensor: a library keeps it inside its kernel")),
 )

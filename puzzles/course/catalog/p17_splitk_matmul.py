@@ -3,8 +3,9 @@
 from jaxtyping import Float16, Float32
 from torch import Tensor
 
-from puzzles.course import mistakes
+from puzzles.course import library_ops, mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import KSlice, Mistake, Puzzle, SpeedGoal, SplitK, cdiv
 
 
@@ -86,4 +87,9 @@ in a second step (another kernel, or `torch.sum`).
     speed_goal=SpeedGoal(levers=(
         "the weights stream once: BK of 128-256, BN of 64-128, SPLIT_K so that tiles times parts fill every "
         "multiprocessor; tl.dot on each step, num_stages 3-4; one atomic add per tile and part")),
+    library=LibraryBaseline(
+        "torch.mm(a, b, out_dtype=torch.float32) (cuBLAS)", library_ops.mm_library, dtype="float16 in, float32 out",
+        cpu_note="aten::mm.dtype has a CUDA kernel only",
+        why="cuBLAS multiplies float16 matrices with float32 accumulation and writes the float32 result, as the "
+            "spec; it picks its own split of K for a skinny M"),
 )

@@ -4,8 +4,9 @@ import torch
 from jaxtyping import Float16, Int32
 from torch import Tensor
 
-from puzzles.course import mistakes
+from puzzles.course import library_ops, mistakes
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import Baseline, FastReference, KSlice, Mistake, Puzzle, SpeedGoal, SplitK, cdiv
 
 FPINT = 8  # 4-bit values per int32 word
@@ -152,4 +153,11 @@ multiple of `BK · SPLIT_K` nor of `BK`, `M` and `N` need not be multiples of `B
         "dequantize a whole BK x BN tile per step (shifts on loaded words, one scale and zero per group and "
         "column), one tl.dot per step, SPLIT_K and tiles that fill every multiprocessor, 16-byte loads of the"
         " packed weights; the production kernel beside it shows the rest")),
+    library=LibraryBaseline(
+        "torch._weight_int4pack_mm (tinygemm int4 weight-only matmul)", library_ops.int4_library, dtype="bfloat16",
+        why="torch's own int4 weight-only matmul (what torchao's int4 weight-only quantization and gpt-fast run): "
+            "the GPTQ weights, zero points and scales repacked once into its layout, as a model loader would; "
+            "it takes bfloat16 activations (8 mantissa bits: outputs off by up to 0.4% of the largest, checked "
+            "so) and groups of 32 to 256 (the perf size's G is 128), N a multiple of 16",
+        tolerance=(1e-2, 0.5)),
 )

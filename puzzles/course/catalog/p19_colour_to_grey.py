@@ -4,6 +4,7 @@ from jaxtyping import Float32, UInt8
 from torch import Tensor
 
 from puzzles.course import mistakes
+from puzzles.course.library_baseline import NO_SUCH_OP
 from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal
 
 
@@ -67,4 +68,7 @@ its block, so mask both axes. Convert the loaded bytes to `float32` before the a
     speed_goal=SpeedGoal(roofline=0.6, levers=(
         "tiles wide along N0 (B0 of 128-256) for contiguous loads of each channel plane and 16-byte stores of"
         " z; B0 * B1 of 2K-8K pixels with num_warps 4-8")),
+    no_library=NO_SUCH_OP.format(what=(
+        "a weighted sum of three interleaved colour channels (torchvision's rgb_to_grayscale "
+        "wants the channels first, and is not a dependency)")),
 )

@@ -3,6 +3,8 @@
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course import library_ops
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import Puzzle, ScalarWork, SpeedGoal
 
 
@@ -98,4 +100,8 @@ PyTorch spec using `triton.testing` (on a GPU; on a CPU it says why it does not)
     speed_goal=SpeedGoal(roofline=0.8, levers=(
         "configs with B0 of 1024-4096 and num_warps 4-8 among those the autotuner tries, so each thread moves"
         " 16-byte vectors; the sigmoid is cheap next to the bytes")),
+    library=LibraryBaseline(
+        "F.silu(x) * y", library_ops.silu_mul_library,
+        why="SiLU is one torch op; a user multiplies by the gate after it (two kernels, as a gated MLP in eager "
+            "PyTorch runs)"),
 )

@@ -4,7 +4,8 @@ import torch
 from jaxtyping import Float32
 from torch import Tensor
 
-from puzzles.course import mistakes
+from puzzles.course import library_ops, mistakes
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, TensorLists
 from puzzles.course.tensor_lists import list_sizes
 
@@ -119,4 +120,8 @@ to end).
     speed_goal=SpeedGoal(roofline=0.5, levers=(
         "chunks of 1024-4096 elements per program so the 120 tensors' bytes stream in full vectors; one "
         "launch for the whole list (the table of addresses), never one per tensor")),
+    library=LibraryBaseline(
+        "torch.optim SGD step, foreach (multi-tensor apply)", library_ops.sgd_library,
+        why="what torch.optim.SGD(momentum=..., weight_decay=...).step() runs on a GPU by default: torch's "
+            "multi-tensor apply over the list of tensors, a few launches for the whole list"),
 )

@@ -4,8 +4,10 @@ import torch
 from jaxtyping import Float16
 from torch import Tensor
 
+from puzzles.course import library_ops
 from puzzles.course import mistakes_epilogue as slips
 from puzzles.course.bug_inputs import linear_cancelling_sum
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import KSlice, Mistake, Puzzle, Reduction, SpeedGoal, cdiv
 
 
@@ -138,4 +140,8 @@ two of at least 16 (`tl.dot`'s smallest tile). On a GPU the speed challenge time
     speed_goal=SpeedGoal(vs_compile=1.0, roofline=0.3,
                          levers="fusion (the bias and relu on the accumulator, one store of z), fp16 tiles into "
                                 "tl.dot, 128 × 128 tiles"),
+    library=LibraryBaseline(
+        "torch.addmm(b, x, w).relu_() (cuBLASLt)", library_ops.addmm_library, dtype="float16",
+        why="a linear layer as torch runs it (F.linear): cuBLASLt adds the bias in the matmul's epilogue, and "
+            "relu is one more pass over z"),
 )

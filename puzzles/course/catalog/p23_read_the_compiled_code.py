@@ -3,6 +3,7 @@
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course.library_baseline import ONE_TORCH_OP
 from puzzles.course.puzzle import CompiledRule, Puzzle
 
 
@@ -106,4 +107,5 @@ nothing is timed), so that the grading cell, `python -m puzzles grade` and a cla
     # A copy: every element exact.
     rtol=0.0,
     atol=0.0,
+    no_library=ONE_TORCH_OP.format(op="x.clone(), a copy"),
 )

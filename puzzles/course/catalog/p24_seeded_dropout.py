@@ -137,4 +137,7 @@ The grid is `(cdiv(N0, B0), N1)`: program `(c, j)` handles columns `c·B0 … c�
         levers="B0 of 1024 or more with num_warps 4 to 8, so each program moves enough bytes; the ten Philox rounds "
                "are integer multiplies that hide under the memory traffic, so no other work should be added "
                "(one tl.rand per element, no mask stored)"),
+    no_library=(
+        "torch's dropout (F.dropout) draws its mask from torch's own random stream, not tl.rand's, so "
+        "it cannot give this output: eager torch and torch.compile of the spec are the bar"),
 )

@@ -4,8 +4,10 @@ import torch
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course import library_ops
 from puzzles.course import mistakes_dropout_norm as slips
 from puzzles.course.bug_inputs import layernorm_rows
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import FastReference, KSlice, Mistake, Puzzle, Reduction, SpeedGoal
 
 
@@ -115,4 +117,7 @@ the backward pass to reuse: puzzle 26 receives them as inputs.
         levers="BN of 1024 to 4096 with num_warps 8 (fewer chunks per row), and the row's later passes reading "
                "from L2 (a 32 KB row is still there); where a row fits in one block, one pass keeps it in "
                "registers and reads x once"),
+    library=LibraryBaseline(
+        "F.layer_norm", library_ops.layernorm_library,
+        why="the op a model calls (nn.LayerNorm): biased variance, eps inside the square root, as the spec"),
 )

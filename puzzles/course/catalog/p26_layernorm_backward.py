@@ -4,9 +4,11 @@ import torch
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course import library_ops
 from puzzles.course import mistakes_dropout_norm as slips
 from puzzles.course.bug_inputs import layernorm_saved_statistics
 from puzzles.course.catalog.tracks import TRAINING_ORDER_NOTE
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.picture_hooks import SharedRows
 from puzzles.course.puzzle import Mistake, OutputPart, OutputParts, Puzzle, SpeedGoal, cdiv
 
@@ -125,4 +127,8 @@ A row fits in one block: `BN` is a power of two at least `N`, so mask the column
         levers="BM, the rows per program: enough programs to fill every multiprocessor, few enough that the "
                "atomics into each column of dw and db stay cheap (512 programs at the perf size); num_warps 4 to 8 "
                "for a BN of 1024; x and dy read once, dx written once"),
+    library=LibraryBaseline(
+        "aten native_layer_norm_backward (F.layer_norm's autograd)", library_ops.layernorm_backward_library,
+        why="the kernel autograd runs for F.layer_norm's backward, given the forward's saved mean and 1/sigma as "
+            "this puzzle's kernel is: dx, dw and db from x, w and dy"),
 )

@@ -4,8 +4,10 @@ import torch
 from jaxtyping import Float32, Int32
 from torch import Tensor
 
+from puzzles.course import library_ops
 from puzzles.course import mistakes_training as slips
 from puzzles.course.bug_inputs import cross_entropy_inputs
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.puzzle import (
     KSlice,
     Mistake,
@@ -147,4 +149,9 @@ The grid is `(cdiv(N0, B0),)`; `N0` need not be a multiple of `B0`, nor `V` of `
     # rounds to its ulp (8e-6 at 100).
     rtol=1e-4,
     atol=1e-5,
+    library=LibraryBaseline(
+        "F.cross_entropy forward + backward (autograd)", library_ops.cross_entropy_library,
+        why="a training step's loss and its gradient as torch computes them: log-softmax and NLL forward, their "
+            "backward by autograd (reduction=\"none\" then the mean over kept rows, so each row's loss is there "
+            "to check; the mean's own kernels are a few microseconds)"),
 )

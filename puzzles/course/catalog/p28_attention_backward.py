@@ -4,8 +4,10 @@ import torch
 from jaxtyping import Float32
 from torch import Tensor
 
+from puzzles.course import library_ops
 from puzzles.course import mistakes_training as slips
 from puzzles.course.bug_inputs import attention_backward_inputs
+from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor
 from puzzles.course.puzzle import Mistake, OutputPart, OutputParts, Puzzle, ScalarWork, SpeedGoal, cdiv
 
@@ -62,6 +64,19 @@ queries' `dQ` itself, recomputing `P` and `dS` on the way; it is accepted too.)
 `z[1]` is `dK`, `z[2]` is `dV`, so `dK` starts at `dqkv_ptr + T * D`. `T` need not be a
 multiple of `B0` or `B1`. On a GPU `tl.dot` of float32 tiles uses TF32, whose rounding the
 tolerance allows.
+
+**What bfloat16 would change.** This puzzle is float32 from end to end, and so is the library op
+its speed is compared with: `scaled_dot_product_attention`'s float32 backward (its memory-efficient
+kernel) took 1.99 ms at the speed size (`T = 8192`, `D = 64`) on an H200, where a float32 answer
+can take 1.26 ms. A model trained in bfloat16 runs SDPA's flash-attention backward instead, which
+took **0.194 ms** on the same shape and GPU: its tiles enter the tensor cores at twice TF32's rate,
+and each load moves half the bytes. On a GPU you can try the first half of that here: cast the tiles
+to `tl.bfloat16` just before each `tl.dot`, e.g. `tl.dot(q.to(tl.bfloat16), tl.trans(k.to(tl.bfloat16)))`,
+keeping `P`, `dS` and the accumulators in float32, and time it with `test(..., perf=True)`. It is
+graded against the float32 spec like any answer (on a CPU too, where the grader computes bfloat16
+as a GPU does, unlike Triton's own interpreter: a kernel written so passed at every graded size).
+The inputs stay float32 in memory, so the bytes do not halve; that needs bfloat16 tensors, which
+this spec does not take.
 """,
     sizes=(
         {"T": 64, "D": 16, "B0": 16, "B1": 32},
@@ -131,4 +146,8 @@ tolerance allows.
     # and correct kernels on the H100 were off by 1.2e-3 on gradients near 0.02 (puzzle 11 allows as much).
     rtol=1e-2,
     atol=1e-2,
+    library=LibraryBaseline(
+        "F.scaled_dot_product_attention backward (float32)", library_ops.sdpa_backward_library,
+        why="a user's attention is SDPA and its backward is autograd's: in float32 on a GPU, the memory-efficient "
+            "backend's backward kernel (flash attention's needs float16 or bfloat16)"),
 )

@@ -13,7 +13,8 @@ Triton kernels still pay, because its forward pass must leave behind what its ba
 its backward pass reduces across a whole batch: a dropout whose mask is never stored (24), a layer norm
 over rows wider than any block (25) and its backward, whose weight gradient many programs add up (26), a
 cross-entropy over a vocabulary wider than any block (27), and attention's backward (28). Each puzzle's
-speed goal is `torch.compile`'s own kernel for the same spec, at the puzzle's perf size."""
+speed goal is the faster of `torch.compile`'s own kernel for the same spec and the library op a user
+would call (`F.layer_norm` and its backward, `F.cross_entropy`, SDPA's backward), at the puzzle's perf size."""
 
 # Under the memory picture's launch-order view, for the training track's puzzles.
 TRAINING_ORDER_NOTE = ("Training track: the launch order shows which programs a GPU runs at the same time, and so "
