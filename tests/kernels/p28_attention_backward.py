@@ -404,4 +404,37 @@ def attention_backward_without_dv(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, d
     _attention_backward_body(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_ptr, T, D, B0, B1, "no dv")
 
 
+# -- the fast path the statement suggests: bfloat16 tiles into every tl.dot (issue 52) -------------------------------
+
+@triton.jit
+def attention_backward_bfloat16_tiles(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, lse_ptr, dqkv_ptr, T, D: tl.constexpr,
+                                     B0: tl.constexpr, B1: tl.constexpr):
+    scale = 1.0 / (D ** 0.5)
+    cols = tl.arange(0, D)
+    keys = tl.program_id(0) * B1 + tl.arange(0, B1)
+    keys_in = keys < T
+    k = tl.load(k_ptr + keys[:, None] * D + cols[None, :], mask=keys_in[:, None], other=0.0).to(tl.bfloat16)
+    v = tl.load(v_ptr + keys[:, None] * D + cols[None, :], mask=keys_in[:, None], other=0.0).to(tl.bfloat16)
+    dk = tl.zeros([B1, D], dtype=tl.float32)
+    dv = tl.zeros([B1, D], dtype=tl.float32)
+    for i0 in range(0, T, B0):
+        rows = i0 + tl.arange(0, B0)
+        rows_in = rows < T
+        at = rows[:, None] * D + cols[None, :]
+        q = tl.load(q_ptr + at, mask=rows_in[:, None], other=0.0)
+        o = tl.load(o_ptr + at, mask=rows_in[:, None], other=0.0)
+        do = tl.load(do_ptr + at, mask=rows_in[:, None], other=0.0)
+        lse = tl.load(lse_ptr + rows, mask=rows_in, other=0.0)
+        q16, do16 = q.to(tl.bfloat16), do.to(tl.bfloat16)
+        p = tl.exp(tl.dot(q16, tl.trans(k)) * scale - lse[:, None])
+        p = tl.where(rows_in[:, None] & keys_in[None, :], p, 0.0)
+        dv += tl.dot(tl.trans(p.to(tl.bfloat16)), do16)
+        delta = tl.sum(do * o, axis=1)
+        ds = p * (tl.dot(do16, tl.trans(v)) - delta[:, None])
+        dk += tl.dot(tl.trans(ds.to(tl.bfloat16)), q16)
+        tl.atomic_add(dqkv_ptr + at, tl.dot(ds.to(tl.bfloat16), k) * scale, mask=rows_in[:, None])
+    tl.store(dqkv_ptr + T * D + keys[:, None] * D + cols[None, :], dk * scale, mask=keys_in[:, None])
+    tl.store(dqkv_ptr + 2 * T * D + keys[:, None] * D + cols[None, :], dv, mask=keys_in[:, None])
+
+
 CORRECT = (attention_backward_two_passes, attention_backward_scaled_q)
