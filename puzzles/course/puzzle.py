@@ -107,11 +107,36 @@ class CompiledRule:
     instruction (128: `ld.global.v4.b32`, four float32 at once). The compile check judges it on the full
     compile it does anyway (puzzles/running/compiled_code/rules.py); a kernel that keeps it is told each load
     and store and its width, one that does not is told which is narrower, at which line, which of the compiler's
-    conditions it misses (read from the TTGIR: compiled_code/vector_width.py), and `advice`."""
+    conditions it misses (read from the TTGIR: compiled_code/vector_width.py), and `advice`. With `tma` the rule is
+    what moves the tiles, not how wide: each load and store that is not a TMA copy is named at its line."""
 
     min_bits: int = 128
     target: int = 90
     advice: str = ""
+    # Puzzle 29's rule instead of the width: every global load and store is a TMA copy (cp.async.bulk.tensor, the
+    # copy engine moving a whole tile: a tensor descriptor's load and store on sm_90), none an instruction per thread.
+    tma: bool = False
+
+
+@dataclass(frozen=True)
+class TritonFeature:
+    """A Triton API a puzzle's kernel needs that not every Triton has (device-side tensor descriptors): `api` in the
+    learner's words, `since` the first Triton whose interpreter runs it, `present` whether the installed one does
+    (running/interpreter_hooks.py). Where it is absent the grader says so instead of running the kernel."""
+
+    api: str
+    since: str
+    present: Callable[[], bool]
+
+    def missing(self, number: int) -> str:
+        """What the verdict says where the installed Triton lacks the API ("" where it has it)."""
+        if self.present():
+            return ""
+        from puzzles.running import compat
+
+        return (f"puzzle {number} needs {self.api}, which Triton's interpreter runs from triton {self.since} on, and "
+                f"this is triton {compat.installed_triton()}: install one the course supports, {compat.INSTALL} "
+                "(`python -m puzzles doctor` says what the installed one runs)")
 
 
 @dataclass(frozen=True)
@@ -354,6 +379,8 @@ class Puzzle:
     compiled_rule: CompiledRule | None = None
     # Several results packed into the one output (puzzle 26's dx, dw and db): verdicts name them.
     output_parts: OutputParts | None = None
+    # A Triton API the kernel needs that some Tritons lack (puzzle 29's tensor descriptors): refused in words there.
+    needs_triton: TritonFeature | None = None
 
     @property
     def id(self) -> str:

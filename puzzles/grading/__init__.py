@@ -196,8 +196,8 @@ def start_grading(job: GradingJob, started: float) -> StartedGrading:
 
 
 def _setup_problem(job: GradingJob) -> KernelError | None:
-    """Why the kernel cannot be graded at all: an untested Triton, no spec, a signature the puzzle
-    cannot call, a size rule broken."""
+    """Why the kernel cannot be graded at all: an untested Triton, or one without an API the puzzle needs, no spec,
+    a signature the puzzle cannot call, a size rule broken."""
     # The checked interpreter relies on Triton's internals: refuse an untested Triton, or one where the grader's
     # hooks are not found, in words.
     unsupported = compat.triton_problem() or interpreter_hooks.hooks_problem()
@@ -205,6 +205,9 @@ def _setup_problem(job: GradingJob) -> KernelError | None:
         return KernelError("setup", unsupported)
     if job.spec is None:
         return KernelError("spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
+    needs = job.puzzle.needs_triton if job.puzzle is not None else None
+    if needs is not None and (missing := needs.missing(job.puzzle.number)):  # never run into Triton's AttributeError
+        return KernelError("setup", missing)
     return check_kernel(job)
 
 

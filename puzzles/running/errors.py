@@ -102,6 +102,16 @@ def uses_removed_block_pointers(message: str) -> bool:
         and not interpreter_hooks.has_block_pointers())
 
 
+DESCRIPTOR_COORDINATES = (
+    "a tensor descriptor's coordinates count elements, and Triton's interpreter asks that the last one fall on a "
+    "multiple of 16 bytes (4 float32): is a coordinate counted in tiles (tl.program_id(0)) where the tile's first "
+    "element belongs (tl.program_id(0) * B0)?")
+
+DESCRIPTOR_STORE_SHAPE = (
+    "a tensor descriptor's store takes a value of exactly its block_shape, and this one differs: a tile loaded as "
+    "B1 × B0 and stored as B0 × B1 needs tl.trans(tile) (or check the order of the block_shape's sizes)")
+
+
 def descriptor_strides() -> str:
     """The advice for a tensor descriptor over rows whose stride is no multiple of 16 bytes."""
     instead = "pointers with a mask"
@@ -165,6 +175,12 @@ def triton_error_hint(message: str, source: str = "") -> str:
         return LIBDEVICE_IN_THE_INTERPRETER
     if "stride must be 16-byte aligned" in message:
         return descriptor_strides()
+    if "block offset start must be 16-byte aligned" in message:
+        return DESCRIPTOR_COORDINATES
+    # A descriptor store's value against its block shape: a bare assert up to Triton 3.8, the two shapes from 3.9.
+    bare = message.strip() in ("AssertionError", "AssertionError: AssertionError")
+    if (bare or "expected value shape" in message) and re.search(r"\w\.store\(", source):
+        return DESCRIPTOR_STORE_SHAPE
     if ("object is not iterable" in message or "unsupported tensor index" in message) and re.search(
             r"\w\[(?![^]]*(:|None))[^]]*\]", source):
         return ("a block has no element access by position: compute on the whole block, choosing elements with "

@@ -3,7 +3,8 @@ store of the kernel, compiled for the rule's target at the canonical size, moves
 thread and instruction. The compile check judges it on the full compile it does anyway
 (puzzles/running/compile_check/checking.py): no second compile. A narrower access is told which of the
 compiler's conditions it misses, as the TTGIR shows them (vector_width.py): the elements each thread holds, what
-the compiler knows of its address's alignment, whether its mask is known to be the same across a vector."""
+the compiler knows of its address's alignment, whether its mask is known to be the same across a vector. A rule with
+`tma` (puzzle 29) asks instead that every load and store be a TMA copy (`judge_tma`)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def access_text(access: Access, quote: bool = True) -> str:
 
 def judge(rule: Any, code: Compiled) -> RuleVerdict:
     """Whether `code` keeps `rule` (a course.puzzle.CompiledRule)."""
+    if getattr(rule, "tma", False):
+        return judge_tma(rule, code)
     checked = code.loads() + code.stores()
     where = f"compiled for {code.target_name}"
     if not code.loads() or not code.stores():
@@ -59,6 +62,27 @@ def judge(rule: Any, code: Compiled) -> RuleVerdict:
                            first.filename)
     named = "; ".join(access_text(a) for a in checked)
     return RuleVerdict(None, note=f"{where}, every global load and store is {rule.min_bits}-bit or wider: {named}")
+
+
+TMA_KINDS = ("TMA load", "TMA store")
+
+
+def judge_tma(rule: Any, code: Compiled) -> RuleVerdict:
+    """A rule with `tma`: every global load and store is a TMA copy (cp.async.bulk.tensor), and there is at least
+    one of each. Each load or store that moves data one instruction per thread is named at its line."""
+    checked = code.loads() + code.stores()
+    where = f"compiled for {code.target_name}"
+    per_thread = [a for a in checked if a.kind not in TMA_KINDS]
+    absent = [kind for kind in ("load", "store") if not any(a.kind == f"TMA {kind}" for a in checked)]
+    if not per_thread and not absent:
+        named = "; ".join(access_text(a) for a in checked)
+        return RuleVerdict(None, note=f"{where}, every global load and store is a TMA copy: {named}")
+    found = [f"{access_text(a, quote=False)}: an instruction of each thread, not a TMA copy" for a in per_thread]
+    found += [f"no {kind} is a TMA copy" for kind in absent if not any(a.kind == kind for a in per_thread)]
+    first = per_thread[0] if per_thread else None
+    return RuleVerdict(f"asks for its tiles to move by TMA (the copy engine copies a whole tile at once: "
+                       f"cp.async.bulk.tensor in the PTX), and {where} {'; '.join(found)}.\n{rule.advice}".strip(),
+                       first.line if first else None, first.filename if first else None)
 
 
 def _lines(hints: tuple[tuple[int | None, int], ...], below: int) -> list[tuple[int | None, int]]:
