@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
-import descriptor_kernels as dk
+import p29_tensor_descriptors as p29
 import pytest
 import torch
 from judging import grade, interpreted_only
@@ -51,7 +51,7 @@ def test_the_references_tiles_move_by_tma_on_sm_90_and_by_plain_loads_on_sm_80()
 
 
 def test_a_transpose_through_pointers_has_the_right_values_and_is_told_it_used_no_tma():
-    kernel = dk.transpose_pointers
+    kernel = p29.transpose_pointers
     result = grade(29, kernel, seed=1)
     assert not result.passed
     assert all(o.status == "error" for o in result.outcomes), str(result)  # right values, the code fails
@@ -66,7 +66,7 @@ def test_a_transpose_through_pointers_has_the_right_values_and_is_told_it_used_n
 
 
 def test_a_descriptor_load_beside_a_pointer_store_is_told_of_the_store_alone():
-    kernel = dk.transpose_descriptor_load_pointer_store
+    kernel = p29.transpose_descriptor_load_pointer_store
     result = grade(29, kernel, seed=1)
     assert not result.passed and all(o.status == "error" for o in result.outcomes), str(result)
     message = result.first_failure.error.message
@@ -79,9 +79,9 @@ def test_a_descriptor_load_beside_a_pointer_store_is_told_of_the_store_alone():
 
 @interpreted_only
 @pytest.mark.parametrize("kernel, slip", [
-    (dk.transpose_store_at_x_corner, "z's tile is stored at x's corner [j0, i0]"),
-    (dk.transpose_load_at_z_corner, "x's tile is loaded at z's corner [i0, j0]"),
-    (dk.transpose_z_described_as_x, "z's descriptor has x's shape and strides"),
+    (p29.transpose_store_at_x_corner, "z's tile is stored at x's corner [j0, i0]"),
+    (p29.transpose_load_at_z_corner, "x's tile is loaded at z's corner [i0, j0]"),
+    (p29.transpose_z_described_as_x, "z's descriptor has x's shape and strides"),
 ], ids=["store_at_x_corner", "load_at_z_corner", "z_described_as_x"])
 def test_swapped_block_coordinates_and_a_copied_descriptor_are_named(kernel, slip):
     result = grade(29, kernel, seed=1)
@@ -93,7 +93,7 @@ def test_swapped_block_coordinates_and_a_copied_descriptor_are_named(kernel, sli
 
 @interpreted_only
 def test_coordinates_counted_in_tiles_are_told_that_a_descriptor_counts_elements():
-    kernel = dk.transpose_load_coordinates_in_tiles
+    kernel = p29.transpose_load_coordinates_in_tiles
     result = grade(29, kernel, seed=1)
     assert not result.passed and all(o.status == "error" for o in result.outcomes), str(result)
     error = result.first_failure.error
@@ -103,7 +103,7 @@ def test_coordinates_counted_in_tiles_are_told_that_a_descriptor_counts_elements
 
 @interpreted_only
 def test_a_tile_stored_as_loaded_is_named_where_the_tile_is_square_and_told_why_where_it_is_not():
-    kernel = dk.transpose_tile_not_transposed
+    kernel = p29.transpose_tile_not_transposed
     result = grade(29, kernel, seed=1)
     assert not result.passed
     for o in result.outcomes:

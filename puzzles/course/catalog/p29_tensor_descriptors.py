@@ -4,6 +4,7 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course import mistakes_descriptors as slips
+from puzzles.course.library_baseline import ONE_TORCH_OP
 from puzzles.course.puzzle import CompiledRule, Mistake, Puzzle, SpeedGoal, TritonFeature
 from puzzles.running.interpreter_hooks import has_tensor_descriptors
 
@@ -109,6 +110,7 @@ dtype=torch.int8, device="cuda"))`.
         Mistake("each tile is stored as it was loaded: transpose it first, tl.trans(tile)", slips.tile_not_transposed),
     ),
     compiled_rule=CompiledRule(target=90, advice=TMA_ADVICE, tma=True),
+    no_library=ONE_TORCH_OP.format(op="x.T.contiguous()"),
     needs_triton=TritonFeature("device-side tensor descriptors (tl.make_tensor_descriptor)", "3.5",
                                has_tensor_descriptors),
     notebook_cells=(("markdown", READ_TEXT), ("code", READ_CODE)),

@@ -1,6 +1,12 @@
-"""Kernels for tests/course/test_descriptor_track.py: puzzle 29's transpose, right but without TMA (pointers for the
-load, the store or both), and with the slips its verdict names (coordinates swapped or counted in tiles, z's
-descriptor copied from x's, a tile stored as loaded). `# LOAD_LINE` / `# STORE_LINE` mark the lines a verdict names."""
+"""Puzzle 29 (tensor descriptors): every kernel the tests grade as this puzzle, in one place.
+
+`CORRECT` lists the right answers written in other styles than the reference (graded by
+tests/grading/test_handwritten_kernels.py). The others are graded in tests/course/test_descriptor_track.py: the
+transpose right but without TMA (pointers for the load, the store or both), and with the slips its verdict names
+(coordinates swapped or counted in tiles, z's descriptor copied from x's, a tile stored as loaded). `# LOAD_LINE` /
+`# STORE_LINE` mark the lines a verdict names."""
+
+from __future__ import annotations
 
 import triton
 import triton.language as tl
@@ -65,3 +71,33 @@ def transpose_tile_not_transposed(x_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl
     x_desc = tl.make_tensor_descriptor(x_ptr, shape=[N1, N0], strides=[N0, 1], block_shape=[B1, B0])
     z_desc = tl.make_tensor_descriptor(z_ptr, shape=[N0, N1], strides=[N1, 1], block_shape=[B0, B1])
     z_desc.store([i0, j0], x_desc.load([j0, i0]))  # STORE_LINE: no tl.trans
+
+
+# -- right answers in other styles than the reference ---------------------------------------------------------------
+
+@triton.jit
+def transpose_permute_keyword_coordinates(x_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    """The reference's two copies written another way: tl.permute for the transpose, the descriptors built with
+    their strides taken from the shapes, and the tile corners from block indices."""
+    col_block = tl.program_id(axis=0)
+    row_block = tl.program_id(axis=1)
+    source = tl.make_tensor_descriptor(x_ptr, [N1, N0], [N0, 1], [B1, B0])
+    target = tl.make_tensor_descriptor(z_ptr, [N0, N1], [N1, 1], [B0, B1])
+    block = source.load([row_block * B1, col_block * B0])
+    target.store([col_block * B0, row_block * B1], tl.permute(block, (1, 0)))
+
+
+@triton.jit
+def transpose_two_halves(x_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    """Each program moves its tile as two half-height copies (descriptor blocks of B1 / 2 rows): smaller TMA copies,
+    the same tile in the end."""
+    i0 = tl.program_id(0) * B0
+    j0 = tl.program_id(1) * B1
+    half: tl.constexpr = B1 // 2
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[N1, N0], strides=[N0, 1], block_shape=[half, B0])
+    z_desc = tl.make_tensor_descriptor(z_ptr, shape=[N0, N1], strides=[N1, 1], block_shape=[B0, half])
+    for h in tl.static_range(2):
+        z_desc.store([i0, j0 + h * half], tl.trans(x_desc.load([j0 + h * half, i0])))
+
+
+CORRECT = (transpose_permute_keyword_coordinates, transpose_two_halves)
