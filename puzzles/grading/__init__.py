@@ -28,6 +28,8 @@ from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import SpecError
 from puzzles.grading.cases import Case, make_case
 from puzzles.grading.configs import autotune_missing, grade_every_config
+from puzzles.grading.efficiency import efficiency_of
+from puzzles.grading.efficiency_model import gpu_model
 from puzzles.grading.job import GradingJob, make_job, unknown_sizes_note
 from puzzles.grading.judging import judge_runs
 from puzzles.grading.operations import interpreter_probe_error, python_on_blocks_notes
@@ -66,6 +68,8 @@ def test(
     compile_check: bool | str = True,
     compiled: bool | str = False,
     observe: Callable[[list[Case], list[Any]], None] | None = None,
+    efficiency: bool = False,
+    gpu: str = "H100",
 ) -> TestResult:
     """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
 
@@ -87,6 +91,9 @@ def test(
         (puzzles.compiled() gives the whole listings).
     observe: called with each launch's cases and raw runs before they are judged (a class's worker sends
         those outputs to the grader, which judges them itself).
+    efficiency: once the kernel is right, read its recorded run for how efficient it would be on `gpu` ("H100",
+        "H200", "A100", "T4"): bytes against the fewest, sectors per request, masked lanes, a predicted time at the
+        puzzle's perf size and the lever that matters most (`result.efficiency`; grading/efficiency.py).
 
     An @triton.autotune kernel is graded under each of its configs (puzzles/grading/configs.py).
     """
@@ -94,7 +101,8 @@ def test(
     job = make_job(kernel, spec, puzzle, sizes=sizes, nelem=nelem, blocks=B,
                    seed=random.randrange(1, 10**6) if seed is None else seed, timeout=timeout, isolate=isolate,
                    record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet,
-                   compiled=shown_target(compiled), observe=observe)
+                   compiled=shown_target(compiled), observe=observe,
+                   efficiency_gpu=gpu_model(gpu).name if efficiency else None)
     missing = autotune_missing(job)
     if missing is not None:
         return present(job, build_result(job, error=missing), picture=False)
@@ -163,12 +171,16 @@ class StartedGrading:
         notes.append(STEP_THROUGH_ADVICE if on_gpu() and calls_breakpoint_if(job.handle) else None)
         if not on_gpu() and not all(o.passed for o in outcomes):  # compiled, these lines are right
             notes += python_on_blocks_notes(job.handle)
-        perf_report = None
-        if job.perf and outcomes and all(o.passed for o in outcomes):
+        perf_report = efficiency = None
+        passed = bool(outcomes) and all(o.passed for o in outcomes)
+        if job.perf and passed:
             perf_report, speed_note = measure_speed(job, self.args_for, outcomes[0].sizes)
             notes.append(speed_note)
+        if job.efficiency_gpu is not None and passed:
+            efficiency, why = efficiency_of(job, outcomes, job.efficiency_gpu, grade=test)
+            notes.append(efficiency.text() if efficiency is not None else why)
         return build_result(job, outcomes, notes=notes, perf=perf_report, seconds=time.perf_counter() - started,
-                            compiled=self.compiled_code())
+                            compiled=self.compiled_code(), efficiency=efficiency)
 
     def compiled_code(self) -> Compiled | None:
         """What the kernel compiles to for the target test(compiled=...) names, at the first size: the compile

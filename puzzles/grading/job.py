@@ -49,6 +49,8 @@ class GradingJob:
     # Called with (cases, runs) once a launch's runs are in, before they are judged: what a class's worker
     # sends the grader as evidence (puzzles/classroom/worker.py), the raw outputs and nothing judged.
     observe: Callable[[list, list], None] | None = None
+    # test(efficiency=True): read the run for how efficient the kernel is on this GPU (grading/efficiency.py).
+    efficiency_gpu: str | None = None
 
     @property
     def kernel(self) -> Any:
@@ -135,7 +137,7 @@ def make_job(kernel: Any, spec: Callable[..., Any] | None, puzzle: Puzzle | int 
              seed: int = 0, timeout: float = 20.0, isolate: bool | None = None, record: bool = True,
              viz: bool = False, perf: bool = False, compile_check: bool | str = False,
              quiet: bool = True, compiled: int | None = None,
-             observe: Callable[[list, list], None] | None = None) -> GradingJob:
+             observe: Callable[[list, list], None] | None = None, efficiency_gpu: str | None = None) -> GradingJob:
     """Resolve test()'s arguments once: the kernel, the puzzle (given, or found from the spec or kernel),
     its spec and the sizes to run. (The defaults suit a caller outside test(): a test, a benchmark.)"""
     handle = KernelHandle.of(kernel)
@@ -151,7 +153,7 @@ def make_job(kernel: Any, spec: Callable[..., Any] | None, puzzle: Puzzle | int 
                       size_problem=size_problem, seed=seed, timeout=timeout, isolate=isolate, record=record, viz=viz,
                       perf=perf, compile_check=compile_check, quiet=quiet,
                       expected_signature=found.expected_signature() if found is not None else None,
-                      compiled=compiled, observe=observe)
+                      compiled=compiled, observe=observe, efficiency_gpu=efficiency_gpu)
 
 
 # -- the sizes to run, resolved once per job ---------------------------------------------------------------

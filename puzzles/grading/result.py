@@ -157,6 +157,7 @@ class TestResult:
     notes: list[str] = field(default_factory=list)
     perf: Any = None  # a puzzles.grading.perf.PerfReport when speed was measured (GPU)
     compiled: Any = None  # a puzzles.running.compiled_code.Compiled: test(..., compiled=True)
+    efficiency: Any = None  # a puzzles.grading.efficiency_model.Efficiency: test(..., efficiency=True)
     # Where test(sizes=[...]) left out sizes of the puzzle: why a pass here is not a pass of the puzzle.
     partial: str = ""
     _shown_in: Any = None

@@ -102,3 +102,30 @@ def outer_add_masked_with_python_and(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constex
 CORRECT = (add_vec_block_community,)
 CORRECT_WITH_BLOCK_POINTERS = (add_vec_block_block_pointers,)
 CORRECT_WITH_DESCRIPTORS = (add_vec_block_descriptors,)
+
+# -- right but slow, each for one reason the efficiency model names (issue 51) ----------------------------------------
+
+@triton.jit
+def add_vec_block_tile_transposed(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, uncoalesced store: the tile is laid out with the row index j moving fastest, so a warp's lanes
+    write down a column of z."""
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    x = tl.load(x_ptr + i, mask=i < N0)
+    y = tl.load(y_ptr + j, mask=j < N1)
+    tl.store(z_ptr + j[None, :] * N0 + i[:, None], x[:, None] + y[None, :],
+             mask=(j[None, :] < N1) & (i[:, None] < N0))
+
+
+@triton.jit
+def add_vec_block_row_by_row(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, a row of the tile at a time, y's element loaded alone for each row."""
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    x = tl.load(x_ptr + i, mask=i < N0)
+    for r in range(B1):
+        j = tl.program_id(1) * B1 + r
+        if j < N1:
+            tl.store(z_ptr + j * N0 + i, x + tl.load(y_ptr + j), mask=i < N0)
+
+
+SLOW = (add_vec_block_tile_transposed, add_vec_block_row_by_row)

@@ -70,3 +70,29 @@ def relu_with_python_max(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.c
 
 
 CORRECT = (mul_relu_where, mul_relu_bool_product)
+
+# -- right but slow, each for one reason the efficiency model names (issue 51) ----------------------------------------
+
+@triton.jit
+def mul_relu_tile_transposed(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, uncoalesced store: j moves fastest across the tile."""
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    x = tl.load(x_ptr + i, mask=i < N0)
+    y = tl.load(y_ptr + j, mask=j < N1)
+    tl.store(z_ptr + j[None, :] * N0 + i[:, None], tl.maximum(x[:, None] * y[None, :], 0.0),
+             mask=(j[None, :] < N1) & (i[:, None] < N0))
+
+
+@triton.jit
+def mul_relu_row_by_row(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, a row of the tile at a time, x loaded again for every row."""
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    for r in range(B1):
+        j = tl.program_id(1) * B1 + r
+        if j < N1:
+            x = tl.load(x_ptr + i, mask=i < N0)
+            tl.store(z_ptr + j * N0 + i, tl.maximum(x * tl.load(y_ptr + j), 0.0), mask=i < N0)
+
+
+SLOW = (mul_relu_row_by_row, mul_relu_tile_transposed)

@@ -58,3 +58,34 @@ def backward_gated_by_x_alone(x_ptr, y_ptr, dz_ptr, dx_ptr, N0, N1, B0: tl.const
 
 
 CORRECT = (mul_relu_back_community, mul_relu_back_bool_factor)
+
+# -- right but slow, each for one reason the efficiency model names (issue 51) ----------------------------------------
+
+@triton.jit
+def mul_relu_back_tile_transposed(x_ptr, y_ptr, dz_ptr, dx_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, uncoalesced: the tile's rows move fastest across lanes, for x, dz and dx."""
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    tile_in = (j[None, :] < N1) & (i[:, None] < N0)
+    tile = j[None, :] * N0 + i[:, None]
+    x = tl.load(x_ptr + tile, mask=tile_in)
+    dz = tl.load(dz_ptr + tile, mask=tile_in)
+    y = tl.load(y_ptr + j, mask=j < N1)[None, :]
+    tl.store(dx_ptr + tile, tl.where(x * y > 0, y * dz, 0.0), mask=tile_in)
+
+
+@triton.jit
+def mul_relu_back_reads_x_twice(x_ptr, y_ptr, dz_ptr, dx_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, re-reading: x is loaded again for the gate after the product."""
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    tile_in = (j[:, None] < N1) & (i[None, :] < N0)
+    tile = j[:, None] * N0 + i[None, :]
+    dz = tl.load(dz_ptr + tile, mask=tile_in)
+    y = tl.load(y_ptr + j, mask=j < N1)[:, None]
+    product = tl.load(x_ptr + tile, mask=tile_in) * y
+    gate = tl.load(x_ptr + tile, mask=tile_in) * y > 0
+    tl.store(dx_ptr + tile, tl.where(gate & (product == product), y * dz, 0.0), mask=tile_in)
+
+
+SLOW = (mul_relu_back_tile_transposed, mul_relu_back_reads_x_twice)

@@ -252,3 +252,44 @@ def sum_kernel_scalar_accumulator(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1:
 
 
 CORRECT = (sum_community, sum_while_2d_acc, sum_cdiv_loop, sum_constexpr_T)
+
+# -- right but slow, each for one reason the efficiency model names (issue 51) ----------------------------------------
+
+@triton.jit
+def sum_reads_twice(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, re-reading: two passes over the row, each summing half of every element."""
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for _half in range(2):
+        for j0 in range(0, T, B1):
+            cols = j0 + tl.arange(0, B1)
+            chunk = tl.load(x_ptr + rows[:, None] * T + cols[None, :],
+                            mask=(rows[:, None] < N0) & (cols[None, :] < T), other=0.0)
+            acc += 0.5 * tl.sum(chunk, axis=1)
+    tl.store(z_ptr + rows, acc, mask=rows < N0)
+
+
+@triton.jit
+def sum_chunks_of_32(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, tiny chunks: 32 columns at a time whatever B1 is."""
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, 32):
+        cols = j0 + tl.arange(0, 32)
+        chunk = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=(rows[:, None] < N0) & (cols[None, :] < T),
+                        other=0.0)
+        acc += tl.sum(chunk, axis=1)
+    tl.store(z_ptr + rows, acc, mask=rows < N0)
+
+
+@triton.jit
+def sum_one_column_at_a_time(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, uncoalesced: column j of the block's rows at a time, so a warp's lanes read 32 rows apart."""
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    acc = tl.zeros([B0], dtype=tl.float32)
+    for j in range(T):
+        acc += tl.load(x_ptr + rows * T + j, mask=rows < N0, other=0.0)
+    tl.store(z_ptr + rows, acc, mask=rows < N0)
+
+
+SLOW = (sum_one_column_at_a_time, sum_reads_twice, sum_chunks_of_32)

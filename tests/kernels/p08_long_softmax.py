@@ -301,3 +301,28 @@ def softmax_with_padding_in_the_sum(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B
 
 
 CORRECT = (softmax_three_pass, softmax_online_exp, softmax_exp2_global, softmax_output_as_scratch)
+
+# -- right but slow, each for one reason the efficiency model names (issue 51) ----------------------------------------
+
+@triton.jit
+def softmax_chunks_of_32(x_ptr, z_ptr, N0, N1, T, B0: tl.constexpr, B1: tl.constexpr):
+    """Right (the reference's two passes), in chunks of 32 columns whatever B1 is: many small dependent loads."""
+    rows = tl.program_id(0) * B0 + tl.arange(0, B0)
+    rows_in = rows < N0
+    m = tl.full([B0], -float("inf"), dtype=tl.float32)
+    l = tl.zeros([B0], dtype=tl.float32)
+    for j0 in range(0, T, 32):
+        cols = j0 + tl.arange(0, 32)
+        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=rows_in[:, None] & (cols[None, :] < T),
+                    other=-float("inf"))
+        m_new = tl.maximum(m, tl.max(x, axis=1))
+        l = l * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[:, None]), axis=1)
+        m = m_new
+    for j0 in range(0, T, 32):
+        cols = j0 + tl.arange(0, 32)
+        chunk_in = rows_in[:, None] & (cols[None, :] < T)
+        x = tl.load(x_ptr + rows[:, None] * T + cols[None, :], mask=chunk_in, other=-float("inf"))
+        tl.store(z_ptr + rows[:, None] * T + cols[None, :], tl.exp(x - m[:, None]) / l[:, None], mask=chunk_in)
+
+
+SLOW = (softmax_chunks_of_32,)

@@ -112,3 +112,20 @@ def grey_kernel_channels_one_apart(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.cons
 
 
 CORRECT = (grey_channel_loop, grey_3d_block)
+
+# -- right but slow, each for one reason the efficiency model names (issue 51) ----------------------------------------
+
+@triton.jit
+def grey_tile_transposed(x_ptr, z_ptr, N0, N1, S1, S0, SC, B0: tl.constexpr, B1: tl.constexpr):
+    """Right, uncoalesced: rows move fastest across the tile, for the loads and the store."""
+    i = tl.program_id(0) * B0 + tl.arange(0, B0)
+    j = tl.program_id(1) * B1 + tl.arange(0, B1)
+    mask = (j[None, :] < N1) & (i[:, None] < N0)
+    pixel = x_ptr + j[None, :] * S1 + i[:, None] * S0
+    r = tl.load(pixel, mask=mask).to(tl.float32)
+    g = tl.load(pixel + SC, mask=mask).to(tl.float32)
+    b = tl.load(pixel + 2 * SC, mask=mask).to(tl.float32)
+    tl.store(z_ptr + j[None, :] * N0 + i[:, None], 0.2989 * r + 0.5870 * g + 0.1140 * b, mask=mask)
+
+
+SLOW = (grey_tile_transposed,)

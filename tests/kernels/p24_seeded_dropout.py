@@ -137,3 +137,19 @@ CORRECT = (dropout_multiplied_by_inverse,)
 
 # Never graded themselves: a helper that kernels call, or a kernel whose flags a wrapper sets.
 BUILDING_BLOCKS = (dropout_with,)
+
+# -- right but slow, each for one reason the efficiency model names (issue 51) ----------------------------------------
+
+@triton.jit
+def dropout_lanes_strided(x_ptr, seeds_ptr, z_ptr, N0, N1, p, B0: tl.constexpr):
+    """Right, uncoalesced: lane k takes column 17 k mod B0 of the block (a permutation of it)."""
+    row = tl.program_id(1)
+    lane = tl.arange(0, B0)
+    cols = tl.program_id(0) * B0 + (lane * 17) % B0
+    in_row = cols < N0
+    x = tl.load(x_ptr + row * N0 + cols, mask=in_row, other=0.0)
+    r = tl.rand(tl.load(seeds_ptr + row), cols)
+    tl.store(z_ptr + row * N0 + cols, tl.where(r > p, x / (1 - p), 0.0), mask=in_row)
+
+
+SLOW = (dropout_lanes_strided,)

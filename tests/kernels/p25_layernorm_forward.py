@@ -231,3 +231,57 @@ CORRECT = (layernorm_shifted_one_pass,)
 
 # Never graded themselves: a helper that kernels call, or a kernel whose flags a wrapper sets.
 BUILDING_BLOCKS = (layernorm_with, layernorm_learner_slips,)
+
+# -- right but slow, each for one reason the efficiency model names (issue 51) ----------------------------------------
+
+@triton.jit
+def layernorm_four_passes(x_ptr, w_ptr, b_ptr, z_ptr, M, N, eps, BN: tl.constexpr):
+    """Right, re-reading: the mean, the variance and the output each read the row again, and the mean twice."""
+    row = tl.program_id(0)
+    acc = tl.zeros([BN], dtype=tl.float32)
+    for _rep in range(2):
+        for n0 in range(0, N, BN):
+            cols = n0 + tl.arange(0, BN)
+            acc += 0.5 * tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+    mean = tl.sum(acc, axis=0) / N
+    acc = tl.zeros([BN], dtype=tl.float32)
+    for n0 in range(0, N, BN):
+        cols = n0 + tl.arange(0, BN)
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+        centred = tl.where(cols < N, x - mean, 0.0)
+        acc += centred * centred
+    rstd = 1 / tl.sqrt(tl.sum(acc, axis=0) / N + eps)
+    for n0 in range(0, N, BN):
+        cols = n0 + tl.arange(0, BN)
+        in_row = cols < N
+        x = tl.load(x_ptr + row * N + cols, mask=in_row, other=0.0)
+        w = tl.load(w_ptr + cols, mask=in_row, other=0.0)
+        b = tl.load(b_ptr + cols, mask=in_row, other=0.0)
+        tl.store(z_ptr + row * N + cols, (x - mean) * rstd * w + b, mask=in_row)
+
+
+@triton.jit
+def layernorm_one_pass_chunks_of_32(x_ptr, w_ptr, b_ptr, z_ptr, M, N, eps, BN: tl.constexpr):
+    """Right, tiny chunks: the reference's passes 32 columns at a time whatever BN is."""
+    row = tl.program_id(0)
+    acc = tl.zeros([32], dtype=tl.float32)
+    for n0 in range(0, N, 32):
+        cols = n0 + tl.arange(0, 32)
+        acc += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0)
+    mean = tl.sum(acc, axis=0) / N
+    acc = tl.zeros([32], dtype=tl.float32)
+    for n0 in range(0, N, 32):
+        cols = n0 + tl.arange(0, 32)
+        centred = tl.where(cols < N, tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0) - mean, 0.0)
+        acc += centred * centred
+    rstd = 1 / tl.sqrt(tl.sum(acc, axis=0) / N + eps)
+    for n0 in range(0, N, 32):
+        cols = n0 + tl.arange(0, 32)
+        in_row = cols < N
+        x = tl.load(x_ptr + row * N + cols, mask=in_row, other=0.0)
+        w = tl.load(w_ptr + cols, mask=in_row, other=0.0)
+        b = tl.load(b_ptr + cols, mask=in_row, other=0.0)
+        tl.store(z_ptr + row * N + cols, (x - mean) * rstd * w + b, mask=in_row)
+
+
+SLOW = (layernorm_one_pass_chunks_of_32, layernorm_four_passes)

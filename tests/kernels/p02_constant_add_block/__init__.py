@@ -497,3 +497,55 @@ SIGNATURE_MISTAKES = {
     "add_mask2_kernel_unknown",
     "add_mask2_kernel_wrong_signature",
 }
+
+# -- right but slow, each for one reason the efficiency model names (issue 51) ----------------------------------------
+
+@triton.jit
+def add_mask2_lanes_strided(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    """Right, uncoalesced: lane k of the block takes element 17 k mod B0 (a permutation of the block), so a warp's
+    lanes fall 68 bytes apart, each in a sector of its own."""
+    lane = tl.arange(0, B0)
+    offsets = tl.program_id(0) * B0 + (lane * 17) % B0
+    in_range = offsets < N0
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=in_range) + 10.0, mask=in_range)
+
+
+@triton.jit
+def add_mask2_reads_twice(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    """Right, re-reading: x is loaded twice (half of it each time, summed)."""
+    offsets = tl.program_id(0) * B0 + tl.arange(0, B0)
+    in_range = offsets < N0
+    first = tl.load(x_ptr + offsets, mask=in_range)
+    second = tl.load(x_ptr + offsets, mask=in_range)
+    tl.store(z_ptr + offsets, 0.5 * first + 0.5 * second + 10.0, mask=in_range)
+
+
+@triton.jit
+def add_mask2_tiny_chunks(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    """Right, in chunks of 32 elements one after another: every access is one warp's worth."""
+    for c in range(0, B0, 32):
+        offsets = tl.program_id(0) * B0 + c + tl.arange(0, 32)
+        in_range = offsets < N0
+        tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=in_range) + 10.0, mask=in_range)
+
+
+@triton.jit
+def add_mask2_one_element_at_a_time(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    """Right, one element per access: each request moves 4 bytes of a 32-byte sector."""
+    for k in range(B0):
+        at = tl.program_id(0) * B0 + k
+        if at < N0:
+            tl.store(z_ptr + at, tl.load(x_ptr + at) + 10.0)
+
+
+@triton.jit
+def add_mask2_half_lanes_masked(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    """Right, wasting lanes: a block of 2 x B0 lanes of which every odd one is masked off."""
+    lane = tl.arange(0, 2 * B0)
+    offsets = tl.program_id(0) * B0 + lane // 2
+    active = (lane % 2 == 0) & (offsets < N0)
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=active) + 10.0, mask=active)
+
+
+SLOW = (add_mask2_half_lanes_masked, add_mask2_lanes_strided, add_mask2_reads_twice, add_mask2_tiny_chunks,
+        add_mask2_one_element_at_a_time)

@@ -1,0 +1,234 @@
+"""`test(..., efficiency=True)`: how efficient a kernel is on a named GPU, read from what it did in the interpreter.
+
+The run at the largest graded size that passed is read: every load and store's lanes, in lane order, cut into
+warps of 32 active lanes; each warp's request touches the 32-byte sectors its lanes' addresses fall in
+(`sector_counts`). Summed per kernel line (`LineCost`) and per tensor, those give the bytes asked of the memory
+system, the distinct bytes, the re-reads and the masked-off lanes; efficiency_model.predict carries them to the
+puzzle's perf size on the GPU named (H100 by default). The puzzle's reference, read the same way at the same size
+(once per process), gives the goal: within 1.1x of the reference's predicted time, a proxy for the GPU's speed goal
+(the references run as fast as torch.compile on an H100 and an H200), said so in the report.
+
+It applies where a run was recorded (a CPU's interpreter) and the puzzle has a perf size; elsewhere
+`result.efficiency` is None and a note says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from puzzles.course.amounts import fewest_bytes
+from puzzles.course.puzzle import Puzzle
+from puzzles.grading.efficiency_model import Efficiency, LineCost, RunCounts, gpu_model, predict
+from puzzles.grading.result import SizeOutcome
+from puzzles.running.recording import Trace
+
+SECTOR = 32  # bytes
+WARP = 32  # lanes
+GOAL_WITHIN = 1.1  # of the reference's predicted time
+REFERENCE_COUNTS: dict[tuple[int, tuple], tuple[RunCounts, bool]] = {}  # (puzzle, size) -> the reference's run, read
+
+
+def element_sizes(trace: Trace) -> dict[str, int]:
+    import torch
+
+    return {name: torch.empty((), dtype=getattr(torch, dtype)).element_size()
+            for name, (_, dtype) in trace.tensors.items() if hasattr(torch, dtype)}
+
+
+def sector_counts(elements: np.ndarray, size: int) -> tuple[int, int, int]:
+    """(requests, sectors touched, fewest sectors) of one access: its active lanes, in lane order, in warps of 32."""
+    n = len(elements)
+    if n == 0:
+        return 0, 0, 0
+    warp = np.arange(n) // WARP
+    sector = elements.astype(np.int64) * size // SECTOR
+    touched = len(np.unique(warp * (1 << 40) + sector))
+    full, rest = divmod(n, WARP)
+    fewest = full * math.ceil(WARP * size / SECTOR) + (math.ceil(rest * size / SECTOR) if rest else 0)
+    return math.ceil(n / WARP), touched, fewest
+
+
+def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None) -> tuple[RunCounts, list[LineCost]]:
+    """The run's counts (efficiency_model.RunCounts) and its lines' costs, costliest first."""
+    sizes = element_sizes(trace)
+    per_line: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+    elements: dict[tuple, list[np.ndarray]] = defaultdict(list)
+    sectors_of: dict[str, list[np.ndarray]] = defaultdict(list)
+    for access in trace.accesses:
+        size = sizes.get(access.tensor, 4)
+        requests, touched, fewest = sector_counts(access.elements, size)
+        key = (access.line, access.op, access.tensor)
+        row = per_line[key]
+        row[0] += requests
+        row[1] += touched
+        row[2] += fewest
+        row[3] += len(access.elements)
+        row[4] += access.masked
+        row[5] += access.lanes
+        elements[key].append(access.elements)
+        sectors_of[access.tensor].append(access.elements.astype(np.int64) * size // SECTOR)
+    lines = []
+    for key, (requests, touched, fewest, count, masked, lanes) in per_line.items():
+        unique = len(np.unique(np.concatenate(elements[key]))) if elements[key] else 0
+        lines.append(LineCost(key[0], key[1], key[2], requests, touched, fewest, count, unique, masked, lanes,
+                              (sources or {}).get(key[0], "")))
+    lines.sort(key=lambda c: -c.sectors * sizes.get(c.tensor, 4))
+    per_program: dict[tuple, int] = defaultdict(int)  # (program, line) -> loads it ran
+    for access in trace.accesses:
+        if access.op == "load":
+            per_program[(access.program, access.line)] += 1
+    most: dict[tuple, int] = defaultdict(int)
+    for (program, _), n in per_program.items():
+        most[program] = max(most[program], n)
+    requested = sum(c.sectors for c in lines) * SECTOR
+    distinct = sum(len(np.unique(np.concatenate(s))) for s in sectors_of.values()) * SECTOR
+    requests = sum(c.requests for c in lines)
+    all_lanes = sum(c.lanes for c in lines)
+    counts = RunCounts(
+        bytes_minimum=minimum, bytes_requested=requested, bytes_unique=distinct,
+        bytes_reread=max(0.0, requested - distinct),
+        sectors_per_request=requested / SECTOR / requests if requests else 0.0,
+        coalescing=(sum(c.sectors for c in lines) / sum(c.fewest_sectors for c in lines)) if lines else 1.0,
+        masked_fraction=sum(c.masked for c in lines) / all_lanes if all_lanes else 0.0,
+        programs=math.prod(trace.grid), rounds=sum(most.values()) / len(most) if most else 1.0)
+    return counts, lines
+
+
+def lever(counts: RunCounts, lines: list[LineCost], bound: str, reference: RunCounts | None) -> str:
+    """The one change that matters most, in the learner's terms: where this kernel's access pattern costs more
+    than the reference's at the same size (what the puzzle's sizes and blocks make every kernel pay is no lever)."""
+    base = reference or RunCounts(counts.bytes_minimum, counts.bytes_minimum, counts.bytes_minimum, 0.0, 0.0, 1.0,
+                                  0.0, counts.programs)
+    worst = max(lines, key=lambda c: (c.coalescing - 1) * c.sectors, default=None)
+    if worst is not None and worst.coalescing >= 1.5 and counts.coalescing > 1.2 * base.coalescing:
+        return (f"the {worst.op} of {worst.tensor} at line {worst.line} touches {worst.sectors_per_request:.1f} "
+                f"sectors per warp, {worst.coalescing:.1f}x the fewest: make the index that moves fastest across a "
+                f"block the contiguous one of {worst.tensor}")
+    if counts.bytes_requested > 1.2 * base.bytes_requested:
+        reads = reread_tensors(lines)
+        if reads:
+            tensor, times, where = reads[0]
+            verb = "reads" if where.startswith("line ") else "read"
+            return (f"{where} {verb} each element of {tensor} {times:.1f} times in all: keep it in registers (one "
+                    "pass) instead of loading it again")
+    if bound == "latency":
+        return (f"each program waits on about {counts.rounds:.0f} rounds of small dependent loads (at the size read): "
+                "load whole blocks at once, so that each trip to memory moves more")
+    if counts.masked_fraction > base.masked_fraction + 0.2:
+        return (f"{counts.masked_fraction:.0%} of the lanes are masked off (the reference: "
+                f"{base.masked_fraction:.0%}): fewer lanes past the edges, or blocks that fit")
+    if bound == "compute":
+        return "the arithmetic bounds it: tl.dot puts a product of tiles on the tensor cores"
+    return ""
+
+
+def reread_tensors(lines: list[LineCost]) -> list[tuple[str, float, str]]:
+    """(tensor, times each element is read, the lines that read it) for the tensors read more than 1.5 times over,
+    most re-read first. The lines' distinct elements are not summed across lines (two lines may read the same)."""
+    out = []
+    for tensor in {c.tensor for c in lines if c.op == "load"}:
+        reading = [c for c in lines if c.op == "load" and c.tensor == tensor]
+        elements = sum(c.elements for c in reading)
+        distinct = max(c.unique_elements for c in reading)
+        if distinct and elements / distinct >= 1.5:
+            numbers = [str(c.line) for c in sorted(reading, key=lambda c: c.line or 0)]
+            where = ("line " if len(numbers) == 1 else "lines ") + ", ".join(numbers)
+            out.append((tensor, elements / distinct, where))
+    return sorted(out, key=lambda r: -r[1])
+
+
+def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
+                  grade: Callable[..., Any]) -> tuple[Efficiency | None, str | None]:
+    """The report, or (None, why it does not apply). `grade`: test(), to run the reference the same way."""
+    p: Puzzle | None = job.puzzle
+    model = gpu_model(gpu)
+    if p is None or not p.perf_size:
+        return None, "efficiency: this puzzle has no perf size to predict a time at"
+    recorded = [o for o in outcomes if o.passed and o.trace is not None and o.trace.recorded and o.trace.accesses]
+    if not recorded:
+        return None, "efficiency: no recorded run to read (it needs the interpreter's run of a right kernel)"
+    analysed = analysed_size(recorded, job.spec)
+    counts, lines = read_run(analysed.trace, sum(fewest_bytes(job.spec, analysed.sizes)), source_lines(job))
+    us, bound, dram, requested, waves = predicted_at_perf(p, model, counts, analysed.sizes,
+                                                          uses_dot=calls_dot(job))
+    reference = reference_prediction(p, model, analysed.sizes, grade)
+    goal_met = None if reference is None else us <= GOAL_WITHIN * reference[0]
+    minimum = sum(fewest_bytes(p.spec, p.perf_size))
+    return Efficiency(model.name, dict(p.perf_size), dict(analysed.sizes), us, dram, requested, minimum,
+                      counts.sectors_per_request, counts.coalescing, counts.masked_fraction,
+                      math.prod(p.grid(p.perf_size)), waves, bound, None if reference is None else reference[0],
+                      goal_met, lever(counts, lines, bound, None if reference is None else reference[1]),
+                      tuple(lines)), None
+
+
+def analysed_size(recorded: list[SizeOutcome], spec: Callable[..., Any]) -> SizeOutcome:
+    """The graded size most like a perf size: many bytes, few lanes masked off (a ragged size's partial blocks say
+    little about a perf size's whole ones)."""
+    def score(outcome: SizeOutcome) -> float:
+        lanes = sum(a.lanes for a in outcome.trace.accesses) or 1
+        masked = sum(a.masked for a in outcome.trace.accesses) / lanes
+        return sum(fewest_bytes(spec, outcome.sizes)) * (1.0 - masked) ** 2
+    return max(recorded, key=score)
+
+
+def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[str, int], *, uses_dot: bool) -> tuple:
+    sizes = p.perf_size
+    reads, writes = fewest_bytes(p.spec, sizes)
+    work = p.scalar_work(sizes) if p.scalar_work else None
+    programs = math.prod(p.grid(sizes))
+    # A program's rounds of loads grow with the bytes it covers and shrink with the lanes of each load.
+    per_program = ((reads + writes) / programs) / (counts.bytes_minimum / max(1, counts.programs))
+    rounds = max(1.0, counts.rounds * per_program / (block_lanes(sizes) / block_lanes(analysed)))
+    return predict(model, counts, minimum_at_size=reads + writes, programs_at_size=programs,
+                   footprint_at_size=reads + writes, flops=p.flops(sizes) if p.flops else 0.0,
+                   exps=work.exps if work else 0.0, uses_dot=uses_dot, rounds_at_size=rounds)
+
+
+def block_lanes(sizes: dict[str, int]) -> int:
+    """The lanes of a block at these sizes: the product of the block sizes (B0, B1, BM, BN, BK, ...)."""
+    return math.prod(v for k, v in sizes.items() if k.startswith("B") and k[1:2].isalnum()) or 1
+
+
+def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
+                         grade: Callable[..., Any]) -> tuple[float, RunCounts] | None:
+    """The puzzle's reference, run at `sizes` and read the same way (each size once per process)."""
+    key = (p.number, tuple(sorted(sizes.items())))
+    if key not in REFERENCE_COUNTS:
+        kernel = p.reference()
+        result = grade(kernel, p.spec, puzzle=p, sizes=[dict(sizes)], quiet=True, seed=1, compile_check=False)
+        if not result.passed or result.outcomes[0].trace is None:
+            return None
+        trace = result.outcomes[0].trace
+        REFERENCE_COUNTS[key] = (read_run(trace, sum(fewest_bytes(p.spec, sizes)))[0], "dot(" in kernel_text(kernel))
+    counts, uses_dot = REFERENCE_COUNTS[key]
+    return predicted_at_perf(p, model, counts, sizes, uses_dot=uses_dot)[0], counts
+
+
+def kernel_text(kernel: Any) -> str:
+    import inspect
+
+    from puzzles.running.kernel import unwrap_kernel
+
+    try:
+        return inspect.getsource(unwrap_kernel(kernel))
+    except (OSError, TypeError):
+        return ""
+
+
+def calls_dot(job: Any) -> bool:
+    fn = job.handle.fn
+    source = job.handle.source(fn) if fn is not None else None
+    return source is not None and "dot(" in source.text
+
+
+def source_lines(job: Any) -> dict[int, str]:
+    fn = job.handle.fn
+    source = job.handle.source(fn) if fn is not None else None
+    if source is None:
+        return {}
+    return {source.first_line + i: text.strip() for i, text in enumerate(source.text.splitlines())}

@@ -1,0 +1,184 @@
+"""How fast a kernel would run on a named GPU, from what it did in the interpreter (issue 51): the arithmetic.
+
+A kernel's run under the interpreter records every lane's address (running/recording.py). From the sectors those
+addresses fall in (a GPU moves memory in 32-byte sectors, and a warp's access is served as the set of sectors its
+32 lanes touch), efficiency.py counts, at the size it analyses:
+- the bytes the warps request from the memory system (every request's sectors: what the L2 cache serves),
+- the bytes that must come from DRAM (each sector once, plus the re-reads that the L2 cache cannot hold),
+- the fewest bytes the problem needs (each input read once, the output written once: amounts.fewest_bytes).
+Both ratios to the fewest are properties of the kernel's access pattern, so they carry to the puzzle's perf size,
+where the prediction is made (the interpreter cannot run a perf size, a GPU's size):
+
+    predicted = launch floor + max(DRAM bytes / DRAM rate, requested bytes / L2 rate, compute)
+
+compute: the puzzle's FLOPs at the tensor-core rate where the kernel calls tl.dot (else at the FP32 rate), and its
+exponentials at the special-function rate. The numbers below are the published ones for each part (SXM parts for
+the H100 and A100), rounded; the L2 rates are microbenchmark figures, the least certain of them. Everything here is
+pure (no trace, no torch): tests check it with made-up counts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    name: str
+    dram_gbps: float  # DRAM bandwidth a streaming kernel reaches (about 90% of the datasheet's)
+    l2_gbps: float  # L2 bandwidth (microbenchmarks)
+    l2_bytes: int  # L2 capacity
+    sms: int
+    launch_us: float  # a launch that does nothing, as do_bench sees it
+    fp32_tflops: float  # FP32 FMAs off the tensor cores, 2 FLOPs each
+    dot_tflops: float  # tl.dot of float32 tiles (TF32 tensor cores; FP16 on a T4, which has no TF32)
+    exps_per_us: float  # exponentials per microsecond (the special-function units, 16 per SM per clock)
+    threads_per_sm: int = 2048
+
+
+# Datasheets: H100 SXM 3.35 TB/s HBM3, 132 SMs, 50 MB L2, 67 FP32 TFLOP/s, 495 TF32 TFLOP/s (dense); H200 4.8 TB/s
+# HBM3e and the H100's chip; A100 SXM 80 GB 2.04 TB/s, 108 SMs, 40 MB L2, 19.5 / 156; T4 320 GB/s, 40 SMs, 4 MB L2,
+# 8.1 FP32, 65 FP16 TFLOP/s, 1024 threads per SM. Launch floors: the H200's measured 3.6-3.9 us (the course's
+# compile_baseline tables); the others' similar, a little more on older parts.
+GPUS = {
+    "H100": GpuModel("H100", dram_gbps=3000, l2_gbps=7500, l2_bytes=50 << 20, sms=132, launch_us=4.0,
+                     fp32_tflops=67, dot_tflops=400, exps_per_us=132 * 16 * 1830),
+    "H200": GpuModel("H200", dram_gbps=4300, l2_gbps=7500, l2_bytes=50 << 20, sms=132, launch_us=3.8,
+                     fp32_tflops=67, dot_tflops=400, exps_per_us=132 * 16 * 1830),
+    "A100": GpuModel("A100", dram_gbps=1800, l2_gbps=4500, l2_bytes=40 << 20, sms=108, launch_us=4.5,
+                     fp32_tflops=19.5, dot_tflops=125, exps_per_us=108 * 16 * 1410),
+    "T4": GpuModel("T4", dram_gbps=280, l2_gbps=900, l2_bytes=4 << 20, sms=40, launch_us=5.0,
+                   fp32_tflops=8.1, dot_tflops=50, exps_per_us=40 * 16 * 1590, threads_per_sm=1024),
+}
+
+
+def gpu_model(name: str) -> GpuModel:
+    """The GPU a report is for, by its short name (case and an "NVIDIA " prefix ignored)."""
+    key = name.upper().replace("NVIDIA", "").strip()
+    if key not in GPUS:
+        raise ValueError(f"no model of the GPU {name!r}: the efficiency report knows {', '.join(GPUS)}")
+    return GPUS[key]
+
+
+@dataclass(frozen=True)
+class LineCost:
+    """One load or store of the kernel (its line), summed over the analysed run."""
+
+    line: int | None
+    op: str  # "load", "store" or "atomic"
+    tensor: str
+    requests: int  # warp-wide requests (32 active lanes each, the last of a block fewer)
+    sectors: int  # sectors those requests touched
+    fewest_sectors: int  # sectors they would touch if each warp's lanes were contiguous
+    elements: int  # in-bounds active lanes
+    unique_elements: int  # distinct elements among them
+    masked: int  # lanes masked off
+    lanes: int
+    source: str = ""
+
+    @property
+    def sectors_per_request(self) -> float:
+        return self.sectors / self.requests if self.requests else 0.0
+
+    @property
+    def coalescing(self) -> float:
+        """Sectors touched over the fewest possible: 1 when each warp's lanes are contiguous."""
+        return self.sectors / self.fewest_sectors if self.fewest_sectors else 1.0
+
+    @property
+    def reads_each(self) -> float:
+        """How many times, on average, this line reads each element it reads."""
+        return self.elements / self.unique_elements if self.unique_elements else 1.0
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """What the report says, readable by code: `predicted_us`, `bytes_moved`, `bytes_minimum`,
+    `sectors_per_request`, `goal_met`, and the one lever that matters most, in the learner's terms."""
+
+    gpu: str
+    sizes: dict[str, int]  # the size the prediction is for (the puzzle's perf size)
+    analysed: dict[str, int]  # the graded size whose run was read
+    predicted_us: float
+    bytes_moved: float  # from DRAM, at `sizes`
+    bytes_requested: float  # asked of the memory system (L2), at `sizes`
+    bytes_minimum: float  # each input read once, the output written once, at `sizes`
+    sectors_per_request: float  # over every load and store of the run
+    coalescing: float  # sectors touched over the fewest possible, over every access
+    masked_fraction: float  # lanes masked off, of all lanes
+    programs: int  # at `sizes`
+    waves: float  # programs over the SMs' resident capacity
+    bound: str  # "memory", "L2 (uncoalesced or re-read)", "compute", "latency" or "launch"
+    reference_us: float | None = None  # the puzzle's reference, predicted the same way
+    goal_met: bool | None = None
+    lever: str = ""
+    lines: tuple[LineCost, ...] = field(default=(), repr=False)
+
+    def text(self) -> str:
+        mb = 1e6
+        goal = ""
+        if self.goal_met is not None and self.reference_us:
+            verdict = "meets" if self.goal_met else "misses"
+            goal = (f"; the reference, modelled the same way, {self.reference_us:.0f} us: this {verdict} the "
+                    f"speed goal (within 1.1x of it)")
+        return (f"Efficiency on an {self.gpu} (modelled from this run at {size_text(self.analysed)}, predicted at "
+                f"{size_text(self.sizes)}): about {self.predicted_us:.0f} us, {self.bound}-bound{goal}. "
+                f"Bytes from memory {self.bytes_moved / mb:.1f} MB against the fewest {self.bytes_minimum / mb:.1f} MB "
+                f"({self.bytes_moved / self.bytes_minimum:.2f}x); {self.sectors_per_request:.1f} sectors per "
+                f"request ({self.coalescing:.2f}x the fewest); {self.masked_fraction:.0%} of lanes masked off; "
+                f"{self.programs} programs, {self.waves:.1f} waves."
+                + (f" Lever: {self.lever}" if self.lever else ""))
+
+
+def size_text(sizes: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """What efficiency.py reads from one run, at the analysed size."""
+
+    bytes_minimum: float
+    bytes_requested: float  # every request's sectors x 32
+    bytes_unique: float  # each sector once
+    bytes_reread: float  # requested - unique (re-reads, and the partly used sectors of uncoalesced requests)
+    sectors_per_request: float
+    coalescing: float
+    masked_fraction: float
+    programs: int
+    rounds: float = 1.0  # dependent rounds of loads per program (the most a load line runs in one program)
+
+
+LOAD_LATENCY_US = 0.6  # one round trip to DRAM, which a program's next dependent load waits for
+
+
+def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, programs_at_size: int,
+            footprint_at_size: float, flops: float = 0.0, exps: float = 0.0, uses_dot: bool = False,
+            threads_per_program: int = 128, rounds_at_size: float = 1.0) -> tuple[float, str, float, float, float]:
+    """(predicted us, what bounds it, DRAM bytes, requested bytes, waves) at a size whose fewest bytes,
+    programs and data footprint are given, from the counts of a run at another size.
+
+    The ratios to the fewest bytes carry over. Of the re-read bytes, the share the L2 holds is served there; a
+    footprint larger than the L2 sends the rest back to DRAM. Latency: the programs run in waves of the SMs'
+    resident capacity, and a program waits a round trip for each round of dependent loads (tiny chunks in a
+    loop, one element at a time) however few bytes each moves."""
+    scale = minimum_at_size / counts.bytes_minimum if counts.bytes_minimum else 1.0
+    unique = counts.bytes_unique * scale
+    reread = counts.bytes_reread * scale
+    held = min(1.0, gpu.l2_bytes / footprint_at_size) if footprint_at_size else 1.0
+    dram = unique + reread * (1.0 - held)
+    requested = counts.bytes_requested * scale
+    resident = gpu.sms * max(1, gpu.threads_per_sm // max(32, threads_per_program))
+    waves = programs_at_size / resident
+    times = {
+        "memory": dram / (gpu.dram_gbps * 1e3),
+        "L2 (uncoalesced or re-read)": requested / (gpu.l2_gbps * 1e3),
+        "compute": flops / ((gpu.dot_tflops if uses_dot else gpu.fp32_tflops) * 1e6) + exps / gpu.exps_per_us,
+        "latency": math.ceil(waves) * rounds_at_size * LOAD_LATENCY_US,
+    }
+    bound = max(times, key=times.get)
+    work = times[bound]
+    if work < gpu.launch_us:
+        bound = "launch"
+    return gpu.launch_us + work, bound, dram, requested, waves

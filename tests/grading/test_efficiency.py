@@ -1,0 +1,93 @@
+"""test(..., efficiency=True) (issue 51): how efficient a right kernel would be on a named GPU, read from its
+recorded run. The sector arithmetic is checked on made-up lanes; the report on kernels whose one inefficiency is
+known (tests/kernels/pNN_*.py's `SLOW`): each is right, is predicted slower than its puzzle's reference, and its
+lever names what the kernel does (the uncoalesced access's line, the re-read tensor, the masked lanes, the small
+dependent loads). How far the predictions are from a GPU's times: benchmarks/efficiency_validation.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from kernel_collections import all_collections, collection
+
+from puzzles import test
+from puzzles.course import catalog
+from puzzles.grading.efficiency import sector_counts
+from puzzles.grading.efficiency_model import GPUS, RunCounts, gpu_model, predict
+
+pytestmark = pytest.mark.interpreter("reads the interpreter's recorded accesses")
+SLOW = [pytest.param(number, kernel, id=f"{number}-{kernel.fn.__name__}")
+        for number, module in all_collections().items() for kernel in getattr(module, "SLOW", ())]
+
+
+def report(number: int, kernel, **kwargs):
+    result = test(kernel, catalog.get(number).spec, quiet=True, seed=5, efficiency=True, **kwargs)
+    assert result.passed, str(result)
+    return result
+
+
+def test_a_warps_contiguous_lanes_touch_the_fewest_sectors_and_scattered_ones_one_each():
+    assert sector_counts(np.arange(64), 4) == (2, 8, 8)  # two warps, 128 bytes each: 4 sectors apiece
+    assert sector_counts(np.arange(0, 32 * 17, 17), 4) == (1, 32, 4)  # 68 bytes apart: a sector per lane
+    assert sector_counts(np.arange(40), 2) == (2, 3, 3)  # 64 + 16 bytes
+    assert sector_counts(np.array([], dtype=np.int64), 4) == (0, 0, 0)
+
+
+def test_the_model_adds_the_launch_and_takes_the_slowest_of_its_bounds():
+    gpu = gpu_model("nvidia h100")
+    counts = RunCounts(bytes_minimum=1e6, bytes_requested=1e6, bytes_unique=1e6, bytes_reread=0, sectors_per_request=4,
+                       coalescing=1, masked_fraction=0, programs=8)
+    us, bound, dram, requested, _ = predict(gpu, counts, minimum_at_size=3e9, programs_at_size=1000,
+                                            footprint_at_size=3e9)
+    assert bound == "memory" and dram == requested == 3e9 and us == pytest.approx(gpu.launch_us + 3e9 / 3e9 * 1e3)
+    scattered = RunCounts(1e6, 8e6, 1e6, 7e6, 32, 8, 0, 8)  # every request 8x the sectors, re-read from the L2
+    bound = predict(gpu, scattered, minimum_at_size=3e9, programs_at_size=1000, footprint_at_size=1e6)[1]
+    assert bound.startswith("L2")
+    small = predict(gpu, counts, minimum_at_size=1e3, programs_at_size=1, footprint_at_size=1e3)
+    assert small[1] == "launch" and small[0] < 2 * gpu.launch_us
+    with pytest.raises(ValueError, match="knows H100, H200, A100, T4"):
+        gpu_model("B200")
+    assert set(GPUS) == {"H100", "H200", "A100", "T4"}
+
+
+def test_the_reference_meets_its_own_goal_and_the_fields_are_readable():
+    result = report(2, catalog.get(2).reference())
+    e = result.efficiency
+    assert e.gpu == "H100" and e.sizes == catalog.get(2).perf_size and e.goal_met is True
+    assert e.bytes_minimum == 2 * 4 * catalog.get(2).perf_size["N0"]
+    assert e.bytes_moved == pytest.approx(e.bytes_minimum, rel=0.05) and e.sectors_per_request == pytest.approx(4, 0.1)
+    assert e.predicted_us > 0 and e.lever == ""
+    assert "Efficiency on an H100" in str(result)
+
+
+def test_the_gpu_is_chosen_and_off_costs_nothing():
+    p = catalog.get(2)
+    h100, t4 = (report(2, p.reference(), gpu=name).efficiency for name in ("H100", "T4"))
+    assert t4.gpu == "T4" and t4.predicted_us > 5 * h100.predicted_us  # a tenth of the bandwidth
+    plain = test(p.reference(), p.spec, quiet=True, seed=5)
+    assert plain.efficiency is None and "Efficiency" not in str(plain)
+
+
+@pytest.mark.parametrize(("number", "kernel"), SLOW)
+def test_a_right_but_slow_kernel_is_predicted_slower_than_the_reference(number, kernel):
+    e = report(number, kernel).efficiency
+    assert e.reference_us is not None and e.predicted_us >= e.reference_us, e.text()
+
+
+@pytest.mark.parametrize(("number", "name", "says", "goal_met"), [
+    (2, "add_mask2_lanes_strided", "sectors per warp", False),
+    (4, "add_vec_block_tile_transposed", "the store of z at line", False),
+    (2, "add_mask2_reads_twice", "read each element of x 2.0 times", False),
+    (7, "sum_reads_twice", "reads each element of x 2.0 times", False),
+    (2, "add_mask2_one_element_at_a_time", "rounds of small dependent loads", False),
+    # Masked lanes move no bytes: named, but a memory-bound kernel loses little time to them.
+    (2, "add_mask2_half_lanes_masked", "of the lanes are masked off", True),
+])
+def test_the_lever_names_what_the_kernel_does(number, name, says, goal_met):
+    e = report(number, getattr(collection(number), name)).efficiency
+    assert says in e.lever and e.goal_met is goal_met, e.text()
+
+
+def test_a_wrong_kernel_gets_no_report():
+    result = test(collection(2).add_mask2_kernel_no_mask, catalog.get(2).spec, quiet=True, seed=5, efficiency=True)
+    assert not result.passed and result.efficiency is None
