@@ -149,8 +149,13 @@ def why_off(row: dict[str, Any]) -> str:
 
 
 def table(out: Path) -> None:
+    current = json.loads(PREDICTIONS.read_text()) if PREDICTIONS.exists() else {"gpu": None, "rows": []}
     for path in sorted(out.glob("*/efficiency_validation.json")):
         data = json.loads(path.read_text())
+        if current["gpu"] == data["gpu_model"]:  # the model as it is now, against the times measured
+            now = {(r["puzzle"], r["module"], r["name"]): r for r in current["rows"]}
+            data["rows"] = [{**r, **{k: now[key][k] for k in ("predicted_us", "bound", "lever")}}
+                            if (key := (r["puzzle"], r["module"], r["name"])) in now else r for r in data["rows"]]
         rows = [r for r in data["rows"] if r.get("measured_us") and r.get("predicted_us")]
         pred, meas = [r["predicted_us"] for r in rows], [r["measured_us"] for r in rows]
         rho = spearman(pred, meas)

@@ -23,6 +23,7 @@ import numpy as np
 
 from puzzles.course.amounts import fewest_bytes
 from puzzles.course.puzzle import Puzzle
+from puzzles.course.spec import parse_spec
 from puzzles.grading.efficiency_model import Efficiency, LineCost, RunCounts, gpu_model, predict
 from puzzles.grading.result import SizeOutcome
 from puzzles.running.recording import Trace
@@ -30,7 +31,7 @@ from puzzles.running.recording import Trace
 SECTOR = 32  # bytes
 WARP = 32  # lanes
 GOAL_WITHIN = 1.1  # of the reference's predicted time
-REFERENCE_COUNTS: dict[tuple[int, tuple], tuple[RunCounts, bool]] = {}  # (puzzle, size) -> the reference's run, read
+REFERENCE_COUNTS: dict[tuple[int, tuple], tuple[RunCounts, str]] = {}  # (puzzle, size) -> the reference's run, read
 
 
 def element_sizes(trace: Trace) -> dict[str, int]:
@@ -59,9 +60,14 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
     per_line: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     elements: dict[tuple, list[np.ndarray]] = defaultdict(list)
     sectors_of: dict[str, list[np.ndarray]] = defaultdict(list)
+    in_program: dict[tuple, list[np.ndarray]] = defaultdict(list)  # (program, tensor) -> its sectors
     for access in trace.accesses:
         size = sizes.get(access.tensor, 4)
-        requests, touched, fewest = sector_counts(access.elements, size)
+        lanes_in_order = access.elements
+        if sum(d > 1 for d in access.shape) >= 2:  # the compiler lays a 2-D block out along its contiguous axis
+            lanes_in_order = np.sort(lanes_in_order)
+        requests, touched, fewest = sector_counts(lanes_in_order, size)
+        in_program[(access.program, access.tensor)].append(access.elements.astype(np.int64) * size // SECTOR)
         key = (access.line, access.op, access.tensor)
         row = per_line[key]
         row[0] += requests
@@ -87,15 +93,20 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
         most[program] = max(most[program], n)
     requested = sum(c.sectors for c in lines) * SECTOR
     distinct = sum(len(np.unique(np.concatenate(s))) for s in sectors_of.values()) * SECTOR
+    # Sectors each program touches once: what it reads again itself comes from its SM's L1 or the L2; what other
+    # programs read again may have left the L2.
+    per_program = sum(len(np.unique(np.concatenate(s))) for s in in_program.values()) * SECTOR
+    loads = [a.lanes for a in trace.accesses if a.op == "load"]
     requests = sum(c.requests for c in lines)
     all_lanes = sum(c.lanes for c in lines)
     counts = RunCounts(
         bytes_minimum=minimum, bytes_requested=requested, bytes_unique=distinct,
-        bytes_reread=max(0.0, requested - distinct),
+        bytes_reread=max(0.0, per_program - distinct),
         sectors_per_request=requested / SECTOR / requests if requests else 0.0,
         coalescing=(sum(c.sectors for c in lines) / sum(c.fewest_sectors for c in lines)) if lines else 1.0,
         masked_fraction=sum(c.masked for c in lines) / all_lanes if all_lanes else 0.0,
-        programs=math.prod(trace.grid), rounds=sum(most.values()) / len(most) if most else 1.0)
+        programs=math.prod(trace.grid), rounds=sum(most.values()) / len(most) if most else 1.0,
+        lanes_per_load=sum(loads) / len(loads) if loads else 0.0)
     return counts, lines
 
 
@@ -176,17 +187,29 @@ def analysed_size(recorded: list[SizeOutcome], spec: Callable[..., Any]) -> Size
     return max(recorded, key=score)
 
 
-def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[str, int], *, uses_dot: bool) -> tuple:
+def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[str, int], *, uses_dot: str) -> tuple:
     sizes = p.perf_size
     reads, writes = fewest_bytes(p.spec, sizes)
     work = p.scalar_work(sizes) if p.scalar_work else None
     programs = math.prod(p.grid(sizes))
-    # A program's rounds of loads grow with the bytes it covers and shrink with the lanes of each load.
+    # A program's rounds of loads grow with the bytes it covers and shrink with the lanes of each load: a load as
+    # wide as the block grows with it, a load of a fixed chunk (32 lanes whatever the block) does not.
     per_program = ((reads + writes) / programs) / (counts.bytes_minimum / max(1, counts.programs))
-    rounds = max(1.0, counts.rounds * per_program / (block_lanes(sizes) / block_lanes(analysed)))
+    widest = max_block(analysed)
+    if counts.lanes_per_load < 0.5 * widest:
+        wider = 1.0  # a fixed chunk
+    elif counts.lanes_per_load > widest:
+        wider = block_lanes(sizes) / block_lanes(analysed)  # a 2-D block
+    else:
+        wider = max_block(sizes) / widest  # a row or column of the block
+    rounds = max(1.0, counts.rounds * per_program / wider)
     return predict(model, counts, minimum_at_size=reads + writes, programs_at_size=programs,
                    footprint_at_size=reads + writes, flops=p.flops(sizes) if p.flops else 0.0,
                    exps=work.exps if work else 0.0, uses_dot=uses_dot, rounds_at_size=rounds)
+
+
+def max_block(sizes: dict[str, int]) -> int:
+    return max((v for k, v in sizes.items() if k.startswith("B") and k[1:2].isalnum()), default=1)
 
 
 def block_lanes(sizes: dict[str, int]) -> int:
@@ -204,7 +227,9 @@ def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
         if not result.passed or result.outcomes[0].trace is None:
             return None
         trace = result.outcomes[0].trace
-        REFERENCE_COUNTS[key] = (read_run(trace, sum(fewest_bytes(p.spec, sizes)))[0], "dot(" in kernel_text(kernel))
+        sixteen = any(t.dtype.itemsize == 2 for t in parse_spec(p.spec).signature()[0])
+        REFERENCE_COUNTS[key] = (read_run(trace, sum(fewest_bytes(p.spec, sizes)))[0],
+                                 dot_kind(kernel_text(kernel), sixteen))
     counts, uses_dot = REFERENCE_COUNTS[key]
     return predicted_at_perf(p, model, counts, sizes, uses_dot=uses_dot)[0], counts
 
@@ -220,10 +245,17 @@ def kernel_text(kernel: Any) -> str:
         return ""
 
 
-def calls_dot(job: Any) -> bool:
+def calls_dot(job: Any) -> str:
+    """"" (no tl.dot), "32" (a tl.dot of float32 tiles) or "16" (of 16-bit tiles: cast there, or given so)."""
     fn = job.handle.fn
     source = job.handle.source(fn) if fn is not None else None
-    return source is not None and "dot(" in source.text
+    return dot_kind(source.text if source is not None else "", job.sixteen_bit)
+
+
+def dot_kind(text: str, sixteen_bit_inputs: bool) -> str:
+    if "dot(" not in text:
+        return ""
+    return "16" if sixteen_bit_inputs or "float16" in text else "32"
 
 
 def source_lines(job: Any) -> dict[int, str]:

@@ -11,8 +11,10 @@ where the prediction is made (the interpreter cannot run a perf size, a GPU's si
 
     predicted = launch floor + max(DRAM bytes / DRAM rate, requested bytes / L2 rate, compute)
 
-compute: the puzzle's FLOPs at the tensor-core rate where the kernel calls tl.dot (else at the FP32 rate), and its
-exponentials at the special-function rate. The numbers below are the published ones for each part (SXM parts for
+compute: the puzzle's FLOPs at what a tl.dot of its tiles reaches where the kernel calls tl.dot (else at the FP32
+rate), and its exponentials at the special-function rate. Of the bytes re-read, those a program reads again itself
+come from its L1 or the L2 (the L2 term); those other programs read again come from the L2 while the data fits
+there, else from DRAM. The numbers below are the published ones for each part (SXM parts for
 the H100 and A100), rounded; the L2 rates are microbenchmark figures, the least certain of them. Everything here is
 pure (no trace, no torch): tests check it with made-up counts.
 """
@@ -32,7 +34,8 @@ class GpuModel:
     sms: int
     launch_us: float  # a launch that does nothing, as do_bench sees it
     fp32_tflops: float  # FP32 FMAs off the tensor cores, 2 FLOPs each
-    dot_tflops: float  # tl.dot of float32 tiles (TF32 tensor cores; FP16 on a T4, which has no TF32)
+    dot_tflops: float  # what a tl.dot of float32 tiles reaches in the course's kernels (far under the TF32 peak)
+    dot16_tflops: float  # a tl.dot of 16-bit tiles
     exps_per_us: float  # exponentials per microsecond (the special-function units, 16 per SM per clock)
     threads_per_sm: int = 2048
 
@@ -40,16 +43,18 @@ class GpuModel:
 # Datasheets: H100 SXM 3.35 TB/s HBM3, 132 SMs, 50 MB L2, 67 FP32 TFLOP/s, 495 TF32 TFLOP/s (dense); H200 4.8 TB/s
 # HBM3e and the H100's chip; A100 SXM 80 GB 2.04 TB/s, 108 SMs, 40 MB L2, 19.5 / 156; T4 320 GB/s, 40 SMs, 4 MB L2,
 # 8.1 FP32, 65 FP16 TFLOP/s, 1024 threads per SM. Launch floors: the H200's measured 3.6-3.9 us (the course's
-# compile_baseline tables); the others' similar, a little more on older parts.
+# compile_baseline tables); the others' similar, a little more on older parts. The tl.dot rates are what the course's
+# matmuls reach on an H200 (puzzle 11's float32 reference 49 TFLOP/s, puzzle 22's float16 one 327; compile_baseline),
+# not the datasheets' peaks; the other parts' scaled from those by their datasheets.
 GPUS = {
     "H100": GpuModel("H100", dram_gbps=3000, l2_gbps=7500, l2_bytes=50 << 20, sms=132, launch_us=4.0,
-                     fp32_tflops=67, dot_tflops=400, exps_per_us=132 * 16 * 1830),
+                     fp32_tflops=67, dot_tflops=50, dot16_tflops=300, exps_per_us=132 * 16 * 1830),
     "H200": GpuModel("H200", dram_gbps=4300, l2_gbps=7500, l2_bytes=50 << 20, sms=132, launch_us=3.8,
-                     fp32_tflops=67, dot_tflops=400, exps_per_us=132 * 16 * 1830),
+                     fp32_tflops=67, dot_tflops=50, dot16_tflops=300, exps_per_us=132 * 16 * 1830),
     "A100": GpuModel("A100", dram_gbps=1800, l2_gbps=4500, l2_bytes=40 << 20, sms=108, launch_us=4.5,
-                     fp32_tflops=19.5, dot_tflops=125, exps_per_us=108 * 16 * 1410),
+                     fp32_tflops=19.5, dot_tflops=20, dot16_tflops=150, exps_per_us=108 * 16 * 1410),
     "T4": GpuModel("T4", dram_gbps=280, l2_gbps=900, l2_bytes=4 << 20, sms=40, launch_us=5.0,
-                   fp32_tflops=8.1, dot_tflops=50, exps_per_us=40 * 16 * 1590, threads_per_sm=1024),
+                   fp32_tflops=8.1, dot_tflops=8, dot16_tflops=40, exps_per_us=40 * 16 * 1590, threads_per_sm=1024),
 }
 
 
@@ -148,13 +153,17 @@ class RunCounts:
     masked_fraction: float
     programs: int
     rounds: float = 1.0  # dependent rounds of loads per program (the most a load line runs in one program)
+    lanes_per_load: float = 0.0  # the mean lanes of a load
 
 
-LOAD_LATENCY_US = 0.6  # one round trip to DRAM, which a program's next dependent load waits for
+# A round of a program's loads in a loop: a DRAM round trip is about 0.6 us, but the hardware and Triton's
+# pipelining overlap successive rounds; 0.15 us is what tiny-chunk and one-element loops took on an H200, fitted to
+# benchmarks/results/nvidia-h200/efficiency_validation.md (the least certain number here).
+LOAD_LATENCY_US = 0.15
 
 
 def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, programs_at_size: int,
-            footprint_at_size: float, flops: float = 0.0, exps: float = 0.0, uses_dot: bool = False,
+            footprint_at_size: float, flops: float = 0.0, exps: float = 0.0, uses_dot: str = "",
             threads_per_program: int = 128, rounds_at_size: float = 1.0) -> tuple[float, str, float, float, float]:
     """(predicted us, what bounds it, DRAM bytes, requested bytes, waves) at a size whose fewest bytes,
     programs and data footprint are given, from the counts of a run at another size.
@@ -174,7 +183,8 @@ def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, program
     times = {
         "memory": dram / (gpu.dram_gbps * 1e3),
         "L2 (uncoalesced or re-read)": requested / (gpu.l2_gbps * 1e3),
-        "compute": flops / ((gpu.dot_tflops if uses_dot else gpu.fp32_tflops) * 1e6) + exps / gpu.exps_per_us,
+        "compute": flops / ({"": gpu.fp32_tflops, "32": gpu.dot_tflops, "16": gpu.dot16_tflops}[uses_dot] * 1e6)
+        + exps / gpu.exps_per_us,
         "latency": math.ceil(waves) * rounds_at_size * LOAD_LATENCY_US,
     }
     bound = max(times, key=times.get)

@@ -76,16 +76,19 @@ def test_a_right_but_slow_kernel_is_predicted_slower_than_the_reference(number, 
 
 @pytest.mark.parametrize(("number", "name", "says", "goal_met"), [
     (2, "add_mask2_lanes_strided", "sectors per warp", False),
-    (4, "add_vec_block_tile_transposed", "the store of z at line", False),
-    (2, "add_mask2_reads_twice", "read each element of x 2.0 times", False),
-    (7, "sum_reads_twice", "reads each element of x 2.0 times", False),
     (2, "add_mask2_one_element_at_a_time", "rounds of small dependent loads", False),
-    # Masked lanes move no bytes: named, but a memory-bound kernel loses little time to them.
+    # Named, but a GPU loses little time to them (measured on an H200: benchmarks/results/nvidia-h200/
+    # efficiency_validation.md): what a program reads again itself comes from its L1, and masked lanes move nothing.
+    (2, "add_mask2_reads_twice", "read each element of x 2.0 times", True),
+    (7, "sum_reads_twice", "reads each element of x 2.0 times", True),
     (2, "add_mask2_half_lanes_masked", "of the lanes are masked off", True),
+    # The compiler lays a 2-D block out along its addresses' contiguous axis, whichever axis of the block that is:
+    # on an H200 this kernel ran as fast as the reference, and the model says so.
+    (4, "add_vec_block_tile_transposed", "", True),
 ])
 def test_the_lever_names_what_the_kernel_does(number, name, says, goal_met):
     e = report(number, getattr(collection(number), name)).efficiency
-    assert says in e.lever and e.goal_met is goal_met, e.text()
+    assert (says in e.lever if says else e.lever == "") and e.goal_met is goal_met, e.text()
 
 
 def test_a_wrong_kernel_gets_no_report():
