@@ -321,8 +321,13 @@ def goal_text(p: Puzzle) -> str:
     roofline = (" Its roofline counts the least arithmetic too: the exponentials and multiply-adds at this GPU's "
                 "measured rates for them." if p.scalar_work else "")
     library = p.library.label if p.library is not None else ""  # the op a user would call: part of the bar
+    cpu = (f"\n\n**Without a GPU** the verdict grades a speed goal too, read from what your kernel's run did in the "
+           f"interpreter (every lane's address, in warps of 32, and the 32-byte sectors they touch): "
+           f"{p.cpu_speed_goal.text()}. It also predicts the time on an H100 at the size above; "
+           "`test(..., efficiency=True, gpu=\"A100\")` gives the same report for another GPU, and for any puzzle."
+           if p.cpu_speed_goal is not None else "")
     return (f"\n\n**Goal:** {goal.text(library)} at this size; the report says whether your kernel meets it, and what "
-            f"usually closes the gap. Here: {goal.levers}.{roofline}")
+            f"usually closes the gap. Here: {goal.levers}.{roofline}{cpu}")
 
 
 def fast_reference_text(p: Puzzle) -> str:

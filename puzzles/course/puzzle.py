@@ -39,6 +39,24 @@ class Baseline:
 
 
 @dataclass(frozen=True)
+class CpuSpeedGoal:
+    """A speed goal graded without a GPU, from the run the interpreter recorded (test's efficiency report,
+    grading/efficiency.py): at most `bytes_within` times the fewest bytes the problem needs from memory, every
+    load and store within `coalesced_within` times the fewest 32-byte sectors its warps could touch, and a predicted
+    time within `time_within` of the reference's, predicted the same way (small loads one after another move few
+    bytes, coalesced, and still take long)."""
+
+    bytes_within: float = 1.1
+    coalesced_within: float = 1.1
+    time_within: float = 1.1
+
+    def text(self) -> str:
+        return (f"at most {self.bytes_within:g}x the fewest bytes from memory, every load and store coalesced "
+                f"(within {self.coalesced_within:g}x the fewest sectors per warp), and a predicted time within "
+                f"{self.time_within:g}x the reference's")
+
+
+@dataclass(frozen=True)
 class SpeedGoal:
     """What "fast" means for a puzzle on a GPU, at its perf size: at least `vs_compile` times the speed
     of `torch.compile(spec)` (1.0: as fast), and, where the roofline is the real bound, at least
@@ -364,6 +382,8 @@ class Puzzle:
     baseline: Baseline | None = None
     # The speed goal on a GPU at `perf_size` (stated in the notebook; the speed report says if it is met).
     speed_goal: SpeedGoal | None = None
+    # A speed goal graded on a CPU too, from the efficiency report (on by default there for this puzzle).
+    cpu_speed_goal: CpuSpeedGoal | None = None
     # The library op a user would call instead (torch.bmm with TF32, F.layer_norm): timed beside eager torch and
     # torch.compile, and part of the speed goal's bar (puzzles/course/library_baseline.py) ...
     library: LibraryBaseline | None = None

@@ -19,6 +19,7 @@ configs.py's loop. ARCHITECTURE.md draws the whole trip.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -68,7 +69,7 @@ def test(
     compile_check: bool | str = True,
     compiled: bool | str = False,
     observe: Callable[[list[Case], list[Any]], None] | None = None,
-    efficiency: bool = False,
+    efficiency: bool | None = None,
     gpu: str = "H100",
 ) -> TestResult:
     """Grade `kernel` against `spec` at the puzzle's sizes and return the verdict.
@@ -93,7 +94,8 @@ def test(
         those outputs to the grader, which judges them itself).
     efficiency: once the kernel is right, read its recorded run for how efficient it would be on `gpu` ("H100",
         "H200", "A100", "T4"): bytes against the fewest, sectors per request, masked lanes, a predicted time at the
-        puzzle's perf size and the lever that matters most (`result.efficiency`; grading/efficiency.py).
+        puzzle's perf size and the lever that matters most (`result.efficiency`; grading/efficiency.py). Default:
+        on without a GPU for a puzzle with a CPU speed goal (`Puzzle.cpu_speed_goal`), off elsewhere.
 
     An @triton.autotune kernel is graded under each of its configs (puzzles/grading/configs.py).
     """
@@ -103,6 +105,8 @@ def test(
                    record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet,
                    compiled=shown_target(compiled), observe=observe,
                    efficiency_gpu=gpu_model(gpu).name if efficiency else None)
+    if efficiency is None and job.puzzle is not None and job.puzzle.cpu_speed_goal is not None and not on_gpu():
+        job = dataclasses.replace(job, efficiency_gpu=gpu_model(gpu).name)
     missing = autotune_missing(job)
     if missing is not None:
         return present(job, build_result(job, error=missing), picture=False)

@@ -170,11 +170,16 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
     reference = reference_prediction(p, model, analysed.sizes, grade)
     goal_met = None if reference is None else us <= GOAL_WITHIN * reference[0]
     minimum = sum(fewest_bytes(p.spec, p.perf_size))
+    cpu_goal = p.cpu_speed_goal
+    if cpu_goal is not None:  # graded from the counts alone: bytes against the fewest, each access's sectors
+        goal_met = dram <= cpu_goal.bytes_within * minimum and all(
+            c.coalescing <= cpu_goal.coalesced_within for c in lines) and (
+            reference is None or us <= cpu_goal.time_within * reference[0])
     return Efficiency(model.name, dict(p.perf_size), dict(analysed.sizes), us, dram, requested, minimum,
                       counts.sectors_per_request, counts.coalescing, counts.masked_fraction,
                       math.prod(p.grid(p.perf_size)), waves, bound, None if reference is None else reference[0],
                       goal_met, lever(counts, lines, bound, None if reference is None else reference[1]),
-                      tuple(lines)), None
+                      tuple(lines), cpu_goal.text() if cpu_goal is not None else ""), None
 
 
 def analysed_size(recorded: list[SizeOutcome], spec: Callable[..., Any]) -> SizeOutcome:

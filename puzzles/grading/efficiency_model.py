@@ -114,26 +114,34 @@ class Efficiency:
     masked_fraction: float  # lanes masked off, of all lanes
     programs: int  # at `sizes`
     waves: float  # programs over the SMs' resident capacity
-    bound: str  # "memory", "L2 (uncoalesced or re-read)", "compute", "latency" or "launch"
+    bound: str  # "memory", "L2", "compute", "latency" or "launch" (BOUND_WORDS)
     reference_us: float | None = None  # the puzzle's reference, predicted the same way
     goal_met: bool | None = None
     lever: str = ""
     lines: tuple[LineCost, ...] = field(default=(), repr=False)
+    cpu_goal: str = ""  # the puzzle's CPU speed goal in words, where it has one (goal_met then judges it)
 
     def text(self) -> str:
         mb = 1e6
         goal = ""
-        if self.goal_met is not None and self.reference_us:
+        if self.cpu_goal and self.goal_met is not None:
+            goal = f"; the CPU speed goal is {'met' if self.goal_met else 'missed'}: {self.cpu_goal}"
+        elif self.goal_met is not None and self.reference_us:
             verdict = "meets" if self.goal_met else "misses"
             goal = (f"; the reference, modelled the same way, {self.reference_us:.0f} us: this {verdict} the "
                     f"speed goal (within 1.1x of it)")
         return (f"Efficiency on an {self.gpu} (modelled from this run at {size_text(self.analysed)}, predicted at "
-                f"{size_text(self.sizes)}): about {self.predicted_us:.0f} us, {self.bound}-bound{goal}. "
+                f"{size_text(self.sizes)}): about {self.predicted_us:.0f} us, {BOUND_WORDS[self.bound]}{goal}. "
                 f"Bytes from memory {self.bytes_moved / mb:.1f} MB against the fewest {self.bytes_minimum / mb:.1f} MB "
                 f"({self.bytes_moved / self.bytes_minimum:.2f}x); {self.sectors_per_request:.1f} sectors per "
                 f"request ({self.coalescing:.2f}x the fewest); {self.masked_fraction:.0%} of lanes masked off; "
                 f"{self.programs} programs, {self.waves:.1f} waves."
                 + (f" Lever: {self.lever}" if self.lever else ""))
+
+
+BOUND_WORDS = {"memory": "bound by DRAM bandwidth", "L2": "bound by L2 traffic (uncoalesced or re-read accesses)",
+               "compute": "bound by arithmetic", "latency": "bound by rounds of small dependent loads",
+               "launch": "bound by the launch"}
 
 
 def size_text(sizes: dict[str, int]) -> str:
@@ -182,7 +190,7 @@ def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, program
     waves = programs_at_size / resident
     times = {
         "memory": dram / (gpu.dram_gbps * 1e3),
-        "L2 (uncoalesced or re-read)": requested / (gpu.l2_gbps * 1e3),
+        "L2": requested / (gpu.l2_gbps * 1e3),
         "compute": flops / ({"": gpu.fp32_tflops, "32": gpu.dot_tflops, "16": gpu.dot16_tflops}[uses_dot] * 1e6)
         + exps / gpu.exps_per_us,
         "latency": math.ceil(waves) * rounds_at_size * LOAD_LATENCY_US,

@@ -46,6 +46,7 @@ RUN: dict[str, str] = {
     "make setup": "",
     ".venv/bin/python benchmarks/run_all.py": "GPU",
     ".venv/bin/python benchmarks/compile_baseline.py": "needs a CUDA GPU",
+    ".venv/bin/python benchmarks/efficiency_validation.py measure": "needs a CUDA GPU",
     "make bench": "GPU",
     ".venv/bin/python benchmarks/gpu_worker.py": "GPU",
     ".venv/bin/python benchmarks/gptq/bench.py --out benchmarks/gptq/results/latest": "CUDA",
@@ -64,6 +65,9 @@ NOT_RUN: dict[str, str] = {
     "make lab": "opens JupyterLab and waits (tests/learner/test_browser.py runs JupyterLab headless)",
     'make lab ARGS="--port 8890 --no-browser"': "opens JupyterLab and waits",
     "make test": "the suite itself",
+    ".venv/bin/python benchmarks/efficiency_validation.py predict --gpu H200": "grades about 100 kernels and rewrites "
+        "the recorded predictions (tests/grading/test_efficiency.py checks the model)",
+    ".venv/bin/python benchmarks/efficiency_validation.py table": "rewrites the recorded table from the recorded times",
     "make versions": "downloads a triton per version (minutes); scripts/triton_versions.py",
     ".venv/bin/python scripts/triton_versions.py": "what `make versions` runs",
     "make diagrams": "redraws every diagram (tests/course/test_diagrams.py checks the same)",

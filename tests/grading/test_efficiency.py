@@ -13,7 +13,7 @@ from kernel_collections import all_collections, collection
 from puzzles import test
 from puzzles.course import catalog
 from puzzles.grading.efficiency import sector_counts
-from puzzles.grading.efficiency_model import GPUS, RunCounts, gpu_model, predict
+from puzzles.grading.efficiency_model import BOUND_WORDS, GPUS, RunCounts, gpu_model, predict
 
 pytestmark = pytest.mark.interpreter("reads the interpreter's recorded accesses")
 SLOW = [pytest.param(number, kernel, id=f"{number}-{kernel.fn.__name__}")
@@ -48,6 +48,7 @@ def test_the_model_adds_the_launch_and_takes_the_slowest_of_its_bounds():
     with pytest.raises(ValueError, match="knows H100, H200, A100, T4"):
         gpu_model("B200")
     assert set(GPUS) == {"H100", "H200", "A100", "T4"}
+    assert set(BOUND_WORDS) == {"memory", "L2", "compute", "latency", "launch"}
 
 
 def test_the_reference_meets_its_own_goal_and_the_fields_are_readable():
@@ -64,7 +65,7 @@ def test_the_gpu_is_chosen_and_off_costs_nothing():
     p = catalog.get(2)
     h100, t4 = (report(2, p.reference(), gpu=name).efficiency for name in ("H100", "T4"))
     assert t4.gpu == "T4" and t4.predicted_us > 5 * h100.predicted_us  # a tenth of the bandwidth
-    plain = test(p.reference(), p.spec, quiet=True, seed=5)
+    plain = test(p.reference(), p.spec, quiet=True, seed=5, efficiency=False)
     assert plain.efficiency is None and "Efficiency" not in str(plain)
 
 
@@ -94,3 +95,17 @@ def test_the_lever_names_what_the_kernel_does(number, name, says, goal_met):
 def test_a_wrong_kernel_gets_no_report():
     result = test(collection(2).add_mask2_kernel_no_mask, catalog.get(2).spec, quiet=True, seed=5, efficiency=True)
     assert not result.passed and result.efficiency is None
+
+
+def test_a_puzzle_with_a_cpu_speed_goal_grades_it_by_default_without_a_gpu():
+    p = catalog.get(2)
+    assert p.cpu_speed_goal is not None and catalog.get(1).cpu_speed_goal is None
+    right = test(p.reference(), p.spec, quiet=True, seed=5)  # efficiency not asked for: on for this puzzle
+    assert right.efficiency is not None and right.efficiency.goal_met is True
+    assert "the CPU speed goal is met: at most 1.1x the fewest bytes" in str(right)
+    scattered = test(collection(2).add_mask2_lanes_strided, p.spec, quiet=True, seed=5)
+    assert scattered.passed and scattered.efficiency.goal_met is False and "goal is missed" in str(scattered)
+    column = test(collection(7).sum_one_column_at_a_time, catalog.get(7).spec, quiet=True, seed=5)
+    assert column.passed and column.efficiency.goal_met is False
+    assert test(catalog.get(1).reference(), catalog.get(1).spec, quiet=True, seed=5).efficiency is None
+    assert test(p.reference(), p.spec, quiet=True, seed=5, efficiency=False).efficiency is None

@@ -4,13 +4,35 @@ from jaxtyping import Float32
 from torch import Tensor
 
 from puzzles.course.library_baseline import ONE_TORCH_OP
-from puzzles.course.puzzle import Puzzle, SpeedGoal
+from puzzles.course.puzzle import CpuSpeedGoal, Puzzle, SpeedGoal
 
 
 def add2_spec(x: Float32[Tensor, "N0"]) -> Float32[Tensor, "N0"]:
     """z_i = x_i + 10"""
     return x + 10.0
 
+
+SPEED_TEXT = """\
+## How fast, without a GPU
+
+A right kernel's verdict here ends with an efficiency line: the interpreter recorded every lane's address, and a
+GPU moves memory in 32-byte sectors, a warp of 32 lanes at a time. Below, the same add written two ways, both
+right: yours (one block of contiguous lanes) and one whose lanes are scattered over its block. The report tells
+them apart by the sectors each warp touches, predicts each one's time on an H100, and names the line to change."""
+
+SPEED_CODE = """\
+@triton.jit
+def add_mask2_scattered(x_ptr, z_ptr, N0, B0: tl.constexpr):
+    lane = tl.arange(0, B0)
+    offsets = tl.program_id(0) * B0 + (lane * 17) % B0  # every lane of the block, in a scattered order
+    in_range = offsets < N0
+    tl.store(z_ptr + offsets, tl.load(x_ptr + offsets, mask=in_range) + 10.0, mask=in_range)
+
+
+for kernel in (add_mask2_kernel, add_mask2_scattered):
+    result = test(kernel, add2_spec, quiet=True)
+    print(kernel.fn.__name__, "->", result.efficiency.text() if result.efficiency else result.reason(), "\\n")
+"""
 
 PUZZLE = Puzzle(
     number=2,
@@ -43,6 +65,8 @@ of two), so the last block runs past the end: guard every load and store with a 
     # rounds each operation as torch does.
     rtol=1e-5,
     atol=1e-5,
+    cpu_speed_goal=CpuSpeedGoal(),
+    notebook_cells=(("markdown", SPEED_TEXT), ("code", SPEED_CODE)),
     speed_goal=SpeedGoal(roofline=0.8, levers=(
         "B0 of 1024 or more with num_warps 4 or 8, so that each thread moves 16-byte vectors and few programs"
         " cover the 64M elements")),

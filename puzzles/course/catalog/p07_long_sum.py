@@ -5,7 +5,7 @@ from torch import Tensor
 
 from puzzles.course import mistakes
 from puzzles.course.library_baseline import ONE_TORCH_OP
-from puzzles.course.puzzle import FastReference, KSlice, Mistake, Puzzle, Reduction, SpeedGoal, cdiv
+from puzzles.course.puzzle import CpuSpeedGoal, FastReference, KSlice, Mistake, Puzzle, Reduction, SpeedGoal, cdiv
 
 
 def sum_spec(x: Float32[Tensor, "N0 T"]) -> Float32[Tensor, "N0"]:
@@ -67,6 +67,7 @@ the last chunk. `N1` is passed for compatibility with the classic course and is 
     # accumulator is off by 1e-3 and must fail.
     rtol=1e-4,
     atol=1e-4,
+    cpu_speed_goal=CpuSpeedGoal(),
     speed_goal=SpeedGoal(roofline=0.7, levers=(
         "a large B1 (2048-8192: few loop steps, each a long contiguous load), num_warps 8, a float32 "
         "accumulator summed once after the loop (tl.sum of a block, not of each chunk)")),
