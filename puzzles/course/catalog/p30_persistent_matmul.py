@@ -49,9 +49,9 @@ and reads the stores: a tile computed twice (even with the right values) or neve
 """,
     sizes=(
         {"M": 100, "N": 72, "K": 40, "BM": 32, "BN": 16, "BK": 16, "GROUP_M": 2, "NUM_PROGRAMS": 3},
-        {"M": 64, "N": 64, "K": 32, "BM": 16, "BN": 32, "BK": 16, "GROUP_M": 2, "NUM_PROGRAMS": 1},  # whole tiles
+        {"M": 64, "N": 64, "K": 64, "BM": 16, "BN": 32, "BK": 32, "GROUP_M": 2, "NUM_PROGRAMS": 1},  # whole tiles
         # TM = 4 with GROUP_M = 3: a last band of one tile row
-        {"M": 50, "N": 90, "K": 33, "BM": 16, "BN": 16, "BK": 16, "GROUP_M": 3, "NUM_PROGRAMS": 7},
+        {"M": 50, "N": 90, "K": 33, "BM": 16, "BN": 16, "BK": 32, "GROUP_M": 3, "NUM_PROGRAMS": 7},
         {"M": 40, "N": 24, "K": 20, "BM": 16, "BN": 16, "BK": 16, "GROUP_M": 2, "NUM_PROGRAMS": 10},  # 6 tiles
     ),
     hints=(
