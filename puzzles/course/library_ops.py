@@ -66,6 +66,12 @@ def mm_library(inputs: list[Tensor], sizes: Sizes) -> LibraryRun:
     return single_call(lambda: torch.mm(a, b, out_dtype=torch.float32))
 
 
+def persistent_mm_library(inputs: list[Tensor], sizes: Sizes) -> LibraryRun:
+    """Puzzle 30: torch.mm of float32 matrices (TF32 allowed by the baseline's settings)."""
+    x, y = inputs
+    return single_call(lambda: torch.mm(x, y))
+
+
 def int4_library(inputs: list[Tensor], sizes: Sizes) -> LibraryRun:
     """Puzzle 18: torch's int4 weight-only matmul (tinygemm), the GPTQ weights repacked once into its layout;
     bfloat16 activations."""

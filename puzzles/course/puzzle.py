@@ -300,6 +300,22 @@ class SplitK:
 
 
 @dataclass(frozen=True)
+class TileOnce:
+    """Every `block` tile of the 2-D output (rows × columns, sizes by name) is computed by one program, once
+    (puzzle 30's persistent loop). Right values cannot show it: a tile computed twice stores the same values
+    twice. So the recorded stores are read, and a tile stored twice, or never, is named by its (tile row, tile
+    column)."""
+
+    block: tuple[str, str]
+    loop: str = "for tile in range(pid, num_tiles, NUM_PROGRAMS)"
+
+    def rule(self) -> str:
+        rows, cols = self.block
+        return (f"each {rows} × {cols} tile of z is computed once, by one program: the programs share the tiles, "
+                f"program pid taking tiles pid, pid + NUM_PROGRAMS, pid + 2·NUM_PROGRAMS, … ({self.loop})")
+
+
+@dataclass(frozen=True)
 class Puzzle:
     """One puzzle of the course.
 
@@ -401,6 +417,8 @@ class Puzzle:
     output_parts: OutputParts | None = None
     # A Triton API the kernel needs that some Tritons lack (puzzle 29's tensor descriptors): refused in words there.
     needs_triton: TritonFeature | None = None
+    # Every output tile computed by one program, once (puzzle 30's persistent loop): checked from the stores.
+    tile_once: TileOnce | None = None
 
     @property
     def id(self) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from puzzles.course.puzzle import OutputParts, Puzzle, Reduction, Sizes, SplitK, default_grid
+from puzzles.course.puzzle import OutputParts, Puzzle, Reduction, Sizes, SplitK, TileOnce, default_grid
 from puzzles.course.spec import ParsedSpec, SpecError, parse_spec
 from puzzles.grading.inputs import build_arena, poison_, random_tensor
 from puzzles.grading.job import GradingJob
@@ -37,6 +37,7 @@ class Case:
     guarded: list[str] | None = None  # regions no store may touch, when more than the kernel's inputs
     relink: Callable[[Any], None] | None = None  # rewrites an address table for another arena (GPU copy)
     split_k: SplitK | None = None  # the split-K contract to check from the recorded accesses
+    tile_once: TileOnce | None = None  # every output tile stored by one program, once (puzzle 30)
     reduction: Reduction | None = None  # the axis the kernel loops over: rows no load reached are named
     # What the spec gives for a contiguous reading of the strided inputs (puzzle 19): a kernel that
     # ignores the strides it is given writes this.
@@ -128,7 +129,7 @@ def case_from_spec(spec: ParsedSpec | Callable[..., Any], p: Puzzle | None, size
     return Case(sizes, seed, grid, arena, names, expected, zero_init=zero_init, rtol=rtol, atol=atol,
                  row_tolerance=row, split_k=p.split_k if p else None, contiguous_expected=contiguous,
                  slips=slips, slips_by_rows=by_rows, reduction=p.reduced_axis if p else None, layouts=layouts,
-                 parts=p.output_parts if p else None)
+                 parts=p.output_parts if p else None, tile_once=p.tile_once if p else None)
 
 
 def _slips(p: Puzzle | None, inputs: dict[str, torch.Tensor],

@@ -16,6 +16,7 @@ from puzzles.grading.job import GradingJob
 from puzzles.grading.operations import mentions_bfloat16
 from puzzles.grading.result import MAX_SHOWN, SLIP_NOTE, Mismatch, SizeOutcome
 from puzzles.grading.split_k import rows_text, split_k_violation, unread_rows
+from puzzles.grading.tile_once import never_stored_tiles_note, tile_once_violation
 from puzzles.running import bfloat16
 from puzzles.running.errors import KernelError
 from puzzles.running.interpreter import RunOutput
@@ -96,6 +97,8 @@ def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: 
             m.word_bits = expected.element_size() * 8
     first = o.unwritten[:1] or [m.index for m in o.mismatches[:1]]
     _add_notes(o, [_list_element_note(case, first[0]) if first else ""])
+    if o.unwritten_count and recorded and case.tile_once is not None:
+        _add_notes(o, [never_stored_tiles_note(run.trace, case.tile_once, case.sizes)])
     if o.unwritten_count and recorded and not case.zero_init and case.relink is None:
         _add_notes(o, unwritten_notes(run.trace, unwritten))
     if o.mismatch_count and not o.unwritten_count:
@@ -123,6 +126,10 @@ def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: 
         broken = split_k_violation(run.trace, case.split_k, case.sizes, filename)
         if broken is not None:
             o.status, o.error = "split-K contract", broken
+    elif recorded and case.tile_once is not None:
+        twice = tile_once_violation(run.trace, case.tile_once, case.sizes, filename)
+        if twice is not None:
+            o.status, o.error = "tile computed twice", twice
     if run.trace is not None:
         _add_notes(o, run.trace.emulated)
     return o
