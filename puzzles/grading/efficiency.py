@@ -228,7 +228,8 @@ def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
     key = (p.number, tuple(sorted(sizes.items())))
     if key not in REFERENCE_COUNTS:
         kernel = p.reference()
-        result = grade(kernel, p.spec, puzzle=p, sizes=[dict(sizes)], quiet=True, seed=1, compile_check=False)
+        result = grade(kernel, p.spec, puzzle=p, sizes=[dict(sizes)], quiet=True, seed=1, compile_check=False,
+                       efficiency=False)
         if not result.passed or result.outcomes[0].trace is None:
             return None
         trace = result.outcomes[0].trace
