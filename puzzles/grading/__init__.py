@@ -181,7 +181,10 @@ class StartedGrading:
             perf_report, speed_note = measure_speed(job, self.args_for, outcomes[0].sizes)
             notes.append(speed_note)
         if job.efficiency_gpu is not None and passed:
-            efficiency, why = efficiency_of(job, outcomes, job.efficiency_gpu, grade=test)
+            try:
+                efficiency, why = efficiency_of(job, outcomes, job.efficiency_gpu, grade=test)
+            except Exception as err:  # noqa: BLE001 - a report that cannot be made is a note, never a failed verdict
+                efficiency, why = None, f"efficiency: not read ({type(err).__name__}: {err})"
             notes.append(efficiency.text() if efficiency is not None else why)
         return build_result(job, outcomes, notes=notes, perf=perf_report, seconds=time.perf_counter() - started,
                             compiled=self.compiled_code(), efficiency=efficiency)

@@ -227,7 +227,10 @@ def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
     """The puzzle's reference, run at `sizes` and read the same way (each size once per process)."""
     key = (p.number, tuple(sorted(sizes.items())))
     if key not in REFERENCE_COUNTS:
-        kernel = p.reference()
+        try:
+            kernel = p.reference()
+        except ImportError:  # a class's sandboxed worker, or the Gradescope image, ships no solutions/
+            return None
         result = grade(kernel, p.spec, puzzle=p, sizes=[dict(sizes)], quiet=True, seed=1, compile_check=False,
                        efficiency=False)
         if not result.passed or result.outcomes[0].trace is None:

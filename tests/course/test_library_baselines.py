@@ -84,5 +84,6 @@ def test_puzzle_11s_goal_says_why_cublas_tf32_is_out_of_reach_with_the_measured_
     goal, library = catalog.get(11).speed_goal, catalog.get(11).library
     assert "0.41 ms" in goal.library_note and "1.18x" in goal.library_note and "K-major" in goal.library_note
     assert goal.library_note in goal.text(library.label)
-    # Elsewhere the library op is part of the goal: none of the others has a note yet.
-    assert [p.number for p in WITH_LIBRARY if p.speed_goal is not None and p.speed_goal.library_note] == [11]
+    # Elsewhere the library op is part of the goal, except puzzle 30's matmul (the same TF32 layout: on an H200 its
+    # reference took 1.75 ms against cuBLAS TF32's 0.37 ms, benchmarks/results/nvidia-h200/compile_baseline.md).
+    assert [p.number for p in WITH_LIBRARY if p.speed_goal is not None and p.speed_goal.library_note] == [11, 30]
