@@ -308,6 +308,10 @@ class TileOnce:
 
     block: tuple[str, str]
     loop: str = "for tile in range(pid, num_tiles, NUM_PROGRAMS)"
+    # For the diagram: the output's sizes, the size that counts the programs, and the grouped order's band.
+    dims: tuple[str, str] = ("M", "N")
+    programs: str = "NUM_PROGRAMS"
+    group: str = "GROUP_M"
 
     def rule(self) -> str:
         rows, cols = self.block

@@ -1,5 +1,6 @@
 """The picture of a tile-order puzzle (a `TileOrder` on its `Puzzle`, as puzzle 16): the order in
-which programs take the output's tiles, row-major and grouped.
+which programs take the output's tiles, row-major and grouped; and of a persistent one (a `TileOnce`, as puzzle
+30): the tiles in grouped order, each coloured by the program whose loop takes it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,57 @@ from puzzles.diagrams.style import (
 )
 
 
+def grouped_tile(tile: int, tm: int, tn: int, group: int) -> tuple[int, int]:
+    """(tile row, tile column) of the tile-th tile in grouped order (bands of `group` tile rows)."""
+    per_group = group * tn
+    first = (tile // per_group) * group
+    rows = min(tm - first, group)
+    return first + (tile % per_group) % rows, (tile % per_group) // rows
+
+
+PROGRAM_COLOURS = ("#f4a04f", "#8fb8e0", "#a7d49b", "#d7a9e3", "#f2d16b", "#e89a9a", "#9fd8d0", "#c9b89a")
+
+
+def draw_persistent_tiles(fig: Figure, scene: Scene) -> None:
+    """The output's tiles in grouped order, each numbered by its place in that order and coloured by the program
+    that takes it: program pid takes tiles pid, pid + P, pid + 2P, ... (P programs)."""
+    once = scene.puzzle.tile_once
+    assert once is not None, "drawn only for a puzzle whose tiles are computed once by a loop"
+    (m, n), (bm, bn) = once.dims, once.block
+    sizes = scene.sizes
+    tm, tn = -(-sizes[m] // sizes[bm]), -(-sizes[n] // sizes[bn])
+    programs, group = sizes[once.programs], sizes[once.group]
+    cell = min(0.5, 4.0 / tn, 3.4 / tm)
+    head_h = header_height(scene)
+    panel_w, panel_h = tn * cell, tm * cell
+    height = head_h + 0.75 + panel_h + 1.1
+    fig.set_size_inches(FIG_W, height)
+    p = Painter(fig, FIG_W, height)
+    draw_header(p, scene, height)
+    top, x = height - head_h - 0.55, (FIG_W - panel_w) / 2
+    p.text(x, top + 0.3, f"z's tiles, {once.programs} = {programs} programs", fontsize=FS_NAME, fontweight="bold",
+           ha="left", va="bottom", color=OUTPUT_EDGE)
+    p.text(x + panel_w / 2, top + 0.04, f"TN = cdiv({n}, {bn}) = {tn} tile columns", fontsize=FS_AXIS, color=MUTED,
+           ha="center", va="bottom")
+    p.text(x - 0.06, top - panel_h / 2, f"TM = cdiv({m}, {bm}) = {tm}", fontsize=FS_AXIS, color=MUTED, rotation=90,
+           ha="center", va="bottom", rotation_mode="anchor")
+    for tile in range(tm * tn):
+        r, k = grouped_tile(tile, tm, tn, group)
+        pid = tile % programs
+        p.rect(x + k * cell, top - r * cell, cell, cell, facecolor=PROGRAM_COLOURS[pid % len(PROGRAM_COLOURS)],
+               edgecolor="white", linewidth=0.8, zorder=2)
+        p.text(x + (k + 0.5) * cell, top - (r + 0.5) * cell, f"{tile}\np{pid}", fontsize=6, ha="center",
+               va="center", zorder=3, color=TEXT, linespacing=0.9)
+    p.rect(x, top, panel_w, panel_h, facecolor="none", edgecolor=OUTPUT_EDGE, linewidth=1.1, zorder=4)
+    for band in range(group, tm, group):
+        p.line([x - 0.05, x + panel_w + 0.05], [top - band * cell] * 2, color=VIRTUAL_EDGE, linewidth=1.6, zorder=5)
+    p.text(0.2, 0.6, f"in each tile: its number in grouped order ({once.group} = {group}: purple lines between bands) "
+           f"and the program whose loop takes it, p = tile mod {programs}.", fontsize=FS_SMALL, color=MUTED,
+           ha="left", va="top")
+    p.text(0.2, 0.4, f"{once.loop}: each tile once; a tile computed twice, or never, is named by (tile row, tile "
+           "column) in the verdict.", fontsize=FS_SMALL, color=MUTED, ha="left", va="top")
+
+
 def draw_tile_order(fig: Figure, scene: Scene) -> None:
     """Row-major and grouped program order over the TM x TN tiles, side by side."""
     tiling = scene.puzzle.tile_order
@@ -31,10 +83,7 @@ def draw_tile_order(fig: Figure, scene: Scene) -> None:
     m, n, bm, bn, group_name = tiling.rows, tiling.cols, tiling.block_rows, tiling.block_cols, tiling.group
 
     def grouped(pid: int) -> tuple[int, int]:
-        per_group = group * tn
-        first = (pid // per_group) * group
-        rows = min(tm - first, group)
-        return first + (pid % per_group) % rows, (pid % per_group) // rows
+        return grouped_tile(pid, tm, tn, group)
 
     def row_major(pid: int) -> tuple[int, int]:
         return pid // tn, pid % tn

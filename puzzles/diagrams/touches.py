@@ -8,7 +8,7 @@ puzzle's own records ask (fields of `Puzzle`, never its number):
 * `strided_inputs`: a strided view drawn as its channel planes, its strides in words;
 * `autotune`: the block size is the autotuner's to pick;
 * `shared_rows`: output rows that every program adds into, after the rows each program owns;
-* `tile_order`, `tensor_lists`: a picture of their own (tile_order.py, multi_tensor.py).
+* `tile_order`, `tile_once`, `tensor_lists`: a picture of their own (tile_order.py, multi_tensor.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from puzzles.course.picture_hooks import LoopedAlong, RegisterTensor, SharedRows
 from puzzles.course.puzzle import SplitK, cdiv
 from puzzles.diagrams.multi_tensor import draw_multi_tensor
 from puzzles.diagrams.scene import Item, Scene, size_names
-from puzzles.diagrams.tile_order import draw_tile_order
+from puzzles.diagrams.tile_order import draw_persistent_tiles, draw_tile_order
 
 
 def apply_touches(scene: Scene) -> None:
@@ -41,6 +41,8 @@ def apply_touches(scene: Scene) -> None:
         _show_shared_rows(scene, puzzle.shared_rows)
     if puzzle.tile_order is not None:  # the order of the tiles, not the placeholder tensors
         scene.custom = draw_tile_order
+    if puzzle.tile_once is not None:  # which program's loop takes which tile
+        scene.custom = draw_persistent_tiles
     if puzzle.tensor_lists is not None:  # the spec's flat tensors hide the lesson
         scene.custom = draw_multi_tensor
 
