@@ -26,18 +26,18 @@ from puzzles.submissions.grade import Grade
 GRADED, USAGE, GRADER_FAILED = 0, 2, 3
 
 
-SPEED_NEEDS_GPU = ("--speed needs a CUDA GPU (kernels are timed compiled, against torch.compile and the "
-                   "GPU's limits): grading correctness only")
+SPEED_FROM_MODEL = ("--speed without a CUDA GPU: speed points come from the efficiency model (each passing kernel's "
+                    "recorded run, predicted on an H100 against the reference), not from timing; the gradebook says so")
 
 
 def options_from(args: argparse.Namespace, timeout: float | None = None) -> Options:
     memory = int((6.0 if args.memory is None else args.memory) * GIB)
     speed = bool(getattr(args, "speed", False))
-    if speed and not on_gpu():
-        print(f"note: {SPEED_NEEDS_GPU}", file=sys.stderr)
-        speed = False
+    source = "gpu" if on_gpu() else "model"
+    if speed and source == "model":
+        print(f"note: {SPEED_FROM_MODEL}", file=sys.stderr)
     return Options(timeout=timeout or args.timeout or CLASS_TIMEOUT, seed=args.seed,
-                   limits=Limits(memory_bytes=memory), speed=speed)
+                   limits=Limits(memory_bytes=memory), speed=speed, speed_source=source)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -82,9 +82,10 @@ def main(args: argparse.Namespace) -> int:
         print("error: no students found", file=sys.stderr)
         return USAGE
     jobs = args.jobs
-    if options.speed and jobs is None:
+    timed = options.speed and options.speed_source == "gpu"
+    if timed and jobs is None:
         jobs = 1  # students timed at once would share the GPU, and each other's time
-    elif options.speed and jobs > 1:
+    elif timed and jobs > 1:
         print(f"note: --speed with --jobs {jobs}: students graded at once share the GPU, so their times are slower "
               "than alone", file=sys.stderr)
     results = grade_class(students, puzzles, options, jobs=jobs)

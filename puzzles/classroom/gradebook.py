@@ -8,9 +8,11 @@ batch system) into the same gradebook.
     gradebook/students/NAME.json      verdicts, points per puzzle, protections, problems
     gradebook/feedback/NAME.txt       the verdicts' messages, for the student
 
-Speed points (`--speed`, on a GPU): a puzzle with a speed goal is worth `SPEED_SHARE` of its points more,
-earned by a passing kernel in proportion to how far it got toward the goal (all of them when it is met:
-`perf.goal_progress`). Correctness points are the same with or without them.
+Speed points (`--speed`): a puzzle with a speed goal is worth `SPEED_SHARE` of its points more, earned by a
+passing kernel in proportion to how far it got toward the goal (all of them when it is met: `perf.goal_progress`
+on a GPU; without one, from the efficiency model's prediction against the reference's, grading/efficiency.py).
+Each puzzle's speed record says where its numbers come from (`source`), and the feedback says so too.
+Correctness points are the same with or without them.
 """
 
 from __future__ import annotations
@@ -83,8 +85,10 @@ def write_student(result: StudentResult, path: Path) -> None:
 
 def feedback_text(result: StudentResult) -> str:
     record = student_record(result)
-    speed = (f", and {record['speed_points']:g} of {record['max_speed_points']:g} speed points (on "
-             "a GPU, against each puzzle's speed goal)" if result.speed else "")
+    sources = sorted({(p.get("speed") or {}).get("source", "a GPU") for p in record["puzzles"] if p.get("speed")})
+    where = ("on a GPU" if sources in ([], ["a GPU"]) else "from " + " and ".join(sources))
+    speed = (f", and {record['speed_points']:g} of {record['max_speed_points']:g} speed points ({where}, "
+             "against each puzzle's speed goal)" if result.speed else "")
     lines = [f"Triton puzzles: feedback for {result.student}",
              f"{record['points']:g} of {record['max_points']:g} points{speed} (seed {result.seed}: "
              f"`test(..., seed={result.seed})` reproduces each verdict)", ""]
@@ -98,7 +102,9 @@ def feedback_text(result: StudentResult) -> str:
         if result.speed and p["max_speed_points"]:
             line = (p.get("speed") or {}).get("line") or ("not timed (it did not pass)" if p["status"] != "passed"
                                                           else "not timed")
-            lines.append(f"   speed ({p['speed_points']:g}/{p['max_speed_points']:g}): "
+            source = (p.get("speed") or {}).get("source", "")
+            lines.append(f"   speed ({p['speed_points']:g}/{p['max_speed_points']:g}"
+                         + (f", from {source}" if source and source != "a GPU" else "") + "): "
                          + line.replace("\n", "\n   "))
     if result.problems:
         lines += ["", "While loading your files:"] + [f" - {problem}" for problem in result.problems]

@@ -101,7 +101,8 @@ class Options:
     startup_seconds: float = 180.0  # importing torch and Triton, before any submitted code
     load_seconds: float | None = None  # loading the definitions (default: 4 x timeout, at least 15 s)
     puzzle_seconds: float | None = None  # one puzzle, every size and config (default: 40 + 8 x timeout)
-    speed: bool = False  # on a GPU: also time each passing kernel, for speed points (gradebook.py)
+    speed: bool = False  # also judge each passing kernel's speed, for speed points (gradebook.py) ...
+    speed_source: str = "gpu"  # ... timed on this GPU, or "model": predicted by the efficiency model (no GPU)
 
 
 # One puzzle's timing with --speed: the device's limits (measured once per worker) and torch.compile(spec).
@@ -239,7 +240,8 @@ def speed_record(data: object) -> dict | None:
     if ms is None or not ms > 0:
         return None
     return {"ms": ms, "compiled_ms": number(data.get("compiled_ms")),
-            "progress": None if progress is None else min(progress, 1.0), "line": str(data.get("line", ""))[:2000]}
+            "progress": None if progress is None else min(progress, 1.0), "line": str(data.get("line", ""))[:2000],
+            "source": str(data.get("source") or "a GPU")[:200]}
 
 
 def _verdict_from(event: dict, p: Puzzle, seed: int) -> PuzzleVerdict:
@@ -281,6 +283,7 @@ def grade_student(student: Student, puzzles: list[Puzzle], options: Options, see
             cpu = limits.cpu_seconds or int(options.startup_seconds + load_limit + puzzle_limit * len(remaining))
             request = {"files": names, "puzzles": [p.number for p in remaining], "timeout": options.timeout,
                        "seed": seed, "limits": {**limits_dict(limits), "cpu_seconds": cpu}, "speed": options.speed,
+                       "speed_source": options.speed_source,
                        # a puzzle graded at sizes other than the catalog's (Gradescope's hidden sizes)
                        "sizes": {str(p.number): [dict(s) for s in p.sizes] for p in remaining
                                  if p.sizes != catalog.get(p.number).sizes}}

@@ -106,13 +106,15 @@ def main() -> int:
     for p in puzzles:
         evidence.clear()
         try:
+            modelled = bool(request.get("speed")) and request.get("speed_source") == "model"
             g = grade.grade_puzzle(submission, p, timeout=request["timeout"], seed=request["seed"],
-                                   perf=bool(request.get("speed")), observe=keep)
+                                   perf=bool(request.get("speed")) and not modelled, observe=keep,
+                                   efficiency=True if modelled else None)
         except Exception as err:  # noqa: BLE001 - the submission may have broken the harness itself
             _emit(channel, "puzzle", number=p.number, status="failed", seconds=0.0, source="",
                   reason=f"grading raised {type(err).__name__}: {err}", evidence=[])
             continue
-        report = getattr(g.result, "perf", None)
+        report = getattr(g.result, "perf", None) or (getattr(g.result, "efficiency", None) if modelled else None)
         _emit(channel, "puzzle", number=p.number, status=g.status, reason=g.reason, seconds=g.seconds,
               source=g.source, evidence=list(evidence), speed=report.record() if report is not None else None)
     _emit(channel, "done", problems=submission.problems[-20:])

@@ -24,7 +24,7 @@ import numpy as np
 from puzzles.course.amounts import fewest_bytes
 from puzzles.course.puzzle import Puzzle
 from puzzles.course.spec import parse_spec
-from puzzles.grading.efficiency_model import Efficiency, LineCost, RunCounts, gpu_model, predict
+from puzzles.grading.efficiency_model import Efficiency, LineCost, RunCounts, floor_us, gpu_model, predict
 from puzzles.grading.result import SizeOutcome
 from puzzles.running.recording import Trace
 
@@ -179,7 +179,8 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
                       counts.sectors_per_request, counts.coalescing, counts.masked_fraction,
                       math.prod(p.grid(p.perf_size)), waves, bound, None if reference is None else reference[0],
                       goal_met, lever(counts, lines, bound, None if reference is None else reference[1]),
-                      tuple(lines), cpu_goal.text() if cpu_goal is not None else ""), None
+                      tuple(lines), cpu_goal.text() if cpu_goal is not None else "",
+                      floor_at_perf(p, model, calls_dot(job))), None
 
 
 def analysed_size(recorded: list[SizeOutcome], spec: Callable[..., Any]) -> SizeOutcome:
@@ -215,6 +216,13 @@ def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[s
 
 def max_block(sizes: dict[str, int]) -> int:
     return max((v for k, v in sizes.items() if k.startswith("B") and k[1:2].isalnum()), default=1)
+
+
+def floor_at_perf(p: Puzzle, model: Any, uses_dot: str) -> float:
+    sizes = p.perf_size
+    work = p.scalar_work(sizes) if p.scalar_work else None
+    return floor_us(model, sum(fewest_bytes(p.spec, sizes)), p.flops(sizes) if p.flops else 0.0,
+                    work.exps if work else 0.0, uses_dot)
 
 
 def block_lanes(sizes: dict[str, int]) -> int:

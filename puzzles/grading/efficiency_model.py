@@ -120,6 +120,20 @@ class Efficiency:
     lever: str = ""
     lines: tuple[LineCost, ...] = field(default=(), repr=False)
     cpu_goal: str = ""  # the puzzle's CPU speed goal in words, where it has one (goal_met then judges it)
+    floor_us: float = 0.0  # what the model predicts for a kernel that wastes nothing (`floor_us`)
+
+    def record(self) -> dict:
+        """What a class's gradebook keeps, in the shape of a GPU's speed record (perf.PerfReport.record): the
+        predicted time, the goal's progress (1 when met; else the reference's predicted time over this one) and
+        where the numbers come from."""
+        if self.goal_met:
+            progress = 1.0
+        elif self.reference_us:
+            progress = min(1.0, self.reference_us / self.predicted_us)
+        else:  # no reference to compare with (a class's sandbox has none): against the model's floor
+            progress = min(1.0, self.floor_us / self.predicted_us / FLOOR_SHARE_MET)
+        return {"ms": self.predicted_us / 1000, "compiled_ms": None, "progress": progress, "line": self.text(),
+                "source": f"the efficiency model ({self.gpu}), on a CPU"}
 
     def text(self) -> str:
         mb = 1e6
@@ -168,6 +182,22 @@ class RunCounts:
 # pipelining overlap successive rounds; 0.15 us is what tiny-chunk and one-element loops took on an H200, fitted to
 # benchmarks/results/nvidia-h200/efficiency_validation.md (the least certain number here).
 LOAD_LATENCY_US = 0.15
+# Without a reference to compare with, a predicted time within this share of the model's floor earns the whole
+# of a class's speed points (the GPU's goals ask 60-80% of the roofline).
+FLOOR_SHARE_MET = 0.8
+
+
+def compute_us(gpu: GpuModel, flops: float, exps: float, uses_dot: str) -> float:
+    """The arithmetic's time: FLOPs at what a tl.dot of these tiles reaches ("32", "16") or off the tensor cores
+    (""), and the exponentials at the special-function rate."""
+    rate = {"": gpu.fp32_tflops, "32": gpu.dot_tflops, "16": gpu.dot16_tflops}[uses_dot]
+    return flops / (rate * 1e6) + exps / gpu.exps_per_us
+
+
+def floor_us(gpu: GpuModel, minimum: float, flops: float = 0.0, exps: float = 0.0, uses_dot: str = "") -> float:
+    """The fewest bytes once at the DRAM rate, or the arithmetic, whichever is longer, after the launch: what the
+    model would predict for a kernel that wastes nothing."""
+    return gpu.launch_us + max(minimum / (gpu.dram_gbps * 1e3), compute_us(gpu, flops, exps, uses_dot))
 
 
 def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, programs_at_size: int,
@@ -191,8 +221,7 @@ def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, program
     times = {
         "memory": dram / (gpu.dram_gbps * 1e3),
         "L2": requested / (gpu.l2_gbps * 1e3),
-        "compute": flops / ({"": gpu.fp32_tflops, "32": gpu.dot_tflops, "16": gpu.dot16_tflops}[uses_dot] * 1e6)
-        + exps / gpu.exps_per_us,
+        "compute": compute_us(gpu, flops, exps, uses_dot),
         "latency": math.ceil(waves) * rounds_at_size * LOAD_LATENCY_US,
     }
     bound = max(times, key=times.get)

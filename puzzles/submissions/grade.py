@@ -383,7 +383,8 @@ def _collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
 
 
 def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_dir: Path | None = None,
-                 seed: int | None = None, perf: bool = False, observe: Any = None) -> Grade:
+                 seed: int | None = None, perf: bool = False, observe: Any = None,
+                 efficiency: bool | None = None) -> Grade:
     """The verdict on one puzzle's kernel. When several files define it, the last one that is
     not the starter is graded and the others are named in `submission.problems`. `perf`: on a GPU,
     also time a passing kernel (its report in `Grade.result.perf`); `observe`: test()'s (each launch's raw runs)."""
@@ -411,7 +412,7 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
     if refused is not None:
         return Grade(p, "failed", f"{origin}: {refused.describe()}", origin)
     result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full", seed=seed, perf=perf,
-                  observe=observe)
+                  observe=observe, efficiency=efficiency)
     if viz_dir is not None:
         from puzzles import viz
 

@@ -85,7 +85,9 @@ def test_the_gradebook_has_a_speed_column_and_the_feedback_the_goal_line(tmp_pat
 def test_a_workers_speed_claim_is_kept_only_in_its_shape():
     assert speed_record(timed(0.4, 1.7))["progress"] == 1.0  # never more than the goal
     assert speed_record({"ms": 0.4, "progress": "all", "line": 3}) == {"ms": 0.4, "compiled_ms": None,
-                                                                     "progress": None, "line": "3"}
+                                                                     "progress": None, "line": "3",
+                                                                     "source": "a GPU"}
+    assert speed_record({"ms": 0.4, "source": "the efficiency model (H100), on a CPU"})["source"].startswith("the eff")
     for forged in (None, [], {"ms": -1.0}, {"ms": 0}, {"ms": True}, {"ms": "fast"}, "speed"):
         assert speed_record(forged) is None, forged
     negative = speed_record({"ms": 0.4, "progress": -2.0})
@@ -93,12 +95,11 @@ def test_a_workers_speed_claim_is_kept_only_in_its_shape():
 
 
 @pytest.mark.interpreter("on a GPU --speed times the kernels")
-def test_on_a_cpu_speed_says_it_needs_a_gpu_and_grades_correctness_only(capsys):
+def test_on_a_cpu_speed_points_come_from_the_efficiency_model_and_it_says_so(capsys):
     args = argparse.Namespace(memory=None, timeout=None, seed=None, speed=True)
     options = command.options_from(args)
-    assert options.speed is False
-    err = capsys.readouterr().err
-    assert "--speed needs a CUDA GPU" in err and "grading correctness only" in err
+    assert options.speed is True and options.speed_source == "model"
+    assert "speed points come from the efficiency model" in capsys.readouterr().err
     assert command.options_from(argparse.Namespace(memory=None, timeout=None, seed=None)).speed is False
 
 
@@ -118,6 +119,23 @@ def test_a_student_graded_for_speed_where_no_gpu_times_it_gets_no_speed_points(t
     assert record["points"] == 1.0 and record["max_speed_points"] == gradebook.SPEED_SHARE
     assert result.verdicts[0].speed is None and record["speed_points"] == 0.0
     json.dumps(record)
+
+
+@pytest.mark.usefixtures("without_compile_check")
+@pytest.mark.interpreter("the efficiency model reads the interpreter's run")
+def test_without_a_gpu_speed_points_come_from_the_model_in_the_sandbox_and_the_feedback_says_so(tmp_path):
+    (tmp_path / "a.py").write_text(fixtures.HEADER + reference_source(catalog.get(2)) + "\n\n"
+                                   + reference_source(catalog.get(7)))
+    result = grade_student(Student("solo", [tmp_path / "a.py"]), [catalog.get(2), catalog.get(7)],
+                           Options(timeout=2, speed=True, speed_source="model"), seed=1, uid=None)
+    assert [v.status for v in result.verdicts] == ["passed", "passed"], result
+    for verdict in result.verdicts:  # the sandbox has no solutions/: the CPU goals are judged without them
+        assert verdict.speed is not None and "efficiency model" in verdict.speed["source"], verdict.speed
+        assert verdict.speed["progress"] == 1.0 and "the CPU speed goal is met" in verdict.speed["line"]
+    record = gradebook.student_record(result)
+    assert record["speed_points"] == record["max_speed_points"] == 2 * gradebook.SPEED_SHARE
+    text = gradebook.feedback_text(result)
+    assert "speed points (from the efficiency model (H100), on a CPU" in text and "from the efficiency model" in text
 
 
 @pytest.mark.gpu
