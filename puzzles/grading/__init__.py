@@ -19,7 +19,6 @@ configs.py's loop. ARCHITECTURE.md draws the whole trip.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -30,7 +29,6 @@ from puzzles.course.spec import SpecError
 from puzzles.grading.cases import Case, make_case
 from puzzles.grading.configs import autotune_missing, grade_every_config
 from puzzles.grading.efficiency import efficiency_of
-from puzzles.grading.efficiency_model import gpu_model
 from puzzles.grading.job import GradingJob, make_job, unknown_sizes_note
 from puzzles.grading.judging import judge_runs
 from puzzles.grading.operations import interpreter_probe_error, python_on_blocks_notes
@@ -103,10 +101,7 @@ def test(
     job = make_job(kernel, spec, puzzle, sizes=sizes, nelem=nelem, blocks=B,
                    seed=random.randrange(1, 10**6) if seed is None else seed, timeout=timeout, isolate=isolate,
                    record=record, viz=viz, perf=perf, compile_check=compile_check, quiet=quiet,
-                   compiled=shown_target(compiled), observe=observe,
-                   efficiency_gpu=gpu_model(gpu).name if efficiency else None)
-    if efficiency is None and job.puzzle is not None and job.puzzle.cpu_speed_goal is not None and not on_gpu():
-        job = dataclasses.replace(job, efficiency_gpu=gpu_model(gpu).name)
+                   compiled=shown_target(compiled), observe=observe, efficiency=efficiency, gpu=gpu)
     missing = autotune_missing(job)
     if missing is not None:
         return present(job, build_result(job, error=missing), picture=False)

@@ -23,8 +23,8 @@ import numpy as np
 
 from puzzles.course.amounts import fewest_bytes
 from puzzles.course.puzzle import Puzzle
-from puzzles.course.spec import parse_spec
 from puzzles.grading.efficiency_model import Efficiency, LineCost, RunCounts, floor_us, gpu_model, predict
+from puzzles.grading.job import make_job
 from puzzles.grading.result import SizeOutcome
 from puzzles.running.recording import Trace
 
@@ -61,13 +61,20 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
     elements: dict[tuple, list[np.ndarray]] = defaultdict(list)
     sectors_of: dict[str, list[np.ndarray]] = defaultdict(list)
     in_program: dict[tuple, list[np.ndarray]] = defaultdict(list)  # (program, tensor) -> its sectors
+    loads_run: dict[tuple, int] = defaultdict(int)  # (program, line) -> the loads it ran there
+    load_lanes: list[int] = []
     for access in trace.accesses:
         size = sizes.get(access.tensor, 4)
         lanes_in_order = access.elements
         if sum(d > 1 for d in access.shape) >= 2:  # the compiler lays a 2-D block out along its contiguous axis
             lanes_in_order = np.sort(lanes_in_order)
         requests, touched, fewest = sector_counts(lanes_in_order, size)
-        in_program[(access.program, access.tensor)].append(access.elements.astype(np.int64) * size // SECTOR)
+        sectors = access.elements.astype(np.int64) * size // SECTOR
+        in_program[(access.program, access.tensor)].append(sectors)
+        sectors_of[access.tensor].append(sectors)
+        if access.op == "load":
+            loads_run[(access.program, access.line)] += 1
+            load_lanes.append(access.lanes)
         key = (access.line, access.op, access.tensor)
         row = per_line[key]
         row[0] += requests
@@ -77,26 +84,20 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
         row[4] += access.masked
         row[5] += access.lanes
         elements[key].append(access.elements)
-        sectors_of[access.tensor].append(access.elements.astype(np.int64) * size // SECTOR)
     lines = []
     for key, (requests, touched, fewest, count, masked, lanes) in per_line.items():
         unique = len(np.unique(np.concatenate(elements[key]))) if elements[key] else 0
         lines.append(LineCost(key[0], key[1], key[2], requests, touched, fewest, count, unique, masked, lanes,
                               (sources or {}).get(key[0], "")))
     lines.sort(key=lambda c: -c.sectors * sizes.get(c.tensor, 4))
-    per_program: dict[tuple, int] = defaultdict(int)  # (program, line) -> loads it ran
-    for access in trace.accesses:
-        if access.op == "load":
-            per_program[(access.program, access.line)] += 1
-    most: dict[tuple, int] = defaultdict(int)
-    for (program, _), n in per_program.items():
+    most: dict[tuple, int] = defaultdict(int)  # program -> the most loads one of its lines ran
+    for (program, _), n in loads_run.items():
         most[program] = max(most[program], n)
     requested = sum(c.sectors for c in lines) * SECTOR
     distinct = sum(len(np.unique(np.concatenate(s))) for s in sectors_of.values()) * SECTOR
     # Sectors each program touches once: what it reads again itself comes from its SM's L1 or the L2; what other
     # programs read again may have left the L2.
     per_program = sum(len(np.unique(np.concatenate(s))) for s in in_program.values()) * SECTOR
-    loads = [a.lanes for a in trace.accesses if a.op == "load"]
     requests = sum(c.requests for c in lines)
     all_lanes = sum(c.lanes for c in lines)
     counts = RunCounts(
@@ -106,7 +107,7 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
         coalescing=(sum(c.sectors for c in lines) / sum(c.fewest_sectors for c in lines)) if lines else 1.0,
         masked_fraction=sum(c.masked for c in lines) / all_lanes if all_lanes else 0.0,
         programs=math.prod(trace.grid), rounds=sum(most.values()) / len(most) if most else 1.0,
-        lanes_per_load=sum(loads) / len(loads) if loads else 0.0)
+        lanes_per_load=sum(load_lanes) / len(load_lanes) if load_lanes else 0.0)
     return counts, lines
 
 
@@ -142,7 +143,7 @@ def reread_tensors(lines: list[LineCost]) -> list[tuple[str, float, str]]:
     """(tensor, times each element is read, the lines that read it) for the tensors read more than 1.5 times over,
     most re-read first. The lines' distinct elements are not summed across lines (two lines may read the same)."""
     out = []
-    for tensor in {c.tensor for c in lines if c.op == "load"}:
+    for tensor in sorted({c.tensor for c in lines if c.op == "load"}):
         reading = [c for c in lines if c.op == "load" and c.tensor == tensor]
         elements = sum(c.elements for c in reading)
         distinct = max(c.unique_elements for c in reading)
@@ -150,7 +151,7 @@ def reread_tensors(lines: list[LineCost]) -> list[tuple[str, float, str]]:
             numbers = [str(c.line) for c in sorted(reading, key=lambda c: c.line or 0)]
             where = ("line " if len(numbers) == 1 else "lines ") + ", ".join(numbers)
             out.append((tensor, elements / distinct, where))
-    return sorted(out, key=lambda r: -r[1])
+    return sorted(out, key=lambda r: (-r[1], r[0]))  # ties by name: the same lever on every run
 
 
 def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
@@ -165,11 +166,11 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
         return None, "efficiency: no recorded run to read (it needs the interpreter's run of a right kernel)"
     analysed = analysed_size(recorded, job.spec)
     counts, lines = read_run(analysed.trace, sum(fewest_bytes(job.spec, analysed.sizes)), source_lines(job))
-    us, bound, dram, requested, waves = predicted_at_perf(p, model, counts, analysed.sizes,
-                                                          uses_dot=calls_dot(job))
+    uses_dot = calls_dot(job)
+    us, bound, dram, requested, waves = predicted_at_perf(p, model, counts, analysed.sizes, uses_dot=uses_dot)
     reference = reference_prediction(p, model, analysed.sizes, grade)
     goal_met = None if reference is None else us <= GOAL_WITHIN * reference[0]
-    minimum = sum(fewest_bytes(p.spec, p.perf_size))
+    minimum, flops, exps = perf_work(p)
     cpu_goal = p.cpu_speed_goal
     if cpu_goal is not None:  # graded from the counts alone: bytes against the fewest, each access's sectors
         goal_met = dram <= cpu_goal.bytes_within * minimum and all(
@@ -180,7 +181,7 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
                       math.prod(p.grid(p.perf_size)), waves, bound, None if reference is None else reference[0],
                       goal_met, lever(counts, lines, bound, None if reference is None else reference[1]),
                       tuple(lines), cpu_goal.text() if cpu_goal is not None else "",
-                      floor_at_perf(p, model, calls_dot(job))), None
+                      floor_us(model, minimum, flops, exps, uses_dot)), None
 
 
 def analysed_size(recorded: list[SizeOutcome], spec: Callable[..., Any]) -> SizeOutcome:
@@ -193,14 +194,20 @@ def analysed_size(recorded: list[SizeOutcome], spec: Callable[..., Any]) -> Size
     return max(recorded, key=score)
 
 
+def perf_work(p: Puzzle) -> tuple[float, float, float]:
+    """(fewest bytes, FLOPs, exponentials) at the puzzle's perf size."""
+    sizes = p.perf_size
+    work = p.scalar_work(sizes) if p.scalar_work else None
+    return (sum(fewest_bytes(p.spec, sizes)), p.flops(sizes) if p.flops else 0.0, work.exps if work else 0.0)
+
+
 def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[str, int], *, uses_dot: str) -> tuple:
     sizes = p.perf_size
-    reads, writes = fewest_bytes(p.spec, sizes)
-    work = p.scalar_work(sizes) if p.scalar_work else None
+    minimum, flops, exps = perf_work(p)
     programs = math.prod(p.grid(sizes))
     # A program's rounds of loads grow with the bytes it covers and shrink with the lanes of each load: a load as
     # wide as the block grows with it, a load of a fixed chunk (32 lanes whatever the block) does not.
-    per_program = ((reads + writes) / programs) / (counts.bytes_minimum / max(1, counts.programs))
+    per_program = (minimum / programs) / (counts.bytes_minimum / max(1, counts.programs))
     widest = max_block(analysed)
     if counts.lanes_per_load < 0.5 * widest:
         wider = 1.0  # a fixed chunk
@@ -209,25 +216,22 @@ def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[s
     else:
         wider = max_block(sizes) / widest  # a row or column of the block
     rounds = max(1.0, counts.rounds * per_program / wider)
-    return predict(model, counts, minimum_at_size=reads + writes, programs_at_size=programs,
-                   footprint_at_size=reads + writes, flops=p.flops(sizes) if p.flops else 0.0,
-                   exps=work.exps if work else 0.0, uses_dot=uses_dot, rounds_at_size=rounds)
+    return predict(model, counts, minimum_at_size=minimum, programs_at_size=programs, footprint_at_size=minimum,
+                   flops=flops, exps=exps, uses_dot=uses_dot, rounds_at_size=rounds)
+
+
+def block_sizes(sizes: dict[str, int]) -> list[int]:
+    """The block sizes among a puzzle's sizes (B0, B1, BM, BN, BK, ...)."""
+    return [v for k, v in sizes.items() if k.startswith("B") and k[1:2].isalnum()]
 
 
 def max_block(sizes: dict[str, int]) -> int:
-    return max((v for k, v in sizes.items() if k.startswith("B") and k[1:2].isalnum()), default=1)
-
-
-def floor_at_perf(p: Puzzle, model: Any, uses_dot: str) -> float:
-    sizes = p.perf_size
-    work = p.scalar_work(sizes) if p.scalar_work else None
-    return floor_us(model, sum(fewest_bytes(p.spec, sizes)), p.flops(sizes) if p.flops else 0.0,
-                    work.exps if work else 0.0, uses_dot)
+    return max(block_sizes(sizes), default=1)
 
 
 def block_lanes(sizes: dict[str, int]) -> int:
-    """The lanes of a block at these sizes: the product of the block sizes (B0, B1, BM, BN, BK, ...)."""
-    return math.prod(v for k, v in sizes.items() if k.startswith("B") and k[1:2].isalnum()) or 1
+    """The lanes of a block at these sizes: the product of the block sizes."""
+    return math.prod(block_sizes(sizes)) or 1
 
 
 def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
@@ -243,36 +247,19 @@ def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
                        efficiency=False)
         if not result.passed or result.outcomes[0].trace is None:
             return None
-        trace = result.outcomes[0].trace
-        sixteen = any(t.dtype.itemsize == 2 for t in parse_spec(p.spec).signature()[0])
-        REFERENCE_COUNTS[key] = (read_run(trace, sum(fewest_bytes(p.spec, sizes)))[0],
-                                 dot_kind(kernel_text(kernel), sixteen))
+        REFERENCE_COUNTS[key] = (read_run(result.outcomes[0].trace, sum(fewest_bytes(p.spec, sizes)))[0],
+                                 calls_dot(make_job(kernel, p.spec, p)))
     counts, uses_dot = REFERENCE_COUNTS[key]
     return predicted_at_perf(p, model, counts, sizes, uses_dot=uses_dot)[0], counts
-
-
-def kernel_text(kernel: Any) -> str:
-    import inspect
-
-    from puzzles.running.kernel import unwrap_kernel
-
-    try:
-        return inspect.getsource(unwrap_kernel(kernel))
-    except (OSError, TypeError):
-        return ""
 
 
 def calls_dot(job: Any) -> str:
     """"" (no tl.dot), "32" (a tl.dot of float32 tiles) or "16" (of 16-bit tiles: cast there, or given so)."""
     fn = job.handle.fn
     source = job.handle.source(fn) if fn is not None else None
-    return dot_kind(source.text if source is not None else "", job.sixteen_bit)
-
-
-def dot_kind(text: str, sixteen_bit_inputs: bool) -> str:
-    if "dot(" not in text:
+    if source is None or "dot(" not in source.text:
         return ""
-    return "16" if sixteen_bit_inputs or "float16" in text else "32"
+    return "16" if job.sixteen_bit else "32"
 
 
 def source_lines(job: Any) -> dict[int, str]:

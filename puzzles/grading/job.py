@@ -17,8 +17,9 @@ import torch
 from puzzles.course import catalog
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import ParsedSpec, parse_spec
+from puzzles.grading.efficiency_model import gpu_model
 from puzzles.grading.operations import mentions_16_bit
-from puzzles.running.kernel import KernelHandle
+from puzzles.running.kernel import KernelHandle, on_gpu
 
 
 @dataclass(frozen=True)
@@ -137,11 +138,14 @@ def make_job(kernel: Any, spec: Callable[..., Any] | None, puzzle: Puzzle | int 
              seed: int = 0, timeout: float = 20.0, isolate: bool | None = None, record: bool = True,
              viz: bool = False, perf: bool = False, compile_check: bool | str = False,
              quiet: bool = True, compiled: int | None = None,
-             observe: Callable[[list, list], None] | None = None, efficiency_gpu: str | None = None) -> GradingJob:
+             observe: Callable[[list, list], None] | None = None, efficiency: bool | None = False,
+             gpu: str = "H100") -> GradingJob:
     """Resolve test()'s arguments once: the kernel, the puzzle (given, or found from the spec or kernel),
     its spec and the sizes to run. (The defaults suit a caller outside test(): a test, a benchmark.)"""
     handle = KernelHandle.of(kernel)
     found = resolve_puzzle(puzzle, spec, handle)
+    if efficiency is None:  # by default, where a puzzle's speed goal is graded without a GPU
+        efficiency = found is not None and found.cpu_speed_goal is not None and not on_gpu()
     spec = spec if found is None else found.spec
     try:
         run_sizes, size_problem = tuple(size_list(found, nelem, blocks, sizes)), None
@@ -153,7 +157,7 @@ def make_job(kernel: Any, spec: Callable[..., Any] | None, puzzle: Puzzle | int 
                       size_problem=size_problem, seed=seed, timeout=timeout, isolate=isolate, record=record, viz=viz,
                       perf=perf, compile_check=compile_check, quiet=quiet,
                       expected_signature=found.expected_signature() if found is not None else None,
-                      compiled=compiled, observe=observe, efficiency_gpu=efficiency_gpu)
+                      compiled=compiled, observe=observe, efficiency_gpu=gpu_model(gpu).name if efficiency else None)
 
 
 # -- the sizes to run, resolved once per job ---------------------------------------------------------------
