@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kernel_collections import all_collections, kernel_file, modules_of
+from kernel_collections import all_collections, modules_of
 
 from puzzles.course import catalog
 from puzzles.grading.job import make_job
 from puzzles.grading.signature import check_kernel
-from puzzles.running.kernel import own_jit_function
+from puzzles.running.kernel import kernel_file, own_jit_function
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 COLLECTIONS = all_collections()

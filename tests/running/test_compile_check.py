@@ -12,7 +12,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from kernel_collections import kernel_file, kernel_named
+from kernel_collections import kernel_named
 
 from puzzles import test
 from puzzles.course import catalog
@@ -22,6 +22,7 @@ from puzzles.grading.signature import bind_arguments
 from puzzles.running import compile_check
 from puzzles.running.compile_check.messages import TF32_NOTE
 from puzzles.running.compile_check.verdict import TF32_TOLERANCE
+from puzzles.running.kernel import kernel_file
 
 pytestmark = pytest.mark.interpreter("on a GPU the kernel is really compiled; no ahead-of-time check")
 

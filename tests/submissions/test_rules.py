@@ -14,13 +14,12 @@ import p20_autotune as p20
 import p21_multi_tensor_apply as p21
 import pytest
 import triton
-from kernel_collections import kernel_file
 
 from puzzles import test
 from puzzles.course import catalog
 from puzzles.grading.autotune_configs import grader_configs, tuning_rules
 from puzzles.grading.operations import forbidden_calls
-from puzzles.running.kernel import unwrap_kernel
+from puzzles.running.kernel import kernel_file, unwrap_kernel
 
 SEEDS = range(20)
 # Puzzle 20 at 20 seeds: what the seed changes is which configs the grader picks; small sizes keep it fast

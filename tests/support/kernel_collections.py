@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from puzzles.course import catalog
+from puzzles.running.kernel import kernel_file
 
 
 def module_name(number: int) -> str:
@@ -41,11 +42,3 @@ def modules_of(collection_module: ModuleType) -> list[ModuleType]:
         return [collection_module]
     return [collection_module] + [importlib.import_module(f"{collection_module.__name__}.{info.name}")
                                   for info in pkgutil.iter_modules(collection_module.__path__)]
-
-
-def kernel_file(kernel: Any) -> str | None:
-    """The file a kernel (or helper) is defined in, through its decorators; None for what is not a function."""
-    fn = kernel
-    while fn is not None and not hasattr(fn, "__code__"):
-        fn = getattr(fn, "fn", None)
-    return None if fn is None else fn.__code__.co_filename
