@@ -14,7 +14,9 @@ It applies where a run was recorded (a CPU's interpreter) and the puzzle has a p
 
 from __future__ import annotations
 
+import ast
 import math
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -62,6 +64,8 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
     sectors_of: dict[str, list[np.ndarray]] = defaultdict(list)
     in_program: dict[tuple, list[np.ndarray]] = defaultdict(list)  # (program, tensor) -> its sectors
     loads_run: dict[tuple, int] = defaultdict(int)  # (program, line) -> the loads it ran there
+    fresh_loads = 0  # loads that touched a sector their program had not touched before (a trip past its L1)
+    seen: dict[tuple, set[int]] = defaultdict(set)  # (program, tensor) -> the sectors it touched so far
     load_lanes: list[int] = []
     for access in trace.accesses:
         size = sizes.get(access.tensor, 4)
@@ -75,6 +79,10 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
         if access.op == "load":
             loads_run[(access.program, access.line)] += 1
             load_lanes.append(access.lanes)
+            touched_now = seen[(access.program, access.tensor)]
+            new = set(np.unique(sectors).tolist())
+            fresh_loads += not new <= touched_now
+            touched_now |= new
         key = (access.line, access.op, access.tensor)
         row = per_line[key]
         row[0] += requests
@@ -107,7 +115,9 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
         coalescing=(sum(c.sectors for c in lines) / sum(c.fewest_sectors for c in lines)) if lines else 1.0,
         masked_fraction=sum(c.masked for c in lines) / all_lanes if all_lanes else 0.0,
         programs=math.prod(trace.grid), rounds=sum(most.values()) / len(most) if most else 1.0,
-        lanes_per_load=sum(load_lanes) / len(load_lanes) if load_lanes else 0.0)
+        lanes_per_load=sum(load_lanes) / len(load_lanes) if load_lanes else 0.0,
+        rounds_most=max(most.values(), default=1.0),
+        fresh_share=fresh_loads / len(load_lanes) if load_lanes else 1.0)
     return counts, lines
 
 
@@ -167,7 +177,9 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
     analysed = analysed_size(recorded, job.spec)
     counts, lines = read_run(analysed.trace, sum(fewest_bytes(job.spec, analysed.sizes)), source_lines(job))
     uses_dot = calls_dot(job)
-    us, bound, dram, requested, waves = predicted_at_perf(p, model, counts, analysed.sizes, uses_dot=uses_dot)
+    growth = load_width_growth(recorded, p.perf_size, analysed.sizes)
+    us, bound, dram, requested, waves = predicted_at_perf(p, model, counts, analysed.sizes, uses_dot=uses_dot,
+                                                          width_growth=growth)
     reference = reference_prediction(p, model, analysed.sizes, grade)
     goal_met = None if reference is None else us <= GOAL_WITHIN * reference[0]
     minimum, flops, exps = perf_work(p)
@@ -201,28 +213,65 @@ def perf_work(p: Puzzle) -> tuple[float, float, float]:
     return (sum(fewest_bytes(p.spec, sizes)), p.flops(sizes) if p.flops else 0.0, work.exps if work else 0.0)
 
 
-def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[str, int], *, uses_dot: str) -> tuple:
+def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[str, int], *, uses_dot: str,
+                      width_growth: float | None = None) -> tuple:
     sizes = p.perf_size
     minimum, flops, exps = perf_work(p)
     programs = math.prod(p.grid(sizes))
     # A program's rounds of loads grow with the bytes it covers and shrink with the lanes of each load: a load as
-    # wide as the block grows with it, a load of a fixed chunk (32 lanes whatever the block) does not.
+    # wide as the block grows with it, a load of a fixed chunk (32 lanes whatever the block) does not. The graded
+    # sizes' runs say which where their blocks differ (`load_width_growth`); else the lanes at the size read do.
     per_program = (minimum / programs) / (counts.bytes_minimum / max(1, counts.programs))
     widest = max_block(analysed)
-    if counts.lanes_per_load < 0.5 * widest:
+    if width_growth is not None:
+        wider = width_growth
+    elif counts.lanes_per_load < 0.5 * widest:
         wider = 1.0  # a fixed chunk
     elif counts.lanes_per_load > widest:
         wider = block_lanes(sizes) / block_lanes(analysed)  # a 2-D block
     else:
         wider = max_block(sizes) / widest  # a row or column of the block
     rounds = max(1.0, counts.rounds * per_program / wider)
+    # A program that runs far more rounds than the others walks more than its share (one program summing every
+    # row): its excess grows with the whole problem, not with a program's share of it.
+    most = 0.0
+    if counts.rounds_most > 2 * counts.rounds:
+        most = rounds + (counts.rounds_most - counts.rounds) * (minimum / counts.bytes_minimum) / wider
     return predict(model, counts, minimum_at_size=minimum, programs_at_size=programs, footprint_at_size=minimum,
-                   flops=flops, exps=exps, uses_dot=uses_dot, rounds_at_size=rounds)
+                   flops=flops, exps=exps, uses_dot=uses_dot, rounds_at_size=rounds, rounds_most_at_size=most)
+
+
+def load_width_growth(recorded: list[SizeOutcome], perf: dict[str, int], analysed: dict[str, int]) -> float | None:
+    """How much wider a load is at the perf size than at the size read, from what the graded sizes' runs show:
+    the block size (or the product of them) the mean lanes of a load follow across those runs, or none (a fixed
+    chunk, 1.0). None where the runs cannot tell (one size, or the same blocks at every size)."""
+    runs = []
+    for outcome in recorded:
+        loads = [a.lanes for a in outcome.trace.accesses if a.op == "load"]
+        if loads:
+            runs.append((outcome.sizes, sum(loads) / len(loads)))
+    keys = [k for k in analysed if k in block_keys(analysed)]
+    candidates: dict[str, Callable[[dict[str, int]], float]] = {"fixed": lambda _: 1.0, "block": block_lanes}
+    candidates.update({key: (lambda sizes, key=key: float(sizes.get(key, 1))) for key in keys})
+    if len({tuple(block_sizes(sizes)) for sizes, _ in runs}) < 2:
+        return None
+
+    def misfit(follow: Callable[[dict[str, int]], float]) -> float:
+        logs = [math.log(lanes / follow(sizes)) for sizes, lanes in runs]
+        mean = sum(logs) / len(logs)
+        return sum((x - mean) ** 2 for x in logs)
+
+    best = min(candidates, key=lambda name: (misfit(candidates[name]), name != "fixed"))
+    return candidates[best](perf) / candidates[best](analysed)
+
+
+def block_keys(sizes: dict[str, int]) -> list[str]:
+    """The names of the block sizes among a puzzle's sizes (B0, B1, BM, BN, BK, ...)."""
+    return [k for k in sizes if k.startswith("B") and k[1:2].isalnum()]
 
 
 def block_sizes(sizes: dict[str, int]) -> list[int]:
-    """The block sizes among a puzzle's sizes (B0, B1, BM, BN, BK, ...)."""
-    return [v for k, v in sizes.items() if k.startswith("B") and k[1:2].isalnum()]
+    return [sizes[k] for k in block_keys(sizes)]
 
 
 def max_block(sizes: dict[str, int]) -> int:
@@ -254,12 +303,23 @@ def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
 
 
 def calls_dot(job: Any) -> str:
-    """"" (no tl.dot), "32" (a tl.dot of float32 tiles) or "16" (of 16-bit tiles: cast there, or given so)."""
+    """"" (no tl.dot), "32" (a tl.dot of float32 tiles) or "16" (of 16-bit tiles: cast there, or given so). Read
+    from the kernel's calls (a kernel named quant_dot_... that multiplies and sums calls no tl.dot)."""
     fn = job.handle.fn
     source = job.handle.source(fn) if fn is not None else None
-    if source is None or "dot(" not in source.text:
+    if source is None:
+        return ""
+    try:
+        tree = ast.parse(textwrap.dedent(source.text))
+    except SyntaxError:
+        return ""
+    if not any(isinstance(node, ast.Call) and DOTS & {getattr(node.func, "attr", None), getattr(node.func, "id", None)}
+               for node in ast.walk(tree)):
         return ""
     return "16" if job.sixteen_bit else "32"
+
+
+DOTS = {"dot", "dot_scaled"}
 
 
 def source_lines(job: Any) -> dict[int, str]:

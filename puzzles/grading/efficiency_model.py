@@ -176,15 +176,26 @@ class RunCounts:
     programs: int
     rounds: float = 1.0  # dependent rounds of loads per program (the most a load line runs in one program)
     lanes_per_load: float = 0.0  # the mean lanes of a load
+    rounds_most: float = 1.0  # the rounds of the program that runs the most (one that walks more than its share)
+    fresh_share: float = 1.0  # of the loads, those that touch a sector new to their program (the others hit its L1)
 
 
-# A round of a program's loads in a loop: a DRAM round trip is about 0.6 us, but the hardware and Triton's
-# pipelining overlap successive rounds; 0.15 us is what tiny-chunk and one-element loops took on an H200, fitted to
-# benchmarks/results/nvidia-h200/efficiency_validation.md (the least certain number here).
-LOAD_LATENCY_US = 0.15
+# A round of a program's loads in a loop that a later round depends on (Triton pipelines only the loads that feed a
+# tl.dot): one that fetches a sector new to the program waits a trip to memory, about 0.45 us on an H200 (a single
+# program summing 8192 rows took 0.47 us a row; 32-lane chunks in a loop 0.45 us a chunk); one whose sectors the
+# program touched before is served by its L1, about 0.05 us (one element a round, 8 rounds a sector). Both read
+# off benchmarks/results/nvidia-h200/efficiency_validation.md, the kernels they are checked on: the least certain
+# numbers here.
+LOAD_LATENCY_US = 0.45
+CACHED_LATENCY_US = 0.05
 # Without a reference to compare with, a predicted time within this share of the model's floor earns the whole
 # of a class's speed points (the GPU's goals ask 60-80% of the roofline).
 FLOOR_SHARE_MET = 0.8
+
+
+def round_us(fresh_share: float) -> float:
+    """A dependent round's wait: a trip to memory for the share that fetches new sectors, the L1 for the rest."""
+    return fresh_share * LOAD_LATENCY_US + (1.0 - fresh_share) * CACHED_LATENCY_US
 
 
 def compute_us(gpu: GpuModel, flops: float, exps: float, uses_dot: str) -> float:
@@ -202,14 +213,16 @@ def floor_us(gpu: GpuModel, minimum: float, flops: float = 0.0, exps: float = 0.
 
 def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, programs_at_size: int,
             footprint_at_size: float, flops: float = 0.0, exps: float = 0.0, uses_dot: str = "",
-            threads_per_program: int = 128, rounds_at_size: float = 1.0) -> tuple[float, str, float, float, float]:
+            threads_per_program: int = 128, rounds_at_size: float = 1.0,
+            rounds_most_at_size: float = 0.0) -> tuple[float, str, float, float, float]:
     """(predicted us, what bounds it, DRAM bytes, requested bytes, waves) at a size whose fewest bytes,
     programs and data footprint are given, from the counts of a run at another size.
 
     The ratios to the fewest bytes carry over. Of the re-read bytes, the share the L2 holds is served there; a
     footprint larger than the L2 sends the rest back to DRAM. Latency: the programs run in waves of the SMs'
     resident capacity, and a program waits a round trip for each round of dependent loads (tiny chunks in a
-    loop, one element at a time) however few bytes each moves."""
+    loop, one element at a time) however few bytes each moves; the kernel lasts at least as long as its longest
+    program (`rounds_most_at_size`: one program that sums what the others left, say)."""
     scale = minimum_at_size / counts.bytes_minimum if counts.bytes_minimum else 1.0
     unique = counts.bytes_unique * scale
     reread = counts.bytes_reread * scale
@@ -222,7 +235,7 @@ def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, program
         "memory": dram / (gpu.dram_gbps * 1e3),
         "L2": requested / (gpu.l2_gbps * 1e3),
         "compute": compute_us(gpu, flops, exps, uses_dot),
-        "latency": math.ceil(waves) * rounds_at_size * LOAD_LATENCY_US,
+        "latency": max(math.ceil(waves) * rounds_at_size, rounds_most_at_size) * round_us(counts.fresh_share),
     }
     bound = max(times, key=times.get)
     work = times[bound]
