@@ -32,7 +32,7 @@ import platform
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +245,20 @@ def markdown(rows: list[Row], header: str) -> str:
     return header + "\n" + "\n".join(lines) + "\n"
 
 
+def merged_with_recorded(path: Path, rows: list[Row], command: str) -> tuple[list[Row], str, list[dict], dict] | None:
+    """The device's recorded table with these rows in place of its rows of the same puzzles: (every row, the
+    table's own command, the re-measurements so far with this one last, the table's measured ceilings), or None
+    where none is recorded."""
+    if not path.exists():
+        return None
+    recorded = json.loads(path.read_text())
+    names = {f.name for f in fields(Row)}
+    kept = [Row(**{k: v for k, v in r.items() if k in names}) for r in recorded["rows"]
+            if r["number"] not in {row.number for row in rows}]
+    runs = [*recorded.get("reruns", []), {"command": command, "puzzles": [row.number for row in rows]}]
+    return sorted(kept + rows, key=lambda r: r.number), recorded["command"], runs, recorded["limits"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
@@ -276,11 +290,20 @@ def main() -> int:
     device_dir.mkdir(parents=True, exist_ok=True)
     command = "python benchmarks/compile_baseline.py" + "".join(f" --puzzle {n}" for n in args.puzzle or [])
     versions = {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()}
+    merged = merged_with_recorded(device_dir / "compile_baseline.json", rows, command) if args.puzzle else None
+    runs: list[dict] = []
+    measured = [row.number for row in rows]
+    if merged is not None:  # a table already recorded on this device: these puzzles' rows replace theirs
+        rows, command, runs, table_limits = merged
+        runs[-1].update(versions, launch_us=limits.launch_us)
+        limits = type(limits)(**table_limits)  # the table's own ceilings (its rows were judged against them)
     header = (f"Device: {limits.device}; torch {versions['torch']}, triton {versions['triton']}, "
               f"python {versions['python']}\n"
               f"Measured ceilings: read {limits.read_gbps:.0f} GB/s, write {limits.written_gbps:.0f} GB/s, fp16 matmul "
               f"{limits.matmul_tflops:.0f} TFLOP/s, launch floor {limits.launch_us:.1f} us\n"
               f"Command: {command}\n"
+              + "".join(f"Rows of puzzles {', '.join(map(str, r['puzzles']))} re-measured: {r['command']} "
+                        f"(torch {r['torch']}, triton {r['triton']})\n" for r in runs) +
               "Times: median of triton.testing.do_bench; torch.compile's first call (the compile) not counted.\n"
               "'best / compiled': the faster of the two references over torch.compile (slower: beyond the timing "
               "noise, 5% or 1 us, where the puzzle's goal compares them).\n"
@@ -290,13 +313,17 @@ def main() -> int:
     (device_dir / "compile_baseline.md").write_text(markdown(rows, header))
     # The puzzles with a speed size when this table was recorded: a puzzle added later is measured in a newer table.
     course = [q.number for q in catalog.all_puzzles() if q.perf_size]
+    if runs:  # a table re-measured in part covers what its runs measured, not puzzles added since
+        course = [r.number for r in rows]
     payload = {"command": command, "device": limits.device, **versions, "limits": asdict(limits), "catalog": course,
+               "reruns": runs,
                "rows": [{**asdict(r), "best_vs_compiled": r.best_vs_compiled,
                          "slower_than_compiled": r.slower_than_compiled, "bar_us": r.bar_us,
                          "best_vs_library": r.best_vs_library, "slower_than_bar": r.slower_than_bar} for r in rows]}
     (device_dir / "compile_baseline.json").write_text(json.dumps(payload, indent=1) + "\n")
     print("\n" + markdown(rows, header))
     print(f"wrote {device_dir}/compile_baseline.{{md,json}}")
+    rows = [r for r in rows if r.number in measured]  # the exit status judges what this run measured
     wrong: list[int | str] = [r.number for r in rows if any(e is not None and e > 1e-2 for e in (
         r.reference_error, r.fast_reference_error))]
     slow = [r.number for r in rows if r.slower_than_compiled]

@@ -68,7 +68,7 @@ TABLES = sorted((ROOT / "benchmarks" / "results").glob("*/compile_baseline.json"
 @pytest.mark.parametrize("table", TABLES or [None], ids=lambda t: t.parent.name if t else "none")
 def test_the_recorded_table_covers_every_puzzle_with_a_speed_size(table):
     """Every device's recorded table (the H100's and the H200's, whichever are there; not only the newest):
-    every puzzle with a perf size, every fast reference timed, each puzzle's best reference at least as fast as
+    every puzzle with a perf size, each puzzle's best reference (its fast one where timed) at least as fast as
     torch.compile; and, in a table with the library column (compile_baseline.py since issue 52; the H100's of
     today has none), at least as fast as the bar its speed goal is judged against: the fastest of eager torch,
     torch.compile and the library op where the goal counts it (SpeedGoal.library_note leaves it out)."""
@@ -78,8 +78,6 @@ def test_the_recorded_table_covers_every_puzzle_with_a_speed_size(table):
     rows = {r["number"]: r for r in recorded["rows"]}
     assert recorded["command"].startswith("python benchmarks/compile_baseline.py")
     assert set(recorded.get("catalog", rows)) <= set(rows)  # every puzzle it was recorded for (older: its rows)
-    for p in FAST:
-        assert rows[p.number]["fast_reference_us"] is not None
     for number, row in rows.items():  # every reference, or its fast one, at least as fast as torch.compile
         p = catalog.get(number)
         goal = p.speed_goal
@@ -109,10 +107,13 @@ def test_the_recorded_table_covers_every_puzzle_with_a_speed_size(table):
 
 
 def test_every_puzzle_with_a_speed_size_is_in_a_recorded_table():
-    """A puzzle added after a device's table was recorded is measured in a newer one (on the GPU that the lead could
-    reach: the table says which device), never left out of every table."""
-    measured = set().union(*({r["number"] for r in json.loads(t.read_text())["rows"]} for t in TABLES))
-    assert {p.number for p in catalog.all_puzzles() if p.perf_size} - measured == set()
+    """A puzzle or a fast reference added after a device's table was recorded is measured in a newer one (on the GPU
+    that the lead could reach: the table says which device), never left out of every table."""
+    recorded = [r for t in TABLES for r in json.loads(t.read_text())["rows"]]
+    assert {p.number for p in catalog.all_puzzles() if p.perf_size} - {r["number"] for r in recorded} == set()
+    # A fast reference written after a device's table (puzzle 15's, after the H100's) is timed in a newer one.
+    timed = {r["number"] for r in recorded if r["fast_reference_us"] is not None}
+    assert {p.number for p in FAST} - timed == set()
 
 
 # The benchmark's own launch of a kernel (the grader's argument binding, strided and listed inputs, an autotuned
