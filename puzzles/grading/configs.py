@@ -102,10 +102,12 @@ def grade_every_config(job: GradingJob, start_config: StartConfig, started: floa
                      "be right under any of them (a number where a block size belongs?)")
     for i, (config, r) in enumerate(theirs, 1):
         notes.append(f"grader's config {i} of {len(theirs)} ({describe(config)}): {_config_verdict(r)}")
-    notes += merge_pending_notes(sorted({n for _, r in everything for n in r.notes}))
+    efficiency = _fastest_efficiency(results)  # one report: the others' notes are left out
+    others = {r.efficiency.text() for _, r in results if r.efficiency is not None and r.efficiency is not efficiency}
+    notes += merge_pending_notes(sorted({n for _, r in everything for n in r.notes} - others))
     return build_result(job, [o for _, r in everything for o in r.outcomes],
                         error=next((r.error for _, r in everything if r.error is not None), None), notes=notes,
-                        perf=_fastest_perf(results),
+                        perf=_fastest_perf(results), efficiency=efficiency,
                         seconds=time.perf_counter() - started, device=first.device, compiled=first.compiled)
 
 
@@ -113,6 +115,12 @@ def _fastest_perf(results: list[tuple[triton.Config, TestResult]]) -> Any:
     """The speed report of the fastest of the learner's configs: the one an autotuner would pick."""
     reports = [r.perf for _, r in results if r.perf is not None]
     return min(reports, key=lambda report: report.ms) if reports else None
+
+
+def _fastest_efficiency(results: list[tuple[triton.Config, TestResult]]) -> Any:
+    """The efficiency report of the learner's config predicted fastest (the grader's own configs get none)."""
+    reports = [r.efficiency for _, r in results if r.efficiency is not None]
+    return min(reports, key=lambda report: report.predicted_us) if reports else None
 
 
 def _config_verdict(r: TestResult) -> str:
@@ -129,12 +137,14 @@ def _config_verdict(r: TestResult) -> str:
 
 def _start_grader_configs(configs: list[triton.Config], start: Callable[..., StartedConfig]
                           ) -> list[tuple[list[triton.Config], StartedConfig]]:
-    """The grader's configs, not compile-checked again (the learner's configs were). Interpreted, num_warps
+    """The grader's configs, not compile-checked again (the learner's configs were) nor read for efficiency (the
+    report is on the learner's own). Interpreted, num_warps
     and num_stages mean nothing, so all of them go in one run (one child process); on a GPU each is
     launched with its own options."""
     if on_gpu() or len(configs) < 2:
-        return [([config], start(config, compile_check=False, compiled=None)) for config in configs]
-    return [(configs, start(*configs, compile_check=False, compiled=None))] if configs else []
+        return [([config], start(config, compile_check=False, compiled=None, efficiency_gpu=None))
+                for config in configs]
+    return [(configs, start(*configs, compile_check=False, compiled=None, efficiency_gpu=None))] if configs else []
 
 
 def _finish_grader_configs(started: list[tuple[list[triton.Config], StartedConfig]], n_sizes: int

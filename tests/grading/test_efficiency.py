@@ -109,3 +109,10 @@ def test_a_puzzle_with_a_cpu_speed_goal_grades_it_by_default_without_a_gpu():
     assert column.passed and column.efficiency.goal_met is False
     assert test(catalog.get(1).reference(), catalog.get(1).spec, quiet=True, seed=5).efficiency is None
     assert test(p.reference(), p.spec, quiet=True, seed=5, efficiency=False).efficiency is None
+
+
+def test_an_autotuned_kernel_gets_the_report_of_its_config_predicted_fastest():
+    result = report(20, catalog.get(20).reference(), compile_check=False)
+    e = result.efficiency
+    assert e is not None and e.sizes == catalog.get(20).perf_size
+    assert sum(note.startswith("Efficiency on an") for note in result.notes) == 1  # one report, not one per config
