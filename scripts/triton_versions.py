@@ -31,7 +31,7 @@ from puzzles.running.compat import TESTED  # noqa: E402 - after the path is set
 ENVS = ROOT / ".venvs"
 # Every test file that judges kernels: the interpreter hooks first (a hook missing fails there, by name), then the
 # references, starters and wrong kernels, the hand-written kernels, the judging holes, the learner's messages,
-# the quantization and training tracks, and the compile check.
+# the quantization, training and modern-Triton tracks, every puzzle's kernel collection, and the compile check.
 TESTS = ["tests/running/test_versions.py", "tests/running/test_interpreter_hooks.py", "tests/grading/test_harness.py",
          "tests/grading/test_harness_runs.py", "tests/course/test_catalog.py",
          "tests/grading/test_handwritten_kernels.py", "tests/grading/test_judging_holes.py",
@@ -39,7 +39,9 @@ TESTS = ["tests/running/test_versions.py", "tests/running/test_interpreter_hooks
          "tests/grading/test_learner_walkthrough.py", "tests/course/test_quant_track.py",
          "tests/course/test_quant_track_slips.py", "tests/course/test_dropout_layernorm.py",
          "tests/course/test_cross_entropy.py", "tests/course/test_attention_backward.py",
-         "tests/course/test_practice_track.py", "tests/running/test_compile_check.py"]
+         "tests/course/test_practice_track.py", "tests/course/test_descriptor_track.py",
+         "tests/course/test_persistent_track.py", "tests/grading/test_kernel_collections.py",
+         "tests/running/test_compile_check.py"]
 PTH = "_course_base.pth"
 
 
