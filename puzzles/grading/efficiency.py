@@ -25,15 +25,28 @@ import numpy as np
 
 from puzzles.course.amounts import fewest_bytes
 from puzzles.course.puzzle import Puzzle
-from puzzles.grading.efficiency_model import Efficiency, LineCost, RunCounts, floor_us, gpu_model, predict
+from puzzles.grading.compiling import job_launch_numbers
+from puzzles.grading.efficiency_model import (
+    Efficiency,
+    GpuModel,
+    LineCost,
+    Occupancy,
+    RunCounts,
+    floor_us,
+    gpu_model,
+    occupancy,
+    predict,
+)
 from puzzles.grading.job import make_job
 from puzzles.grading.result import SizeOutcome
+from puzzles.grading.unrolled_loops import unrolled_repeats
 from puzzles.running.recording import Trace
 
 SECTOR = 32  # bytes
 WARP = 32  # lanes
 GOAL_WITHIN = 1.1  # of the reference's predicted time
-REFERENCE_COUNTS: dict[tuple[int, tuple], tuple[RunCounts, str]] = {}  # (puzzle, size) -> the reference's run, read
+# (puzzle, GPU, size) -> the reference's run, read, its tl.dot kind and its occupancy there
+REFERENCE_COUNTS: dict[tuple[int, str, tuple], tuple[RunCounts, str, Occupancy | None]] = {}
 
 
 def element_sizes(trace: Trace) -> dict[str, int]:
@@ -56,8 +69,10 @@ def sector_counts(elements: np.ndarray, size: int) -> tuple[int, int, int]:
     return math.ceil(n / WARP), touched, fewest
 
 
-def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None) -> tuple[RunCounts, list[LineCost]]:
-    """The run's counts (efficiency_model.RunCounts) and its lines' costs, costliest first."""
+def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None,
+             unrolled: dict[int, int] | None = None) -> tuple[RunCounts, list[LineCost]]:
+    """The run's counts (efficiency_model.RunCounts) and its lines' costs, costliest first. `unrolled`: line ->
+    how many times loops the compiler unrolls repeat it (their loads issue together: one round)."""
     sizes = element_sizes(trace)
     per_line: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     elements: dict[tuple, list[np.ndarray]] = defaultdict(list)
@@ -99,8 +114,8 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
                               (sources or {}).get(key[0], "")))
     lines.sort(key=lambda c: -c.sectors * sizes.get(c.tensor, 4))
     most: dict[tuple, int] = defaultdict(int)  # program -> the most loads one of its lines ran
-    for (program, _), n in loads_run.items():
-        most[program] = max(most[program], n)
+    for (program, line), n in loads_run.items():
+        most[program] = max(most[program], n / (unrolled or {}).get(line, 1))
     requested = sum(c.sectors for c in lines) * SECTOR
     distinct = sum(len(np.unique(np.concatenate(s))) for s in sectors_of.values()) * SECTOR
     # Sectors each program touches once: what it reads again itself comes from its SM's L1 or the L2; what other
@@ -175,11 +190,13 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
     if not recorded:
         return None, "efficiency: no recorded run to read (it needs the interpreter's run of a right kernel)"
     analysed = analysed_size(recorded, job.spec)
-    counts, lines = read_run(analysed.trace, sum(fewest_bytes(job.spec, analysed.sizes)), source_lines(job))
+    counts, lines = read_run(analysed.trace, sum(fewest_bytes(job.spec, analysed.sizes)), source_lines(job),
+                             unrolled_lines(job, analysed.sizes))
     uses_dot = calls_dot(job)
     growth = load_width_growth(recorded, p.perf_size, analysed.sizes)
+    resident = compiled_occupancy(job, p, model, analysed.sizes)
     us, bound, dram, requested, waves = predicted_at_perf(p, model, counts, analysed.sizes, uses_dot=uses_dot,
-                                                          width_growth=growth)
+                                                          width_growth=growth, resident=resident)
     reference = reference_prediction(p, model, analysed.sizes, grade)
     goal_met = None if reference is None else us <= GOAL_WITHIN * reference[0]
     minimum, flops, exps = perf_work(p)
@@ -193,7 +210,7 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
                       math.prod(p.grid(p.perf_size)), waves, bound, None if reference is None else reference[0],
                       goal_met, lever(counts, lines, bound, None if reference is None else reference[1]),
                       tuple(lines), cpu_goal.text() if cpu_goal is not None else "",
-                      floor_us(model, minimum, flops, exps, uses_dot)), None
+                      floor_us(model, minimum, flops, exps, uses_dot), resident), None
 
 
 def analysed_size(recorded: list[SizeOutcome], spec: Callable[..., Any]) -> SizeOutcome:
@@ -213,8 +230,18 @@ def perf_work(p: Puzzle) -> tuple[float, float, float]:
     return (sum(fewest_bytes(p.spec, sizes)), p.flops(sizes) if p.flops else 0.0, work.exps if work else 0.0)
 
 
+def compiled_occupancy(job: Any, p: Puzzle, model: GpuModel, analysed: dict[str, int]) -> Occupancy | None:
+    """The kernel's occupancy on `model`, from its compile for that GPU's target with the perf size's blocks (the
+    registers and shared memory a program needs grow with them); None where it does not compile here."""
+    sizes = {**analysed, **{k: p.perf_size[k] for k in block_keys(p.perf_size) if k in analysed}}
+    numbers = job_launch_numbers(job, sizes, model.sm)
+    if numbers is None:
+        return None
+    return occupancy(model, numbers.num_warps, numbers.registers, numbers.shared)
+
+
 def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[str, int], *, uses_dot: str,
-                      width_growth: float | None = None) -> tuple:
+                      width_growth: float | None = None, resident: Occupancy | None = None) -> tuple:
     sizes = p.perf_size
     minimum, flops, exps = perf_work(p)
     programs = math.prod(p.grid(sizes))
@@ -238,7 +265,8 @@ def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[s
     if counts.rounds_most > 2 * counts.rounds:
         most = rounds + (counts.rounds_most - counts.rounds) * (minimum / counts.bytes_minimum) / wider
     return predict(model, counts, minimum_at_size=minimum, programs_at_size=programs, footprint_at_size=minimum,
-                   flops=flops, exps=exps, uses_dot=uses_dot, rounds_at_size=rounds, rounds_most_at_size=most)
+                   flops=flops, exps=exps, uses_dot=uses_dot, rounds_at_size=rounds, rounds_most_at_size=most,
+                   resident_per_sm=resident.programs_per_sm if resident is not None else None)
 
 
 def load_width_growth(recorded: list[SizeOutcome], perf: dict[str, int], analysed: dict[str, int]) -> float | None:
@@ -286,7 +314,7 @@ def block_lanes(sizes: dict[str, int]) -> int:
 def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
                          grade: Callable[..., Any]) -> tuple[float, RunCounts] | None:
     """The puzzle's reference, run at `sizes` and read the same way (each size once per process)."""
-    key = (p.number, tuple(sorted(sizes.items())))
+    key = (p.number, model.name, tuple(sorted(sizes.items())))
     if key not in REFERENCE_COUNTS:
         try:
             kernel = p.reference()
@@ -296,10 +324,12 @@ def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
                        efficiency=False)
         if not result.passed or result.outcomes[0].trace is None:
             return None
-        REFERENCE_COUNTS[key] = (read_run(result.outcomes[0].trace, sum(fewest_bytes(p.spec, sizes)))[0],
-                                 calls_dot(make_job(kernel, p.spec, p)))
-    counts, uses_dot = REFERENCE_COUNTS[key]
-    return predicted_at_perf(p, model, counts, sizes, uses_dot=uses_dot)[0], counts
+        job = make_job(kernel, p.spec, p)
+        REFERENCE_COUNTS[key] = (read_run(result.outcomes[0].trace, sum(fewest_bytes(p.spec, sizes)),
+                                          unrolled=unrolled_lines(job, sizes))[0],
+                                 calls_dot(job), compiled_occupancy(job, p, model, sizes))
+    counts, uses_dot, resident = REFERENCE_COUNTS[key]
+    return predicted_at_perf(p, model, counts, sizes, uses_dot=uses_dot, resident=resident)[0], counts
 
 
 def calls_dot(job: Any) -> str:
@@ -320,6 +350,13 @@ def calls_dot(job: Any) -> str:
 
 
 DOTS = {"dot", "dot_scaled"}
+
+
+def unrolled_lines(job: Any, sizes: dict[str, int]) -> dict[int, int]:
+    """The kernel's lines inside tl.static_range loops, and how many times over (unrolled_loops.py)."""
+    fn = job.handle.fn
+    source = job.handle.source(fn) if fn is not None else None
+    return {} if source is None else unrolled_repeats(source.text, source.first_line, sizes)
 
 
 def source_lines(job: Any) -> dict[int, str]:

@@ -37,25 +37,68 @@ class GpuModel:
     dot_tflops: float  # what a tl.dot of float32 tiles reaches in the course's kernels (far under the TF32 peak)
     dot16_tflops: float  # a tl.dot of 16-bit tiles
     exps_per_us: float  # exponentials per microsecond (the special-function units, 16 per SM per clock)
+    sm: int = 90  # the compile target (sm_90, sm_80, sm_75): what the occupancy is read from
+    shared_per_sm: int = 228 << 10  # shared memory a multiprocessor gives its programs
     threads_per_sm: int = 2048
+    registers_per_sm: int = 64 << 10
+    programs_per_sm: int = 32  # resident thread blocks, at most
 
 
 # Datasheets: H100 SXM 3.35 TB/s HBM3, 132 SMs, 50 MB L2, 67 FP32 TFLOP/s, 495 TF32 TFLOP/s (dense); H200 4.8 TB/s
 # HBM3e and the H100's chip; A100 SXM 80 GB 2.04 TB/s, 108 SMs, 40 MB L2, 19.5 / 156; T4 320 GB/s, 40 SMs, 4 MB L2,
-# 8.1 FP32, 65 FP16 TFLOP/s, 1024 threads per SM. Launch floors: the H200's measured 3.6-3.9 us (the course's
-# compile_baseline tables); the others' similar, a little more on older parts. The tl.dot rates are what the course's
-# matmuls reach on an H200 (puzzle 11's float32 reference 49 TFLOP/s, puzzle 22's float16 one 327; compile_baseline),
-# not the datasheets' peaks; the other parts' scaled from those by their datasheets.
+# 8.1 FP32, 65 FP16 TFLOP/s, 1024 threads per SM. Per SM (CUDA's occupancy tables): 64K registers; shared memory 228
+# KB (sm_90), 164 KB (sm_80), 64 KB (sm_75); 32 resident thread blocks (16 on sm_75). Launch floors: the H200's
+# measured 3.6-3.9 us (the course's compile_baseline tables); the others' similar, a little more on older parts. The
+# tl.dot rates are what the course's matmuls reach on an H200 (puzzle 11's float32 reference 49 TFLOP/s, puzzle 22's
+# float16 one 327; compile_baseline), not the datasheets' peaks; the other parts' scaled from those by their
+# datasheets.
 GPUS = {
     "H100": GpuModel("H100", dram_gbps=3000, l2_gbps=7500, l2_bytes=50 << 20, sms=132, launch_us=4.0,
                      fp32_tflops=67, dot_tflops=50, dot16_tflops=300, exps_per_us=132 * 16 * 1830),
     "H200": GpuModel("H200", dram_gbps=4300, l2_gbps=7500, l2_bytes=50 << 20, sms=132, launch_us=3.8,
                      fp32_tflops=67, dot_tflops=50, dot16_tflops=300, exps_per_us=132 * 16 * 1830),
     "A100": GpuModel("A100", dram_gbps=1800, l2_gbps=4500, l2_bytes=40 << 20, sms=108, launch_us=4.5,
-                     fp32_tflops=19.5, dot_tflops=20, dot16_tflops=150, exps_per_us=108 * 16 * 1410),
+                     fp32_tflops=19.5, dot_tflops=20, dot16_tflops=150, exps_per_us=108 * 16 * 1410, sm=80,
+                     shared_per_sm=164 << 10),
     "T4": GpuModel("T4", dram_gbps=280, l2_gbps=900, l2_bytes=4 << 20, sms=40, launch_us=5.0,
-                   fp32_tflops=8.1, dot_tflops=8, dot16_tflops=40, exps_per_us=40 * 16 * 1590, threads_per_sm=1024),
+                   fp32_tflops=8.1, dot_tflops=8, dot16_tflops=40, exps_per_us=40 * 16 * 1590, sm=75,
+                   shared_per_sm=64 << 10, threads_per_sm=1024, programs_per_sm=16),
 }
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """How many programs a multiprocessor holds at once, from the compiled kernel's warps, registers and shared
+    memory (`limit`: which of them, or "blocks", runs out first; 0 programs: it does not fit at all)."""
+
+    programs_per_sm: int
+    limit: str
+    num_warps: int
+    registers: int | None  # per thread
+    shared: int  # bytes per program
+
+    def text(self) -> str:
+        if self.programs_per_sm == 0:
+            return (f"it does not fit on a multiprocessor ({self.shared // 1024} KB of shared memory a program)")
+        used = {"warps": f"{self.num_warps} warps a program",
+                "registers": f"{self.registers} registers a thread, {self.num_warps} warps",
+                "shared memory": f"{self.shared // 1024} KB of shared memory a program",
+                "blocks": "the most programs a multiprocessor holds"}[self.limit]
+        return f"{self.programs_per_sm} program{'s' if self.programs_per_sm > 1 else ''} per multiprocessor ({used})"
+
+
+def occupancy(gpu: GpuModel, num_warps: int, registers: int | None, shared: int) -> Occupancy:
+    """Programs resident per multiprocessor: the fewest that warps, registers (allocated 256 at a time per warp)
+    and shared memory allow."""
+    warps = max(1, num_warps)
+    limits = {"blocks": gpu.programs_per_sm, "warps": gpu.threads_per_sm // (32 * warps)}
+    if registers:
+        per_warp = -(-registers * 32 // 256) * 256
+        limits["registers"] = gpu.registers_per_sm // (per_warp * warps)
+    if shared:
+        limits["shared memory"] = gpu.shared_per_sm // shared
+    limit = min(limits, key=lambda k: (limits[k], k != "blocks"))
+    return Occupancy(limits[limit], limit, warps, registers, shared)
 
 
 def gpu_model(name: str) -> GpuModel:
@@ -121,6 +164,7 @@ class Efficiency:
     lines: tuple[LineCost, ...] = field(default=(), repr=False)
     cpu_goal: str = ""  # the puzzle's CPU speed goal in words, where it has one (goal_met then judges it)
     floor_us: float = 0.0  # what the model predicts for a kernel that wastes nothing (`floor_us`)
+    occupancy: Occupancy | None = None  # programs per SM, from the compiled code (None: it did not compile here)
 
     def record(self) -> dict:
         """What a class's gradebook keeps, in the shape of a GPU's speed record (perf.PerfReport.record): the
@@ -149,7 +193,8 @@ class Efficiency:
                 f"Bytes from memory {self.bytes_moved / mb:.1f} MB against the fewest {self.bytes_minimum / mb:.1f} MB "
                 f"({self.bytes_moved / self.bytes_minimum:.2f}x); {self.sectors_per_request:.1f} sectors per "
                 f"request ({self.coalescing:.2f}x the fewest); {self.masked_fraction:.0%} of lanes masked off; "
-                f"{self.programs} programs, {self.waves:.1f} waves."
+                f"{self.programs} programs, {self.waves:.1f} waves"
+                + (f" of {self.occupancy.text()}." if self.occupancy is not None else ".")
                 + (f" Lever: {self.lever}" if self.lever else ""))
 
 
@@ -214,14 +259,16 @@ def floor_us(gpu: GpuModel, minimum: float, flops: float = 0.0, exps: float = 0.
 def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, programs_at_size: int,
             footprint_at_size: float, flops: float = 0.0, exps: float = 0.0, uses_dot: str = "",
             threads_per_program: int = 128, rounds_at_size: float = 1.0,
-            rounds_most_at_size: float = 0.0) -> tuple[float, str, float, float, float]:
+            rounds_most_at_size: float = 0.0, resident_per_sm: int | None = None
+            ) -> tuple[float, str, float, float, float]:
     """(predicted us, what bounds it, DRAM bytes, requested bytes, waves) at a size whose fewest bytes,
     programs and data footprint are given, from the counts of a run at another size.
 
     The ratios to the fewest bytes carry over. Of the re-read bytes, the share the L2 holds is served there; a
     footprint larger than the L2 sends the rest back to DRAM. Latency: the programs run in waves of the SMs'
-    resident capacity, and a program waits a round trip for each round of dependent loads (tiny chunks in a
-    loop, one element at a time) however few bytes each moves; the kernel lasts at least as long as its longest
+    resident capacity (`resident_per_sm` programs per SM, from the compiled code where known), and a program waits
+    a round trip for each round of dependent loads (tiny chunks in a loop, one element at a time) however few bytes
+    each moves; the kernel lasts at least as long as its longest
     program (`rounds_most_at_size`: one program that sums what the others left, say)."""
     scale = minimum_at_size / counts.bytes_minimum if counts.bytes_minimum else 1.0
     unique = counts.bytes_unique * scale
@@ -229,7 +276,8 @@ def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, program
     held = min(1.0, gpu.l2_bytes / footprint_at_size) if footprint_at_size else 1.0
     dram = unique + reread * (1.0 - held)
     requested = counts.bytes_requested * scale
-    resident = gpu.sms * max(1, gpu.threads_per_sm // max(32, threads_per_program))
+    per_sm = resident_per_sm or max(1, gpu.threads_per_sm // max(32, threads_per_program))  # the compiled occupancy
+    resident = gpu.sms * per_sm
     waves = programs_at_size / resident
     times = {
         "memory": dram / (gpu.dram_gbps * 1e3),

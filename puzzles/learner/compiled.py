@@ -18,11 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from puzzles.course.puzzle import Puzzle, Sizes
-from puzzles.course.spec import SpecError
-from puzzles.grading.cases import make_case
+from puzzles.grading.compiling import compile_job
 from puzzles.grading.job import make_job
-from puzzles.grading.signature import bind_arguments, check_kernel
-from puzzles.running.compile_check.listings import compile_call
+from puzzles.grading.signature import check_kernel
 from puzzles.running.compiled_code import Compiled, not_compiled, target_number
 from puzzles.running.errors import KernelError
 from puzzles.running.kernel import ConfigLaunch, KernelHandle
@@ -63,11 +61,6 @@ def compiled(kernel: Any, puzzle: Puzzle | int | None = None, target: str | int 
         return not_compiled(name, number, problem)
     if job.size_problem is not None or not job.run_sizes:
         return not_compiled(name, number, KernelError("sizes", job.size_problem or "no sizes to compile at"))
-    sizes = {**job.run_sizes[0], **meta}
-    try:
-        case = make_case(job, sizes, 0)
-    except (SpecError, TypeError, ValueError) as err:
-        return not_compiled(name, number, KernelError("spec", f"cannot build inputs from the spec: {err}"))
     options = {k: v for k, v in (("num_warps", num_warps), ("num_stages", num_stages), ("maxnreg", maxnreg))
                if v is not None}
-    return compile_call(job.handle, bind_arguments(job)(case), number, sizes, options)
+    return compile_job(job, {**job.run_sizes[0], **meta}, number, options)

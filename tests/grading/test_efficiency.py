@@ -13,7 +13,8 @@ from kernel_collections import all_collections, collection
 from puzzles import test
 from puzzles.course import catalog
 from puzzles.grading.efficiency import sector_counts
-from puzzles.grading.efficiency_model import BOUND_WORDS, GPUS, RunCounts, gpu_model, predict
+from puzzles.grading.efficiency_model import BOUND_WORDS, GPUS, Occupancy, RunCounts, gpu_model, occupancy, predict
+from puzzles.grading.unrolled_loops import unrolled_repeats
 
 pytestmark = pytest.mark.interpreter("reads the interpreter's recorded accesses")
 SLOW = [pytest.param(number, kernel, id=f"{number}-{kernel.fn.__name__}")
@@ -116,3 +117,39 @@ def test_an_autotuned_kernel_gets_the_report_of_its_config_predicted_fastest():
     e = result.efficiency
     assert e is not None and e.sizes == catalog.get(20).perf_size
     assert sum(note.startswith("Efficiency on an") for note in result.notes) == 1  # one report, not one per config
+
+
+def test_occupancy_is_the_scarcest_of_warps_registers_and_shared_memory():
+    h100, t4 = gpu_model("H100"), gpu_model("T4")
+    assert occupancy(h100, 4, 22, 0) == Occupancy(16, "warps", 4, 22, 0)  # 2048 threads / 128
+    assert occupancy(h100, 4, 154, 188416).limit == "shared memory"  # puzzle 18's reference: 184 KB a program
+    assert occupancy(h100, 4, 154, 188416).programs_per_sm == 1
+    assert occupancy(h100, 8, 255, 0) == Occupancy(1, "registers", 8, 255, 0)  # 256 x 32 x 8 of 64K registers
+    assert occupancy(h100, 1, 16, 0).limit == "blocks"  # 64 one-warp programs would fit: 32 thread blocks at most
+    assert occupancy(t4, 4, 32, 0).programs_per_sm == 8  # 1024 threads per SM
+    assert occupancy(h100, 4, 32, 300 << 10).programs_per_sm == 0
+    assert "does not fit" in occupancy(h100, 4, 32, 300 << 10).text()
+
+
+UNROLLED = '''
+def kernel(x_ptr, KH: tl.constexpr, KW: tl.constexpr):
+    for h in range(KH):
+        x = tl.load(x_ptr + h)
+        for a in tl.static_range(KH):
+            for b in tl.static_range(0, min(KW, 4), 2):
+                y = tl.load(x_ptr + a + b)
+        for c in tl.static_range(x):
+            z = 1
+'''
+
+
+def test_loads_in_loops_the_compiler_unrolls_issue_together():
+    repeats = unrolled_repeats(UNROLLED, 10, {"KH": 3, "KW": 8})
+    assert repeats == {15: 3, 16: 6}  # the inner loop 3 x 2 times; a loaded value's bound is not known: once
+    assert unrolled_repeats("def broken(:", 1, {}) == {}
+
+
+def test_the_report_says_how_many_programs_a_multiprocessor_holds():
+    e = report(2, catalog.get(2).reference()).efficiency
+    assert e.occupancy is not None and e.occupancy.limit == "warps" and e.occupancy.registers
+    assert "16 programs per multiprocessor (4 warps a program)" in e.text()

@@ -315,6 +315,17 @@ def start_listing(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: i
     """The full compile of `kernel` for `target`, as called with `call`, for its listing (puzzles.compiled()):
     the same compile (and the same cache entry) as the compile check's at that size, unless `options`
     (num_warps, num_stages, maxnreg) differ from the launch's. None when the kernel cannot be described."""
+    request = listing_request(kernel, call, target, options)
+    if request is None:
+        return None
+    spec, item = request
+    return _submit(spec, [item], True, None, 1, {target})
+
+
+def listing_request(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: int,
+                    options: dict[str, int] | None = None) -> tuple[dict, dict] | None:
+    """(the kernel as the compiler's process rebuilds it, the full compile to ask for): its "key" names the
+    compile (the same kernel, arguments' kinds and options: the same key). None when it cannot be described."""
     described = _describe(kernel)
     if described is None:
         return None
@@ -326,7 +337,12 @@ def start_listing(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: i
     item = _item(_stable(spec), "full", target, argspec, {**launch, **(options or {})}, [],
                  specialization(args, kwargs, params))
     item["sizes"].append(0)
-    return _submit(spec, [item], True, None, 1, {target})
+    return spec, item
+
+
+def submit_listing(spec: dict, item: dict) -> Check:
+    """Start (or answer from the cache) the compile that `listing_request` described."""
+    return _submit(spec, [item], True, None, 1, {item["target"]})
 
 
 def _describe(kernel: Any) -> tuple[dict, list[str], frozenset[str], dict[str, int]] | None:
