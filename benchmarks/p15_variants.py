@@ -20,39 +20,7 @@ import triton.language as tl
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from puzzles.course import catalog  # noqa: E402
 from solutions.p15_int8_gemv import int8_gemv_kernel  # noqa: E402
-
-
-@triton.jit
-def gemv_wide_chunks(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
-    """Four chunks of BK rows per trip: four times the bytes in flight per round."""
-    n = tl.program_id(0) * BN + tl.arange(0, BN)
-    n_in = n < N
-    acc = tl.zeros([BN], dtype=tl.float32)
-    CHUNK: tl.constexpr = 4 * BK
-    for k0 in range(0, K, CHUNK):
-        k = k0 + tl.arange(0, CHUNK)
-        k_in = k < K
-        x = tl.load(x_ptr + k, mask=k_in, other=0.0).to(tl.float32)
-        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=k_in[:, None] & n_in[None, :], other=0)
-        acc += tl.sum(x[:, None] * w.to(tl.float32), axis=0)
-    scale = tl.load(scale_ptr + n, mask=n_in, other=0.0).to(tl.float32)
-    tl.store(z_ptr + n, (acc * scale).to(tl.float16), mask=n_in)
-
-
-@triton.jit
-def gemv_stages(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
-    """The reference's loop as tl.range with four stages: the next chunks' loads issued while this one is summed."""
-    n = tl.program_id(0) * BN + tl.arange(0, BN)
-    n_in = n < N
-    acc = tl.zeros([BN], dtype=tl.float32)
-    for k0 in tl.range(0, K, BK, num_stages=4):
-        k = k0 + tl.arange(0, BK)
-        k_in = k < K
-        x = tl.load(x_ptr + k, mask=k_in, other=0.0).to(tl.float32)
-        w = tl.load(weight_ptr + k[:, None] * N + n[None, :], mask=k_in[:, None] & n_in[None, :], other=0)
-        acc += tl.sum(x[:, None] * w.to(tl.float32), axis=0)
-    scale = tl.load(scale_ptr + n, mask=n_in, other=0.0).to(tl.float32)
-    tl.store(z_ptr + n, (acc * scale).to(tl.float16), mask=n_in)
+from solutions.p15_int8_gemv_fast import int8_gemv_kernel as fast_int8_gemv_kernel  # noqa: E402
 
 
 @triton.jit
@@ -92,7 +60,7 @@ def gemv_tile_accumulator_wide(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl
 @triton.jit
 def gemv_wide_chunks_staged(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr,
                             TRIP: tl.constexpr = 4, STAGES: tl.constexpr = 3):
-    """TRIP chunks of BK rows a trip, and the trips in tl.range with STAGES stages."""
+    """TRIP chunks of BK rows a trip, and the trips in tl.range with STAGES stages (4 and 3: the fast reference)."""
     n = tl.program_id(0) * BN + tl.arange(0, BN)
     n_in = n < N
     acc = tl.zeros([BN], dtype=tl.float32)
@@ -108,26 +76,31 @@ def gemv_wide_chunks_staged(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.co
 
 
 @triton.jit
-def gemv_wide_eight(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+def gemv_four_chunks(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    gemv_wide_chunks_staged(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN, BK, 4, 1)
+
+
+@triton.jit
+def gemv_four_stages(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+    gemv_wide_chunks_staged(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN, BK, 1, 4)
+
+
+@triton.jit
+def gemv_eight_chunks(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
     gemv_wide_chunks_staged(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN, BK, 8, 1)
 
 
 @triton.jit
-def gemv_wide_four_staged(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
-    gemv_wide_chunks_staged(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN, BK, 4, 3)
-
-
-@triton.jit
-def gemv_wide_two_staged(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
+def gemv_two_chunks_four_stages(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN: tl.constexpr, BK: tl.constexpr):
     gemv_wide_chunks_staged(x_ptr, weight_ptr, scale_ptr, z_ptr, N, K, BN, BK, 2, 4)
 
 
-VARIANTS = {"reference": int8_gemv_kernel, "wide chunks (4 x BK a trip)": gemv_wide_chunks,
-            "tl.range, 4 stages": gemv_stages, "BK x BN accumulator": gemv_tile_accumulator,
+VARIANTS = {"reference": int8_gemv_kernel, "wide chunks (4 x BK a trip)": gemv_four_chunks,
+            "tl.range, 4 stages": gemv_four_stages, "BK x BN accumulator": gemv_tile_accumulator,
             "BK x BN accumulator, 2 chunks a trip": gemv_tile_accumulator_wide,
-            "wide chunks (8 x BK a trip)": gemv_wide_eight,
-            "wide chunks (4 x BK), tl.range 3 stages": gemv_wide_four_staged,
-            "wide chunks (2 x BK), tl.range 4 stages": gemv_wide_two_staged}
+            "wide chunks (8 x BK a trip)": gemv_eight_chunks,
+            "wide chunks (4 x BK), tl.range 3 stages (the fast reference)": fast_int8_gemv_kernel,
+            "wide chunks (2 x BK), tl.range 4 stages": gemv_two_chunks_four_stages}
 
 
 def main() -> int:
