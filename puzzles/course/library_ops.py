@@ -156,3 +156,9 @@ def sdpa_backward_library(inputs: list[Tensor], sizes: Sizes) -> LibraryRun:
     grad_out = do[None, None]
     backward = lambda: torch.autograd.grad(out, leaves, grad_out, retain_graph=True)  # noqa: E731
     return single_call(backward, lambda grads: torch.stack([g[0, 0] for g in grads]))
+
+
+def pipelined_mm_library(inputs: list[Tensor], sizes: Sizes) -> LibraryRun:
+    """Puzzle 31: torch.mm of float16 matrices into a float16 result (cuBLAS, float32 accumulation)."""
+    x, y = inputs
+    return single_call(lambda: torch.mm(x, y))

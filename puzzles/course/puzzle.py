@@ -126,7 +126,8 @@ class CompiledRule:
     compile it does anyway (puzzles/running/compiled_code/rules.py); a kernel that keeps it is told each load
     and store and its width, one that does not is told which is narrower, at which line, which of the compiler's
     conditions it misses (read from the TTGIR: compiled_code/vector_width.py), and `advice`. With `tma` the rule is
-    what moves the tiles, not how wide: each load and store that is not a TMA copy is named at its line."""
+    what moves the tiles, not how wide: each load and store that is not a TMA copy is named at its line. With `stages`
+    the rule is the shape of the K loop: pipelined in that many buffers, warp-specialized (pipelining.py)."""
 
     min_bits: int = 128
     target: int = 90
@@ -134,6 +135,11 @@ class CompiledRule:
     # Puzzle 29's rule instead of the width: every global load and store is a TMA copy (cp.async.bulk.tensor, the
     # copy engine moving a whole tile: a tensor descriptor's load and store on sm_90), none an instruction per thread.
     tma: bool = False
+    # Puzzle 31's rule instead: the K loop (the loop around the tl.dot) rotates its tiles through `stages` shared-memory
+    # buffers (software pipelining, num_stages) and, with `warp_specialized`, is split into producer and consumer
+    # warps (ttg.warp_specialize in the TTGIR). 0 and False: not asked.
+    stages: int = 0
+    warp_specialized: bool = False
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,15 @@ def has_tensor_descriptors() -> bool:
             and callable(getattr(interpreter.InterpreterBuilder, "create_make_tensor_descriptor", None)))
 
 
+def has_warp_specialized_range() -> bool:
+    """Device-side tensor descriptors run, and tl.range takes warp_specialize (puzzle 31's K loop)."""
+    import inspect
+
+    import triton.language as tl
+
+    return has_tensor_descriptors() and "warp_specialize" in inspect.signature(tl.range.__init__).parameters
+
+
 def interprets_dot_scaled() -> bool:
     """The interpreter runs tl.dot_scaled (3.8 and later; 3.7's has no builder method for it)."""
     from triton.runtime import interpreter

@@ -95,6 +95,30 @@ def kernel_returns_a_value(entry: dict) -> dict | None:
     return None
 
 
+def warp_specialize_failed(entry: dict) -> dict | None:
+    """A loop with warp_specialize=True whose MLIR pipeline failed (Triton 3.7's NVGPUWarpSpecialization pass
+    takes only loads it can hand to a producer warp: a tensor descriptor's, not tl.load of pointers), as an error
+    at the loop's line; None where the kernel asks for no warp specialization."""
+    try:
+        tree = ast.parse(textwrap.dedent(entry["source"]))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
+            continue
+        asks = [k for k in node.iter.keywords if k.arg == "warp_specialize"
+                and not (isinstance(k.value, ast.Constant) and not k.value.value)]
+        if asks:
+            line = entry["first_line"] + node.lineno - 1
+            return {"message": "the compiler could not warp-specialize the loop at this line (warp_specialize=True): "
+                               "its producer warp can only issue TMA copies, and this loop loads tiles with tl.load "
+                               "of pointers; load through a tensor descriptor instead (x_desc = "
+                               "tl.make_tensor_descriptor(x_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK]),"
+                               " then x_desc.load([m0, k0])), which also handles the edges without masks",
+                    "function": entry["name"], "offset": line - entry["def_line"], "construct": True}
+    return None
+
+
 def _bare(message: str) -> bool:
     """An error from inside Triton's front end that carries no text (a bare `assert`)."""
     return message.rstrip(": ") in ("AssertionError", "")

@@ -292,6 +292,10 @@ def check_item(built: dict[str, Any], item: dict) -> dict:  # pragma: no cover -
         if returned is not None:  # MLIR says only "PassManager::run failed"
             return {"error": returned}
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "PassManager::run failed" in message:  # the MLIR dump went to stderr; say what the learner can change
+            specialized = messages().warp_specialize_failed(built["root_entry"])
+            if specialized is not None:
+                return {"error": specialized}
         return {"error": {"message": f"{type(exc).__name__}: {message}"}}
     listing = listing_of(compiled)
     # Where each function was when compiled: the PTX's lines are these (Triton's own cache keys a kernel by its

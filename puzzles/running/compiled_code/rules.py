@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from puzzles.running.compiled_code.pipelining import loop_shape
 from puzzles.running.compiled_code.reading import Access
 from puzzles.running.compiled_code.record import Compiled
 from puzzles.running.compiled_code.summary import source_at
@@ -41,6 +42,8 @@ def judge(rule: Any, code: Compiled) -> RuleVerdict:
     """Whether `code` keeps `rule` (a course.puzzle.CompiledRule)."""
     if getattr(rule, "tma", False):
         return judge_tma(rule, code)
+    if getattr(rule, "stages", 0):
+        return judge_pipeline(rule, code)
     checked = code.loads() + code.stores()
     where = f"compiled for {code.target_name}"
     if not code.loads() or not code.stores():
@@ -83,6 +86,39 @@ def judge_tma(rule: Any, code: Compiled) -> RuleVerdict:
     return RuleVerdict(f"asks for its tiles to move by TMA (the copy engine copies a whole tile at once: "
                        f"cp.async.bulk.tensor in the PTX), and {where} {'; '.join(found)}.\n{rule.advice}".strip(),
                        first.line if first else None, first.filename if first else None)
+
+
+def judge_pipeline(rule: Any, code: Compiled) -> RuleVerdict:
+    """A rule with `stages` (puzzle 31): the K loop keeps `rule.stages` buffers per tile, its tiles arrive by TMA
+    copies, and (with `warp_specialized`) the compiler split it into producer and consumer warps. What the compiled
+    loop lacks is told at the loop's line."""
+    shape = loop_shape(code)
+    where = f"compiled for {code.target_name}"
+    at = f"the K loop at line {shape.line} (`{shape.source}`)" if shape.line else "the K loop"
+    lacks = []
+    if shape.buffers < 2:
+        lacks.append("is not pipelined: each tile has a single shared-memory buffer, so every chunk's loads wait "
+                     "for the previous chunk's tl.dot (the loop has num_stages=1, or no tl.range)")
+    elif shape.buffers != rule.stages:
+        lacks.append(f"keeps {shape.buffers} buffers per tile where the size asks for {rule.stages} (NUM_STAGES): "
+                     "Triton's default is 3; pass num_stages=NUM_STAGES to tl.range")
+    if not shape.tma_copies:
+        lacks.append("loads no tile by TMA (no async TMA copy into shared memory in the TTGIR)")
+    if rule.warp_specialized and not shape.warp_specialized:
+        dropped = " (with one buffer there is nothing to overlap, and the compiler drops it)" if shape.buffers < 2 \
+            else ""
+        lacks.append("is not warp-specialized: the TTGIR has no ttg.warp_specialize, so the same warps issue the "
+                     f"copies and the tl.dot{dropped}")
+    if not lacks:
+        return RuleVerdict(None, note=f"{where}, {at} rotates its tiles through {shape.buffers} shared-memory "
+                                      f"buffers filled by {shape.tma_copies} TMA copies"
+                                      + (", in warp-specialized partitions (a producer warp issues the copies, "
+                                         "consumer warps wait on mbarriers and run the tl.dot)"
+                                         if shape.warp_specialized else ""))
+    return RuleVerdict(f"asks for its K loop to be software-pipelined in {rule.stages} stages"
+                       + (" and warp-specialized" if rule.warp_specialized else "")
+                       + f", and {where} {at} {'; it '.join(lacks)}.\n{rule.advice}".strip(),
+                       shape.line, shape.filename)
 
 
 def _lines(hints: tuple[tuple[int | None, int], ...], below: int) -> list[tuple[int | None, int]]:
