@@ -1,8 +1,12 @@
 """Common slips of puzzle 31 (a pipelined, warp-specialized float16 matmul through tensor descriptors), computed:
 the output a kernel with one slip in it stores, from the same inputs (see mistakes.py for how a verdict uses them).
 
-Both slips are in the K loop, the part this puzzle rewrites; each is the same for every tile, so it is played on
-the whole of x and y at once: float32 products of float16 inputs, the descriptor's zeros past K, a float16 result.
+Each is played on the whole of x and y at once: float32 products of float16 inputs, the descriptor's zeros past K
+and the columns of z past N dropped, a float16 result.
+
+Not slips here (no computed output would match them): m0 and n0 from swapped program ids (each tile the
+programs reach gets right values; the grader names the rows never written) and a loop that counts chunks and loads at [m0, k]. Its coordinates are not multiples of 16 bytes, and
+the interpreter stops at the load (puzzles/running/errors.py says a descriptor counts elements).
 
 Not here: a loop that is right in values but not pipelined or not warp-specialized. Its values are the spec's;
 the compiled rule (puzzles/running/compiled_code/rules.py, judge_pipeline) names what its compiled loop lacks.
@@ -29,16 +33,19 @@ def last_chunk_only(inputs: Inputs, sizes: Sizes) -> Tensor:
     return chunk_product(x, y, last, sizes["BK"]).half()
 
 
-def coordinates_in_chunks(inputs: Inputs, sizes: Sizes) -> Tensor:
-    """The loop counts chunks (`for k in tl.range(0, tl.cdiv(K, BK), ...)`) and loads at [m0, k], [k, n0]: a
-    descriptor counts elements, so chunk j starts at column j, not j·BK, and the chunks overlap."""
-    x, y = inputs["x"], inputs["y"]
-    total = sum(chunk_product(x, y, j, sizes["BK"]) for j in range(cdiv(sizes["K"], sizes["BK"])))
-    return total.half()
-
-
-def coordinates_in_chunks_where(sizes: Sizes) -> str:
-    """Which columns the slip read at this size."""
-    chunks = cdiv(sizes["K"], sizes["BK"])
-    return (f"at K = {sizes['K']}, BK = {sizes['BK']} the {chunks} chunks started at columns 0 … {chunks - 1} "
-            f"instead of 0, {sizes['BK']}, … {(chunks - 1) * sizes['BK']}")
+def y_loaded_at_swapped_corner(inputs: Inputs, sizes: Sizes) -> Tensor:
+    """y's tile loaded at [n0, k0] instead of [k0, n0]: each chunk multiplies x's tile by the BK × BN block of y
+    whose first row is n0 and first column k0 (zeros past y's edges), tile column by tile column."""
+    x, y = inputs["x"].float(), inputs["y"].float()
+    m_size, n_size, k_size = sizes["M"], sizes["N"], sizes["K"]
+    bn, bk = sizes["BN"], sizes["BK"]
+    tiles_n, chunks = cdiv(n_size, bn), cdiv(k_size, bk)
+    x_padded = x.new_zeros(m_size, chunks * bk)
+    x_padded[:, :k_size] = x
+    y_padded = y.new_zeros(max(k_size, tiles_n * bn + bk), max(n_size, chunks * bk + bn))
+    y_padded[:k_size, :n_size] = y
+    z = x.new_zeros(m_size, tiles_n * bn)
+    for n0 in range(0, tiles_n * bn, bn):
+        for k0 in range(0, k_size, bk):
+            z[:, n0:n0 + bn] += x_padded[:, k0:k0 + bk] @ y_padded[n0:n0 + bk, k0:k0 + bn]
+    return z[:, :n_size].half()

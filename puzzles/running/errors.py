@@ -104,7 +104,7 @@ def uses_removed_block_pointers(message: str) -> bool:
 
 DESCRIPTOR_COORDINATES = (
     "a tensor descriptor's coordinates count elements, and Triton's interpreter asks that the last one fall on a "
-    "multiple of 16 bytes (4 float32): is a coordinate counted in tiles (tl.program_id(0)) where the tile's first "
+    "multiple of 16 bytes (4 float32, 8 float16): is a coordinate counted in tiles (tl.program_id(0)) where the tile's first "
     "element belongs (tl.program_id(0) * B0)?")
 
 DESCRIPTOR_STORE_SHAPE = (

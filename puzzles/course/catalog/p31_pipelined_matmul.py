@@ -80,9 +80,8 @@ chunk after another: the values are graded on a CPU. This puzzle needs Triton 3.
     likely_mistakes=(
         Mistake("acc = tl.dot(x_tile, y_tile) replaces the sum each chunk, so z is the last chunk's product: add "
                 "into it, acc = tl.dot(x_tile, y_tile, acc) (or acc += tl.dot(...))", slips.last_chunk_only),
-        Mistake("the loop counts chunks and loads at [m0, k], [k, n0]: a descriptor's coordinates count elements, "
-                "so chunk k starts at column k·BK: tl.range(0, K, BK) and load at k0", slips.coordinates_in_chunks,
-                where=slips.coordinates_in_chunks_where),
+        Mistake("y's tile is loaded at [n0, k0]: y is K × N, its rows are k, so its tile starts at row k0, column "
+                "n0: y_desc.load([k0, n0])", slips.y_loaded_at_swapped_corner),
     ),
     compiled_rule=CompiledRule(target=90, advice=PIPELINE_ADVICE, stages=CANONICAL["NUM_STAGES"],
                                warp_specialized=True),
