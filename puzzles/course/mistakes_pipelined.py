@@ -5,8 +5,9 @@ Each is played on the whole of x and y at once: float32 products of float16 inpu
 and the columns of z past N dropped, a float16 result.
 
 Not slips here (no computed output would match them): m0 and n0 from swapped program ids (each tile the
-programs reach gets right values; the grader names the rows never written) and a loop that counts chunks and loads at [m0, k]. Its coordinates are not multiples of 16 bytes, and
-the interpreter stops at the load (puzzles/running/errors.py says a descriptor counts elements).
+programs reach gets right values; the grader names the rows never written), and a loop that counts chunks and
+loads at [m0, k] (its coordinates are no multiples of 16 bytes: the interpreter stops at the load, and
+puzzles/running/errors.py says that a descriptor counts elements).
 
 Not here: a loop that is right in values but not pipelined or not warp-specialized. Its values are the spec's;
 the compiled rule (puzzles/running/compiled_code/rules.py, judge_pipeline) names what its compiled loop lacks.

@@ -104,8 +104,8 @@ def uses_removed_block_pointers(message: str) -> bool:
 
 DESCRIPTOR_COORDINATES = (
     "a tensor descriptor's coordinates count elements, and Triton's interpreter asks that the last one fall on a "
-    "multiple of 16 bytes (4 float32, 8 float16): is a coordinate counted in tiles (tl.program_id(0)) where the tile's first "
-    "element belongs (tl.program_id(0) * B0)?")
+    "multiple of 16 bytes (4 float32, 8 float16): is a coordinate counted in tiles (tl.program_id(0)) where the "
+    "tile's first element belongs (tl.program_id(0) * B0)?")
 
 DESCRIPTOR_STORE_SHAPE = (
     "a tensor descriptor's store takes a value of exactly its block_shape, and this one differs: a tile loaded as "
