@@ -27,6 +27,24 @@ PIPELINE_ADVICE = (
     "flight and gives the copies to a producer warp. compiled(pipelined_matmul_kernel, puzzle=31).ttgir shows "
     "`ttg.warp_specialize` and the buffers `NUM_STAGES x BM x BK`.")
 
+READ_TEXT = """\
+## Read the pipeline
+
+`compiled()` compiles your kernel for an H100 on this machine (puzzle 23). Its `.ttgir` shows what the loop became:
+`ttg.warp_specialize` with its partitions (the default one issues the TMA copies, `partition0` and `partition1` run
+the `warp_group_dot`), and the tiles' buffers `NUM_STAGES x BM x BK` and `NUM_STAGES x BK x BN` in shared memory,
+each with its mbarriers (`NUM_STAGES x 1 x i64`). Take `warp_specialize=True` away: the buffers stay, the partitions
+go. Set `num_stages=1`: one buffer per tile, and the compiler drops the specialization too."""
+
+READ_CODE = """\
+from puzzles import compiled
+
+code = compiled(pipelined_matmul_kernel, puzzle=31)
+for line in code.ttgir.splitlines():
+    if "ttg.warp_specialize(" in line or "partition" in line[:20] or "local_alloc : ()" in line:
+        print(line.strip()[:110])
+"""
+
 PUZZLE = Puzzle(
     number=31,
     slug="pipelined_matmul",
@@ -85,6 +103,7 @@ chunk after another: the values are graded on a CPU. This puzzle needs Triton 3.
     ),
     compiled_rule=CompiledRule(target=90, advice=PIPELINE_ADVICE, stages=CANONICAL["NUM_STAGES"],
                                warp_specialized=True),
+    notebook_cells=(("markdown", READ_TEXT), ("code", READ_CODE)),
     needs_triton=TritonFeature("device-side tensor descriptors and tl.range(..., warp_specialize=True)", "3.5",
                                has_warp_specialized_range),
     perf_size={"M": 4096, "N": 4096, "K": 4096, "BM": 128, "BN": 128, "BK": 64, "NUM_STAGES": 4},
