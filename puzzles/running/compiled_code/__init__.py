@@ -6,7 +6,8 @@ resource usage beside its verdict in the cache.
 By job: reading.py (the listings as records: global loads and stores with their width and the learner's
 line, what tl.dot became, registers and spills), record.py (`Compiled`), summary.py (its words, in text and
 in a notebook), rules.py (a puzzle graded on its compiled code: `Puzzle.compiled_rule`), vector_width.py (what
-the TTGIR says decides each load's and store's width: the rule's reasons), targets.py (sm_75,
+the TTGIR says decides each load's and store's width: the rule's reasons), pipelining.py (a K loop's buffers and
+warp specialization in the TTGIR: puzzle 31's rule), targets.py (sm_75,
 sm_80, sm_90). Nothing here compiles: puzzles/running/compile_check/listings.py gets a listing (one kernel,
 one call, one target, through the compile check's processes and cache) and makes a `Compiled` of it.
 """
