@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.optim.sgd import sgd
 
+from puzzles.course import mxfp4
 from puzzles.course.library_baseline import LibraryRun, Sizes, single_call
 from puzzles.course.puzzle import TensorLists
 
@@ -156,3 +157,15 @@ def sdpa_backward_library(inputs: list[Tensor], sizes: Sizes) -> LibraryRun:
     grad_out = do[None, None]
     backward = lambda: torch.autograd.grad(out, leaves, grad_out, retain_graph=True)  # noqa: E731
     return single_call(backward, lambda grads: torch.stack([g[0, 0] for g in grads]))
+
+
+def mxfp4_library(inputs: list[Tensor], sizes: Sizes) -> LibraryRun:
+    """Puzzle 33: the MXFP4 weights dequantized to float16 on every call (they stay 4-bit in memory), then torch.mm."""
+    x, w, scale = inputs
+    table = mxfp4.E2M1_VALUES.to(device=x.device, dtype=torch.float16)
+
+    def op() -> Tensor:
+        weights = table[mxfp4.nibbles_along_k(w).long()] * mxfp4.block_scales(scale).to(torch.float16)
+        return torch.mm(x, weights)
+
+    return single_call(op, lambda z: z.float())

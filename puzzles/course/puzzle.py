@@ -145,6 +145,9 @@ class TritonFeature:
     api: str
     since: str
     present: Callable[[], bool]
+    # The triton.language function that needs it, where the puzzle has another path that runs everywhere (puzzle
+    # 33: tl.dot_scaled): only a kernel that calls it is refused. "": every kernel of the puzzle needs the API.
+    call: str = ""
 
     def missing(self, number: int) -> str:
         """What the verdict says where the installed Triton lacks the API ("" where it has it)."""
