@@ -24,7 +24,7 @@ def times_x(i: Inputs, weights: Tensor) -> Tensor:
 
 def decoded(codes: Tensor) -> Tensor:
     """The e2m1 values of K × N nibbles."""
-    return mxfp4.E2M1_VALUES[codes.long()]
+    return mxfp4.E2M1_VALUES.to(codes.device)[codes.long()]
 
 
 def nibbles_swapped(i: Inputs, sizes: Sizes) -> Tensor:

@@ -4,10 +4,11 @@ import torch
 from jaxtyping import Float16, Float32, UInt8
 from torch import Tensor
 
-from puzzles.course import library_ops, mxfp4
 from puzzles.course import mistakes_mxfp4 as slips
+from puzzles.course import mxfp4  # the format: its e2m1 table, the nibbles' order, the quantizer
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
 from puzzles.course.library_baseline import LibraryBaseline
+from puzzles.course.library_ops import mxfp4_library
 from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, TritonFeature, cdiv
 from puzzles.running.interpreter_hooks import interprets_dot_scaled
 
@@ -16,7 +17,7 @@ def mxfp4_matmul_spec(x: Float16[Tensor, "M K"], w: UInt8[Tensor, "K//2 N"],
                       scale: UInt8[Tensor, "K//32 N"]) -> Float32[Tensor, "M N"]:
     """z = x @ W, W[k, n] = e2m1(nibble k % 2 of w[k // 2, n]) * 2^(scale[k // 32, n] - 127), summed in float32"""
     codes = mxfp4.nibbles_along_k(w)  # K × N, 0..15: row 2j the low nibble of w[j], row 2j + 1 the high one
-    values = mxfp4.E2M1_VALUES[codes.long()]  # the 16-entry table: 0, .5, 1, 1.5, 2, 3, 4, 6, then negated
+    values = mxfp4.E2M1_VALUES.to(w.device)[codes.long()]  # the 16-entry table: 0, .5, 1, 1.5, 2, 3, 4, 6, then negated
     block_scale = torch.exp2(scale.float() - 127).repeat_interleave(32, dim=0)  # K × N: each row's block's
     return x.float() @ (values * block_scale)
 
@@ -114,7 +115,7 @@ instruction: the compiler decodes to float16 for you, much as your kernel does.
         "14's fast reference), one BK/32 x BN row of scales per chunk broadcast over its 32 rows, BN of 32-64 so "
         "that N/BN programs fill the 132 multiprocessors (or split K, puzzle 17), num_stages 3-4")),
     library=LibraryBaseline(
-        "dequantize to float16, then torch.mm (cuBLAS)", library_ops.mxfp4_library, dtype="float16",
+        "dequantize to float16, then torch.mm (cuBLAS)", mxfp4_library, dtype="float16",
         why="Hopper has no MXFP4 tensor-core instruction and torch no MXFP4 matmul for it: a user keeps the weights "
             "in MXFP4 (a quarter of the memory) and dequantizes them to float16 before each torch.mm, as "
             "frameworks' fallbacks do; the float16 product is rounded to float16 once"),
