@@ -14,6 +14,8 @@ from judging import grade, interpreted_only
 
 from puzzles import test
 from puzzles.course import catalog, mistakes_mxfp4, mxfp4
+from puzzles.grading.job import make_job
+from puzzles.running.compile_check.settings import targets_for
 from puzzles.running.interpreter_hooks import interprets_dot_scaled
 
 PUZZLE = catalog.get(33)
@@ -158,3 +160,10 @@ def test_only_a_kernel_that_calls_dot_scaled_is_refused_where_the_interpreter_la
     assert refused.error.line is not None
     graded = test(PUZZLE.reference(), PUZZLE.spec, puzzle=lacking, quiet=True, seed=1, compile_check=False)
     assert graded.passed, str(graded)
+
+
+def test_a_kernel_calling_dot_scaled_is_compiled_for_sm_90_alone_and_the_others_for_every_target():
+    # Triton 3.7.1 and 3.9.0 both fail in ptxas on tl.dot_scaled's sm_80 code (an internal codegen error), and
+    # Hopper has no e2m1 instruction anyway: the check compiles such a kernel for sm_90 only.
+    assert make_job(p33.mxfp4_dot_scaled, None, 33).compile_min_sm == 90 and targets_for(90) == (90,)
+    assert make_job(PUZZLE.reference(), None, 33).compile_min_sm == 75 and targets_for(75) == (75, 80, 90)

@@ -66,7 +66,8 @@ $2^{\lfloor \log_2 \max|v| \rfloor - 2}$, values rounded to the nearest e2m1, ti
 right-hand scales **`BN × BK/32`**, transposed from this puzzle's `K/32 × N` (load them with the offsets swapped:
 `scale_ptr + (k0 // 32 + b)[None, :] * N + n[:, None]`). Triton's interpreter runs it from 3.8 on; on an older
 one the grader says so instead of running it. On Hopper (an H100 or H200) there is no MXFP4 tensor-core
-instruction: the compiler decodes to float16 for you, much as your kernel does.
+instruction: the compiler decodes to float16 for you, much as your kernel does; for an A100 (sm_80) Triton's code
+for it does not assemble (3.7 to 3.9), so the grader compiles a kernel that calls it for sm_90 only.
 """,
     sizes=(
         {"M": 20, "N": 40, "K": 96, "BM": 16, "BN": 32, "BK": 64},  # K = 1.5 chunks: a half-masked last chunk
@@ -87,7 +88,8 @@ instruction: the compiler decodes to float16 for you, much as your kernel does.
     draw_inputs=mxfp4.graded_weights,
     launch_order_note=QUANTIZATION_ORDER_NOTE,
     # Only a kernel that calls tl.dot_scaled needs it; the decode-and-tl.dot path runs on every supported Triton.
-    needs_triton=TritonFeature("tl.dot_scaled", "3.8", interprets_dot_scaled, call="dot_scaled"),
+    needs_triton=TritonFeature("tl.dot_scaled", "3.8", interprets_dot_scaled, call="dot_scaled",
+                               compiles_from_sm=90),
     likely_mistakes=(
         Mistake("the nibbles are swapped: row 2j is the LOW nibble of byte j (byte & 0xF) and row 2j + 1 the high "
                 "one (byte >> 4), as in puzzle 14", slips.nibbles_swapped),
