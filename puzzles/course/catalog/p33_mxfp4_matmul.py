@@ -61,6 +61,13 @@ $2^{\lfloor \log_2 \max|v| \rfloor - 2}$, values rounded to the nearest e2m1, ti
 32 (whole blocks; so of 2, whole bytes) but need not be a multiple of `BK`; `M` and `N` need not be multiples of
 `BM`, `BN`.
 
+**Where 4 bits pay.** The speed size is `M = 16` tokens against an `8192 × 8192` layer: 32 MiB of packed weights
+and 2 MiB of scales for 2.1 GFLOP, so reading the weights sets the time (about 7.5 µs at an H200's 4.8 TB/s; the
+FLOPs take 2 µs), and reading a quarter of float16's bytes is the whole gain. At `M = 128` the same layer is
+17 GFLOP, past what the tensor cores do in the time its bytes take: the bytes saved no longer set the time. Hopper
+has no MXFP4 instruction, so a user there dequantizes to float16 and calls `torch.mm` (cuBLAS), writing and
+re-reading the four-times-larger float16 weights each call: that, and `torch.compile` of the spec, are the bar.
+
 **`tl.dot_scaled`.** Triton has one call for all of this: `tl.dot_scaled(x, None, "fp16", w_tile, scale_tile,
 "e2m1", acc)` takes the packed `BK/2 × BN` bytes as they are, with the same low-nibble-first order, but its
 right-hand scales **`BN × BK/32`**, transposed from this puzzle's `K/32 × N` (load them with the offsets swapped:
