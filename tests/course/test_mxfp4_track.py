@@ -152,6 +152,16 @@ def test_dot_scaled_runs_where_the_interpreter_has_it_and_is_refused_in_words_wh
     assert "tl.dot_scaled(x, None" in result.error.source and "Traceback" not in str(result)
 
 
+@interpreted_only
+@pytest.mark.skipif(not interprets_dot_scaled(), reason="this Triton's interpreter does not run tl.dot_scaled (3.8 on)")
+def test_dot_scaled_given_the_scales_as_stored_is_told_their_layout_at_its_line():
+    result = grade(33, p33.mxfp4_dot_scaled_scales_as_stored, seed=1)
+    assert not result.passed
+    for outcome in result.outcomes:
+        assert outcome.status == "error" and "BN × BK/32 for the right one" in outcome.error.message, str(result)
+        assert "SCALES_AS_STORED" in outcome.error.source
+
+
 def test_only_a_kernel_that_calls_dot_scaled_is_refused_where_the_interpreter_lacks_it():
     absent = dataclasses.replace(PUZZLE.needs_triton, present=lambda: False)
     lacking = dataclasses.replace(PUZZLE, needs_triton=absent)

@@ -105,6 +105,27 @@ def mxfp4_dot_scaled(x_ptr, w_ptr, scale_ptr, z_ptr, M, N, K, BM: tl.constexpr, 
 
 
 @triton.jit
+def mxfp4_dot_scaled_scales_as_stored(x_ptr, w_ptr, scale_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                      BK: tl.constexpr):
+    """Wrong (where tl.dot_scaled runs): the scale tile passed BK/32 × BN, as the puzzle stores it; dot_scaled wants
+    BN × BK/32 for its right-hand side, and refuses the shape."""
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k = k0 + tl.arange(0, BK)
+        x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
+        rows = k0 // 2 + tl.arange(0, BK // 2)
+        packed = tl.load(w_ptr + rows[:, None] * N + n[None, :], mask=(rows[:, None] < K // 2) & (n[None, :] < N),
+                         other=0)
+        blocks = k0 // 32 + tl.arange(0, BK // 32)
+        s = tl.load(scale_ptr + blocks[:, None] * N + n[None, :], mask=(blocks[:, None] < K // 32) & (n[None, :] < N),
+                    other=127)
+        acc = tl.dot_scaled(x, None, "fp16", packed, s, "e2m1", acc)  # SCALES_AS_STORED
+    tl.store(z_ptr + m[:, None] * N + n[None, :], acc, mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+@triton.jit
 def mxfp4_without_dot(x_ptr, w_ptr, scale_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                       BK: tl.constexpr):
     """Right but slow: the products summed with a broadcast multiply and tl.sum on the CUDA cores, not tl.dot."""
