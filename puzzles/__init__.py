@@ -32,6 +32,7 @@ try:
     from jaxtyping import Float32, Int32  # re-exported for the notebooks
     from torch import Tensor
 
+    from puzzles.course import mxfp4  # puzzle 33's format, which its spec (shown in the notebook) reads
     from puzzles.course.catalog import PUZZLES, all_puzzles, get
     from puzzles.course.philox import rand
     from puzzles.course.puzzle import Puzzle, cdiv
@@ -105,6 +106,7 @@ __all__ = [
     "compiled_code",
     "get",
     "kernels_in",
+    "mxfp4",
     "on_gpu",
     "print_if",
     "progress",

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.optim.sgd import sgd
 
+from puzzles.course import mxfp4
 from puzzles.course.library_baseline import LibraryRun, Sizes, single_call
 from puzzles.course.puzzle import TensorLists
 
@@ -162,3 +163,21 @@ def pipelined_mm_library(inputs: list[Tensor], sizes: Sizes) -> LibraryRun:
     """Puzzle 31: torch.mm of float16 matrices into a float16 result (cuBLAS, float32 accumulation)."""
     x, y = inputs
     return single_call(lambda: torch.mm(x, y))
+
+
+def mxfp4_library(inputs: list[Tensor], sizes: Sizes) -> LibraryRun:
+    """Puzzle 33: the MXFP4 weights dequantized to float16 on every call (they stay 4-bit in memory), then torch.mm:
+    each byte looked up once in a 256-entry table of its two float16 values, the pairs interleaved into K rows, each
+    block of 32 rows times its scale."""
+    x, w, scale = inputs
+    table = mxfp4.E2M1_VALUES.to(device=x.device, dtype=torch.float16)
+    byte = torch.arange(256, device=x.device)
+    pairs = torch.stack([table[byte & 0xF], table[byte >> 4]], dim=1)  # byte -> (row 2j, row 2j + 1)
+    multiplier = torch.exp2(scale.float() - mxfp4.BIAS).to(torch.float16)[:, None, :]  # K/32 × 1 × N
+    k_size, n_size = 2 * w.shape[0], w.shape[1]
+
+    def op() -> Tensor:
+        rows = pairs[w.int()].permute(0, 2, 1).reshape(k_size // mxfp4.BLOCK, mxfp4.BLOCK, n_size)
+        return torch.mm(x, (rows * multiplier).reshape(k_size, n_size))
+
+    return single_call(op, lambda z: z.float())

@@ -151,6 +151,12 @@ class TritonFeature:
     api: str
     since: str
     present: Callable[[], bool]
+    # The triton.language function that needs it, where the puzzle has another path that runs everywhere (puzzle
+    # 33: tl.dot_scaled): only a kernel that calls it is refused. "": every kernel of the puzzle needs the API.
+    call: str = ""
+    # The oldest GPU target Triton compiles `call` for, where newer than the puzzle's min_sm (tl.dot_scaled with e2m1:
+    # sm_90, ptxas fails on Triton's sm_80 code in 3.7-3.9): the compile check leaves the older targets out.
+    compiles_from_sm: int = 0
 
     def missing(self, number: int) -> str:
         """What the verdict says where the installed Triton lacks the API ("" where it has it)."""

@@ -31,7 +31,7 @@ from puzzles.grading.configs import autotune_missing, grade_every_config
 from puzzles.grading.efficiency import efficiency_of
 from puzzles.grading.job import GradingJob, make_job, unknown_sizes_note
 from puzzles.grading.judging import judge_runs
-from puzzles.grading.operations import interpreter_probe_error, python_on_blocks_notes
+from puzzles.grading.operations import feature_call_error, interpreter_probe_error, python_on_blocks_notes
 from puzzles.grading.presenting import measure_speed, present
 from puzzles.grading.result import TestResult
 from puzzles.grading.runs import PendingRuns, on_gpu, start_runs
@@ -221,7 +221,10 @@ def _setup_problem(job: GradingJob) -> KernelError | None:
         return KernelError("spec", "pass the spec: test(kernel, spec, ...); this kernel's name matches no puzzle")
     needs = job.puzzle.needs_triton if job.puzzle is not None else None
     if needs is not None and (missing := needs.missing(job.puzzle.number)):  # never run into Triton's AttributeError
-        return KernelError("setup", missing)
+        if not needs.call:
+            return KernelError("setup", missing)
+        if (refused := feature_call_error(job.handle, needs.call, missing)) is not None:
+            return refused
     return check_kernel(job)
 
 

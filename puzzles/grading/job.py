@@ -18,7 +18,7 @@ from puzzles.course import catalog
 from puzzles.course.puzzle import Puzzle, Sizes
 from puzzles.course.spec import ParsedSpec, parse_spec
 from puzzles.grading.efficiency_model import gpu_model
-from puzzles.grading.operations import mentions_16_bit
+from puzzles.grading.operations import forbidden_calls, mentions_16_bit
 from puzzles.running.kernel import KernelHandle, on_gpu
 
 
@@ -86,6 +86,17 @@ class GradingJob:
             if any(t.dtype in (torch.float16, torch.bfloat16) for t in (*inputs, result)):
                 return True
         return mentions_16_bit(self.handle)
+
+    @functools.cached_property
+    def compile_min_sm(self) -> int:
+        """The oldest GPU target the compile check compiles for: the puzzle's, or newer where the kernel calls an
+        API Triton compiles only for newer GPUs (puzzle 33's tl.dot_scaled: sm_90, TritonFeature.compiles_from_sm)."""
+        p = self.puzzle
+        floor = p.min_sm if p is not None else 75
+        needs = p.needs_triton if p is not None else None
+        if needs is None or not needs.call or needs.compiles_from_sm <= floor:
+            return floor
+        return needs.compiles_from_sm if forbidden_calls(self.handle, (needs.call,)) else floor
 
     @property
     def input_names(self) -> list[str]:

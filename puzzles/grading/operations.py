@@ -219,6 +219,18 @@ def forbidden_call_error(kernel: Any, names: tuple[str, ...], puzzle_number: int
                        first.filename)
 
 
+def feature_call_error(kernel: Any, name: str, missing: str) -> KernelError | None:
+    """Where the installed Triton's interpreter lacks tl.`name` (`missing` says which Triton has it): the kernel's
+    first call of it, as a setup error at the learner's line; None where the kernel never calls it."""
+    calls = forbidden_calls(kernel, (name,))
+    if not calls:
+        return None
+    first = calls[0]
+    return KernelError("setup", f"{first.function} calls {first.written}: {missing}. Or do without it: every "
+                       "supported Triton runs the puzzle's own path (its hints)", first.line,
+                       linecache.getline(first.filename, first.line), first.filename)
+
+
 def _calls(fn: Callable[..., Any], handle: KernelHandle) -> Iterator[tuple[ast.Call, Any, int]]:
     """(call, the object it calls or _UNRESOLVED, file line) for each call in fn's body."""
     parsed = _parsed(fn, handle)

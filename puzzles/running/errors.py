@@ -153,6 +153,11 @@ _TRITON_ERROR_HINTS = (
     ("has no len()",
      "a block has no len(): its length is the block size it was made with (B0), a constant you already have, or "
      "x.shape[0]"),
+    # tl.dot_scaled (Triton 3.8 on) reads K over the scale's last axis: an operand's scales are (its rows) × K/32.
+    ("scale factor must be 16 or 32",
+     "tl.dot_scaled wants one scale per 32 values along K on the LAST axis of the scale tile: BM × BK/32 for the "
+     "left operand and BN × BK/32 for the right one (a K/32 × N tensor is loaded transposed: rows n, columns "
+     "k // 32)"),
     ("must have equal reduction dimensions",
      "tl.dot(a, b) multiplies an M × K block by a K × N block: a's last axis and b's first axis must have the same "
      "length (check the order of the operands and of the tile's axes)"),

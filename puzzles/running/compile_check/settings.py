@@ -42,8 +42,9 @@ def has_gpu() -> bool:
 
 
 def targets_for(min_sm: int = T4) -> tuple[int, ...]:
-    """The GPU targets a kernel is compiled for: sm_80 and sm_90, and the T4 where the puzzle allows it."""
-    return tuple(sorted({*ALWAYS_TARGETS, *([T4] if min_sm <= T4 else [])}))
+    """The GPU targets a kernel is compiled for: sm_80 and sm_90, and the T4 where the puzzle allows it; sm_90 alone
+    for a kernel whose API Triton compiles only for Hopper (min_sm 90)."""
+    return tuple(sorted({*(t for t in ALWAYS_TARGETS if t >= min_sm), *([T4] if min_sm <= T4 else [])}))
 
 
 def cache_dir() -> Path:

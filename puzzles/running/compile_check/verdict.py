@@ -52,7 +52,8 @@ def begin(job: CompileJob, args_for: Any, cases: list[Any]) -> Check | NotStarte
     if not enabled(flag) and rule is None:
         return None
     try:
-        check = start(kernel, [args_for(case) for case in cases], getattr(puzzle, "min_sm", T4),
+        min_sm = getattr(job, "compile_min_sm", getattr(puzzle, "min_sm", T4))  # a job of grading/job.py's
+        check = start(kernel, [args_for(case) for case in cases], min_sm,
                       tuple(getattr(puzzle, "forbidden_calls", ())), getattr(puzzle, "rtol", 0.0) < TF32_TOLERANCE,
                       rule, rule_only=not enabled(flag))
         why = "its source, the globals it reads or its arguments cannot be described to the compiler"
