@@ -311,7 +311,8 @@ def run_in_gpu_worker(kernel: Any, args_for: Callable, case: Case, timeout: floa
         error = KernelError("timeout", timeout_message(timeout, sizes, " on the GPU (the GPU process was restarted)"))
     elif reply.status == "crash":
         error.message = f"{error.message} at {sizes}"
-    return RunOutput(error=error, stdout=reply.printed)
+    # A launch that failed compiling printed the compiler's words (an assertion, the module's dump), not the kernel's.
+    return RunOutput(error=error, stdout=None if error.kind == "compile" else reply.printed)
 
 
 def _fault_words(message: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from triton.runtime import interpreter as _interp
 
 from puzzles.running import interpreter_hooks
+from puzzles.running.compiler_failures import PASS_FAILED, WARP_SPECIALIZE_ADVICE, warp_specialized_loop_line
 from puzzles.running.kernel import kernel_file, unwrap_kernel
 from puzzles.running.lines import compilation_line, line_calling
 from puzzles.running.recording import LIBRARY_DIRS
@@ -61,10 +62,28 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
     if message.startswith(type(cause).__name__ + "("):
         message = message[len(type(cause).__name__) + 1 : -1].strip("'\"")
     text = f"{type(cause).__name__}: {message}"
+    if PASS_FAILED in text and fn is not None:  # a compile on a GPU that failed in an MLIR pass (compiler_failures)
+        loop = warp_specialized_loop(fn, filename)
+        if loop is not None:
+            import linecache
+
+            return KernelError("compile", WARP_SPECIALIZE_ADVICE, loop, linecache.getline(filename or "", loop),
+                               filename)
     if uses_removed_block_pointers(text):
         return KernelError("exception", block_pointers_removed(), line, source, file_seen)
     hint = triton_error_hint(text, source)
     return KernelError("exception", f"{text} ({hint})" if hint else text, line, source, file_seen)
+
+
+def warp_specialized_loop(fn: Any, filename: str | None) -> int | None:
+    """The line of `fn`'s loop that asks for warp specialization, if any (its source read where it lives)."""
+    import inspect
+
+    try:
+        lines, first = inspect.getsourcelines(getattr(fn, "fn", fn))
+    except (OSError, TypeError):
+        return None
+    return warp_specialized_loop_line("".join(lines), first) if filename else None
 
 
 TORCH_IN_A_KERNEL = ("a kernel calls triton.language's functions and your own @triton.jit functions only; torch's "

@@ -106,11 +106,16 @@ chunk after another: the values are graded on a CPU. This puzzle needs Triton 3.
     notebook_cells=(("markdown", READ_TEXT), ("code", READ_CODE)),
     needs_triton=TritonFeature("device-side tensor descriptors and tl.range(..., warp_specialize=True)", "3.5",
                                has_warp_specialized_range),
-    perf_size={"M": 4096, "N": 4096, "K": 4096, "BM": 128, "BN": 128, "BK": 64, "NUM_STAGES": 4},
+    # 128 x 256 x 64 tiles in 3 stages (144 KB of shared memory): the fastest with Triton's default 4 warps on an H200
+    # (benchmarks/results/nvidia-h200/p31_variants.md: 217 us; 203.5 with 8 warps; cuBLAS 179).
+    perf_size={"M": 4096, "N": 4096, "K": 4096, "BM": 128, "BN": 256, "BK": 64, "NUM_STAGES": 3},
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
-    speed_goal=SpeedGoal(levers=(
-        "128 x 128 x 64 tiles (or 128 x 256) with 8 warps, NUM_STAGES 3-4 (each stage holds (BM + BN)·BK·2 bytes "
-        "of shared memory), warp_specialize=True so a producer warp keeps the copies going")),
+    # cuBLAS's float16 matmul (767 TFLOP/s on an H200) stays ahead of every Triton loop measured (676 at best, 88%):
+    # the goal asks 80% of the bar, which torch.mm sets.
+    speed_goal=SpeedGoal(vs_compile=0.8, levers=(
+        "128 x 256 x 64 tiles, NUM_STAGES 3 (each stage holds (BM + BN)·BK·2 bytes of shared memory: 4 stages of "
+        "these no longer fit), 8 warps where the launch allows; on an H200 with Triton 3.6 warp specialization "
+        "gave 203.5 us against 215 without, and cuBLAS 179")),
     library=LibraryBaseline(
         "torch.mm (cuBLAS)", library_ops.pipelined_mm_library, dtype="float16 in, float32 sums, float16 out",
         why="a user multiplies float16 matrices with torch.mm, which sums in float32 and returns float16, as the "

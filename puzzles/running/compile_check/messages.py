@@ -11,6 +11,8 @@ import re
 import textwrap
 from typing import Any
 
+from puzzles.running.compiler_failures import WARP_SPECIALIZE_ADVICE, warp_specialized_loop_line
+
 # A note, not a failure: the same kernel passes on a GPU where the puzzle's tolerance allows TF32 (the
 # matmul puzzles); the grader keeps it only where the tolerance is tighter (checking.Check).
 TF32_NOTE = ("on a GPU with tensor cores (sm_80 and later) a tl.dot of float32 blocks in this kernel runs in TF32 "
@@ -96,27 +98,13 @@ def kernel_returns_a_value(entry: dict) -> dict | None:
 
 
 def warp_specialize_failed(entry: dict) -> dict | None:
-    """A loop with warp_specialize=True whose MLIR pipeline failed (Triton 3.7's NVGPUWarpSpecialization pass
-    takes only loads it can hand to a producer warp: a tensor descriptor's, not tl.load of pointers), as an error
-    at the loop's line; None where the kernel asks for no warp specialization."""
-    try:
-        tree = ast.parse(textwrap.dedent(entry["source"]))
-    except SyntaxError:
+    """A loop with warp_specialize=True whose MLIR pipeline failed (compiler_failures.py), as an error at the
+    loop's line; None where the kernel asks for no warp specialization."""
+    line = warp_specialized_loop_line(entry["source"], entry["first_line"])
+    if line is None:
         return None
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
-            continue
-        asks = [k for k in node.iter.keywords if k.arg == "warp_specialize"
-                and not (isinstance(k.value, ast.Constant) and not k.value.value)]
-        if asks:
-            line = entry["first_line"] + node.lineno - 1
-            return {"message": "the compiler could not warp-specialize the loop at this line (warp_specialize=True): "
-                               "its producer warp can only issue TMA copies, and this loop loads tiles with tl.load "
-                               "of pointers; load through a tensor descriptor instead (x_desc = "
-                               "tl.make_tensor_descriptor(x_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK]),"
-                               " then x_desc.load([m0, k0])), which also handles the edges without masks",
-                    "function": entry["name"], "offset": line - entry["def_line"], "construct": True}
-    return None
+    return {"message": WARP_SPECIALIZE_ADVICE, "function": entry["name"], "offset": line - entry["def_line"],
+            "construct": True}
 
 
 def _bare(message: str) -> bool:
