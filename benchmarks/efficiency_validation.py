@@ -1,7 +1,7 @@
 """How close `test(..., efficiency=True)`'s predicted times are to a GPU's (issue 51), in three steps:
 
     python benchmarks/efficiency_validation.py predict [--gpu H200]   # here, under the interpreter: predictions.json
-    python benchmarks/efficiency_validation.py measure                # on that GPU: each kernel timed at its perf size
+    python benchmarks/efficiency_validation.py measure [--missing]    # on that GPU: each kernel timed at its perf size
     python benchmarks/efficiency_validation.py table                  # predicted against measured, with why
 
 The kernels: every puzzle's reference and fast reference, up to two right answers in other styles from each
@@ -88,7 +88,7 @@ def predict(gpu: str) -> None:
     print(f"wrote {PREDICTIONS.relative_to(ROOT)}")
 
 
-def measure(out: Path) -> None:
+def measure(out: Path, missing_only: bool = False) -> None:
     import torch
     import triton
     from compile_baseline import time_kernel
@@ -100,8 +100,16 @@ def measure(out: Path) -> None:
         return
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     predicted = json.loads(PREDICTIONS.read_text())
-    rows = []
+    device = torch.cuda.get_device_name().lower().replace(" ", "-")
+    recorded_path = out / device / "efficiency_validation.json"
+    kept: list[dict] = []
+    if missing_only and recorded_path.exists():  # time only the kernels this device's table lacks; keep the rest
+        kept = json.loads(recorded_path.read_text())["rows"]
+    have = {(r["puzzle"], r["module"], r["name"]) for r in kept if r.get("measured_us")}
+    rows = [r for r in kept if (r["puzzle"], r["module"], r["name"]) in have]
     for row in predicted["rows"]:
+        if (row["puzzle"], row["module"], row["name"]) in have:
+            continue
         p = catalog.get(row["puzzle"])
         try:
             ms, error = time_kernel(p, load(row), dict(p.perf_size))
@@ -109,7 +117,6 @@ def measure(out: Path) -> None:
         except Exception as err:  # noqa: BLE001 - one kernel that cannot run is a row that says so
             rows.append({**row, "measured_us": None, "error": None, "why": f"{type(err).__name__}: {err}"[:200]})
         print(row["puzzle"], row["name"], rows[-1].get("measured_us"))
-    device = torch.cuda.get_device_name().lower().replace(" ", "-")
     (out / device).mkdir(parents=True, exist_ok=True)
     payload = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
                "gpu_model": predicted["gpu"], "rows": rows}
@@ -185,9 +192,12 @@ def main() -> int:
     parser.add_argument("step", choices=("predict", "measure", "table"))
     parser.add_argument("--gpu", default="H200", help="the GPU the predictions are for (predict)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--missing", action="store_true",
+                        help="measure: only the kernels the device's recorded table has no time for (new ones)")
     args = parser.parse_args()
-    {"predict": lambda: predict(args.gpu), "measure": lambda: measure(args.out), "table": lambda: table(args.out)}[
-        args.step]()
+    steps = {"predict": lambda: predict(args.gpu), "measure": lambda: measure(args.out, args.missing),
+             "table": lambda: table(args.out)}
+    steps[args.step]()
     return 0
 
 
