@@ -334,19 +334,22 @@ def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
 
 def calls_dot(job: Any) -> str:
     """"" (no tl.dot), "32" (a tl.dot of float32 tiles) or "16" (of 16-bit tiles: cast there, or given so). Read
-    from the kernel's calls (a kernel named quant_dot_... that multiplies and sums calls no tl.dot)."""
-    fn = job.handle.fn
-    source = job.handle.source(fn) if fn is not None else None
-    if source is None:
-        return ""
-    try:
-        tree = ast.parse(textwrap.dedent(source.text))
-    except SyntaxError:
-        return ""
-    if not any(isinstance(node, ast.Call) and DOTS & {getattr(node.func, "attr", None), getattr(node.func, "id", None)}
-               for node in ast.walk(tree)):
+    from the calls of the kernel and of the @triton.jit functions it calls (a kernel named quant_dot_... that
+    multiplies and sums calls no tl.dot; one whose helper does, does)."""
+    described = job.handle.description or {}
+    sources = [entry["source"] for entry in described.get("functions", {}).values()]
+    if not any(calls_a_dot(source) for source in sources):
         return ""
     return "16" if job.sixteen_bit else "32"
+
+
+def calls_a_dot(source: str) -> bool:
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.Call) and DOTS & {getattr(node.func, "attr", None), getattr(node.func, "id", None)}
+               for node in ast.walk(tree))
 
 
 DOTS = {"dot", "dot_scaled"}
