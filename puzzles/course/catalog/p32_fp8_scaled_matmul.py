@@ -75,8 +75,8 @@ under Triton's interpreter (on a CPU, or with `TRITON_INTERPRET=1`), and the gra
                 "again on every later chunk: keep acc += tl.dot(x, w) in the loop and scale once, after it",
                 slips.accumulator_rescaled_each_chunk, where=slips.accumulator_rescaled_where),
         Mistake("the scales are on the swapped axes, x_scale indexed by the columns n and w_scale by the rows m: "
-                "x has a scale per row (x_scale[m], a column vector xs[:, None]) and w one per column "
-                "(w_scale[n], ws[None, :])", slips.scales_on_swapped_axes),
+                "x has a scale per row (x_scale at the rows m, as a column: [:, None]) and w one per column "
+                "(w_scale at the columns n, as a row: [None, :])", slips.scales_on_swapped_axes),
         Mistake("w's scales are left out: z = acc * x_scale[:, None] * w_scale[None, :]", slips.x_scale_only),
     ),
     perf_size={"M": 4096, "N": 4096, "K": 4096, "BM": 128, "BN": 128, "BK": 128},
