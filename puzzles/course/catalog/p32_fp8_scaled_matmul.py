@@ -40,6 +40,7 @@ of `BK`. Load the float8 tiles as they are and hand them to `tl.dot`: on an sm_8
 one fp8 tensor-core instruction, twice the rate of float16. The scales do not depend on `k`, so they come out of
 the sum: apply them **once per tile, after the K loop** (the epilogue): `acc * x_scale[:, None] * w_scale[None, :]`,
 then cast to float16 and store, masked at the ragged edges (`M`, `N` and `K` are not multiples of the blocks).
+`BK` is at least 32: Hopper's fp8 instruction takes `K` 32 at a time.
 
 **Why per row and per column.** One scale for a whole tensor lets a single large value push every small one to
 zero; a scale per row of the activations and per column of the weights keeps each as precise as its own range
