@@ -108,3 +108,11 @@ def test_a_gpu_older_than_sm_89_is_told_the_puzzle_needs_one(monkeypatch):
     assert "TRITON_INTERPRET=1" in message
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     assert kernel_module.gpu_too_old(89, 32) == ""
+
+
+def test_the_efficiency_report_predicts_for_a_hopper_and_is_off_with_a_reason_for_an_a100():
+    hopper = grade(32, PUZZLE.reference(), seed=5, efficiency=True, gpu="H200")
+    assert hopper.passed and hopper.efficiency is not None and hopper.efficiency.gpu == "H200", str(hopper)
+    ampere = grade(32, PUZZLE.reference(), seed=5, efficiency=True, gpu="A100")
+    assert ampere.passed and ampere.efficiency is None
+    assert "the A100 (sm_80) cannot run this puzzle's kernel, which needs sm_89" in str(ampere), str(ampere)
