@@ -22,6 +22,7 @@ _DTYPES = {
     "float32": torch.float32,
     "float16": torch.float16,
     "bfloat16": torch.bfloat16,
+    "float8_e4m3fn": torch.float8_e4m3fn,  # puzzle 32: fp8 inputs, drawn exactly representable
     "float64": torch.float64,
     "int32": torch.int32,
     "int64": torch.int64,

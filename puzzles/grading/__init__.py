@@ -43,6 +43,7 @@ from puzzles.running.compile_check.listings import compile_call, from_check
 from puzzles.running.compiled_code import Compiled, target_number
 from puzzles.running.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.running.errors import KernelError
+from puzzles.running.kernel import gpu_too_old
 
 __all__ = ["DEFAULT_TIMEOUT", "GradingJob", "build_result", "on_gpu", "present", "test"]
 
@@ -225,6 +226,8 @@ def _setup_problem(job: GradingJob) -> KernelError | None:
             return KernelError("setup", missing)
         if (refused := feature_call_error(job.handle, needs.call, missing)) is not None:
             return refused
+    if job.puzzle is not None and (old_gpu := gpu_too_old(job.puzzle.min_sm, job.puzzle.number)):
+        return KernelError("setup", old_gpu)
     return check_kernel(job)
 
 

@@ -186,6 +186,9 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
     model = gpu_model(gpu)
     if p is None or not p.perf_size:
         return None, "efficiency: this puzzle has no perf size to predict a time at"
+    if model.sm < p.min_sm:  # puzzle 32's fp8 tl.dot on an A100 or a T4
+        return None, (f"efficiency: the {model.name} (sm_{model.sm}) cannot run this puzzle's kernel, which needs "
+                      f"sm_{p.min_sm} or newer: ask for an H100 or H200 (gpu=\"H100\")")
     recorded = [o for o in outcomes if o.passed and o.trace is not None and o.trace.recorded and o.trace.accesses]
     if not recorded:
         return None, "efficiency: no recorded run to read (it needs the interpreter's run of a right kernel)"

@@ -297,7 +297,9 @@ def start(kernel: Any, calls: list[tuple[list[Any], dict[str, Any]]], min_sm: in
         argspec = describe_args(args, kwargs, params, plain_ints)
         if argspec is None:
             return None
-        wanted = [] if rule_only else [_item(stable, "front", 80, argspec, options, sorted(forbidden))]
+        # The front end at sm_80, or the puzzle's oldest GPU where that is newer (fp8 tl.dot: sm_89 and up).
+        front = max(80, targets_for(min_sm)[0])
+        wanted = [] if rule_only else [_item(stable, "front", front, argspec, options, sorted(forbidden))]
         if index == 0:
             special = specialization(args, kwargs, params)
             targets = [rule.target] if rule_only else targets_for(min_sm)

@@ -43,7 +43,7 @@ def has_gpu() -> bool:
 
 def targets_for(min_sm: int = T4) -> tuple[int, ...]:
     """The GPU targets a kernel is compiled for: sm_80 and sm_90, and the T4 where the puzzle allows it; sm_90 alone
-    for a kernel whose API Triton compiles only for Hopper (min_sm 90)."""
+    for a kernel whose API Triton compiles only for Hopper (min_sm 90) or a puzzle needing sm_89 (32: fp8 tl.dot)."""
     return tuple(sorted({*(t for t in ALWAYS_TARGETS if t >= min_sm), *([T4] if min_sm <= T4 else [])}))
 
 
