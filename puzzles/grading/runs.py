@@ -312,7 +312,7 @@ def run_in_gpu_worker(kernel: Any, args_for: Callable, case: Case, timeout: floa
     elif reply.status == "crash":
         error.message = f"{error.message} at {sizes}"
     # A launch that failed compiling printed the compiler's words (an assertion, the module's dump), not the kernel's.
-    return RunOutput(error=error, stdout=None if error.kind == "compile" else reply.printed)
+    return RunOutput(error=error, stdout="" if error.kind == "compile" else reply.printed)
 
 
 def _fault_words(message: str) -> str:
