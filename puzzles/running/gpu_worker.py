@@ -163,15 +163,53 @@ def land(shipped: ShippedKernel) -> Any:
     return kernel
 
 
+@dataclass(frozen=True)
+class ShippedBytes:
+    """A one-byte float tensor (float8) sent as its bytes: torch pickles a float8 tensor's storage in a form a
+    freshly started process cannot load (its unpickler asks the untyped storage for a dtype), so the first call
+    of every new worker failed on puzzle 32's inputs; a uint8 view travels, the dtype by name."""
+
+    data: Any  # the uint8 view
+    dtype: str
+
+    def land(self) -> Any:
+        import torch
+
+        return self.data.view(getattr(torch, self.dtype))
+
+
 def _ship_all(value: Any) -> Any:
-    """Arguments with every kernel in them (top level, lists, tuples, dict values) shipped."""
+    """Arguments with every kernel in them (top level, lists, tuples, dict values) shipped, and float8 tensors as
+    their bytes (ShippedBytes)."""
     if isinstance(value, (list, tuple)):
         return type(value)(_ship_all(v) for v in value)
     if isinstance(value, dict):
         return {k: _ship_all(v) for k, v in value.items()}
     if _is_kernel(value):
         return ship(value)
+    return as_bytes(value)
+
+
+def as_bytes(value: Any) -> Any:
+    """`value` with each float8 tensor in it (lists, tuples, dict values) as a ShippedBytes."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(as_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return {k: as_bytes(v) for k, v in value.items()}
+    if type(value).__name__ == "Tensor" and str(getattr(value, "dtype", "")).startswith("torch.float8"):
+        import torch
+
+        return ShippedBytes(value.view(torch.uint8), str(value.dtype).removeprefix("torch."))
     return value
+
+
+def from_bytes(value: Any) -> Any:
+    """`as_bytes` undone."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(from_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return {k: from_bytes(v) for k, v in value.items()}
+    return value.land() if isinstance(value, ShippedBytes) else value
 
 
 def _is_kernel(value: Any) -> bool:
@@ -328,7 +366,7 @@ class Worker:
                                                         "notebook is unharmed; the GPU process was restarted)"),
                              printed=self.last_words, seconds=seconds)
             value, error, printed = payload
-            return Reply(status, value, error, printed, seconds)
+            return Reply(status, from_bytes(value), error, printed, seconds)
 
 
 _WORKERS: dict[str, Worker] = {}
@@ -435,6 +473,8 @@ def _answer(request: dict, landed: dict[bytes, Any], device: str) -> tuple[str, 
     kernels: list[Any] = []
 
     def land_all(value: Any) -> Any:
+        if isinstance(value, ShippedBytes):
+            return value.land()
         if isinstance(value, ShippedKernel):
             key = value.key()
             if key not in landed:
@@ -467,7 +507,7 @@ def _answer(request: dict, landed: dict[bytes, Any], device: str) -> tuple[str, 
             if device == "cuda" and _is_fault(exc):
                 status, _poisoned = "fault", True
     printed = out()
-    return status, (value, error, printed)
+    return status, (as_bytes(value), error, printed)
 
 
 def _is_fault(exc: BaseException) -> bool:  # pragma: no cover - runs in the worker process

@@ -45,12 +45,30 @@ def cpu_worker(monkeypatch):
     return gpu_worker.worker("cpu")
 
 
-def _grade_in_worker(kernel, timeout: float = 20.0):
-    p = catalog.get(2)
+def _grade_in_worker(kernel, timeout: float = 20.0, number: int = 2):
+    p = catalog.get(number)
     cases = [case_from_spec(p.spec, p, s, 1, i) for i, s in enumerate(p.sizes)]
     job = make_job(kernel, p.spec, None, timeout=timeout)
     runs = run_on_gpu(job, bind_arguments(job), cases)
     return judge_runs(make_job(kernel, None, None), cases, runs)
+
+
+def test_float8_inputs_reach_a_freshly_started_worker(cpu_worker):
+    """torch's pickle of a float8 tensor cannot be loaded by a process that has just started (its storage has no
+    dtype there): the first call of every new worker failed on puzzle 32's inputs, on an H200 too."""
+    fresh = gpu_worker.Worker("cpu")
+    try:
+        p = catalog.get(32)
+        tensor = case_from_spec(p.spec, p, p.sizes[0], 1, 0).arena.tensors["x"]
+        assert tensor.dtype == torch.float8_e4m3fn
+        reply = fresh.call("torch:clone", tensor)
+        assert reply.status == "ok", reply.error
+        assert reply.value.dtype == torch.float8_e4m3fn and torch.equal(reply.value.view(torch.uint8),
+                                                                         tensor.view(torch.uint8))
+    finally:
+        fresh.stop()
+    outcomes = _grade_in_worker(p.reference(), number=32)
+    assert [o.status for o in outcomes] == ["passed"] * len(outcomes), [o.error for o in outcomes]
 
 
 def test_a_kernel_travels_with_its_helper_and_constexpr_global(cpu_worker):
