@@ -103,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         from puzzles.course import notebooks
 
         if args.check:
-            stale = notebooks.drift()
+            try:
+                stale = notebooks.drift()
+            except notebooks.MissingDiagram as err:
+                print(err)
+                return 1
             for name in stale:
                 path = notebooks.NOTEBOOK_DIR / name
                 edited = path.exists() and notebooks.edited(path)
@@ -112,7 +116,11 @@ def main(argv: list[str] | None = None) -> int:
             if stale:
                 print("run `python -m puzzles notebooks` to rebuild them from the catalog")
             return 1 if stale else 0
-        written, refused = notebooks.write(force=args.force)
+        try:
+            written, refused = notebooks.write(force=args.force)
+        except notebooks.MissingDiagram as err:  # written before the diagram was drawn: nothing half-written
+            print(err, file=sys.stderr)
+            return 1
         for path in written:
             print(f"wrote {path}")
         for path in refused:

@@ -138,6 +138,10 @@ from puzzles import Float32, Int32, Tensor, test  # `import puzzles` picks the i
 CSS_PIXELS_PER_INCH = 96
 
 
+class MissingDiagram(FileNotFoundError):
+    """A puzzle's diagram is not drawn yet: the notebook that embeds it cannot be written."""
+
+
 def diagram_markdown(p: Puzzle) -> str:
     """The puzzle's diagram inlined as a PNG data: URI, so the notebook renders on its own (Colab,
     nbviewer, VS Code, GitHub: GitHub does not show cell attachments) with no assets/ beside it.
@@ -145,7 +149,11 @@ def diagram_markdown(p: Puzzle) -> str:
     and records its dpi: the width attribute shows it at its natural size, read from the file."""
     from PIL import Image  # matplotlib's own PNG writer is Pillow
 
-    data = (ASSET_DIR / f"{p.id}.png").read_bytes()
+    path = ASSET_DIR / f"{p.id}.png"
+    if not path.exists():
+        raise MissingDiagram(f"assets/{path.name} is missing: `python -m puzzles diagrams` draws it (a new puzzle's "
+                             "diagram comes first, then its notebook: `make diagrams notebooks`)")
+    data = path.read_bytes()
     with Image.open(io.BytesIO(data)) as image:
         width = round(image.size[0] * CSS_PIXELS_PER_INCH / image.info["dpi"][0])
     png = base64.b64encode(data).decode("ascii")

@@ -220,3 +220,12 @@ def test_a_wild_pointer_in_notebook_21_gives_verdicts_not_a_dead_kernel(tmp_path
     assert "The comparison stopped" in text
     assert "crashed" in text or "the kernel faulted on the GPU" in text  # a CPU's child, or the GPU worker
     assert "still alive 42" in text
+
+
+def test_a_notebook_whose_diagram_is_not_drawn_yet_says_which_command_draws_it(tmp_path, monkeypatch):
+    from puzzles.course import notebooks as books
+
+    monkeypatch.setattr(books, "ASSET_DIR", tmp_path)
+    with pytest.raises(books.MissingDiagram, match=r"assets/01_constant_add\.png is missing: `python -m puzzles "
+                                                   r"diagrams` draws it"):
+        books.diagram_markdown(catalog.get(1))
