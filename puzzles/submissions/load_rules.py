@@ -66,10 +66,12 @@ FROM_TRITON = frozenset({"jit", "autotune", "heuristics", "Config", "cdiv", "nex
                          "constexpr", "JITFunction"})
 # `from puzzles import X`: the course's public names, `puzzles.__all__` (a test keeps the two equal). Listed here,
 # not read from the package: a name added to the learner's API is importable by a graded file only once added here.
+# `mxfp4` is a module (puzzle 33's format, which its spec cell uses): its attributes are torch and its own functions,
+# nothing a graded file could not import itself.
 FROM_PUZZLES = frozenset({
     "PUZZLES", "Float32", "Int32", "Puzzle", "Tensor", "TestResult", "all_puzzles", "breakpoint_if", "cdiv",
     "check_tensors", "compare_with_compiled", "compare_with_loop", "compiled", "compiled_code", "get", "kernels_in",
-    "on_gpu", "print_if", "progress", "rand", "sandboxed", "sweep", "test",
+    "mxfp4", "on_gpu", "print_if", "progress", "rand", "sandboxed", "sweep", "test",
 })
 # `from puzzles.xxx import X`: the deep paths that notebooks shipped before 2026-11-28 import (a learner's copy
 # still loads); the generated notebooks import public names only.
