@@ -40,8 +40,9 @@ TESTS = ["tests/running/test_versions.py", "tests/running/test_interpreter_hooks
          "tests/course/test_quant_track_slips.py", "tests/course/test_dropout_layernorm.py",
          "tests/course/test_cross_entropy.py", "tests/course/test_attention_backward.py",
          "tests/course/test_practice_track.py", "tests/course/test_descriptor_track.py",
-         "tests/course/test_persistent_track.py", "tests/grading/test_kernel_collections.py",
-         "tests/running/test_compile_check.py"]
+         "tests/course/test_persistent_track.py", "tests/course/test_pipelined_track.py",
+         "tests/course/test_fp8_track.py", "tests/course/test_mxfp4_track.py",
+         "tests/grading/test_kernel_collections.py", "tests/running/test_compile_check.py"]
 PTH = "_course_base.pth"
 
 
