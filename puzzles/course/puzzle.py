@@ -164,9 +164,10 @@ class TritonFeature:
             return ""
         from puzzles.running import compat
 
+        below = ".".join(map(str, compat.BELOW))
         return (f"puzzle {number} needs {self.api}, which Triton's interpreter runs from triton {self.since} on, and "
-                f"this is triton {compat.installed_triton()}: install one the course supports, {compat.INSTALL} "
-                "(`python -m puzzles doctor` says what the installed one runs)")
+                f"this is triton {compat.installed_triton()}: install one that has it, pip install "
+                f"'triton>={self.since},<{below}' (`python -m puzzles doctor` says what the installed one runs)")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import p21_multi_tensor_apply as p21
 import pytest
 import triton
 from kernel_collections import all_collections
+from triton_features import marks_for
 
 from puzzles import on_gpu, test
 from puzzles.course import catalog
@@ -40,10 +41,11 @@ WITHOUT_BLOCK_POINTERS = pytest.mark.skipif(not interpreter_hooks.has_block_poin
 WITHOUT_DESCRIPTORS = pytest.mark.skipif(not interpreter_hooks.has_tensor_descriptors(), reason=(
     f"triton {triton.__version__}'s interpreter has no tensor descriptors"))
 COLLECTIONS = all_collections()
-CORRECT = [pytest.param(number, kernel, id=f"{number}-{_name(kernel)}", marks=marks)
+CORRECT = [pytest.param(number, kernel, id=f"{number}-{_name(kernel)}",
+                        marks=(*marks, *marks_for(catalog.get(number))))
            for number, module in COLLECTIONS.items()
-           for table, marks in (("CORRECT", ()), ("CORRECT_WITH_BLOCK_POINTERS", WITHOUT_BLOCK_POINTERS),
-                                ("CORRECT_WITH_DESCRIPTORS", WITHOUT_DESCRIPTORS))
+           for table, marks in (("CORRECT", ()), ("CORRECT_WITH_BLOCK_POINTERS", (WITHOUT_BLOCK_POINTERS,)),
+                                ("CORRECT_WITH_DESCRIPTORS", (WITHOUT_DESCRIPTORS,)))
            for kernel in getattr(module, table, ())]
 
 

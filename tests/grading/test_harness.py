@@ -13,6 +13,7 @@ import p08_long_softmax as p08
 import p09_simple_flash_attention as p09
 import pytest
 import torch
+from triton_features import skip_if_lacking
 
 from puzzles import test
 from puzzles.course import catalog
@@ -29,6 +30,7 @@ ALL = catalog.all_puzzles()
 
 @pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
 def test_reference_passes_at_every_size(p):
+    skip_if_lacking(p)
     result = test(p.reference(), p.spec, quiet=True)
     assert result.passed, str(result)
     expected = [dict(s) for s in p.sizes]
@@ -44,6 +46,7 @@ def test_reference_passes_at_every_size(p):
 
 @pytest.mark.parametrize("p", ALL, ids=lambda p: p.id)
 def test_starter_fails(p, load_kernel):
+    skip_if_lacking(p)
     starter = load_kernel(starter_source(p), p.kernel_name)
     result = test(starter, p.spec, quiet=True)
     assert not result.passed
