@@ -184,12 +184,20 @@ def has_tensor_descriptors() -> bool:
 
 
 def has_warp_specialized_range() -> bool:
-    """Device-side tensor descriptors run, and tl.range takes warp_specialize (puzzle 31's K loop)."""
+    """Device-side tensor descriptors run, and tl.range takes warp_specialize (puzzle 31's K loop). Read from
+    triton.language's source, not from tl.range: once a kernel has run in this process the interpreter has put a
+    function taking **kwargs in tl.range's place (3.5), whose signature names nothing."""
     import inspect
 
-    import triton.language as tl
+    import triton.language.core as core
 
-    return has_tensor_descriptors() and "warp_specialize" in inspect.signature(tl.range.__init__).parameters
+    if inspect.isclass(core.range):
+        return has_tensor_descriptors() and "warp_specialize" in inspect.signature(core.range.__init__).parameters
+    try:
+        source = inspect.getsource(core)
+    except (OSError, TypeError):
+        return False
+    return has_tensor_descriptors() and "warp_specialize" in source
 
 
 def interprets_dot_scaled() -> bool:

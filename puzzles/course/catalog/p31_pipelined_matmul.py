@@ -74,7 +74,7 @@ TMA alone: a loop of `tl.load` of pointers cannot be specialized (the compiler r
 **This puzzle is graded on its compiled code too**: compiled for sm_90 at the first size, the K loop must rotate
 its tiles through `NUM_STAGES` buffers filled by TMA copies and be split into warp-specialized partitions. A loop
 with the right values that is not is told which it lacks, at its line. The interpreter runs the same loop one
-chunk after another: the values are graded on a CPU. This puzzle needs Triton 3.6 or later.
+chunk after another: the values are graded on a CPU. This puzzle needs Triton 3.5 or later.
 """,
     sizes=(
         CANONICAL,
@@ -104,8 +104,7 @@ chunk after another: the values are graded on a CPU. This puzzle needs Triton 3.
     compiled_rule=CompiledRule(target=90, advice=PIPELINE_ADVICE, stages=CANONICAL["NUM_STAGES"],
                                warp_specialized=True),
     notebook_cells=(("markdown", READ_TEXT), ("code", READ_CODE)),
-    # 3.5.1's tl.range has no warp_specialize (make versions: puzzle 31's tests there), 3.6.0's has.
-    needs_triton=TritonFeature("device-side tensor descriptors and tl.range(..., warp_specialize=True)", "3.6",
+    needs_triton=TritonFeature("device-side tensor descriptors and tl.range(..., warp_specialize=True)", "3.5",
                                has_warp_specialized_range),
     # 128 x 256 x 64 tiles in 3 stages (144 KB of shared memory): the fastest with Triton's default 4 warps on an H200
     # (benchmarks/results/nvidia-h200/p31_variants.md: 217 us; 203.5 with 8 warps; cuBLAS 179).
