@@ -91,3 +91,14 @@ def memoized_launches():
 
     with memoized_plain_launches():
         yield
+
+
+@pytest.fixture(scope="module")
+def module_compile_cache(tmp_path_factory):
+    """One compile-check cache for a test module (`pytestmark = pytest.mark.usefixtures("module_compile_cache")`),
+    not the user's, and the check on: the files that read compiled code."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path_factory.mktemp("compile-cache")))
+    patch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
+    yield
+    patch.undo()

@@ -6,34 +6,24 @@ tile stored as loaded); the sizes keep TMA's rules; a Triton without descriptors
 from __future__ import annotations
 
 import dataclasses
-import inspect
 
 import p29_tensor_descriptors as p29
 import pytest
 import torch
 from judging import grade, interpreted_only
+from marked_lines import marked_line
 
 from puzzles import compiled, test
 from puzzles.course import catalog, mistakes_descriptors
 from puzzles.running.descriptor_stores import chunk_end
-from puzzles.running.kernel import unwrap_kernel
 
 PUZZLE = catalog.get(29)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _shared_cache(tmp_path_factory):
-    """One compile cache for the module, not the user's."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path_factory.mktemp("compile-cache")))
-    patch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
-    yield
-    patch.undo()
+# One compile cache for the module (each compile is a second or more on a CPU), not the user's.
+pytestmark = pytest.mark.usefixtures("module_compile_cache")
 
 
-def marked_line(kernel, marker: str) -> int:
-    lines, first = inspect.getsourcelines(unwrap_kernel(kernel))
-    return next(first + i for i, text in enumerate(lines) if marker in text)
 
 
 # -- the compiled code: TMA copies, or the line that is not one ------------------------------------------------

@@ -8,37 +8,27 @@ TMA's rules; a Triton without the API is told which it needs."""
 from __future__ import annotations
 
 import dataclasses
-import inspect
 
 import p31_pipelined_matmul as p31
 import pytest
 import torch
 from judging import grade, interpreted_only
+from marked_lines import marked_line
 from triton_features import lacking
 
 from puzzles import compiled, test
 from puzzles.course import catalog, mistakes_pipelined
 from puzzles.running.compiled_code.pipelining import loop_shape
-from puzzles.running.kernel import unwrap_kernel
 
 PUZZLE = catalog.get(31)
 # Every test but the one that fakes a Triton without the API runs where the installed one has it (3.5 and later).
 needs_the_api = pytest.mark.skipif(bool(lacking(PUZZLE)), reason=lacking(PUZZLE) or "-")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _shared_cache(tmp_path_factory):
-    """One compile cache for the module, not the user's."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path_factory.mktemp("compile-cache")))
-    patch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
-    yield
-    patch.undo()
+# One compile cache for the module (each compile is a second or more on a CPU), not the user's.
+pytestmark = pytest.mark.usefixtures("module_compile_cache")
 
 
-def marked_line(kernel, marker: str) -> int:
-    lines, first = inspect.getsourcelines(unwrap_kernel(kernel))
-    return next(first + i for i, text in enumerate(lines) if marker in text)
 
 
 # -- the compiled loop ------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import p02_constant_add_block as p02
 import p23_read_the_compiled_code as p23
 import pytest
 from kernel_collections import kernel_named
+from marked_lines import marked_line
 
 from puzzles import compiled, test
 from puzzles.course import catalog
@@ -23,19 +24,10 @@ from puzzles.running.compiled_code.reading import files_placer, global_accesses,
 TARGETS = ("sm_75", "sm_80", "sm_90")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _shared_cache(tmp_path_factory):
-    """One compile cache for the module (each compile is a second or more on a CPU), not the user's."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path_factory.mktemp("compile-cache")))
-    patch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
-    yield
-    patch.undo()
+# One compile cache for the module (each compile is a second or more on a CPU), not the user's.
+pytestmark = pytest.mark.usefixtures("module_compile_cache")
 
 
-def marked_line(kernel, marker: str) -> int:
-    lines, first = inspect.getsourcelines(kernel.fn)
-    return next(first + i for i, text in enumerate(lines) if marker in text)
 
 
 # -- compiled() on the references --------------------------------------------------------------------------------

@@ -11,28 +11,17 @@ import inspect
 
 import p23_read_the_compiled_code as p23
 import pytest
+from marked_lines import marked_line
 
 from puzzles import compiled, test
 from puzzles.course import catalog
 from puzzles.running.compiled_code.reading import files_placer
 from puzzles.running.compiled_code.vector_width import memory_ops
-from puzzles.running.kernel import unwrap_kernel
+
+# One compile cache for the module (each compile is a second or more on a CPU), not the user's.
+pytestmark = pytest.mark.usefixtures("module_compile_cache")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _shared_cache(tmp_path_factory):
-    """One compile cache for the module, not the user's."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("PUZZLES_COMPILE_CACHE", str(tmp_path_factory.mktemp("compile-cache")))
-    patch.delenv("PUZZLES_COMPILE_CHECK", raising=False)
-    yield
-    patch.undo()
-
-
-def marked_line(kernel, marker: str) -> int:
-    fn = unwrap_kernel(kernel)  # under @triton.autotune too
-    lines, first = inspect.getsourcelines(fn)
-    return next(first + i for i, text in enumerate(lines) if marker in text)
 
 
 def reasons_of(kernel) -> str:
