@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import math
-import textwrap
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +39,7 @@ from puzzles.grading.efficiency_model import (
 from puzzles.grading.job import make_job
 from puzzles.grading.result import SizeOutcome
 from puzzles.grading.unrolled_loops import unrolled_repeats
+from puzzles.running.kernel_source import FunctionSource
 from puzzles.running.recording import Trace
 
 SECTOR = 32  # bytes
@@ -281,11 +281,10 @@ def load_width_growth(recorded: list[SizeOutcome], perf: dict[str, int], analyse
         loads = [a.lanes for a in outcome.trace.accesses if a.op == "load"]
         if loads:
             runs.append((outcome.sizes, sum(loads) / len(loads)))
-    keys = [k for k in analysed if k in block_keys(analysed)]
-    candidates: dict[str, Callable[[dict[str, int]], float]] = {"fixed": lambda _: 1.0, "block": block_lanes}
-    candidates.update({key: (lambda sizes, key=key: float(sizes.get(key, 1))) for key in keys})
     if len({tuple(block_sizes(sizes)) for sizes, _ in runs}) < 2:
         return None
+    candidates: dict[str, Callable[[dict[str, int]], float]] = {"fixed": lambda _: 1.0, "block": block_lanes}
+    candidates.update({key: (lambda sizes, key=key: float(sizes.get(key, 1))) for key in block_keys(analysed)})
 
     def misfit(follow: Callable[[dict[str, int]], float]) -> float:
         logs = [math.log(lanes / follow(sizes)) for sizes, lanes in runs]
@@ -339,18 +338,12 @@ def calls_dot(job: Any) -> str:
     """"" (no tl.dot), "32" (a tl.dot of float32 tiles) or "16" (of 16-bit tiles: cast there, or given so). Read
     from the calls of the kernel and of the @triton.jit functions it calls (a kernel named quant_dot_... that
     multiplies and sums calls no tl.dot; one whose helper does, does)."""
-    described = job.handle.description or {}
-    sources = [entry["source"] for entry in described.get("functions", {}).values()]
-    if not any(calls_a_dot(source) for source in sources):
+    if not any(found.tree is not None and calls_a_dot(found.tree) for found in job.handle.reached_sources()):
         return ""
     return "16" if job.sixteen_bit else "32"
 
 
-def calls_a_dot(source: str) -> bool:
-    try:
-        tree = ast.parse(textwrap.dedent(source))
-    except SyntaxError:
-        return False
+def calls_a_dot(tree: ast.AST) -> bool:
     return any(isinstance(node, ast.Call) and DOTS & {getattr(node.func, "attr", None), getattr(node.func, "id", None)}
                for node in ast.walk(tree))
 
@@ -358,16 +351,20 @@ def calls_a_dot(source: str) -> bool:
 DOTS = {"dot", "dot_scaled"}
 
 
+def kernel_source(job: Any) -> FunctionSource | None:
+    """The kernel's own source, as the job's handle read it."""
+    fn = job.handle.fn
+    return job.handle.source(fn) if fn is not None else None
+
+
 def unrolled_lines(job: Any, sizes: dict[str, int]) -> dict[int, int]:
     """The kernel's lines inside tl.static_range loops, and how many times over (unrolled_loops.py)."""
-    fn = job.handle.fn
-    source = job.handle.source(fn) if fn is not None else None
-    return {} if source is None else unrolled_repeats(source.text, source.first_line, sizes)
+    source = kernel_source(job)
+    return {} if source is None else unrolled_repeats(source.tree, source.first_line, sizes)
 
 
 def source_lines(job: Any) -> dict[int, str]:
-    fn = job.handle.fn
-    source = job.handle.source(fn) if fn is not None else None
+    source = kernel_source(job)
     if source is None:
         return {}
     return {source.first_line + i: text.strip() for i, text in enumerate(source.text.splitlines())}

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import ast
 import operator
-import textwrap
 from typing import Any
 
 OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
 FUNCTIONS = {"min": min, "max": max}
 
 
-def unrolled_repeats(source: str, first_line: int, sizes: dict[str, Any]) -> dict[int, int]:
-    """file line -> how many times unrolled loops around it repeat it (only lines inside one, > 1)."""
-    try:
-        tree = ast.parse(textwrap.dedent(source))
-    except SyntaxError:
+def unrolled_repeats(tree: ast.Module | None, first_line: int, sizes: dict[str, Any]) -> dict[int, int]:
+    """file line -> how many times unrolled loops around it repeat it (only lines inside one, > 1), from the syntax
+    tree of a function's dedented source starting at `first_line` (kernel_source.FunctionSource; None: it did not
+    parse)."""
+    if tree is None:
         return {}
     repeats: dict[int, int] = {}
     for node in ast.walk(tree):

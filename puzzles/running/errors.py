@@ -14,6 +14,7 @@ from triton.runtime import interpreter as _interp
 from puzzles.running import interpreter_hooks
 from puzzles.running.compiler_failures import PASS_FAILED, WARP_SPECIALIZE_ADVICE, warp_specialized_loop_line
 from puzzles.running.kernel import kernel_file, unwrap_kernel
+from puzzles.running.kernel_source import read_source
 from puzzles.running.lines import compilation_line, line_calling
 from puzzles.running.recording import LIBRARY_DIRS
 
@@ -63,7 +64,8 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
         message = message[len(type(cause).__name__) + 1 : -1].strip("'\"")
     text = f"{type(cause).__name__}: {message}"
     if PASS_FAILED in text and fn is not None:  # a compile on a GPU that failed in an MLIR pass (compiler_failures)
-        loop = warp_specialized_loop(fn, filename)
+        found = read_source(getattr(fn, "fn", fn))
+        loop = warp_specialized_loop_line(found.text, found.first_line) if found is not None else None
         if loop is not None:
             import linecache
 
@@ -73,17 +75,6 @@ def error_from_exception(exc: BaseException, kernel: Any = None) -> KernelError:
         return KernelError("exception", block_pointers_removed(), line, source, file_seen)
     hint = triton_error_hint(text, source)
     return KernelError("exception", f"{text} ({hint})" if hint else text, line, source, file_seen)
-
-
-def warp_specialized_loop(fn: Any, filename: str | None) -> int | None:
-    """The line of `fn`'s loop that asks for warp specialization, if any (its source read where it lives)."""
-    import inspect
-
-    try:
-        lines, first = inspect.getsourcelines(getattr(fn, "fn", fn))
-    except (OSError, TypeError):
-        return None
-    return warp_specialized_loop_line("".join(lines), first) if filename else None
 
 
 TORCH_IN_A_KERNEL = ("a kernel calls triton.language's functions and your own @triton.jit functions only; torch's "

@@ -178,24 +178,23 @@ class ShippedBytes:
         return self.data.view(getattr(torch, self.dtype))
 
 
+def map_leaves(value: Any, leaf: Any) -> Any:
+    """`value` with `leaf` applied to everything in it that is not a list, a tuple or a dict (their items and
+    values walked)."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(map_leaves(v, leaf) for v in value)
+    if isinstance(value, dict):
+        return {k: map_leaves(v, leaf) for k, v in value.items()}
+    return leaf(value)
+
+
 def _ship_all(value: Any) -> Any:
-    """Arguments with every kernel in them (top level, lists, tuples, dict values) shipped, and float8 tensors as
-    their bytes (ShippedBytes)."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(_ship_all(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _ship_all(v) for k, v in value.items()}
-    if _is_kernel(value):
-        return ship(value)
-    return as_bytes(value)
+    """Arguments with every kernel in them shipped, and float8 tensors as their bytes (ShippedBytes)."""
+    return map_leaves(value, lambda v: ship(v) if _is_kernel(v) else tensor_bytes(v))
 
 
-def as_bytes(value: Any) -> Any:
-    """`value` with each float8 tensor in it (lists, tuples, dict values) as a ShippedBytes."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(as_bytes(v) for v in value)
-    if isinstance(value, dict):
-        return {k: as_bytes(v) for k, v in value.items()}
+def tensor_bytes(value: Any) -> Any:
+    """A float8 tensor as a ShippedBytes; anything else as it is."""
     if type(value).__name__ == "Tensor" and str(getattr(value, "dtype", "")).startswith("torch.float8"):
         import torch
 
@@ -203,13 +202,14 @@ def as_bytes(value: Any) -> Any:
     return value
 
 
+def as_bytes(value: Any) -> Any:
+    """`value` with each float8 tensor in it as a ShippedBytes."""
+    return map_leaves(value, tensor_bytes)
+
+
 def from_bytes(value: Any) -> Any:
     """`as_bytes` undone."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(from_bytes(v) for v in value)
-    if isinstance(value, dict):
-        return {k: from_bytes(v) for k, v in value.items()}
-    return value.land() if isinstance(value, ShippedBytes) else value
+    return map_leaves(value, lambda v: v.land() if isinstance(v, ShippedBytes) else v)
 
 
 def _is_kernel(value: Any) -> bool:
@@ -472,7 +472,7 @@ def _answer(request: dict, landed: dict[bytes, Any], device: str) -> tuple[str, 
             sys.path.append(entry)
     kernels: list[Any] = []
 
-    def land_all(value: Any) -> Any:
+    def land_one(value: Any) -> Any:
         if isinstance(value, ShippedBytes):
             return value.land()
         if isinstance(value, ShippedKernel):
@@ -483,16 +483,12 @@ def _answer(request: dict, landed: dict[bytes, Any], device: str) -> tuple[str, 
                 landed[key] = land(value)
             kernels.append(landed[key])
             return landed[key]
-        if isinstance(value, (list, tuple)):
-            return type(value)(land_all(v) for v in value)
-        if isinstance(value, dict):
-            return {k: land_all(v) for k, v in value.items()}
         return value
 
     printed = ""
     with _captured() as out:
         try:
-            args, kwargs = land_all(request["args"]), land_all(request["kwargs"])
+            args, kwargs = map_leaves(request["args"], land_one), map_leaves(request["kwargs"], land_one)
             module, name = request["target"].split(":")
             function = getattr(importlib.import_module(module), name)
             value = function(*args, **kwargs)

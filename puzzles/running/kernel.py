@@ -142,6 +142,12 @@ class KernelHandle:
             self.sources[key] = read_source(fn)
         return self.sources[key]
 
+    def reached_sources(self) -> list[FunctionSource]:
+        """The sources of the kernel and of every @triton.jit function it reaches, each read (and parsed) once:
+        the walk that describes the kernel reads them through `source`."""
+        self.description  # noqa: B018 - the walk fills self.sources
+        return [found for found in self.sources.values() if found is not None]
+
     @property
     def description(self) -> dict | None:
         """The jitted function as source plus the globals it reads (puzzles/running/kernel_source.py), for

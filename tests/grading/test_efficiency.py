@@ -6,6 +6,8 @@ dependent loads). How far the predictions are from a GPU's times: benchmarks/eff
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 import pytest
 from kernel_collections import all_collections, collection
@@ -144,9 +146,9 @@ def kernel(x_ptr, KH: tl.constexpr, KW: tl.constexpr):
 
 
 def test_loads_in_loops_the_compiler_unrolls_issue_together():
-    repeats = unrolled_repeats(UNROLLED, 10, {"KH": 3, "KW": 8})
+    repeats = unrolled_repeats(ast.parse(UNROLLED), 10, {"KH": 3, "KW": 8})
     assert repeats == {15: 3, 16: 6}  # the inner loop 3 x 2 times; a loaded value's bound is not known: once
-    assert unrolled_repeats("def broken(:", 1, {}) == {}
+    assert unrolled_repeats(None, 1, {}) == {}  # a source that did not parse
 
 
 def test_the_report_says_how_many_programs_a_multiprocessor_holds():
