@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import importlib.metadata
+import re
+from pathlib import Path
 
 
 def cuda_available() -> bool:
@@ -16,3 +18,16 @@ def cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def write_device_table(out: Path, filename: str, lines: list[str]) -> Path:
+    """A benchmark's Markdown table written under `out`/<this GPU's name, lower-case, dashed> and printed: where
+    the recorded results of each device live (benchmarks/results/nvidia-h200/...)."""
+    import torch
+
+    device_dir = out / re.sub(r"[^A-Za-z0-9]+", "-", torch.cuda.get_device_name()).strip("-").lower()
+    device_dir.mkdir(parents=True, exist_ok=True)
+    path = device_dir / filename
+    path.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return path

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+from cuda_here import write_device_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from puzzles.course import catalog  # noqa: E402
@@ -137,10 +138,7 @@ def main() -> int:
              f"{s}, grid {grid}, four warps; do_bench medians. Memory floor at 4.8 TB/s: {floor_us:.1f} us.", "",
              "| kernel | us | x torch.compile | max error / max |", "| --- | --- | --- | --- |"]
     lines += [f"| {name} | {us:.1f} | {rows[0][1] / us:.2f} | {error:.1e} |" for name, us, error in rows]
-    out = args.out / device.lower().replace(" ", "-")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "p15_variants.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_device_table(args.out, "p15_variants.md", lines)
     return 0
 
 

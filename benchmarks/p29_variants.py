@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+from cuda_here import write_device_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from solutions.p29_tensor_descriptors import transpose_kernel  # noqa: E402
@@ -89,16 +90,12 @@ def main() -> int:
                 rows.append((f"grouped {group}", f"{b0} x {b1}, {warps} warps{'' if ok else ' WRONG'}",
                              triton.testing.do_bench(launch)))
     floor_us = 2 * x.numel() * 4 / (floor_gbps * 1e3)
-    device = torch.cuda.get_device_name().lower().replace(" ", "-")
     lines = [f"# Puzzle 29's TMA transpose on {torch.cuda.get_device_name()}", "",
              f"torch {torch.__version__}, triton {triton.__version__}; x {n} x {n} float32; do_bench medians; "
              f"memory floor (a copy's rate) {floor_us:.1f} us.", "Command: python benchmarks/p29_variants.py", "",
              "| kernel | tiles | us |", "| --- | --- | --- |"]
     lines += [f"| {name} | {what} | {ms * 1000:.1f} |" for name, what, ms in sorted(rows, key=lambda r: r[2])]
-    out = args.out / device
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "p29_variants.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_device_table(args.out, "p29_variants.md", lines)
     return 0
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 import triton
+from cuda_here import write_device_table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "kernels")]
@@ -66,17 +67,13 @@ def main() -> int:
                     what = f"{bm} x {bn} x {bk}, {stages} stages, {warps} warps{'' if ok else ' WRONG'}"
                     rows.append((name, what, ms))
     flops = 2 * n ** 3
-    device = torch.cuda.get_device_name().lower().replace(" ", "-")
     lines = [f"# Puzzle 31's pipelined matmul on {torch.cuda.get_device_name()}", "",
              f"torch {torch.__version__}, triton {triton.__version__}; float16 {n} x {n} x {n}; do_bench medians.",
              "Command: python benchmarks/p31_variants.py", "", "| kernel | tiles | us | TFLOP/s |",
              "| --- | --- | --- | --- |"]
     lines += [f"| {name} | {what} | {ms * 1000:.1f} | {flops / ms / 1e9:.0f} |"
               for name, what, ms in sorted(rows, key=lambda r: r[2])]
-    out = args.out / device
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "p31_variants.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_device_table(args.out, "p31_variants.md", lines)
     return 0
 
 
