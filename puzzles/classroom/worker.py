@@ -109,7 +109,7 @@ def main() -> int:
             modelled = bool(request.get("speed")) and request.get("speed_source") == "model"
             g = grade.grade_puzzle(submission, p, timeout=request["timeout"], seed=request["seed"],
                                    perf=bool(request.get("speed")) and not modelled, observe=keep,
-                                   efficiency=True if modelled else None)
+                                   efficiency=True if modelled else None, isolate=True)
         except Exception as err:  # noqa: BLE001 - the submission may have broken the harness itself
             _emit(channel, "puzzle", number=p.number, status="failed", seconds=0.0, source="",
                   reason=f"grading raised {type(err).__name__}: {err}", evidence=[])

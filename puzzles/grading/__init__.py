@@ -37,13 +37,12 @@ from puzzles.grading.result import TestResult
 from puzzles.grading.runs import PendingRuns, on_gpu, start_runs
 from puzzles.grading.signature import argument_order_note, bind_arguments, check_kernel
 from puzzles.grading.verdict import build_result
-from puzzles.running import compat, interpreter_hooks
+from puzzles.running import compat, gpu_worker, interpreter_hooks
 from puzzles.running import compile_check as _compile_check
 from puzzles.running.compile_check.listings import compile_call, from_check
 from puzzles.running.compiled_code import Compiled, target_number
 from puzzles.running.debug import STEP_THROUGH_ADVICE, calls_breakpoint_if
 from puzzles.running.errors import KernelError
-from puzzles.running.kernel import gpu_too_old
 
 __all__ = ["DEFAULT_TIMEOUT", "GradingJob", "build_result", "on_gpu", "present", "test"]
 
@@ -226,7 +225,7 @@ def _setup_problem(job: GradingJob) -> KernelError | None:
             return KernelError("setup", missing)
         if (refused := feature_call_error(job.handle, needs.call, missing)) is not None:
             return refused
-    if job.puzzle is not None and (old_gpu := gpu_too_old(job.puzzle.min_sm, job.puzzle.number)):
+    if job.puzzle is not None and (old_gpu := gpu_worker.gpu_too_old(job.puzzle.min_sm, job.puzzle.number)):
         return KernelError("setup", old_gpu)
     return check_kernel(job)
 

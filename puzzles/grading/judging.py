@@ -43,6 +43,10 @@ def _bfloat16_limit(job: GradingJob, runs: list[RunOutput]) -> str | None:
     return limit if limit is not None and mentions_bfloat16(job.handle) else None
 
 
+# A run's error kind -> the size's status; a compile that failed on a GPU is the compile error the CPU's check names.
+STATUS_OF_ERROR = {"timeout": "timeout", "compile": "compile error"}
+
+
 def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: bool = True,
               interpreter_limit: str | None = None) -> SizeOutcome:
     """One size's verdict from its run (`filename`: the kernel's file, whose lines errors quote; `sixteen_bit`:
@@ -51,7 +55,7 @@ def judge_run(case: Case, run: RunOutput, filename: str | None, *, sixteen_bit: 
     o = SizeOutcome(case.sizes, case.seed, "passed", seconds=run.seconds, stdout=run.stdout,
                     output_shape=tuple(case.expected.shape), trace=run.trace, expected=case.expected, parts=case.parts)
     if run.error is not None:
-        o.status = "timeout" if run.error.kind == "timeout" else "error"
+        o.status = STATUS_OF_ERROR.get(run.error.kind, "error")
         o.error = run.error
         if run.error.kind in ("fault", "crash") and run.trace is not None and run.trace.invalid:
             # A CUDA fault that the interpreter's access check explained: name the accesses too.

@@ -58,7 +58,8 @@ class SizeOutcome:
 
     sizes: dict[str, int]
     seed: int
-    # "passed", "wrong", "unwritten", "out of bounds", "store into input", "race", "error", "timeout", "not run"
+    # "passed", "wrong", "unwritten", "out of bounds", "store into input", "race", "error", "compile error",
+    # "timeout", "not run"
     status: str
     mismatch_count: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)

@@ -61,7 +61,9 @@ class PendingRuns:
                      for case in cases]
         if self.gpu:  # the interpreted runs are the access checks: none without recording
             self.jobs = self.jobs if record else []
-            forked = isolate is not False and can_fork() and bool(self.jobs)
+            # isolate=True (the class worker) forks even where this process has loaded CUDA: the checks need
+            # none, and in-process they would share the process's handles with the kernel.
+            forked = bool(self.jobs) and (can_fork() if isolate is None else isolate)
         else:
             forked = can_fork() if isolate is None else isolate
         self.children: list[ChildResults] = []

@@ -49,7 +49,7 @@ from typing import Any
 
 from puzzles.running.errors import KernelError
 from puzzles.running.frames import FrameReader, send_frame
-from puzzles.running.kernel import ConfigLaunch, KernelHandle, unwrap_kernel
+from puzzles.running.kernel import ConfigLaunch, KernelHandle, on_gpu, unwrap_kernel
 from puzzles.running.kernel_chain import is_config_launch, is_triton, walk_chain
 from puzzles.running.worker_processes import START_LIMIT, WorkerProcess, file_start, launch, spare_count
 
@@ -234,6 +234,7 @@ class Worker:
         self.lock = threading.RLock()  # one call at a time; ready() takes it too
         self.device_name: str | None = None  # set once this process has loaded: it is ready
         self.known_name: str | None = None  # the GPU's name as the last ready worker said (it outlives restarts)
+        self.known_capability = 0  # and its compute capability (90 for sm_90)
         self.current: WorkerProcess | None = None
         self.spares: list[WorkerProcess] = []  # loading or loaded, not yet used; the oldest first
         self.last_words = ""  # the stderr of a worker that died
@@ -314,6 +315,7 @@ class Worker:
         name = self.current.wait_ready(limit)
         if name is not None:
             self.device_name = self.known_name = name
+            self.known_capability = self.current.capability
             self.start_spare()  # loads while this one works: a fault later costs no wait
             return True
         self.start_failure = self.startup_error()
@@ -412,6 +414,30 @@ def device_name() -> str:
     return w.known_name or "GPU"
 
 
+def device_capability() -> int:
+    """The worker's GPU's compute capability as one number (90 for sm_90), as the worker said when it loaded: the
+    notebook's own process never asks CUDA (torch.cuda.get_device_capability would load CUDA there)."""
+    w = worker()
+    if w.known_name is None:
+        with w.lock:
+            w.ready()
+    return w.known_capability
+
+
+def gpu_too_old(min_sm: int, number: int) -> str:
+    """Why this machine's GPU cannot run the puzzle's kernel compiled ("" when it can, or with no GPU in use: the
+    interpreter runs any kernel): a puzzle whose `min_sm` is above the GPU's compute capability (fp8 tl.dot on
+    an A100 or a T4) is refused in words instead of failing inside Triton's compiler."""
+    if not on_gpu() or min_sm <= 0:
+        return ""
+    found = device_capability()
+    if not found or found >= min_sm:  # a worker that did not load says so at the run, in its own words
+        return ""
+    return (f"puzzle {number} needs a GPU of compute capability {min_sm // 10}.{min_sm % 10} or newer (sm_{min_sm}+: "
+            f"L4, RTX 40xx, H100, H200); this {device_name()} is sm_{found}. Grade it under Triton's interpreter "
+            "instead: set TRITON_INTERPRET=1 before importing puzzles (or run on a CPU)")
+
+
 # -- inside the worker ---------------------------------------------------------------------------------------
 
 
@@ -424,12 +450,14 @@ def serve() -> None:  # pragma: no cover - runs in the worker process
     import torch
     import triton  # noqa: F401 - loaded before "ready"; TRITON_INTERPRET is already decided by the environment
 
-    name = "CPU (Triton interpreter)"
+    name, capability = "CPU (Triton interpreter)", 0
     if device == "cuda":
         torch.cuda.init()
         name = torch.cuda.get_device_name()
+        major, minor = torch.cuda.get_device_capability()
+        capability = major * 10 + minor
         _warm_gpu()
-    send_frame(reply_fd, ("ready", name))
+    send_frame(reply_fd, ("ready", (name, capability)))
     reader = FrameReader(0, data_only=False)
     landed: dict[bytes, Any] = {}
     while True:
@@ -486,7 +514,7 @@ def _answer(request: dict, landed: dict[bytes, Any], device: str) -> tuple[str, 
         return value
 
     printed = ""
-    with _captured() as out:
+    with _captured() as out, _launches_as_graded(device):
         try:
             args, kwargs = map_leaves(request["args"], land_one), map_leaves(request["kwargs"], land_one)
             module, name = request["target"].split(":")
@@ -504,6 +532,17 @@ def _answer(request: dict, landed: dict[bytes, Any], device: str) -> tuple[str, 
                 status, _poisoned = "fault", True
     printed = out()
     return status, (as_bytes(value), error, printed)
+
+
+def _launches_as_graded(device: str) -> contextlib.AbstractContextManager[None]:  # pragma: no cover - in the worker
+    """The CPU device stands in for a GPU under Triton's interpreter: its launches run with the course's patches
+    (the range() of a scalar that older Tritons break on with a newer NumPy, bfloat16 as on a GPU), as every
+    interpreted launch of the course does."""
+    if device != "cpu":
+        return contextlib.nullcontext()
+    from puzzles.running.interpreter import memoized_plain_launches
+
+    return memoized_plain_launches()
 
 
 def _is_fault(exc: BaseException) -> bool:  # pragma: no cover - runs in the worker process

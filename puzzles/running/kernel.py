@@ -27,21 +27,6 @@ def on_gpu() -> bool:
     return torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") != "1"
 
 
-def gpu_too_old(min_sm: int, number: int) -> str:
-    """Why this machine's GPU cannot run the puzzle's kernel compiled ("" when it can, or with no GPU in use: the
-    interpreter runs any kernel): a puzzle whose `min_sm` is above the GPU's compute capability (fp8 tl.dot on
-    an A100 or a T4) is refused in words instead of failing inside Triton's compiler."""
-    if not on_gpu():
-        return ""
-    major, minor = torch.cuda.get_device_capability()
-    if major * 10 + minor >= min_sm:
-        return ""
-    name = torch.cuda.get_device_name()
-    return (f"puzzle {number} needs a GPU of compute capability {min_sm // 10}.{min_sm % 10} or newer (sm_{min_sm}+: "
-            f"L4, RTX 40xx, H100, H200); this {name} is sm_{major}{minor}. Grade it under Triton's interpreter "
-            "instead: set TRITON_INTERPRET=1 before importing puzzles (or run on a CPU)")
-
-
 def unwrap_kernel(kernel: Any) -> Callable[..., Any] | None:
     """The plain Python function behind a @triton.jit kernel (through autotune/heuristics); a
     `KernelHandle`'s, already resolved."""

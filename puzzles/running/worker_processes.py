@@ -36,6 +36,7 @@ class WorkerProcess:
     # a kernel that crashes its process (a printf flood can) never sends back what it printed.
     prints_path: str | None = None
     name: str | None = None  # the device's name, once it has said "ready"
+    capability: int = 0  # its compute capability as one number (90 for sm_90; 0 for the CPU device), said with it
 
     @property
     def alive(self) -> bool:
@@ -46,7 +47,7 @@ class WorkerProcess:
         if self.name is None:
             status, payload = self.reader.receive(limit)
             if status == "ready":
-                self.name = payload
+                self.name, self.capability = payload
         return self.name
 
     def end(self, wait: bool = True) -> None:

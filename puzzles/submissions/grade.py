@@ -384,10 +384,11 @@ def _collect(paths: list[Path], puzzles: list[Puzzle]) -> Submission:
 
 def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_dir: Path | None = None,
                  seed: int | None = None, perf: bool = False, observe: Any = None,
-                 efficiency: bool | None = None) -> Grade:
+                 efficiency: bool | None = None, isolate: bool | None = None) -> Grade:
     """The verdict on one puzzle's kernel. When several files define it, the last one that is
     not the starter is graded and the others are named in `submission.problems`. `perf`: on a GPU,
-    also time a passing kernel (its report in `Grade.result.perf`); `observe`: test()'s (each launch's raw runs)."""
+    also time a passing kernel (its report in `Grade.result.perf`); `observe`: test()'s (each launch's raw runs);
+    `isolate`: test()'s (True: every run in a forked child, whatever this process has loaded)."""
     candidates = submission.found.get(p.kernel_name, [])
     attempts = [c for c in candidates if not is_starter(_kernel_source(c[1], p.kernel_name), p)]
     if not attempts and p.kernel_name in submission.broken:  # the learner wrote it, but it does not even define
@@ -412,7 +413,7 @@ def grade_puzzle(submission: Submission, p: Puzzle, timeout: float = 20.0, viz_d
     if refused is not None:
         return Grade(p, "failed", f"{origin}: {refused.describe()}", origin)
     result = test(kernel, p.spec, puzzle=p, quiet=True, timeout=timeout, compile_check="full", seed=seed, perf=perf,
-                  observe=observe, efficiency=efficiency)
+                  observe=observe, efficiency=efficiency, isolate=isolate)
     if viz_dir is not None:
         from puzzles import viz
 

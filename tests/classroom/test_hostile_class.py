@@ -163,14 +163,23 @@ def channel():
 """
 
 
+# As if the worker's process had loaded CUDA (where a fork is otherwise avoided): its runs must still be forked.
+CUDA_LOADED = """
+import torch
+torch.cuda.is_initialized = lambda: True
+"""
+
+
 @pytest.mark.usefixtures("without_compile_check")
-def test_a_kernel_cannot_reach_the_report_channel(tmp_path, worker_trigger):
+@pytest.mark.parametrize("cuda_loaded", [False, True], ids=["plain", "cuda-loaded"])
+def test_a_kernel_cannot_reach_the_report_channel(tmp_path, worker_trigger, cuda_loaded):
     """The kernel's forked child looks for the worker's report channel as the forger did (in the process's
-    objects) and writes a pass for puzzle 2: the descriptor is closed there, nothing reaches the grader."""
+    objects) and writes a pass for puzzle 2: the descriptor is closed there, nothing reaches the grader. So too
+    where the worker's process has loaded CUDA (on a GPU machine), which the grader's own fork otherwise avoids."""
     from puzzles.classroom.roster import Options, Student, grade_student
 
     marker = worker_trigger.folder / "child-write"
-    worker_trigger(FIND_CHANNEL + f"""
+    worker_trigger((CUDA_LOADED if cuda_loaded else "") + FIND_CHANNEL + f"""
 import puzzles.grading.runs as runs
 
 real_run = runs.run_interpreted

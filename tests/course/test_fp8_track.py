@@ -11,7 +11,7 @@ import torch
 from judging import grade
 
 from puzzles.course import catalog, mistakes_fp8
-from puzzles.running import kernel as kernel_module
+from puzzles.running import gpu_worker
 from puzzles.running.compile_check import targets_for
 
 PUZZLE = catalog.get(32)
@@ -97,17 +97,24 @@ def test_the_reference_compiles_for_sm_90_with_no_note(tmp_path, monkeypatch):
 
 
 def test_a_gpu_older_than_sm_89_is_told_the_puzzle_needs_one(monkeypatch):
-    monkeypatch.setattr(kernel_module, "on_gpu", lambda: True)
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (8, 0))
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA A100-SXM4-80GB")
+    """The capability comes from what the GPU worker said when it loaded: asking torch.cuda would load CUDA in the
+    notebook's own process, which a learner's faulting kernel must never share."""
+    def no_cuda_here(*args):
+        raise AssertionError("the notebook's process asked CUDA")
+
+    monkeypatch.setattr(gpu_worker, "on_gpu", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", no_cuda_here)
+    monkeypatch.setattr(torch.cuda, "get_device_name", no_cuda_here)
+    monkeypatch.setattr(gpu_worker, "device_capability", lambda: 80)
+    monkeypatch.setattr(gpu_worker, "device_name", lambda: "NVIDIA A100-SXM4-80GB")
     result = grade(32, PUZZLE.reference(), seed=1)
     assert not result.passed
     message = result.error.message
     assert result.error.kind == "setup" and "Traceback" not in str(result)
     assert "puzzle 32 needs a GPU of compute capability 8.9 or newer" in message and "sm_80" in message, message
-    assert "TRITON_INTERPRET=1" in message
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
-    assert kernel_module.gpu_too_old(89, 32) == ""
+    assert "A100" in message and "TRITON_INTERPRET=1" in message
+    monkeypatch.setattr(gpu_worker, "device_capability", lambda: 90)
+    assert gpu_worker.gpu_too_old(89, 32) == ""
 
 
 def test_the_efficiency_report_predicts_for_a_hopper_and_is_off_with_a_reason_for_an_a100():
