@@ -1,7 +1,7 @@
 """How close `test(..., efficiency=True)`'s predicted times are to a GPU's (issue 51), in three steps:
 
     python benchmarks/efficiency_validation.py predict [--gpu H200]   # here, under the interpreter: predictions.json
-    python benchmarks/efficiency_validation.py measure [--missing]    # on that GPU: each kernel timed at its perf size
+    python benchmarks/efficiency_validation.py measure [--missing] [--puzzle N]  # on that GPU: timed at the perf size
     python benchmarks/efficiency_validation.py table                  # predicted against measured, with why
 
 The kernels: every puzzle's reference and fast reference, up to two right answers in other styles from each
@@ -88,7 +88,9 @@ def predict(gpu: str) -> None:
     print(f"wrote {PREDICTIONS.relative_to(ROOT)}")
 
 
-def measure(out: Path, missing_only: bool = False) -> None:
+def measure(out: Path, missing_only: bool = False, again: set[int] | frozenset[int] = frozenset()) -> None:
+    """Time each predicted kernel on this GPU (`missing_only`: only those the recorded table lacks; `again`: these
+    puzzles' kernels anew, every other row as recorded)."""
     import torch
     import triton
     from compile_baseline import time_kernel
@@ -103,8 +105,8 @@ def measure(out: Path, missing_only: bool = False) -> None:
     device = torch.cuda.get_device_name().lower().replace(" ", "-")
     recorded_path = out / device / "efficiency_validation.json"
     kept: list[dict] = []
-    if missing_only and recorded_path.exists():  # time only the kernels this device's table lacks; keep the rest
-        kept = json.loads(recorded_path.read_text())["rows"]
+    if (missing_only or again) and recorded_path.exists():  # time only the kernels asked for; keep the rest
+        kept = [r for r in json.loads(recorded_path.read_text())["rows"] if r["puzzle"] not in again]
     have = {(r["puzzle"], r["module"], r["name"]) for r in kept if r.get("measured_us")}
     rows = [r for r in kept if (r["puzzle"], r["module"], r["name"]) in have]
     for row in predicted["rows"]:
@@ -194,8 +196,10 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--missing", action="store_true",
                         help="measure: only the kernels the device's recorded table has no time for (new ones)")
+    parser.add_argument("--puzzle", type=int, action="append", default=[],
+                        help="measure: time this puzzle's kernels again (repeatable; the rest stay as recorded)")
     args = parser.parse_args()
-    steps = {"predict": lambda: predict(args.gpu), "measure": lambda: measure(args.out, args.missing),
+    steps = {"predict": lambda: predict(args.gpu), "measure": lambda: measure(args.out, args.missing, set(args.puzzle)),
              "table": lambda: table(args.out)}
     steps[args.step]()
     return 0

@@ -1,5 +1,5 @@
 """Puzzle 32, FP8 scaled matmul: the reference and the right kernels in other styles pass; the inputs are float8
-values cast from scaled floats (exactly representable) with a scale per row of x and per column of w; each slip is
+values cast from scaled floats (exactly representable) with a scale per row of x and of w (N x K); each slip is
 named at the sizes where it shows (scales dividing, the accumulator rescaled in the K loop, the scales on swapped
 axes); scaling each chunk is right; the puzzle compiles for sm_90 only and an older GPU is told so in words."""
 
@@ -30,15 +30,16 @@ def test_the_sizes_are_ragged_take_several_k_chunks_of_at_least_32_and_one_is_sq
 
 
 @pytest.mark.parametrize("index", range(4))
-def test_the_inputs_are_float8_casts_of_scaled_floats_with_a_scale_per_row_and_per_column(index):
+def test_the_inputs_are_float8_casts_of_scaled_floats_with_a_scale_per_row_of_x_and_of_w(index):
     sizes = PUZZLE.sizes[index]
     i = mistakes_fp8.quantized_inputs(sizes, index, torch.Generator().manual_seed(index))
     assert i["x"].dtype == i["w"].dtype == torch.float8_e4m3fn
     assert i["x_scale"].shape == (sizes["M"],) and i["w_scale"].shape == (sizes["N"],)
-    for name, dim in (("x", 1), ("w", 0)):
+    assert i["x"].shape == (sizes["M"], sizes["K"]) and i["w"].shape == (sizes["N"], sizes["K"])  # w: a Linear's
+    for name in ("x", "w"):
         values = i[name].float()
         assert torch.isfinite(values).all() and torch.equal(values.to(torch.float8_e4m3fn).float(), values)
-        assert values.abs().amax(dim).max() == mistakes_fp8.FP8_MAX  # each row (column) spans the fp8 range
+        assert (values.abs().amax(1) == mistakes_fp8.FP8_MAX).all()  # each row spans the fp8 range
     scales = i["x_scale"]
     assert (scales > 0).all() and scales.max() / scales.min() > 3  # a scale on the wrong axis is far off
 
@@ -67,6 +68,15 @@ def test_scales_on_swapped_axes_are_named_where_m_is_n_and_read_out_of_bounds_el
             assert o.status == "out of bounds", str(result)
     # N = 72 < M = 100: w_scale read at rows past its end; M = 48 < N = 80: x_scale at columns past its end.
     assert "load of w_scale[72] out of bounds" in str(result) and "load of x_scale[48] out of bounds" in str(result)
+
+
+def test_w_read_as_k_by_n_is_named_at_every_size():
+    """The kernel written for the layout w is not in (k * N + n): it reads within w's bytes, so no access check
+    fires; the values are wrong and the slip says where w[n, k] is."""
+    result = grade(32, p32.fp8_w_read_as_k_by_n, seed=1)
+    assert not result.passed
+    for o in result.outcomes:
+        assert o.status == "wrong" and "w is read as if it were K x N" in o.note and "n * K + k" in o.note, str(result)
 
 
 def test_per_tensor_scales_give_wrong_values_and_no_slip_of_another_kind():

@@ -12,13 +12,13 @@ import triton.language as tl
 
 @triton.jit
 def fp8_tile_sum(x_ptr, w_ptr, M, N, K, m, n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """The float32 sum of x[m, :] @ w[:, n] over K, the float8 tiles straight into tl.dot."""
+    """The float32 sum of x[m, :] @ w[n, :].T over K, the float8 tiles straight into tl.dot (w is N x K)."""
     acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k0 in range(0, K, BK):
         k = k0 + tl.arange(0, BK)
         x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
-        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k[:, None] < K) & (n[None, :] < N), other=0.0)
-        acc += tl.dot(x, w)
+        w = tl.load(w_ptr + n[:, None] * K + k[None, :], mask=(n[:, None] < N) & (k[None, :] < K), other=0.0)
+        acc += tl.dot(x, tl.trans(w))
     return acc
 
 
@@ -37,15 +37,15 @@ def fp8_scales_as_one_tile(x_ptr, x_scale_ptr, w_ptr, w_scale_ptr, z_ptr, M, N, 
 @triton.jit
 def fp8_chunk_count_loop(x_ptr, x_scale_ptr, w_ptr, w_scale_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                          BK: tl.constexpr):
-    """Right: the K loop counts chunks (tl.cdiv(K, BK)), the dot accumulating in place (tl.dot(x, w, acc))."""
+    """Right: the K loop counts chunks (tl.cdiv(K, BK)), the dot accumulating in place (tl.dot(x, tl.trans(w), acc))."""
     m = tl.program_id(0) * BM + tl.arange(0, BM)
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     acc = tl.zeros([BM, BN], dtype=tl.float32)
     for chunk in range(tl.cdiv(K, BK)):
         k = chunk * BK + tl.arange(0, BK)
         x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
-        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k[:, None] < K) & (n[None, :] < N), other=0.0)
-        acc = tl.dot(x, w, acc)
+        w = tl.load(w_ptr + n[:, None] * K + k[None, :], mask=(n[:, None] < N) & (k[None, :] < K), other=0.0)
+        acc = tl.dot(x, tl.trans(w), acc)
     z = acc * tl.load(x_scale_ptr + m, mask=m < M)[:, None] * tl.load(w_scale_ptr + n, mask=n < N)[None, :]
     tl.store(z_ptr + m[:, None] * N + n[None, :], z.to(tl.float16), mask=(m[:, None] < M) & (n[None, :] < N))
 
@@ -61,10 +61,10 @@ def fp8_scaled_every_chunk(x_ptr, x_scale_ptr, w_ptr, w_scale_ptr, z_ptr, M, N, 
     for k0 in range(0, K, BK):
         k = k0 + tl.arange(0, BK)
         x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
-        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k[:, None] < K) & (n[None, :] < N), other=0.0)
+        w = tl.load(w_ptr + n[:, None] * K + k[None, :], mask=(n[:, None] < N) & (k[None, :] < K), other=0.0)
         x_scale = tl.load(x_scale_ptr + m, mask=m < M)
         w_scale = tl.load(w_scale_ptr + n, mask=n < N)
-        acc += tl.dot(x, w) * x_scale[:, None] * w_scale[None, :]
+        acc += tl.dot(x, tl.trans(w)) * x_scale[:, None] * w_scale[None, :]
     tl.store(z_ptr + m[:, None] * N + n[None, :], acc.to(tl.float16), mask=(m[:, None] < M) & (n[None, :] < N))
 
 
@@ -91,8 +91,8 @@ def fp8_accumulator_rescaled_in_loop(x_ptr, x_scale_ptr, w_ptr, w_scale_ptr, z_p
     for k0 in range(0, K, BK):
         k = k0 + tl.arange(0, BK)
         x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
-        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k[:, None] < K) & (n[None, :] < N), other=0.0)
-        acc = (acc + tl.dot(x, w)) * scale
+        w = tl.load(w_ptr + n[:, None] * K + k[None, :], mask=(n[:, None] < N) & (k[None, :] < K), other=0.0)
+        acc = (acc + tl.dot(x, tl.trans(w))) * scale
     tl.store(z_ptr + m[:, None] * N + n[None, :], acc.to(tl.float16), mask=(m[:, None] < M) & (n[None, :] < N))
 
 
@@ -117,6 +117,22 @@ def fp8_scale_vector_per_tensor(x_ptr, x_scale_ptr, w_ptr, w_scale_ptr, z_ptr, M
     n = tl.program_id(1) * BN + tl.arange(0, BN)
     acc = fp8_tile_sum(x_ptr, w_ptr, M, N, K, m, n, BM, BN, BK)
     z = acc * tl.load(x_scale_ptr) * tl.load(w_scale_ptr)
+    tl.store(z_ptr + m[:, None] * N + n[None, :], z.to(tl.float16), mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+@triton.jit
+def fp8_w_read_as_k_by_n(x_ptr, x_scale_ptr, w_ptr, w_scale_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                         BK: tl.constexpr):
+    """Wrong: w read as a K x N matrix (its tile at k * N + n, tl.dot(x, w)), the kernel of a layout it is not in."""
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k = k0 + tl.arange(0, BK)
+        x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + k[:, None] * N + n[None, :], mask=(k[:, None] < K) & (n[None, :] < N), other=0.0)
+        acc += tl.dot(x, w)
+    z = acc * tl.load(x_scale_ptr + m, mask=m < M)[:, None] * tl.load(w_scale_ptr + n, mask=n < N)[None, :]
     tl.store(z_ptr + m[:, None] * N + n[None, :], z.to(tl.float16), mask=(m[:, None] < M) & (n[None, :] < N))
 
 

@@ -1,0 +1,102 @@
+"""Puzzle 32 (an FP8 scaled matmul) on a GPU: the reference over tile shapes, stages and warps, with w as the puzzle
+stores it (K x N, row-major) and with w stored N x K (each output column's K values contiguous: "K-major", the
+layout Hopper's fp8 tensor-core instruction reads its second operand in), against torch._scaled_mm (cuBLASLt) with
+rowwise scales, at 4096 x 4096 x 4096.
+
+    python benchmarks/p32_variants.py [--out benchmarks/results]
+
+Needs a CUDA GPU of compute capability 8.9 or newer; without one it says so and exits 0. Writes p32_variants.md
+under --out/<device>/. Decides: whether w's layout or the tile configuration is what keeps the reference behind
+the library, and so the puzzle's layout and speed goal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+from cuda_here import write_device_table
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+from solutions.p32_fp8_scaled_matmul import fp8_scaled_matmul_kernel  # noqa: E402
+
+
+@triton.jit
+def fp8_scaled_matmul_k_major(x_ptr, x_scale_ptr, wt_ptr, w_scale_ptr, z_ptr, M, N, K, BM: tl.constexpr,
+                              BN: tl.constexpr, BK: tl.constexpr):
+    """The reference with w stored N x K: a [BN, BK] tile read along K, transposed into the dot for free."""
+    m = tl.program_id(0) * BM + tl.arange(0, BM)
+    n = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k = k0 + tl.arange(0, BK)
+        x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
+        wt = tl.load(wt_ptr + n[:, None] * K + k[None, :], mask=(n[:, None] < N) & (k[None, :] < K), other=0.0)
+        acc += tl.dot(x, tl.trans(wt))
+    x_scale = tl.load(x_scale_ptr + m, mask=m < M, other=0.0)
+    w_scale = tl.load(w_scale_ptr + n, mask=n < N, other=0.0)
+    z = acc * x_scale[:, None] * w_scale[None, :]
+    tl.store(z_ptr + m[:, None] * N + n[None, :], z.to(tl.float16), mask=(m[:, None] < M) & (n[None, :] < N))
+
+
+TILES = ((128, 128, 128), (128, 256, 64), (128, 256, 128), (128, 128, 64), (64, 128, 128))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9):
+        print(f"{sys.argv[0]} needs a CUDA GPU of compute capability 8.9+: none here, nothing measured.")
+        return 0
+    n = 4096
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(n, n, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    w = torch.randn(n, n, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    wt = w.t().contiguous()  # N x K
+    x_scale = torch.rand(n, device="cuda", generator=gen) + 0.5
+    w_scale = torch.rand(n, device="cuda", generator=gen) + 0.5
+    z = torch.empty(n, n, device="cuda", dtype=torch.float16)
+    want = (x.float() @ w.float()) * x_scale[:, None] * w_scale[None, :]
+    rows = [("torch._scaled_mm (rowwise, bfloat16 out)", "", triton.testing.do_bench(
+        lambda: torch._scaled_mm(x, wt.t(), scale_a=x_scale[:, None].contiguous(),
+                                 scale_b=w_scale[None, :].contiguous(), out_dtype=torch.bfloat16)))]
+    kernels = (("reference, w K x N", fp8_scaled_matmul_kernel, w), ("w stored N x K", fp8_scaled_matmul_k_major, wt))
+    for bm, bn, bk in TILES:
+        for stages in (3, 4):
+            for warps in (4, 8):
+                for name, kernel, w_in in kernels:
+                    grid = (triton.cdiv(n, bm), triton.cdiv(n, bn))
+
+                    def launch(kernel=kernel, w_in=w_in, grid=grid, bm=bm, bn=bn, bk=bk, stages=stages, warps=warps):
+                        kernel[grid](x, x_scale, w_in, w_scale, z, n, n, n, BM=bm, BN=bn, BK=bk, num_stages=stages,
+                                     num_warps=warps)
+                    try:
+                        z.zero_()
+                        launch()
+                        ok = torch.allclose(z.float(), want, rtol=2e-2, atol=2e-1)
+                        ms = triton.testing.do_bench(launch)
+                    except Exception as exc:  # noqa: BLE001 - shared memory or registers exceeded: say so, go on
+                        rows.append((name, f"{bm} x {bn} x {bk}, {stages} stages, {warps} warps: "
+                                           f"{type(exc).__name__}", float("inf")))
+                        continue
+                    rows.append((name, f"{bm} x {bn} x {bk}, {stages} stages, {warps} warps{'' if ok else ' WRONG'}",
+                                 ms))
+    flops = 2 * n ** 3
+    lines = [f"# Puzzle 32's FP8 scaled matmul on {torch.cuda.get_device_name()}", "",
+             f"torch {torch.__version__}, triton {triton.__version__}; float8_e4m3fn {n} x {n} x {n}, float16 out; "
+             "do_bench medians.", "Command: python benchmarks/p32_variants.py", "", "| kernel | tiles | us | TFLOP/s |",
+             "| --- | --- | --- | --- |"]
+    lines += [f"| {name} | {what} | {ms * 1000:.1f} | {flops / ms / 1e9:.0f} |"
+              for name, what, ms in sorted(rows, key=lambda r: r[2])]
+    write_device_table(args.out, "p32_variants.md", lines)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
