@@ -191,14 +191,14 @@ def simulate_a_gpu(monkeypatch: pytest.MonkeyPatch) -> list:
     under the interpreter as on a GPU. Returns the kernels shipped."""
     import sys
 
-    from puzzles.running import gpu_worker
+    from puzzles.running import shipping
     from puzzles.running.interpreter import RunOutput
     from puzzles.running.kernel import on_gpu
 
     shipped = []
 
     def gpu_run(kernel, args_for, case, timeout):
-        shipped.append(gpu_worker.ship(kernel))
+        shipped.append(shipping.ship(kernel))
         args_for(case)
         return RunOutput(case.expected.clone())
 

@@ -277,10 +277,10 @@ def test_on_a_gpu_what_the_kernel_prints_comes_back_with_the_verdict():
 def test_a_heuristic_with_a_default_value_is_shipped_with_it():
     """`triton.heuristics({"B0": lambda args, v=32: v})` reads its value from the lambda's defaults: the
     kernel rebuilt in the worker keeps them (without, every launch there failed on a missing argument)."""
-    from puzzles.running import gpu_worker
+    from puzzles.running import shipping
 
     kernel = triton.heuristics({"B0": lambda args, v=32: v, "WIDE": lambda args, w=False: w})(
         catalog.get(2).reference())
-    landed = gpu_worker.land(gpu_worker.ship(kernel))
+    landed = shipping.land(shipping.ship(kernel))
     assert isinstance(landed, triton.runtime.Heuristics)
     assert {name: rule({}) for name, rule in landed.values.items()} == {"B0": 32, "WIDE": False}
