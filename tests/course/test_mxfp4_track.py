@@ -103,6 +103,30 @@ def test_the_reference_and_a_right_kernel_in_another_style_pass():
 
 
 @interpreted_only
+@pytest.mark.parametrize("kernel", [*p33.FAST_LEVERS, *p33.FAST_SETTINGS], ids=lambda k: k.__name__)
+def test_the_fast_references_changes_alone_and_its_other_settings_pass_at_every_size(kernel):
+    """What benchmarks/p33_variants.py times on a GPU is right first: each change of the fast reference alone, and
+    the fast reference with other trips, stages and decodes (subnormal float16 into tl.dot, a tl.gather table)."""
+    result = grade(33, kernel, seed=1)
+    assert result.passed, str(result)
+    assert len(result.outcomes) == len(PUZZLE.sizes)
+
+
+def test_the_fast_reference_decodes_every_code_at_every_scale_bit_for_bit():
+    """One weight per column of x's identity: z is W itself, each of the 16 codes in both nibbles times scales from
+    2^-7 to 2^8 (the teaching kernel's float16 weights overflow past 2^15; the fast one scales float32 sums)."""
+    fast = PUZZLE.fast_reference_kernel()
+    k_size, n_size = 64, 16
+    x = torch.eye(k_size, dtype=torch.float16)[:16]
+    scale = torch.arange(120, 136, dtype=torch.uint8).repeat(k_size // 32, 1)
+    for code in range(16):
+        w = torch.full((k_size // 2, n_size), code | (15 - code) << 4, dtype=torch.uint8)
+        z = torch.empty(16, n_size)
+        fast[(1, 1)](x, w, scale, z, 16, n_size, k_size, BM=16, BN=16, BK=32)
+        assert torch.equal(z, PUZZLE.spec(x, w, scale)), code
+
+
+@interpreted_only
 @pytest.mark.parametrize(("kernel", "slip"), [
     (p33.mxfp4_nibbles_swapped, "the nibbles are swapped"),
     (p33.mxfp4_scale_without_bias, "the scale is taken as 2^s"),
