@@ -340,7 +340,8 @@ def mxfp4_scale_after_dot(x_ptr, w_ptr, scale_ptr, z_ptr, M, N, K, BM: tl.conste
             x = tl.load(x_ptr + m[:, None] * K + k[None, :], mask=(m[:, None] < M) & (k[None, :] < K), other=0.0)
             packed = tl.load(w_ptr + (k // 2)[:, None] * N + n[None, :], mask=w_in, other=0)
             value = e2m1_arithmetic((packed >> ((k % 2) * 4)[:, None]) & 0xF).to(tl.float16)
-            s = tl.load(scale_ptr + (k0 // 32 + b) * N + n, mask=(n < N) & (k0 + 32 * b < K), other=127)
+            block = tl.minimum(k0 // 32 + b, K // 32 - 1)  # past K: x is 0 there, any block's scale will do
+            s = tl.load(scale_ptr + block * N + n, mask=n < N, other=127)
             acc += tl.dot(x, value) * tl.exp2(s.to(tl.float32) - 127.0)[None, :]
     tl.store(z_ptr + m[:, None] * N + n[None, :], acc, mask=(m[:, None] < M) & (n[None, :] < N))
 
