@@ -136,9 +136,10 @@ for it does not assemble (3.7 to 3.9), so the grader compiles a kernel that call
     # The bar: the fastest of eager torch, torch.compile(spec) and the library's dequantize-then-torch.mm; no roofline
     # part until an H200 measures what a decode-in-registers kernel reaches of the 7.5 us floor.
     speed_goal=SpeedGoal(levers=(
-        "load each chunk's BK/2 x BN bytes once and split them with a broadcast shift into BK x BN codes (puzzle "
-        "14's fast reference), one BK/32 x BN row of scales per chunk broadcast over its 32 rows, BN of 32-64 so "
-        "that N/BN programs fill the 132 multiprocessors (or split K, puzzle 17), num_stages 3-4")),
+        "load each block's bytes once and dot its low nibbles with x's even columns and its high ones with the odd "
+        "columns (or split them into BK x BN codes, puzzle 14's fast reference), apply each block's scale to its "
+        "dot's BM x BN sum rather than to its 32 x BN weights, decode with few integer operations (the code's bits "
+        "placed in a float16), BN of 32-64 so that N/BN programs fill the 132 multiprocessors")),
     library=LibraryBaseline(
         "dequantize to float16, then torch.mm (cuBLAS)", mxfp4_library, dtype="float16",
         why="Hopper has no MXFP4 tensor-core instruction and torch no MXFP4 matmul for it: a user keeps the weights "
