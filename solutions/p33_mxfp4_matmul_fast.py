@@ -30,7 +30,7 @@ def mxfp4_matmul_kernel(x_ptr, w_ptr, scale_ptr, z_ptr, M, N, K, BM: tl.constexp
     n_in = n < N
     byte_row = tl.arange(0, 16)  # a block's 32 rows of K are 16 rows of bytes
     w_block = w_ptr + byte_row[:, None] * N + n[None, :]
-    w_in = (byte_row < 16)[:, None] & n_in[None, :]
+    w_in = tl.broadcast_to(n_in[None, :], (16, BN))  # every byte row of a block is inside K (see kb)
     x_block = x_ptr + tl.minimum(m, M - 1)[:, None] * K + tl.arange(0, 32)[None, :]
     acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k0 in range(0, K, BK):

@@ -211,7 +211,7 @@ def blocks_scaled_after_dot(x_ptr, w_ptr, scale_ptr, z_ptr, M, N, K, BM: tl.cons
     n_in = n < N
     byte_row = tl.arange(0, 16)
     w_block = w_ptr + byte_row[:, None] * N + n[None, :]
-    w_in = (byte_row < 16)[:, None] & n_in[None, :]
+    w_in = tl.broadcast_to(n_in[None, :], (16, BN))  # every byte row of a block is inside K (see kb)
     x_block = x_ptr + tl.minimum(m, M - 1)[:, None] * K + tl.arange(0, 32)[None, :]
     acc = tl.zeros([BM, BN], dtype=tl.float32)
     for k0 in tl.range(0, K, TRIPS * BK, num_stages=STAGES):
