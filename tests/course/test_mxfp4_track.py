@@ -6,6 +6,8 @@ the puzzle's own path runs everywhere."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
+from pathlib import Path
 
 import p33_mxfp4_matmul as p33
 import pytest
@@ -103,6 +105,30 @@ def test_the_reference_and_a_right_kernel_in_another_style_pass():
 
 
 @interpreted_only
+@pytest.mark.parametrize("kernel", [*p33.FAST_LEVERS, *p33.FAST_SETTINGS], ids=lambda k: k.__name__)
+def test_the_fast_references_changes_alone_and_its_other_settings_pass_at_every_size(kernel):
+    """What benchmarks/p33_variants.py times on a GPU is right first: each change of the fast reference alone, and
+    the fast reference with other trips, stages and decodes (subnormal float16 into tl.dot, a tl.gather table)."""
+    result = grade(33, kernel, seed=1)
+    assert result.passed, str(result)
+    assert len(result.outcomes) == len(PUZZLE.sizes)
+
+
+def test_the_fast_reference_decodes_every_code_at_every_scale_bit_for_bit():
+    """One weight per column of x's identity: z is W itself, each of the 16 codes in both nibbles times scales from
+    2^-7 to 2^8 (the teaching kernel's float16 weights overflow past 2^15; the fast one scales float32 sums)."""
+    fast = PUZZLE.fast_reference_kernel()
+    k_size, n_size = 64, 16
+    x = torch.eye(k_size, dtype=torch.float16)[:16]
+    scale = torch.arange(120, 136, dtype=torch.uint8).repeat(k_size // 32, 1)
+    for code in range(16):
+        w = torch.full((k_size // 2, n_size), code | (15 - code) << 4, dtype=torch.uint8)
+        z = torch.empty(16, n_size)
+        fast[(1, 1)](x, w, scale, z, 16, n_size, k_size, BM=16, BN=16, BK=32)
+        assert torch.equal(z, PUZZLE.spec(x, w, scale)), code
+
+
+@interpreted_only
 @pytest.mark.parametrize(("kernel", "slip"), [
     (p33.mxfp4_nibbles_swapped, "the nibbles are swapped"),
     (p33.mxfp4_scale_without_bias, "the scale is taken as 2^s"),
@@ -177,3 +203,31 @@ def test_a_kernel_calling_dot_scaled_is_compiled_for_sm_90_alone_and_the_others_
     # Hopper has no e2m1 instruction anyway: the check compiles such a kernel for sm_90 only.
     assert make_job(p33.mxfp4_dot_scaled, None, 33).compile_min_sm == 90 and targets_for(90) == (90,)
     assert make_job(PUZZLE.reference(), None, 33).compile_min_sm == 75 and targets_for(75) == (75, 80, 90)
+
+
+@interpreted_only
+def test_the_variants_benchmark_launches_every_variant_as_the_gpu_will_and_checks_it_against_the_spec(monkeypatch):
+    """benchmarks/p33_variants.py runs on a GPU the lead has and this machine has not: here each of its rows is
+    launched as it launches them (its grid, BN, BK and warps), under the interpreter at a ragged size, timing
+    stubbed; every right kernel's error is float32 rounding, and one the interpreter cannot run (tl.dot_scaled
+    before 3.8) is a row that says so while the others are still run."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    variants = importlib.import_module("p33_variants")
+    monkeypatch.setattr(variants, "timed", lambda run: (run(), 1.0)[1])
+    benchmarked = {kernel for _, kernel, _ in variants.VARIANTS}
+    assert {*p33.FAST_LEVERS, *p33.FAST_SETTINGS, PUZZLE.reference(), PUZZLE.fast_reference_kernel()} <= benchmarked
+    sizes = {"M": 20, "N": 136, "K": 544, "BM": 16, "BN": 64, "BK": 256}  # K: 2 chunks and 4 blocks of a third
+    gen = torch.Generator().manual_seed(2)
+    inputs = {"x": (torch.rand(sizes["M"], sizes["K"], generator=gen) - 0.5).half(),
+              **mxfp4.graded_weights(sizes, 0, gen)}
+    want = PUZZLE.spec(inputs["x"], inputs["w"], inputs["scale"])
+    for name, kernel, changes in variants.VARIANTS:
+        what, us, error = variants.time_variant(kernel, changes, inputs, sizes, want)
+        if kernel is p33.mxfp4_dot_scaled and not interprets_dot_scaled():
+            assert error is None and us == float("inf") and "did not run" in variants.table_row(
+                (name, what, us, error), 1.0, 1.0, 1.0), what
+            continue
+        assert error is not None and error < variants.TOLERANCE, (name, what, error)
+        assert f"BN {changes.get('BN', 64)}," in what and f"{changes.get('num_warps', 4)} warps" in what
+    wrong = variants.table_row(("w", "", 2.0, float("nan")), 4.0, 8.0, 1.0)
+    assert wrong == "| w |  | 2.0 | 2.00 | 4.00 | 2.0 | nan WRONG |"

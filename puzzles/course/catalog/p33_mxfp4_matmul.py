@@ -9,7 +9,7 @@ from puzzles.course import mxfp4  # the format: its e2m1 table, the nibbles' ord
 from puzzles.course.catalog.tracks import QUANTIZATION_ORDER_NOTE
 from puzzles.course.library_baseline import LibraryBaseline
 from puzzles.course.library_ops import mxfp4_library
-from puzzles.course.puzzle import Mistake, Puzzle, SpeedGoal, TritonFeature, cdiv
+from puzzles.course.puzzle import FastReference, Mistake, Puzzle, SpeedGoal, TritonFeature, cdiv
 from puzzles.running.interpreter_hooks import interprets_dot_scaled
 
 
@@ -118,13 +118,28 @@ for it does not assemble (3.7 to 3.9), so the grader compiles a kernel that call
     # pays. At M = 128 the same layer is 17 GFLOP, past an H200's float16 ridge (about 200 FLOP per byte here 430):
     # compute-bound, where the bytes saved no longer set the time.
     perf_size={"M": 16, "N": 8192, "K": 8192, "BM": 16, "BN": 64, "BK": 256},
+    fast_reference=FastReference(
+        "Four changes, per block of 32 rows of `K`. Its `16 × BN` bytes are loaded once, where the teaching kernel "
+        "loads each byte twice (once per nibble) and each scale 32 times: the low nibbles are rows `2j`, the high "
+        "ones rows `2j + 1`, and a sum over `k` does not care about its order, so the block adds "
+        "`tl.dot(x_even, low) + tl.dot(x_odd, high)` with `x_even, x_odd = tl.split(tl.reshape(x, (BM, 16, 2)))`. "
+        "Its 32 rows share one scale per column, so the dots take the bare e2m1 values and their `BM × BN` sum is "
+        "multiplied by the block's `2^(s − 127)`: once per output, not once per weight. A code is decoded by "
+        "placing its bits in a float16 (exponent and mantissa at bits 11-9, sign at 15: the value times 2^−14, "
+        "exponent 0 landing on float16's subnormals) and multiplying by 2^14, exact, with no select and no "
+        "float32 arithmetic. And there is no mask along `K`: a block past `K` reads the last block again and is "
+        "multiplied by 0. Compiled for sm_90, its loop is 1227 instructions a 256-row chunk in 72 registers, the "
+        "teaching kernel's 3555 in 255 registers with spills; both loops are pipelined (a loop around `tl.dot` "
+        "gets 3 stages from the compiler). On an H200: to be measured (benchmarks/p33_variants.py times each "
+        "change alone, and 2 × BK a trip, 1 to 4 stages, BN of 32 to 128)."),
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"],
     # The bar: the fastest of eager torch, torch.compile(spec) and the library's dequantize-then-torch.mm; no roofline
     # part until an H200 measures what a decode-in-registers kernel reaches of the 7.5 us floor.
     speed_goal=SpeedGoal(levers=(
-        "load each chunk's BK/2 x BN bytes once and split them with a broadcast shift into BK x BN codes (puzzle "
-        "14's fast reference), one BK/32 x BN row of scales per chunk broadcast over its 32 rows, BN of 32-64 so "
-        "that N/BN programs fill the 132 multiprocessors (or split K, puzzle 17), num_stages 3-4")),
+        "load each block's bytes once and dot its low nibbles with x's even columns and its high ones with the odd "
+        "columns (or split them into BK x BN codes, puzzle 14's fast reference), apply each block's scale to its "
+        "dot's BM x BN sum rather than to its 32 x BN weights, decode with few integer operations (the code's bits "
+        "placed in a float16), BN of 32-64 so that N/BN programs fill the 132 multiprocessors")),
     library=LibraryBaseline(
         "dequantize to float16, then torch.mm (cuBLAS)", mxfp4_library, dtype="float16",
         why="Hopper has no MXFP4 tensor-core instruction and torch no MXFP4 matmul for it: a user keeps the weights "
