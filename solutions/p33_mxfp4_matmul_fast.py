@@ -1,8 +1,11 @@
 """Puzzle 33, fast reference: each byte loaded once, its two nibbles multiplied by the even and the odd columns of
-x, the block's scale applied after the dot, the e2m1 codes decoded by placing their bits in a float16.
+x, the block's scale applied after the dot, the e2m1 codes decoded by placing their bits in a float16, and two
+chunks of K a trip in a loop pipelined four deep.
 
-Same signature, grid and result as solutions/p33_mxfp4_matmul.py. Timings: to be measured with
-benchmarks/p33_variants.py, which times each change alone. What changes, per block of 32 rows of K:
+Same signature, grid and result as solutions/p33_mxfp4_matmul.py. On an H200 (Triton 3.6) at the perf size:
+82.4 us against the teaching kernel's 208 and torch.compile's 274 (benchmarks/results/nvidia-h200/p33_variants.md,
+its row "fast, 2 x BK a trip, 4 stages"; the row "fast reference" there is this kernel with one chunk a trip and
+3 stages, 136 us). What changes, per block of 32 rows of K:
 - The block's 16 x BN bytes are loaded once (the teaching kernel loads each byte twice, once per nibble, and each
   scale 32 times). Row 2j of W is the low nibble of byte row j and row 2j + 1 the high one, and a sum over k does not
   care about its order: z += x[:, even k] @ low + x[:, odd k] @ high, two tl.dot on 16 rows each.
@@ -11,11 +14,13 @@ benchmarks/p33_variants.py, which times each change alone. What changes, per blo
 - Decoding is three integer operations: the code's exponent and mantissa bits at bits 9-11 of a float16 and its sign
   at bit 15 are its value times 2^-14 (exponent 0 falls on float16's subnormals, 0 and 2^-15: the e2m1 subnormals
   0 and 0.5 scaled alike); times 2^14 it is exact, with no select and no float32 arithmetic.
-- No masks along K: a block past K (K need not be a multiple of BK) reads the last block again, and its products are
-  multiplied by 0. Rows of x past M read row M - 1; their sums are never stored.
-The loop over K is pipelined as the teaching kernel's is: a loop around tl.dot gets the launch's num_stages (3) from
-the compiler, its next chunks' loads in flight while this one is decoded. Compiled for sm_90 (Triton 3.6), its loop
-is 1227 instructions a chunk of 256 rows, 72 registers, against the teaching kernel's 3555, 255 registers and spills.
+- Each trip of the loop takes 2 x BK rows of K and the loop keeps 4 trips' loads in flight (tl.range num_stages=4):
+  with N / BN = 128 programs, about one per multiprocessor, the bytes each has in flight set the speed (either
+  alone: 129 and 126 us; together 82).
+- No masks along K: a block past K (K need not be a multiple of the trip) reads the last block again, and its
+  products are multiplied by 0. Rows of x past M read row M - 1; their sums are never stored.
+Launched with num_warps=8 the same kernel took 73 us at one chunk a trip; tl.dot_scaled, the compiler's own
+decode, 80 (Triton 3.8+ under the interpreter).
 """
 
 import triton
@@ -33,8 +38,8 @@ def mxfp4_matmul_kernel(x_ptr, w_ptr, scale_ptr, z_ptr, M, N, K, BM: tl.constexp
     w_in = tl.broadcast_to(n_in[None, :], (16, BN))  # every byte row of a block is inside K (see kb)
     x_block = x_ptr + tl.minimum(m, M - 1)[:, None] * K + tl.arange(0, 32)[None, :]
     acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        for b in tl.static_range(BK // 32):
+    for k0 in tl.range(0, K, 2 * BK, num_stages=4):  # two chunks a trip, four trips in flight
+        for b in tl.static_range(2 * BK // 32):
             kb = tl.minimum(k0 + 32 * b, K - 32)  # a whole block: K is a multiple of 32
             packed = tl.load(w_block + (kb // 2) * N, mask=w_in, other=0).to(tl.uint16)
             x_even, x_odd = tl.split(tl.reshape(tl.load(x_block + kb), (BM, 16, 2)))  # columns kb + 2i, kb + 2i + 1
