@@ -27,6 +27,7 @@ from puzzles.course.amounts import fewest_bytes
 from puzzles.course.puzzle import Puzzle
 from puzzles.grading.compiling import job_launch_numbers
 from puzzles.grading.efficiency_model import (
+    ISSUE_LATENCY_CYCLES,
     Efficiency,
     GpuModel,
     Issue,
@@ -37,6 +38,7 @@ from puzzles.grading.efficiency_model import (
     gpu_model,
     occupancy,
     predict,
+    warps_per_scheduler,
 )
 from puzzles.grading.job import make_job
 from puzzles.grading.result import SizeOutcome
@@ -140,7 +142,7 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
 
 
 def lever(counts: RunCounts, lines: list[LineCost], bound: str, reference: RunCounts | None,
-          compiled: CompiledFacts | None = None) -> str:
+          compiled: CompiledFacts | None = None, programs: int = 0, model: GpuModel | None = None) -> str:
     """The one change that matters most, in the learner's terms: where this kernel's access pattern costs more
     than the reference's at the same size (what the puzzle's sizes and blocks make every kernel pay is no lever);
     where the compiled code's spills or instructions bound it, those."""
@@ -149,10 +151,17 @@ def lever(counts: RunCounts, lines: list[LineCost], bound: str, reference: RunCo
         return (f"spills {numbers.spilled // 4} registers a thread to local memory ({numbers.spilled} bytes of stack), "
                 "stored and loaded back every trip of its loop: smaller tiles, or fewer values kept live at once")
     if bound == "issue" and numbers is not None and numbers.instructions is not None:
-        held = compiled.occupancy.text() if compiled.occupancy is not None else f"{numbers.num_warps} warps a program"
-        return (f"its {numbers.instructions.total} machine instructions ({numbers.instructions.in_innermost_loops} in "
-                f"its inner loop, run every trip) issue slowly with {held}: fewer instructions per element (no "
-                "reduction across the block inside the loop), or more warps to hide each one's wait")
+        counts_in = numbers.instructions
+        resident = compiled.occupancy.programs_per_sm if compiled.occupancy is not None else 1
+        per_scheduler = warps_per_scheduler(model or gpu_model("H100"), numbers.num_warps, resident, programs)
+        if per_scheduler < ISSUE_LATENCY_CYCLES:
+            return (f"only {per_scheduler:g} warp{'s' if per_scheduler != 1 else ''} per scheduler to switch "
+                    f"between, so each of its {counts_in.in_innermost_loops} instructions a loop trip waits on the "
+                    "one before: more programs at once (smaller tiles, fewer registers or less shared memory) or "
+                    "more warps")
+        return (f"its warps issue {counts_in.in_innermost_loops} instructions every trip of its inner loop, one "
+                "after another: do more per instruction (whole blocks per load and per operation, not one element "
+                "at a time)")
     base = reference or RunCounts(counts.bytes_minimum, counts.bytes_minimum, counts.bytes_minimum, 0.0, 0.0, 1.0,
                                   0.0, counts.programs)
     worst = max(lines, key=lambda c: (c.coalescing - 1) * c.sectors, default=None)
@@ -226,7 +235,8 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
     return Efficiency(model.name, dict(p.perf_size), dict(analysed.sizes), us, dram, requested, minimum,
                       counts.sectors_per_request, counts.coalescing, counts.masked_fraction,
                       math.prod(p.grid(p.perf_size)), waves, bound, None if reference is None else reference[0],
-                      goal_met, lever(counts, lines, bound, None if reference is None else reference[1], compiled),
+                      goal_met, lever(counts, lines, bound, None if reference is None else reference[1], compiled,
+                            math.prod(p.grid(p.perf_size)), model),
                       tuple(lines), cpu_goal.text() if cpu_goal is not None else "",
                       floor_us(model, minimum, flops, exps, uses_dot), resident), None
 

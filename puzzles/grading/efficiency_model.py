@@ -206,7 +206,7 @@ class Efficiency:
 
 BOUND_WORDS = {"memory": "bound by DRAM bandwidth", "L2": "bound by L2 traffic (uncoalesced or re-read accesses)",
                "compute": "bound by arithmetic", "latency": "bound by rounds of small dependent loads",
-               "issue": "bound by issuing its instructions (too few warps per scheduler to hide their latency)",
+               "issue": "bound by issuing its machine instructions (many of them, or too few warps to hide their latency)",
                "spills": "bound by registers spilled to local memory and loaded back",
                "launch": "bound by the launch"}
 
@@ -246,14 +246,12 @@ CACHED_LATENCY_US = 0.05
 FLOOR_SHARE_MET = 0.8
 
 
-# A warp issues its next instruction only when the one it depends on is done: about 4-6 cycles after an arithmetic
-# instruction and 20-30 after a shared-memory load, a shuffle or a special function on Hopper (Luo et al.,
-# "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024). A scheduler hides that by switching
-# between its warps: with w of them it issues about one instruction every max(1, latency / w) cycles. The mix of a
-# Triton loop body (arithmetic, a reduction's shuffles, shared-memory layout changes) averages about 8 cycles, read
-# off the measured table (puzzle 9's one-pass attention: 905 us on an H200 for 380K instructions a warp, 2 warps a
-# scheduler): the least certain number here.
-ISSUE_LATENCY_CYCLES = 8.0
+# A warp issues its next instruction only when the one it depends on is done, about 4-6 cycles after an arithmetic
+# instruction on Hopper (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024), and a
+# scheduler issues one instruction a cycle from whichever of its warps is ready: with w warps each running n
+# instructions, a scheduler takes n x max(latency, w) cycles. Checked on the measured table: puzzle 9's one-pass
+# attention (380K instructions a warp, 2 warps a scheduler) predicts 960 us, measured 905 on an H200.
+ISSUE_LATENCY_CYCLES = 5.0
 
 
 @dataclass(frozen=True)
@@ -268,14 +266,24 @@ class Issue:
 
 
 def issue_us(gpu: GpuModel, issue: Issue, programs: int, resident_per_sm: int) -> float:
-    """The schedulers' time: each SM runs its share of the programs in batches of those it holds at once; a batch
-    lasts a warp's instructions at the cycles each takes with the warps its scheduler switches between."""
+    """The schedulers' time: each SM runs its share of the programs in batches of those it holds at once; in a
+    batch, each scheduler issues its warps' instructions one a cycle, but each warp's no faster than one per
+    instruction latency."""
     per_sm = programs / gpu.sms
-    together = max(1, min(resident_per_sm, math.ceil(per_sm)))
-    batches = max(1, math.ceil(per_sm / together))
-    warps_per_scheduler = together * max(1, issue.num_warps) / gpu.schedulers_per_sm
-    cycles_each = max(1.0, ISSUE_LATENCY_CYCLES / warps_per_scheduler)
-    return batches * issue.instructions_per_warp * cycles_each / (gpu.clock_ghz * 1e3)
+    batches = max(1, math.ceil(per_sm / programs_together(resident_per_sm, programs, gpu)))
+    per_scheduler = warps_per_scheduler(gpu, issue.num_warps, resident_per_sm, programs)
+    cycles = issue.instructions_per_warp * max(ISSUE_LATENCY_CYCLES, per_scheduler)
+    return batches * cycles / (gpu.clock_ghz * 1e3)
+
+
+def programs_together(resident_per_sm: int, programs: int, gpu: GpuModel) -> int:
+    """The programs an SM runs at once: as many as it holds, or its share of the grid where that is fewer."""
+    return max(1, min(resident_per_sm, math.ceil(programs / gpu.sms)))
+
+
+def warps_per_scheduler(gpu: GpuModel, num_warps: int, resident_per_sm: int, programs: int) -> float:
+    """The warps each of an SM's schedulers switches between while the kernel runs."""
+    return programs_together(resident_per_sm, programs, gpu) * max(1, num_warps) / gpu.schedulers_per_sm
 
 
 def round_us(fresh_share: float) -> float:
