@@ -204,7 +204,8 @@ def table(out: Path) -> None:
                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in sorted(data["rows"], key=lambda r: (r["puzzle"], r["kind"])):
             if not (r.get("measured_us") and r.get("predicted_us")):
-                lines.append(f"| {r['puzzle']} | {r['name']} | {r['kind']} | {r.get('predicted_us') or 0:.1f} | - | - | "
+                predicted = f"{r['predicted_us']:.1f}" if r.get("predicted_us") else "-"
+                lines.append(f"| {r['puzzle']} | {r['name']} | {r['kind']} | {predicted} | - | - | "
                              f"{r.get('bound', '')} | {r.get('why', 'not predicted (not graded here)')} |")
                 continue
             lines.append(f"| {r['puzzle']} | {r['name']} | {r['kind']} | {r['predicted_us']:.1f} | "

@@ -206,7 +206,7 @@ class Efficiency:
 
 BOUND_WORDS = {"memory": "bound by DRAM bandwidth", "L2": "bound by L2 traffic (uncoalesced or re-read accesses)",
                "compute": "bound by arithmetic", "latency": "bound by rounds of small dependent loads",
-               "issue": "bound by issuing its machine instructions (many of them, or too few warps to hide their latency)",
+               "issue": "bound by issuing its machine instructions (many, or too few warps to hide their latency)",
                "spills": "bound by registers spilled to local memory and loaded back",
                "launch": "bound by the launch"}
 
