@@ -162,12 +162,11 @@ def why_off(row: dict[str, Any]) -> str:
                            "here than the rate the model takes for a tl.dot",
         ("compute", False): "a matmul's time is its compiled code's (tile shapes, scales applied in the loop, "
                             "spills): slower here than the rate the model takes for a tl.dot",
-        ("issue", True): "the issue term makes each SASS instruction wait on the one before; this loop has many "
-                         "independent elements a thread (or ptxas unrolled it, one SASS trip doing several of the "
-                         "source's), which a scheduler issues back to back",
-        ("issue", False): "one warp a scheduler, and slower still than its instructions: waits the SASS count does "
-                          "not show (a loop's loads are pipelined only where they feed a tl.dot; layout changes "
-                          "through shared memory)",
+        ("issue", True): "the issue term makes each instruction wait on the one before; this loop dequantizes many "
+                         "independent elements a thread, which a scheduler issues back to back",
+        ("issue", False): "slower than its instructions at the model's issue rate: waits the PTX count does not show "
+                          "(a loop's loads are pipelined only where they feed a tl.dot, so a trip waits on memory; "
+                          "layout changes through shared memory)",
         ("spills", False): "the spills priced at the L2's rate once a trip; the spilled values are loaded back many "
                            "times a trip (the compiled loop unrolls over the spilled tile)",
         ("latency", True): "the dependent rounds: Triton pipelines a loop's loads, which the model's one round trip "

@@ -261,7 +261,7 @@ def perf_work(p: Puzzle) -> tuple[float, float, float]:
 @dataclass(frozen=True)
 class CompiledFacts:
     """What the kernel's compile for the GPU's target says (each None where it did not compile here): its
-    occupancy, its launch numbers (spills, SASS instruction counts), and its kept loops' trips at the perf size
+    occupancy, its launch numbers (spills, PTX instruction counts), and its kept loops' trips at the perf size
     (None: bounds computed in the kernel; the interpreter's rounds of loads stand for them)."""
 
     occupancy: Occupancy | None = None

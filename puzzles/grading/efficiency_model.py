@@ -18,7 +18,7 @@ there, else from DRAM. The numbers below are the published ones for each part (S
 the H100 and A100), rounded; the L2 rates are microbenchmark figures, the least certain of them. Everything here is
 pure (no trace, no torch): tests check it with made-up counts.
 
-Two terms come from the compiled code (compiling.py's launch numbers): the issue term (the SASS's instructions a
+Two terms come from the compiled code (compiling.py's launch numbers): the issue term (the PTX's instructions a
 warp runs, its loop bodies once per trip, at the cycles each takes with the warps a scheduler has to switch
 between) and the spills (registers stored to local memory and loaded back, once a trip: traffic the L2 serves).
 """
@@ -256,7 +256,7 @@ ISSUE_LATENCY_CYCLES = 5.0
 
 @dataclass(frozen=True)
 class Issue:
-    """What the compiled code asks of the schedulers at a size: the instructions a warp issues (its SASS, the loop
+    """What the compiled code asks of the schedulers at a size: the instructions a warp issues (its PTX, the loop
     bodies once per trip), the warps of a program, and the bytes of spilled registers stored and loaded again."""
 
     instructions_per_warp: float

@@ -1,5 +1,5 @@
 """The efficiency model's terms read from the compiled code (issue 51's accuracy goal): the instructions a warp
-issues (the SASS, its innermost loops once per trip, the trips read from the kernel's source at the perf size) at
+issues (the PTX, its innermost loops once per trip, the trips read from the kernel's source at the perf size) at
 the cycles each takes with the warps a scheduler switches between, and the registers spilled to local memory.
 The arithmetic on made-up numbers; the report on puzzle 9's reference (a reduction in every trip of a long loop,
 two warps a scheduler: issue-bound on an H200, 905 us measured) and on a kernel that spills."""
@@ -22,33 +22,35 @@ from puzzles.grading.efficiency_model import (
     predict,
 )
 from puzzles.grading.unrolled_loops import loop_trips
-from puzzles.running.compiled_code.sass_loops import InstructionCounts, instruction_counts
+from puzzles.running.compiled_code.ptx_loops import InstructionCounts, instruction_counts
 
 pytestmark = pytest.mark.interpreter("reads the interpreter's recorded accesses")
 
-SASS = """
-        /*0000*/                   LDC R1, c[0x0][0x28] ;
-        /*0010*/              @!P0 BRA `(.L_x_0) ;
-.L_x_1:
-        /*0020*/                   IMAD R2, R2, 0x2, RZ ;
-.L_x_2:
-        /*0030*/                   FADD R3, R3, R2 ;
-        /*0040*/                   SHFL.BFLY PT, R4, R3, 0x1, 0x1f ;
-        /*0050*/              @!P1 BRA `(.L_x_2) ;
-        /*0060*/              @!P2 BRA `(.L_x_1) ;
-.L_x_0:
-        /*0070*/                   EXIT ;
-.L_x_3:
-        /*0080*/                   BRA `(.L_x_3);
+PTX = """
+.visible .entry kernel(
+    .param .u64 kernel_param_0
+)
+{
+    .reg .pred %p<3>;
+    mov.u32 %r1, %tid.x;
+    @%p0 bra $L__BB0_4;
+$L__BB0_1:
+    mul.lo.s32 %r2, %r2, 2;
+$L__BB0_2:
+    add.f32 %f1, %f1, %f2;  // a comment; not an instruction
+    shfl.sync.bfly.b32 %r3, %r4, 1, 31, -1;
+    @%p1 bra $L__BB0_2;
+    @%p2 bra.uni $L__BB0_1;
+$L__BB0_4:
+    ret;
+}
 """
 
 
-def test_the_sass_says_how_many_instructions_sit_in_innermost_loops():
-    # 9 instructions; the loop 0x20-0x60 holds the loop 0x30-0x50 (3 instructions); the last BRA jumps to itself
-    assert instruction_counts(SASS) == InstructionCounts(9, 3)
-    cuobjdump = "/*0000*/ MOV R1, R2 ;\n/*0010*/ IADD3 R1, R1, 0x1, RZ ;\n/*0020*/ @P0 BRA 0x10 ;\n/*0030*/ EXIT ;"
-    assert instruction_counts(cuobjdump) == InstructionCounts(4, 2)  # branch targets as addresses
-    assert instruction_counts("") is None  # no disassembler here
+def test_the_ptx_says_how_many_instructions_sit_in_innermost_loops():
+    # 8 instructions; the loop from $L__BB0_1 holds the loop from $L__BB0_2 (3 instructions, its branch included)
+    assert instruction_counts(PTX) == InstructionCounts(8, 3)
+    assert instruction_counts(".version 8.4\n.target sm_90\n") is None  # directives only
 
 
 LOOPS = '''

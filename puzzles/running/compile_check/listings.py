@@ -10,7 +10,7 @@ from typing import Any
 
 from puzzles.running.compile_check.checking import Check, CompileProblem, listing_request, start_listing, submit_listing
 from puzzles.running.compiled_code import Compiled, from_listing, not_compiled, reading
-from puzzles.running.compiled_code.sass_loops import InstructionCounts, instruction_counts
+from puzzles.running.compiled_code.ptx_loops import InstructionCounts, instruction_counts
 from puzzles.running.errors import KernelError
 from puzzles.running.kernel import KernelHandle
 
@@ -47,8 +47,8 @@ def from_check(check: Check, target: int, sizes: dict[str, int], with_sass: bool
 @dataclass(frozen=True)
 class LaunchNumbers:
     """What a compiled kernel asks of a multiprocessor: its warps, registers per thread (ptxas) and shared
-    memory per program (bytes); the stack a thread spills registers to (bytes) and its SASS's instruction counts
-    (None: no disassembler here)."""
+    memory per program (bytes); the stack a thread spills registers to (bytes) and its PTX's instruction counts
+    (ptx_loops.py; None: no PTX)."""
 
     num_warps: int
     registers: int | None
@@ -75,5 +75,5 @@ def launch_numbers(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: 
         usage = reading.resources(listing.get("resources", ""), "", listing.get("ptx", ""))
         NUMBERS[item["key"]] = LaunchNumbers(int(listing.get("num_warps") or 0), usage.registers,
                                              int(listing.get("shared") or 0), usage.stack if usage.spills else 0,
-                                             instruction_counts(reading.disassemble(listing.get("cubin", ""))))
+                                             instruction_counts(listing.get("ptx", "")))
     return NUMBERS[item["key"]]
