@@ -150,10 +150,10 @@ def lever(counts: RunCounts, lines: list[LineCost], bound: str, reference: RunCo
     if bound == "spills" and numbers is not None:
         return (f"spills {numbers.spilled // 4} registers a thread to local memory ({numbers.spilled} bytes of stack), "
                 "stored and loaded back every trip of its loop: smaller tiles, or fewer values kept live at once")
-    if bound == "issue" and numbers is not None and numbers.instructions is not None:
+    if bound == "issue" and numbers is not None and numbers.instructions is not None and model is not None:
         counts_in = numbers.instructions
         resident = compiled.occupancy.programs_per_sm if compiled.occupancy is not None else 1
-        per_scheduler = warps_per_scheduler(model or gpu_model("H100"), numbers.num_warps, resident, programs)
+        per_scheduler = warps_per_scheduler(model, numbers.num_warps, resident, programs)
         if per_scheduler < ISSUE_LATENCY_CYCLES:
             return (f"only {per_scheduler:g} warp{'s' if per_scheduler != 1 else ''} per scheduler to switch "
                     f"between, so each of its {counts_in.in_innermost_loops} instructions a loop trip waits on the "
@@ -291,7 +291,7 @@ def issue_at(compiled: CompiledFacts, programs: int, rounds: float) -> Issue | N
     counts = numbers.instructions
     threads = programs * max(1, numbers.num_warps) * WARP
     return Issue(counts.total + counts.in_innermost_loops * (trips - 1), numbers.num_warps,
-                 2.0 * threads * numbers.spilled * trips, numbers.spilled)
+                 2.0 * threads * numbers.spilled * trips)
 
 
 def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[str, int], *, uses_dot: str,

@@ -262,7 +262,6 @@ class Issue:
     instructions_per_warp: float
     num_warps: int
     spilled_bytes: float = 0.0
-    spilled_per_thread: int = 0  # the stack a thread spills to (bytes)
 
 
 def issue_us(gpu: GpuModel, issue: Issue, programs: int, resident_per_sm: int) -> float:
