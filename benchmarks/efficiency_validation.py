@@ -1,7 +1,7 @@
 """How close `test(..., efficiency=True)`'s predicted times are to a GPU's (issue 51), in three steps:
 
-    python benchmarks/efficiency_validation.py predict [--gpu H200]   # here, under the interpreter: predictions.json
-    python benchmarks/efficiency_validation.py measure [--missing] [--puzzle N]  # on that GPU: timed at the perf size
+    python benchmarks/efficiency_validation.py predict [--gpu H200] [--puzzles 9 18]  # here: predictions.json
+    python benchmarks/efficiency_validation.py measure [--missing] [--puzzles 32]  # on that GPU, at the perf size
     python benchmarks/efficiency_validation.py table                  # predicted against measured, with why
 
 The kernels: every puzzle's reference and fast reference, up to two right answers in other styles from each
@@ -68,13 +68,21 @@ def load(entry: dict[str, Any]) -> Any:
     return getattr(importlib.import_module(entry["module"]), entry["name"])
 
 
-def predict(gpu: str) -> None:
+def predict(gpu: str, only: list[int] | None = None) -> None:
+    """Every kernel's prediction, or only those of the puzzles in `only` (the others' rows kept as recorded)."""
     import puzzles  # noqa: F401 - the interpreter, before Triton
     from puzzles import test
     from puzzles.course import catalog
 
+    kept = []
+    if only and PREDICTIONS.exists():
+        recorded = json.loads(PREDICTIONS.read_text())
+        if recorded["gpu"] == gpu:
+            kept = [r for r in recorded["rows"] if r["puzzle"] not in only]
     rows = []
     for entry in kernels():
+        if only and entry["puzzle"] not in only:
+            continue
         p = catalog.get(entry["puzzle"])
         started = time.perf_counter()
         result = test(load(entry), p.spec, quiet=True, seed=7, efficiency=True, gpu=gpu, compile_check=False)
@@ -84,6 +92,8 @@ def predict(gpu: str) -> None:
                      "seconds": round(time.perf_counter() - started, 2)})
         print(f"{entry['puzzle']:>2} {entry['kind']:<14} {entry['name']:<42} "
               f"{(e.predicted_us if e else float('nan')):9.1f} us  {e.bound if e else result.reason()[:60]}")
+    order = {(e["puzzle"], e["module"], e["name"]): i for i, e in enumerate(kernels())}
+    rows = sorted(kept + rows, key=lambda r: order.get((r["puzzle"], r["module"], r["name"]), len(order)))
     PREDICTIONS.write_text(json.dumps({"gpu": gpu, "rows": rows}, indent=1) + "\n")
     print(f"wrote {PREDICTIONS.relative_to(ROOT)}")
 
@@ -143,18 +153,33 @@ def spearman(a: list[float], b: list[float]) -> float:
 
 
 def why_off(row: dict[str, Any]) -> str:
-    """Where the model is wrong by more than 2x, the likeliest reason, from what it predicted."""
+    """Where the model is wrong by more than 2x, the likeliest reason, from what bounds the prediction and which
+    way it errs."""
     ratio = row["predicted_us"] / row["measured_us"]
     if 0.5 <= ratio <= 2:
         return ""
-    if row["bound"] == "compute":
-        return ("a matmul's time is its compiled code's (tile shapes, TF32 layouts, pipelining), which the model "
-                "prices at the tensor cores' peak")
-    if row["bound"] == "latency":
-        return "the dependent rounds: Triton pipelines a loop's loads, which the model's one round trip each ignores"
-    if row["bound"].startswith("L2"):
-        return "uncoalesced or re-read traffic priced at the L2's rate: the L1 and the compiler's merging serve some"
-    return "the graded size read is small beside the perf size: its ratios carry over imperfectly"
+    over = ratio > 2
+    reasons = {
+        ("compute", True): "a matmul's time is its compiled code's (tile shapes, TF32 layouts, pipelining): faster "
+                           "here than the rate the model takes for a tl.dot",
+        ("compute", False): "a matmul's time is its compiled code's (tile shapes, scales applied in the loop, "
+                            "spills): slower here than the rate the model takes for a tl.dot",
+        ("issue", True): "the issue term makes each instruction wait on the one before; this loop dequantizes many "
+                         "independent elements a thread, which a scheduler issues back to back",
+        ("issue", False): "slower than its instructions at the model's issue rate: waits the PTX count does not show "
+                          "(a loop's loads are pipelined only where they feed a tl.dot, so a trip waits on memory; "
+                          "layout changes through shared memory)",
+        ("spills", False): "the spills priced at the L2's rate once a trip; the spilled values are loaded back many "
+                           "times a trip (the compiled loop unrolls over the spilled tile)",
+        ("latency", True): "the dependent rounds: Triton pipelines a loop's loads, which the model's one round trip "
+                           "each ignores",
+        ("latency", False): "each round does more than wait on its load (a reduction across the block, exponentials)",
+        ("L2", True): "uncoalesced or re-read traffic priced at the L2's rate: the L1 and the compiler's merging "
+                      "serve some",
+        ("L2", False): "scattered 32-byte sectors: the L2 serves them slower than the streaming rate the model takes",
+    }
+    return reasons.get((row["bound"], over),
+                       "the graded size read is small beside the perf size: its ratios carry over imperfectly")
 
 
 def table(out: Path) -> None:
@@ -165,6 +190,7 @@ def table(out: Path) -> None:
             now = {(r["puzzle"], r["module"], r["name"]): r for r in current["rows"]}
             data["rows"] = [{**r, **{k: now[key][k] for k in ("predicted_us", "bound", "lever")}}
                             if (key := (r["puzzle"], r["module"], r["name"])) in now else r for r in data["rows"]]
+            path.write_text(json.dumps(data, indent=1) + "\n")  # the times as measured, the predictions of now
         rows = [r for r in data["rows"] if r.get("measured_us") and r.get("predicted_us")]
         pred, meas = [r["predicted_us"] for r in rows], [r["measured_us"] for r in rows]
         rho = spearman(pred, meas)
@@ -179,7 +205,8 @@ def table(out: Path) -> None:
                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in sorted(data["rows"], key=lambda r: (r["puzzle"], r["kind"])):
             if not (r.get("measured_us") and r.get("predicted_us")):
-                lines.append(f"| {r['puzzle']} | {r['name']} | {r['kind']} | {r.get('predicted_us') or '-'} | - | - | "
+                predicted = f"{r['predicted_us']:.1f}" if r.get("predicted_us") else "-"
+                lines.append(f"| {r['puzzle']} | {r['name']} | {r['kind']} | {predicted} | - | - | "
                              f"{r.get('bound', '')} | {r.get('why', 'not predicted (not graded here)')} |")
                 continue
             lines.append(f"| {r['puzzle']} | {r['name']} | {r['kind']} | {r['predicted_us']:.1f} | "
@@ -193,13 +220,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("step", choices=("predict", "measure", "table"))
     parser.add_argument("--gpu", default="H200", help="the GPU the predictions are for (predict)")
+    parser.add_argument("--puzzles", type=int, nargs="+", metavar="N",
+                        help="predict: only these puzzles' kernels (the other rows of the predictions kept); "
+                             "measure: time these puzzles' kernels again (the other rows as recorded)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--missing", action="store_true",
                         help="measure: only the kernels the device's recorded table has no time for (new ones)")
-    parser.add_argument("--puzzle", type=int, action="append", default=[],
-                        help="measure: time this puzzle's kernels again (repeatable; the rest stay as recorded)")
     args = parser.parse_args()
-    steps = {"predict": lambda: predict(args.gpu), "measure": lambda: measure(args.out, args.missing, set(args.puzzle)),
+    steps = {"predict": lambda: predict(args.gpu, args.puzzles),
+             "measure": lambda: measure(args.out, args.missing, set(args.puzzles or ())),
              "table": lambda: table(args.out)}
     steps[args.step]()
     return 0

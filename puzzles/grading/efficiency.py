@@ -18,6 +18,7 @@ import ast
 import math
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,8 +27,10 @@ from puzzles.course.amounts import fewest_bytes
 from puzzles.course.puzzle import Puzzle
 from puzzles.grading.compiling import job_launch_numbers
 from puzzles.grading.efficiency_model import (
+    ISSUE_LATENCY_CYCLES,
     Efficiency,
     GpuModel,
+    Issue,
     LineCost,
     Occupancy,
     RunCounts,
@@ -35,18 +38,20 @@ from puzzles.grading.efficiency_model import (
     gpu_model,
     occupancy,
     predict,
+    warps_per_scheduler,
 )
 from puzzles.grading.job import make_job
 from puzzles.grading.result import SizeOutcome
-from puzzles.grading.unrolled_loops import unrolled_repeats
+from puzzles.grading.unrolled_loops import loop_trips, unrolled_repeats
+from puzzles.running.compile_check.listings import LaunchNumbers
 from puzzles.running.kernel_source import FunctionSource
 from puzzles.running.recording import Trace
 
 SECTOR = 32  # bytes
 WARP = 32  # lanes
 GOAL_WITHIN = 1.1  # of the reference's predicted time
-# (puzzle, GPU, size) -> the reference's run, read, its tl.dot kind and its occupancy there
-REFERENCE_COUNTS: dict[tuple[int, str, tuple], tuple[RunCounts, str, Occupancy | None]] = {}
+# (puzzle, GPU, size) -> the reference's run, read, its tl.dot kind and its compiled code there
+REFERENCE_COUNTS: dict[tuple[int, str, tuple], tuple[RunCounts, str, CompiledFacts]] = {}
 
 
 def element_sizes(trace: Trace) -> dict[str, int]:
@@ -136,9 +141,27 @@ def read_run(trace: Trace, minimum: float, sources: dict[int, str] | None = None
     return counts, lines
 
 
-def lever(counts: RunCounts, lines: list[LineCost], bound: str, reference: RunCounts | None) -> str:
+def lever(counts: RunCounts, lines: list[LineCost], bound: str, reference: RunCounts | None,
+          compiled: CompiledFacts | None = None, programs: int = 0, model: GpuModel | None = None) -> str:
     """The one change that matters most, in the learner's terms: where this kernel's access pattern costs more
-    than the reference's at the same size (what the puzzle's sizes and blocks make every kernel pay is no lever)."""
+    than the reference's at the same size (what the puzzle's sizes and blocks make every kernel pay is no lever);
+    where the compiled code's spills or instructions bound it, those."""
+    numbers = compiled.numbers if compiled is not None else None
+    if bound == "spills" and numbers is not None:
+        return (f"spills {numbers.spilled // 4} registers a thread to local memory ({numbers.spilled} bytes of stack), "
+                "stored and loaded back every trip of its loop: smaller tiles, or fewer values kept live at once")
+    if bound == "issue" and numbers is not None and numbers.instructions is not None and model is not None:
+        counts_in = numbers.instructions
+        resident = compiled.occupancy.programs_per_sm if compiled.occupancy is not None else 1
+        per_scheduler = warps_per_scheduler(model, numbers.num_warps, resident, programs)
+        if per_scheduler < ISSUE_LATENCY_CYCLES:
+            return (f"only {per_scheduler:g} warp{'s' if per_scheduler != 1 else ''} per scheduler to switch "
+                    f"between, so each of its {counts_in.in_innermost_loops} instructions a loop trip waits on the "
+                    "one before: more programs at once (smaller tiles, fewer registers or less shared memory) or "
+                    "more warps")
+        return (f"its warps issue {counts_in.in_innermost_loops} instructions every trip of its inner loop, one "
+                "after another: do more per instruction (whole blocks per load and per operation, not one element "
+                "at a time)")
     base = reference or RunCounts(counts.bytes_minimum, counts.bytes_minimum, counts.bytes_minimum, 0.0, 0.0, 1.0,
                                   0.0, counts.programs)
     worst = max(lines, key=lambda c: (c.coalescing - 1) * c.sectors, default=None)
@@ -197,9 +220,10 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
                              unrolled_lines(job, analysed.sizes))
     uses_dot = calls_dot(job)
     growth = load_width_growth(recorded, p.perf_size, analysed.sizes)
-    resident = compiled_occupancy(job, p, model, analysed.sizes)
+    compiled = compiled_facts(job, p, model, analysed.sizes)
+    resident = compiled.occupancy
     us, bound, dram, requested, waves = predicted_at_perf(p, model, counts, analysed.sizes, uses_dot=uses_dot,
-                                                          width_growth=growth, resident=resident)
+                                                          width_growth=growth, compiled=compiled)
     reference = reference_prediction(p, model, analysed.sizes, grade)
     goal_met = None if reference is None else us <= GOAL_WITHIN * reference[0]
     minimum, flops, exps = perf_work(p)
@@ -211,7 +235,8 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
     return Efficiency(model.name, dict(p.perf_size), dict(analysed.sizes), us, dram, requested, minimum,
                       counts.sectors_per_request, counts.coalescing, counts.masked_fraction,
                       math.prod(p.grid(p.perf_size)), waves, bound, None if reference is None else reference[0],
-                      goal_met, lever(counts, lines, bound, None if reference is None else reference[1]),
+                      goal_met, lever(counts, lines, bound, None if reference is None else reference[1], compiled,
+                            math.prod(p.grid(p.perf_size)), model),
                       tuple(lines), cpu_goal.text() if cpu_goal is not None else "",
                       floor_us(model, minimum, flops, exps, uses_dot), resident), None
 
@@ -233,18 +258,44 @@ def perf_work(p: Puzzle) -> tuple[float, float, float]:
     return (sum(fewest_bytes(p.spec, sizes)), p.flops(sizes) if p.flops else 0.0, work.exps if work else 0.0)
 
 
-def compiled_occupancy(job: Any, p: Puzzle, model: GpuModel, analysed: dict[str, int]) -> Occupancy | None:
-    """The kernel's occupancy on `model`, from its compile for that GPU's target with the perf size's blocks (the
-    registers and shared memory a program needs grow with them); None where it does not compile here."""
+@dataclass(frozen=True)
+class CompiledFacts:
+    """What the kernel's compile for the GPU's target says (each None where it did not compile here): its
+    occupancy, its launch numbers (spills, PTX instruction counts), and its kept loops' trips at the perf size
+    (None: bounds computed in the kernel; the interpreter's rounds of loads stand for them)."""
+
+    occupancy: Occupancy | None = None
+    numbers: LaunchNumbers | None = None
+    trips: int | None = None
+
+
+def compiled_facts(job: Any, p: Puzzle, model: GpuModel, analysed: dict[str, int]) -> CompiledFacts:
+    """The kernel compiled for `model`'s target with the perf size's blocks (the registers and shared memory a
+    program needs grow with them), and its loops' trips read from its source at the perf size."""
     sizes = {**analysed, **{k: p.perf_size[k] for k in block_keys(p.perf_size) if k in analysed}}
     numbers = job_launch_numbers(job, sizes, model.sm)
+    source = kernel_source(job)
+    trips = loop_trips(source.tree if source is not None else None, dict(p.perf_size))
     if numbers is None:
+        return CompiledFacts(trips=trips)
+    return CompiledFacts(occupancy(model, numbers.num_warps, numbers.registers, numbers.shared), numbers, trips)
+
+
+def issue_at(compiled: CompiledFacts, programs: int, rounds: float) -> Issue | None:
+    """The instructions a warp issues at the perf size (the innermost loops' bodies once per trip) and the bytes
+    of spilled registers every thread stores and loads back once per trip."""
+    numbers = compiled.numbers
+    if numbers is None or numbers.instructions is None:
         return None
-    return occupancy(model, numbers.num_warps, numbers.registers, numbers.shared)
+    trips = compiled.trips if compiled.trips is not None else max(1.0, rounds)
+    counts = numbers.instructions
+    threads = programs * max(1, numbers.num_warps) * WARP
+    return Issue(counts.total + counts.in_innermost_loops * (trips - 1), numbers.num_warps,
+                 2.0 * threads * numbers.spilled * trips)
 
 
 def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[str, int], *, uses_dot: str,
-                      width_growth: float | None = None, resident: Occupancy | None = None) -> tuple:
+                      width_growth: float | None = None, compiled: CompiledFacts | None = None) -> tuple:
     sizes = p.perf_size
     minimum, flops, exps = perf_work(p)
     programs = math.prod(p.grid(sizes))
@@ -267,9 +318,12 @@ def predicted_at_perf(p: Puzzle, model: Any, counts: RunCounts, analysed: dict[s
     most = 0.0
     if counts.rounds_most > 2 * counts.rounds:
         most = rounds + (counts.rounds_most - counts.rounds) * (minimum / counts.bytes_minimum) / wider
+    compiled = compiled or CompiledFacts()
+    resident = compiled.occupancy
     return predict(model, counts, minimum_at_size=minimum, programs_at_size=programs, footprint_at_size=minimum,
                    flops=flops, exps=exps, uses_dot=uses_dot, rounds_at_size=rounds, rounds_most_at_size=most,
-                   resident_per_sm=resident.programs_per_sm if resident is not None else None)
+                   resident_per_sm=resident.programs_per_sm if resident is not None else None,
+                   issue=issue_at(compiled, programs, rounds))
 
 
 def load_width_growth(recorded: list[SizeOutcome], perf: dict[str, int], analysed: dict[str, int]) -> float | None:
@@ -329,9 +383,9 @@ def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
         job = make_job(kernel, p.spec, p)
         REFERENCE_COUNTS[key] = (read_run(result.outcomes[0].trace, sum(fewest_bytes(p.spec, sizes)),
                                           unrolled=unrolled_lines(job, sizes))[0],
-                                 calls_dot(job), compiled_occupancy(job, p, model, sizes))
-    counts, uses_dot, resident = REFERENCE_COUNTS[key]
-    return predicted_at_perf(p, model, counts, sizes, uses_dot=uses_dot, resident=resident)[0], counts
+                                 calls_dot(job), compiled_facts(job, p, model, sizes))
+    counts, uses_dot, compiled = REFERENCE_COUNTS[key]
+    return predicted_at_perf(p, model, counts, sizes, uses_dot=uses_dot, compiled=compiled)[0], counts
 
 
 def calls_dot(job: Any) -> str:

@@ -9,7 +9,7 @@ addresses fall in (a GPU moves memory in 32-byte sectors, and a warp's access is
 Both ratios to the fewest are properties of the kernel's access pattern, so they carry to the puzzle's perf size,
 where the prediction is made (the interpreter cannot run a perf size, a GPU's size):
 
-    predicted = launch floor + max(DRAM bytes / DRAM rate, requested bytes / L2 rate, compute)
+    predicted = launch floor + max(DRAM bytes / DRAM rate, requested bytes / L2 rate, compute, latency, issue)
 
 compute: the puzzle's FLOPs at what a tl.dot of its tiles reaches where the kernel calls tl.dot (else at the FP32
 rate), and its exponentials at the special-function rate. Of the bytes re-read, those a program reads again itself
@@ -17,6 +17,10 @@ come from its L1 or the L2 (the L2 term); those other programs read again come f
 there, else from DRAM. The numbers below are the published ones for each part (SXM parts for
 the H100 and A100), rounded; the L2 rates are microbenchmark figures, the least certain of them. Everything here is
 pure (no trace, no torch): tests check it with made-up counts.
+
+Two terms come from the compiled code (compiling.py's launch numbers): the issue term (the PTX's instructions a
+warp runs, its loop bodies once per trip, at the cycles each takes with the warps a scheduler has to switch
+between) and the spills (registers stored to local memory and loaded back, once a trip: traffic the L2 serves).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ class GpuModel:
     threads_per_sm: int = 2048
     registers_per_sm: int = 64 << 10
     programs_per_sm: int = 32  # resident thread blocks, at most
+    clock_ghz: float = 1.98  # the SMs' boost clock
+    schedulers_per_sm: int = 4  # warp schedulers, each issuing one instruction a cycle
 
 
 # Datasheets: H100 SXM 3.35 TB/s HBM3, 132 SMs, 50 MB L2, 67 FP32 TFLOP/s, 495 TF32 TFLOP/s (dense); H200 4.8 TB/s
@@ -51,7 +57,7 @@ class GpuModel:
 # measured 3.6-3.9 us (the course's compile_baseline tables); the others' similar, a little more on older parts. The
 # tl.dot rates are what the course's matmuls reach on an H200 (puzzle 11's float32 reference 49 TFLOP/s, puzzle 22's
 # float16 one 327; compile_baseline), not the datasheets' peaks; the other parts' scaled from those by their
-# datasheets.
+# datasheets. Boost clocks: H100 and H200 SXM 1.98 GHz, A100 1.41, T4 1.59; 4 warp schedulers per SM on all four.
 GPUS = {
     "H100": GpuModel("H100", dram_gbps=3000, l2_gbps=7500, l2_bytes=50 << 20, sms=132, launch_us=4.0,
                      fp32_tflops=67, dot_tflops=50, dot16_tflops=300, exps_per_us=132 * 16 * 1830),
@@ -59,10 +65,10 @@ GPUS = {
                      fp32_tflops=67, dot_tflops=50, dot16_tflops=300, exps_per_us=132 * 16 * 1830),
     "A100": GpuModel("A100", dram_gbps=1800, l2_gbps=4500, l2_bytes=40 << 20, sms=108, launch_us=4.5,
                      fp32_tflops=19.5, dot_tflops=20, dot16_tflops=150, exps_per_us=108 * 16 * 1410, sm=80,
-                     shared_per_sm=164 << 10),
+                     shared_per_sm=164 << 10, clock_ghz=1.41),
     "T4": GpuModel("T4", dram_gbps=280, l2_gbps=900, l2_bytes=4 << 20, sms=40, launch_us=5.0,
                    fp32_tflops=8.1, dot_tflops=8, dot16_tflops=40, exps_per_us=40 * 16 * 1590, sm=75,
-                   shared_per_sm=64 << 10, threads_per_sm=1024, programs_per_sm=16),
+                   shared_per_sm=64 << 10, threads_per_sm=1024, programs_per_sm=16, clock_ghz=1.59),
 }
 
 
@@ -200,6 +206,8 @@ class Efficiency:
 
 BOUND_WORDS = {"memory": "bound by DRAM bandwidth", "L2": "bound by L2 traffic (uncoalesced or re-read accesses)",
                "compute": "bound by arithmetic", "latency": "bound by rounds of small dependent loads",
+               "issue": "bound by issuing its machine instructions (many, or too few warps to hide their latency)",
+               "spills": "bound by registers spilled to local memory and loaded back",
                "launch": "bound by the launch"}
 
 
@@ -238,6 +246,45 @@ CACHED_LATENCY_US = 0.05
 FLOOR_SHARE_MET = 0.8
 
 
+# A warp issues its next instruction only when the one it depends on is done, about 4-6 cycles after an arithmetic
+# instruction on Hopper (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024), and a
+# scheduler issues one instruction a cycle from whichever of its warps is ready: with w warps each running n
+# instructions, a scheduler takes n x max(latency, w) cycles. Checked on the measured table: puzzle 9's one-pass
+# attention (380K instructions a warp, 2 warps a scheduler) predicts 960 us, measured 905 on an H200.
+ISSUE_LATENCY_CYCLES = 5.0
+
+
+@dataclass(frozen=True)
+class Issue:
+    """What the compiled code asks of the schedulers at a size: the instructions a warp issues (its PTX, the loop
+    bodies once per trip), the warps of a program, and the bytes of spilled registers stored and loaded again."""
+
+    instructions_per_warp: float
+    num_warps: int
+    spilled_bytes: float = 0.0
+
+
+def issue_us(gpu: GpuModel, issue: Issue, programs: int, resident_per_sm: int) -> float:
+    """The schedulers' time: each SM runs its share of the programs in batches of those it holds at once; in a
+    batch, each scheduler issues its warps' instructions one a cycle, but each warp's no faster than one per
+    instruction latency."""
+    per_sm = programs / gpu.sms
+    batches = max(1, math.ceil(per_sm / programs_together(resident_per_sm, programs, gpu)))
+    per_scheduler = warps_per_scheduler(gpu, issue.num_warps, resident_per_sm, programs)
+    cycles = issue.instructions_per_warp * max(ISSUE_LATENCY_CYCLES, per_scheduler)
+    return batches * cycles / (gpu.clock_ghz * 1e3)
+
+
+def programs_together(resident_per_sm: int, programs: int, gpu: GpuModel) -> int:
+    """The programs an SM runs at once: as many as it holds, or its share of the grid where that is fewer."""
+    return max(1, min(resident_per_sm, math.ceil(programs / gpu.sms)))
+
+
+def warps_per_scheduler(gpu: GpuModel, num_warps: int, resident_per_sm: int, programs: int) -> float:
+    """The warps each of an SM's schedulers switches between while the kernel runs."""
+    return programs_together(resident_per_sm, programs, gpu) * max(1, num_warps) / gpu.schedulers_per_sm
+
+
 def round_us(fresh_share: float) -> float:
     """A dependent round's wait: a trip to memory for the share that fetches new sectors, the L1 for the rest."""
     return fresh_share * LOAD_LATENCY_US + (1.0 - fresh_share) * CACHED_LATENCY_US
@@ -259,7 +306,7 @@ def floor_us(gpu: GpuModel, minimum: float, flops: float = 0.0, exps: float = 0.
 def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, programs_at_size: int,
             footprint_at_size: float, flops: float = 0.0, exps: float = 0.0, uses_dot: str = "",
             threads_per_program: int = 128, rounds_at_size: float = 1.0,
-            rounds_most_at_size: float = 0.0, resident_per_sm: int | None = None
+            rounds_most_at_size: float = 0.0, resident_per_sm: int | None = None, issue: Issue | None = None
             ) -> tuple[float, str, float, float, float]:
     """(predicted us, what bounds it, DRAM bytes, requested bytes, waves) at a size whose fewest bytes,
     programs and data footprint are given, from the counts of a run at another size.
@@ -269,7 +316,8 @@ def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, program
     resident capacity (`resident_per_sm` programs per SM, from the compiled code where known), and a program waits
     a round trip for each round of dependent loads (tiny chunks in a loop, one element at a time) however few bytes
     each moves; the kernel lasts at least as long as its longest
-    program (`rounds_most_at_size`: one program that sums what the others left, say)."""
+    program (`rounds_most_at_size`: one program that sums what the others left, say). `issue`: the compiled code's
+    instructions and spills at the size (None: it did not compile here, no such term)."""
     scale = minimum_at_size / counts.bytes_minimum if counts.bytes_minimum else 1.0
     unique = counts.bytes_unique * scale
     reread = counts.bytes_reread * scale
@@ -277,16 +325,23 @@ def predict(gpu: GpuModel, counts: RunCounts, *, minimum_at_size: float, program
     dram = unique + reread * (1.0 - held)
     requested = counts.bytes_requested * scale
     per_sm = resident_per_sm or max(1, gpu.threads_per_sm // max(32, threads_per_program))  # the compiled occupancy
+    # A spilled register is stored to local memory and loaded back: traffic the L1 and the L2 serve beside the
+    # kernel's own (a thread's hundreds of bytes of stack overflow the L1 that shared memory leaves).
+    spilled = issue.spilled_bytes if issue is not None else 0.0
     resident = gpu.sms * per_sm
     waves = programs_at_size / resident
     times = {
         "memory": dram / (gpu.dram_gbps * 1e3),
-        "L2": requested / (gpu.l2_gbps * 1e3),
+        "L2": (requested + spilled) / (gpu.l2_gbps * 1e3),
         "compute": compute_us(gpu, flops, exps, uses_dot),
         "latency": max(math.ceil(waves) * rounds_at_size, rounds_most_at_size) * round_us(counts.fresh_share),
     }
+    if issue is not None:
+        times["issue"] = issue_us(gpu, issue, programs_at_size, per_sm)
     bound = max(times, key=times.get)
-    work = times[bound]
+    if spilled > requested and bound == "L2":  # most of the L2's traffic is the spills
+        bound = "spills"
+    work = times[bound if bound != "spills" else "L2"]
     if work < gpu.launch_us:
         bound = "launch"
     return gpu.launch_us + work, bound, dram, requested, waves

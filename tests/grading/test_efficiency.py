@@ -51,7 +51,7 @@ def test_the_model_adds_the_launch_and_takes_the_slowest_of_its_bounds():
     with pytest.raises(ValueError, match="knows H100, H200, A100, T4"):
         gpu_model("B200")
     assert set(GPUS) == {"H100", "H200", "A100", "T4"}
-    assert set(BOUND_WORDS) == {"memory", "L2", "compute", "latency", "launch"}
+    assert set(BOUND_WORDS) == {"memory", "L2", "compute", "latency", "issue", "spills", "launch"}
 
 
 def test_the_reference_meets_its_own_goal_and_the_fields_are_readable():

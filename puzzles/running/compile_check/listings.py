@@ -10,6 +10,7 @@ from typing import Any
 
 from puzzles.running.compile_check.checking import Check, CompileProblem, listing_request, start_listing, submit_listing
 from puzzles.running.compiled_code import Compiled, from_listing, not_compiled, reading
+from puzzles.running.compiled_code.ptx_loops import InstructionCounts, instruction_counts
 from puzzles.running.errors import KernelError
 from puzzles.running.kernel import KernelHandle
 
@@ -46,20 +47,23 @@ def from_check(check: Check, target: int, sizes: dict[str, int], with_sass: bool
 @dataclass(frozen=True)
 class LaunchNumbers:
     """What a compiled kernel asks of a multiprocessor: its warps, registers per thread (ptxas) and shared
-    memory per program (bytes)."""
+    memory per program (bytes); the stack a thread spills registers to (bytes) and its PTX's instruction counts
+    (ptx_loops.py; None: no PTX)."""
 
     num_warps: int
     registers: int | None
     shared: int
+    spilled: int = 0
+    instructions: InstructionCounts | None = None
 
 
 NUMBERS: dict[str, LaunchNumbers] = {}  # compile key -> its numbers, read once per process
 
 
 def launch_numbers(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: int) -> LaunchNumbers | None:
-    """`kernel`'s warps, registers and shared memory compiled for `target` as called with `call`, without reading
-    its listings (an efficiency report's occupancy: a warm cell answers from memory); None where it does not
-    compile or cannot be described."""
+    """`kernel`'s warps, registers, shared memory, spills and instruction counts compiled for `target` as called
+    with `call` (an efficiency report's occupancy and issue time: read once per process, so a warm cell answers
+    from memory); None where it does not compile or cannot be described."""
     request = listing_request(kernel, call, target)
     if request is None:
         return None
@@ -68,7 +72,8 @@ def launch_numbers(kernel: Any, call: tuple[list[Any], dict[str, Any]], target: 
         listing, _ = submit_listing(spec, item).listing(target)
         if listing is None:
             return None
-        usage = reading.resources(listing.get("resources", ""), "", "")
+        usage = reading.resources(listing.get("resources", ""), "", listing.get("ptx", ""))
         NUMBERS[item["key"]] = LaunchNumbers(int(listing.get("num_warps") or 0), usage.registers,
-                                             int(listing.get("shared") or 0))
+                                             int(listing.get("shared") or 0), usage.stack if usage.spills else 0,
+                                             instruction_counts(listing.get("ptx", "")))
     return NUMBERS[item["key"]]
