@@ -389,11 +389,16 @@ def reference_prediction(p: Puzzle, model: Any, sizes: dict[str, int],
 
 
 def calls_dot(job: Any) -> str:
-    """"" (no tl.dot), "32" (a tl.dot of float32 tiles) or "16" (of 16-bit tiles: cast there, or given so). Read
-    from the calls of the kernel and of the @triton.jit functions it calls (a kernel named quant_dot_... that
-    multiplies and sums calls no tl.dot; one whose helper does, does)."""
+    """"" (no tl.dot), "32" (a tl.dot of float32 tiles), "16" (of 16-bit tiles: cast there, or given so) or "8"
+    (the spec's inputs are float8, as puzzle 32's: their tiles go to the fp8 tensor cores). Read from the calls of
+    the kernel and of the @triton.jit functions it calls (a kernel named quant_dot_... that multiplies and sums calls
+    no tl.dot; one whose helper does, does)."""
     if not any(found.tree is not None and calls_a_dot(found.tree) for found in job.handle.reached_sources()):
         return ""
+    parsed = job.parsed_spec
+    if parsed is not None and parsed.tensors is not None and any(
+            t.dtype.itemsize == 1 and t.dtype.is_floating_point for t in parsed.tensors[0]):
+        return "8"
     return "16" if job.sixteen_bit else "32"
 
 

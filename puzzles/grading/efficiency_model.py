@@ -41,6 +41,9 @@ class GpuModel:
     dot_tflops: float  # what a tl.dot of float32 tiles reaches in the course's kernels (far under the TF32 peak)
     dot16_tflops: float  # a tl.dot of 16-bit tiles
     exps_per_us: float  # exponentials per microsecond (the special-function units, 16 per SM per clock)
+    # A tl.dot of float8 tiles: Hopper's fp8 tensor-core rate is twice its 16-bit one (1979 against 989 dense TFLOP/s
+    # on the datasheet), so twice dot16_tflops; 0 where the GPU has no fp8 tensor cores (sm_80 and older).
+    dot8_tflops: float = 0.0
     sm: int = 90  # the compile target (sm_90, sm_80, sm_75): what the occupancy is read from
     shared_per_sm: int = 228 << 10  # shared memory a multiprocessor gives its programs
     threads_per_sm: int = 2048
@@ -60,9 +63,9 @@ class GpuModel:
 # datasheets. Boost clocks: H100 and H200 SXM 1.98 GHz, A100 1.41, T4 1.59; 4 warp schedulers per SM on all four.
 GPUS = {
     "H100": GpuModel("H100", dram_gbps=3000, l2_gbps=7500, l2_bytes=50 << 20, sms=132, launch_us=4.0,
-                     fp32_tflops=67, dot_tflops=50, dot16_tflops=300, exps_per_us=132 * 16 * 1830),
+                     fp32_tflops=67, dot_tflops=50, dot16_tflops=300, dot8_tflops=600, exps_per_us=132 * 16 * 1830),
     "H200": GpuModel("H200", dram_gbps=4300, l2_gbps=7500, l2_bytes=50 << 20, sms=132, launch_us=3.8,
-                     fp32_tflops=67, dot_tflops=50, dot16_tflops=300, exps_per_us=132 * 16 * 1830),
+                     fp32_tflops=67, dot_tflops=50, dot16_tflops=300, dot8_tflops=600, exps_per_us=132 * 16 * 1830),
     "A100": GpuModel("A100", dram_gbps=1800, l2_gbps=4500, l2_bytes=40 << 20, sms=108, launch_us=4.5,
                      fp32_tflops=19.5, dot_tflops=20, dot16_tflops=150, exps_per_us=108 * 16 * 1410, sm=80,
                      shared_per_sm=164 << 10, clock_ghz=1.41),
@@ -291,9 +294,10 @@ def round_us(fresh_share: float) -> float:
 
 
 def compute_us(gpu: GpuModel, flops: float, exps: float, uses_dot: str) -> float:
-    """The arithmetic's time: FLOPs at what a tl.dot of these tiles reaches ("32", "16") or off the tensor cores
-    (""), and the exponentials at the special-function rate."""
-    rate = {"": gpu.fp32_tflops, "32": gpu.dot_tflops, "16": gpu.dot16_tflops}[uses_dot]
+    """The arithmetic's time: FLOPs at what a tl.dot of these tiles reaches ("32", "16", "8") or off the tensor
+    cores (""), and the exponentials at the special-function rate."""
+    rate = {"": gpu.fp32_tflops, "32": gpu.dot_tflops, "16": gpu.dot16_tflops,
+            "8": gpu.dot8_tflops or gpu.dot16_tflops}[uses_dot]
     return flops / (rate * 1e6) + exps / gpu.exps_per_us
 
 

@@ -120,3 +120,20 @@ def test_a_kernel_that_spills_is_told_how_many_registers():
     assert e is not None and e.bound == "spills", e.text()
     assert e.lever.startswith("spills ") and "registers a thread to local memory" in e.lever
     assert "smaller tiles" in e.lever
+
+
+def test_a_dot_of_float8_tiles_is_priced_at_twice_the_16_bit_rate_where_the_gpu_has_fp8_tensor_cores():
+    """Puzzle 32's inputs are float8: its tl.dot runs on Hopper's fp8 tensor cores, twice the 16-bit rate (on an
+    H200 its reference measured 170 us, 806 TFLOP/s; priced at the 16-bit rate the model said 462). A GPU without
+    fp8 tensor cores falls back to the 16-bit rate."""
+    from puzzles.grading.efficiency import calls_dot
+    from puzzles.grading.efficiency_model import compute_us
+    from puzzles.grading.job import make_job
+
+    p32, p31 = catalog.get(32), catalog.get(31)
+    assert calls_dot(make_job(p32.reference(), p32.spec, p32)) == "8"
+    assert calls_dot(make_job(p31.reference(), p31.spec, p31)) == "16"
+    h200, a100 = gpu_model("H200"), gpu_model("A100")
+    flops = 2 * 4096 ** 3
+    assert compute_us(h200, flops, 0, "8") == pytest.approx(compute_us(h200, flops, 0, "16") / 2)
+    assert compute_us(a100, flops, 0, "8") == compute_us(a100, flops, 0, "16")
