@@ -14,7 +14,7 @@ import pytest
 import torch
 from judging import grade, interpreted_only
 
-from puzzles import test
+from puzzles import on_gpu, test
 from puzzles.course import catalog, mistakes_mxfp4, mxfp4
 from puzzles.grading.job import make_job
 from puzzles.running.compile_check.settings import targets_for
@@ -116,16 +116,18 @@ def test_the_fast_references_changes_alone_and_its_other_settings_pass_at_every_
 
 def test_the_fast_reference_decodes_every_code_at_every_scale_bit_for_bit():
     """One weight per column of x's identity: z is W itself, each of the 16 codes in both nibbles times scales from
-    2^-7 to 2^8 (the teaching kernel's float16 weights overflow past 2^15; the fast one scales float32 sums)."""
+    2^-7 to 2^8 (the teaching kernel's float16 weights overflow past 2^15; the fast one scales float32 sums). On a GPU
+    the kernel runs compiled there: the tensor cores' sums of the decoded codes checked bit for bit too."""
     fast = PUZZLE.fast_reference_kernel()
+    device = "cuda" if on_gpu() else "cpu"
     k_size, n_size = 64, 16
     x = torch.eye(k_size, dtype=torch.float16)[:16]
     scale = torch.arange(120, 136, dtype=torch.uint8).repeat(k_size // 32, 1)
     for code in range(16):
         w = torch.full((k_size // 2, n_size), code | (15 - code) << 4, dtype=torch.uint8)
-        z = torch.empty(16, n_size)
-        fast[(1, 1)](x, w, scale, z, 16, n_size, k_size, BM=16, BN=16, BK=32)
-        assert torch.equal(z, PUZZLE.spec(x, w, scale)), code
+        z = torch.empty(16, n_size, device=device)
+        fast[(1, 1)](x.to(device), w.to(device), scale.to(device), z, 16, n_size, k_size, BM=16, BN=16, BK=32)
+        assert torch.equal(z.cpu(), PUZZLE.spec(x, w, scale)), code
 
 
 @interpreted_only
