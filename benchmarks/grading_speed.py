@@ -8,7 +8,9 @@ its sizes, access recording on, child process included), with the ahead-of-time 
 (puzzles/running/compile_check/) on as a learner has it: "cold" is the first run with empty compile
 caches (the check's verdicts and Triton's kernels; the compiler worker already loaded, as it is
 once the notebook's import cell has run), "warm" the median of the re-runs, answered from the
-cache, and "off" the median with the check switched off. Then one cold run of the whole set in a
+cache, "off" the median with the check switched off, and "no efficiency" the warm median with the efficiency
+report off (test(..., efficiency=False); on by default where a puzzle has a speed goal: issue 51 allows it 30% of
+a warm cell). Then one cold run of the whole set in a
 fresh process, imports included, and the peak resident memory of that process and its children.
 Targets (issue "The engine"): each puzzle <= 1 s median; the set of twelve under Triton-Puzzles-
 Lite's 7.4 s (measured by the issue's author on the same kind of machine); peak memory < 1 GiB.
@@ -80,19 +82,24 @@ def main() -> int:
         cold = time.perf_counter() - started
         assert result.passed, str(result)
         compile_check.wait_idle()  # let the full compile finish (and be cached) before timing re-runs
-        times, off = [], []
+        times, off, plain = [], [], []
         for _ in range(args.repeat):
             started = time.perf_counter()
             result = test(kernel, p.spec, quiet=True)
             times.append(time.perf_counter() - started)
-            # An autotuned kernel's verdict lists each config it was graded under, and a puzzle graded on its compiled
-            # code (23) reports what it was compiled to; any other note is a surprise.
-            surprises = [n for n in result.notes if not n.startswith(("config ", "grader's config ", "compiled for "))]
+            # An autotuned kernel's verdict lists each config it was graded under, a puzzle graded on its compiled code
+            # (23) what it was compiled to (and spills on an older GPU), one with a speed goal its efficiency; any other
+            # note is a surprise.
+            surprises = [n for n in result.notes if not n.startswith(EXPECTED_NOTES)]
             assert result.passed and not surprises, str(result)
             started = time.perf_counter()
             test(kernel, p.spec, quiet=True, compile_check=False)
             off.append(time.perf_counter() - started)
-        rows.append((p, len(p.sizes), cold, statistics.median(times), max(times), statistics.median(off)))
+            started = time.perf_counter()
+            test(kernel, p.spec, quiet=True, efficiency=False)
+            plain.append(time.perf_counter() - started)
+        rows.append((p, len(p.sizes), cold, statistics.median(times), max(times), statistics.median(off),
+                     statistics.median(plain)))
 
     def cold_set(check: str) -> list[str]:
         fresh = tempfile.mkdtemp(prefix="grading-speed-cold-")
@@ -102,9 +109,10 @@ def main() -> int:
         return run.stdout.split()
 
     if args.puzzles:
-        for p, n, cold, median, worst, off in rows:
+        for p, n, cold, median, worst, off, plain in rows:
             print(f"{p.number:2d} {p.title}: {n} sizes, cold {cold:.3f} s, warm median {median:.3f} s "
-                  f"(max {worst:.3f}), check off {off:.3f} s: {'ok' if median <= 1.0 else 'OVER 1 s'}")
+                  f"(max {worst:.3f}), check off {off:.3f} s, efficiency off {plain:.3f} s "
+                  f"({efficiency_cost(median, plain)}): {'ok' if median <= 1.0 else 'OVER 1 s'}")
         print(f"load average: {_load()}")
         return 0
     ok, wall, peak_kib = cold_set("1")
@@ -116,12 +124,12 @@ def main() -> int:
         f"Load average at the end (other work on the machine inflates every number): {_load()}",
         "",
         "| puzzle | sizes | cold s (check, empty caches) | median s (check, warm) | max s | median s (check off) "
-        "| target |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| median s (efficiency off) | efficiency's cost | target |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for p, n, cold, median, worst, off in rows:
+    for p, n, cold, median, worst, off, plain in rows:
         lines.append(f"| {p.number:2d} {p.title} | {n} | {cold:.3f} | {median:.3f} | {worst:.3f} | {off:.3f} | "
-                     f"{'ok' if median <= 1.0 else 'OVER 1 s'} |")
+                     f"{plain:.3f} | {efficiency_cost(median, plain)} | {'ok' if median <= 1.0 else 'OVER 1 s'} |")
     lines += [
         "",
         f"Whole classic set, cold (empty compile caches), one process, imports included: {float(wall):.2f} s "
@@ -135,6 +143,16 @@ def main() -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n")
     return 0
+
+
+# The notes a passing reference's verdict may carry (see main): every other one is a surprise.
+EXPECTED_NOTES = ("config ", "grader's config ", "compiled for ", "on sm_", "Efficiency on ")
+
+
+def efficiency_cost(with_report: float, without: float) -> str:
+    """The efficiency report's share of a warm cell, in words against issue 51's 30%."""
+    share = with_report / without - 1.0
+    return f"{share:+.0%}" + ("" if share <= 0.30 else " (over 30%)")
 
 
 def _load() -> str:
