@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import re
+import sys
 from pathlib import Path
 
 
@@ -31,3 +33,17 @@ def write_device_table(out: Path, filename: str, lines: list[str]) -> Path:
     path.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return path
+
+
+def variants_out(doc: str, capability: tuple[int, int] = (0, 0), needs: str = "a CUDA GPU") -> Path | None:
+    """A variants benchmark's command line (`--out`, the results folder) and its check for a GPU: the folder to write
+    the device's table under, or None (said in one line) where there is no CUDA GPU of `capability` or newer."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < capability:
+        print(f"{sys.argv[0]} needs {needs}: none here, nothing measured.")
+        return None
+    return args.out

@@ -9,14 +9,13 @@ Needs a CUDA GPU; without one it says so and exits 0. Writes p15_variants.md und
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
-from cuda_here import write_device_table
+from cuda_here import variants_out, write_device_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from puzzles.course import catalog  # noqa: E402
@@ -105,11 +104,8 @@ VARIANTS = {"reference": int8_gemv_kernel, "wide chunks (4 x BK a trip)": gemv_f
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print(f"{sys.argv[0]} needs a CUDA GPU: none here, nothing measured.")
+    out = variants_out(__doc__)
+    if out is None:
         return 0
     p = catalog.get(15)
     s = dict(p.perf_size)
@@ -138,7 +134,7 @@ def main() -> int:
              f"{s}, grid {grid}, four warps; do_bench medians. Memory floor at 4.8 TB/s: {floor_us:.1f} us.", "",
              "| kernel | us | x torch.compile | max error / max |", "| --- | --- | --- | --- |"]
     lines += [f"| {name} | {us:.1f} | {rows[0][1] / us:.2f} | {error:.1e} |" for name, us, error in rows]
-    write_device_table(args.out, "p15_variants.md", lines)
+    write_device_table(out, "p15_variants.md", lines)
     return 0
 
 

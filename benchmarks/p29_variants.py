@@ -8,14 +8,13 @@ Needs a CUDA GPU with TMA (sm_90+); without one it says so and exits 0. Writes p
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
-from cuda_here import write_device_table
+from cuda_here import variants_out, write_device_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from solutions.p29_tensor_descriptors import transpose_kernel  # noqa: E402
@@ -52,11 +51,8 @@ def transpose_grouped(x_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr, 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    args = parser.parse_args()
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
-        print(f"{sys.argv[0]} needs a CUDA GPU with TMA (sm_90+): none here, nothing measured.")
+    out = variants_out(__doc__, (9, 0), "a CUDA GPU with TMA (sm_90+)")
+    if out is None:
         return 0
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     n = 8192
@@ -95,7 +91,7 @@ def main() -> int:
              f"memory floor (a copy's rate) {floor_us:.1f} us.", "Command: python benchmarks/p29_variants.py", "",
              "| kernel | tiles | us |", "| --- | --- | --- |"]
     lines += [f"| {name} | {what} | {ms * 1000:.1f} |" for name, what, ms in sorted(rows, key=lambda r: r[2])]
-    write_device_table(args.out, "p29_variants.md", lines)
+    write_device_table(out, "p29_variants.md", lines)
     return 0
 
 

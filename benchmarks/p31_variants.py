@@ -11,13 +11,12 @@ and a library_note where every kernel stays behind cuBLAS.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 import triton
-from cuda_here import write_device_table
+from cuda_here import variants_out, write_device_table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "kernels")]
@@ -32,11 +31,8 @@ TILES = ((128, 128, 64), (128, 256, 64), (64, 128, 64), (128, 128, 32))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    args = parser.parse_args()
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9:
-        print(f"{sys.argv[0]} needs a CUDA GPU with TMA (sm_90+): none here, nothing measured.")
+    out = variants_out(__doc__, (9, 0), "a CUDA GPU with TMA (sm_90+)")
+    if out is None:
         return 0
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     n = 4096
@@ -73,7 +69,7 @@ def main() -> int:
              "| --- | --- | --- | --- |"]
     lines += [f"| {name} | {what} | {ms * 1000:.1f} | {flops / ms / 1e9:.0f} |"
               for name, what, ms in sorted(rows, key=lambda r: r[2])]
-    write_device_table(args.out, "p31_variants.md", lines)
+    write_device_table(out, "p31_variants.md", lines)
     return 0
 
 

@@ -13,13 +13,12 @@ library, so the puzzle stores w N x K; and the speed goal's tiles.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 import triton
-from cuda_here import write_device_table
+from cuda_here import variants_out, write_device_table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "kernels")]
@@ -31,11 +30,8 @@ TILES = ((128, 128, 128), (128, 256, 64), (128, 256, 128), (128, 128, 64), (64, 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    args = parser.parse_args()
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9):
-        print(f"{sys.argv[0]} needs a CUDA GPU of compute capability 8.9+: none here, nothing measured.")
+    out = variants_out(__doc__, (8, 9), "a CUDA GPU of compute capability 8.9+")
+    if out is None:
         return 0
     n = 4096
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -77,7 +73,7 @@ def main() -> int:
              "| --- | --- | --- | --- |"]
     lines += [f"| {name} | {what} | {ms * 1000:.1f} | {flops / ms / 1e9:.0f} |"
               for name, what, ms in sorted(rows, key=lambda r: r[2])]
-    write_device_table(args.out, "p32_variants.md", lines)
+    write_device_table(out, "p32_variants.md", lines)
     return 0
 
 

@@ -12,7 +12,6 @@ tests/course/test_mxfp4_track.py) and the two references; one that fails to comp
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import torch
 import triton
-from cuda_here import write_device_table
+from cuda_here import variants_out, write_device_table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "kernels")]
@@ -110,11 +109,8 @@ def table_row(row: tuple[str, str, float, float | None], compiled_us: float, lib
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print(f"{sys.argv[0]} needs a CUDA GPU: none here, nothing measured.")
+    out = variants_out(__doc__)
+    if out is None:
         return 0
     p = catalog.get(33)
     sizes = dict(p.perf_size)
@@ -142,7 +138,7 @@ def main() -> int:
              "| kernel | launch | us | x torch.compile | x library | x floor | error |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [table_row(row, compiled_us, library_us, floor_us) for row in rows]
-    write_device_table(args.out, "p33_variants.md", lines)
+    write_device_table(out, "p33_variants.md", lines)
     return 0
 
 
