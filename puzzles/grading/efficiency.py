@@ -42,7 +42,7 @@ from puzzles.grading.efficiency_model import (
 )
 from puzzles.grading.job import make_job
 from puzzles.grading.result import SizeOutcome
-from puzzles.grading.unrolled_loops import loop_trips, unrolled_repeats
+from puzzles.grading.unrolled_loops import called_name, loop_trips, unrolled_repeats
 from puzzles.running.compile_check.listings import LaunchNumbers
 from puzzles.running.kernel_source import FunctionSource
 from puzzles.running.recording import Trace
@@ -403,8 +403,7 @@ def calls_dot(job: Any) -> str:
 
 
 def calls_a_dot(tree: ast.AST) -> bool:
-    return any(isinstance(node, ast.Call) and DOTS & {getattr(node.func, "attr", None), getattr(node.func, "id", None)}
-               for node in ast.walk(tree))
+    return any(called_name(node) in DOTS for node in ast.walk(tree))
 
 
 DOTS = {"dot", "dot_scaled"}

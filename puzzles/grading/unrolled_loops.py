@@ -73,25 +73,36 @@ def most_trips(body: list[ast.stmt], sizes: dict[str, Any]) -> int:
 def kept_trips(loop: ast.For, sizes: dict[str, Any]) -> int | None:
     """A `range` or `tl.range` loop's trip count (raises where a bound is not a size), None for a static_range
     loop (unrolled: its body is in the instruction count that many times already)."""
-    call = loop.iter
-    name = getattr(call.func, "attr", getattr(call.func, "id", "")) if isinstance(call, ast.Call) else ""
+    name = called_name(loop.iter)
     if name == "static_range":
         return None
-    if name != "range" or not 1 <= len(call.args) <= 3:
+    if name != "range":
         raise ValueError("a loop over something other than a range")
-    return len(range(*(value_of(arg, sizes) for arg in call.args)))
+    return range_trips(loop.iter, sizes)
 
 
 def static_trips(loop: ast.For, sizes: dict[str, Any]) -> int | None:
     """A `for ... in tl.static_range(...)` loop's trip count, or None (another loop, or bounds not known)."""
-    call = loop.iter
-    if not (isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", "")) == "static_range"):
+    if called_name(loop.iter) != "static_range":
         return None
     try:
-        bounds = [value_of(arg, sizes) for arg in call.args]
+        return range_trips(loop.iter, sizes)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
-    return len(range(*bounds)) if 1 <= len(bounds) <= 3 else None
+
+
+def range_trips(call: ast.Call, sizes: dict[str, Any]) -> int:
+    """The trips of a `range(...)`-like call's 1 to 3 bounds evaluated at `sizes` (raises where one is not known)."""
+    if not 1 <= len(call.args) <= 3:
+        raise ValueError("not the bounds of a range")
+    return len(range(*(value_of(arg, sizes) for arg in call.args)))
+
+
+def called_name(node: ast.AST) -> str:
+    """The name a call calls, its last part (`tl.static_range(...)` -> "static_range"); "" for anything else."""
+    if not isinstance(node, ast.Call):
+        return ""
+    return getattr(node.func, "attr", getattr(node.func, "id", ""))
 
 
 def value_of(node: ast.AST, sizes: dict[str, Any]) -> int:
@@ -102,7 +113,7 @@ def value_of(node: ast.AST, sizes: dict[str, Any]) -> int:
         return int(sizes[node.id])
     if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
         return OPERATORS[type(node.op)](value_of(node.left, sizes), value_of(node.right, sizes))
-    function = getattr(node.func, "id", getattr(node.func, "attr", "")) if isinstance(node, ast.Call) else ""
+    function = called_name(node)
     if function in FUNCTIONS:
         return FUNCTIONS[function](*(value_of(arg, sizes) for arg in node.args))
     raise ValueError(f"not evaluated: {ast.dump(node)[:60]}")
