@@ -221,7 +221,6 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
     uses_dot = calls_dot(job)
     growth = load_width_growth(recorded, p.perf_size, analysed.sizes)
     compiled = compiled_facts(job, p, model, analysed.sizes)
-    resident = compiled.occupancy
     us, bound, dram, requested, waves = predicted_at_perf(p, model, counts, analysed.sizes, uses_dot=uses_dot,
                                                           width_growth=growth, compiled=compiled)
     reference = reference_prediction(p, model, analysed.sizes, grade)
@@ -232,13 +231,14 @@ def efficiency_of(job: Any, outcomes: list[SizeOutcome], gpu: str,
         goal_met = dram <= cpu_goal.bytes_within * minimum and all(
             c.coalescing <= cpu_goal.coalesced_within for c in lines) and (
             reference is None or us <= cpu_goal.time_within * reference[0])
+    programs = math.prod(p.grid(p.perf_size))
     return Efficiency(model.name, dict(p.perf_size), dict(analysed.sizes), us, dram, requested, minimum,
                       counts.sectors_per_request, counts.coalescing, counts.masked_fraction,
-                      math.prod(p.grid(p.perf_size)), waves, bound, None if reference is None else reference[0],
+                      programs, waves, bound, None if reference is None else reference[0],
                       goal_met, lever(counts, lines, bound, None if reference is None else reference[1], compiled,
-                            math.prod(p.grid(p.perf_size)), model),
+                                      programs, model),
                       tuple(lines), cpu_goal.text() if cpu_goal is not None else "",
-                      floor_us(model, minimum, flops, exps, uses_dot), resident), None
+                      floor_us(model, minimum, flops, exps, uses_dot), compiled.occupancy), None
 
 
 def analysed_size(recorded: list[SizeOutcome], spec: Callable[..., Any]) -> SizeOutcome:

@@ -261,24 +261,24 @@ def call(target: str, *args: Any, timeout: float = 60.0, **kwargs: Any) -> Reply
     return worker().call(target, *args, timeout=timeout, **kwargs)
 
 
-def device_name() -> str:
-    """The worker's GPU, by name (waits for the first worker to load; a verdict after a fault does not wait
-    for the restarted one)."""
+def known_worker() -> Worker:
+    """The default worker, once one has loaded and said what its GPU is (waits for the first to load; a verdict
+    after a fault does not wait for the restarted one)."""
     w = worker()
     if w.known_name is None:
-        with w.lock:
-            w.ready()
-    return w.known_name or "GPU"
+        w.ready()
+    return w
+
+
+def device_name() -> str:
+    """The worker's GPU, by name."""
+    return known_worker().known_name or "GPU"
 
 
 def device_capability() -> int:
     """The worker's GPU's compute capability as one number (90 for sm_90), as the worker said when it loaded: the
     notebook's own process never asks CUDA (torch.cuda.get_device_capability would load CUDA there)."""
-    w = worker()
-    if w.known_name is None:
-        with w.lock:
-            w.ready()
-    return w.known_capability
+    return known_worker().known_capability
 
 
 def gpu_too_old(min_sm: int, number: int) -> str:
